@@ -1,0 +1,123 @@
+"""The CuPy backend: device arrays, cuBLAS/cuFFT/cuSOLVER through CuPy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import numpy as np
+
+from gpukit.backend import Backend, Device
+from gpukit.errors import GPU_FIX, BackendUnavailableError
+
+try:
+    import cupy
+except ImportError as exc:  # raised as BackendUnavailableError by probe()
+    cupy = None
+    _import_error: ImportError | None = exc
+else:
+    _import_error = None
+
+
+def probe() -> int:
+    """Check that CuPy imports and a CUDA device is usable; return the device count.
+
+    Every CUDA failure becomes a ``BackendUnavailableError`` naming the CUDA error
+    (``cudaErrorInsufficientDriver``, ``cudaErrorNoDevice``) and the fix.
+    """
+    if cupy is None:
+        raise BackendUnavailableError("cupy", f"CuPy is not installed ({_import_error})", GPU_FIX)
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        raise BackendUnavailableError(
+            "cupy", f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", _fix_for(exc)
+        ) from None
+    except Exception as exc:  # e.g. libcuda cannot be loaded at all
+        raise BackendUnavailableError(
+            "cupy", f"CUDA is not usable: {type(exc).__name__}: {exc}", GPU_FIX
+        ) from None
+    if count == 0:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        raise BackendUnavailableError("cupy", f"no CUDA device is visible{hint}", GPU_FIX)
+    return count
+
+
+def _fix_for(exc: Exception) -> str:
+    text = str(exc)
+    if "InsufficientDriver" in text:
+        return (
+            "install or update the NVIDIA driver to one supporting this CuPy's CUDA version, "
+            'or install the CuPy build for your driver (pip install "gpukit[cuda12]"), '
+            "or run on the CPU with GPUKIT_BACKEND=numpy"
+        )
+    return GPU_FIX
+
+
+class CupyBackend(Backend):
+    """Arrays are ``cupy.ndarray``; one device per visible GPU."""
+
+    name = "cupy"
+    is_device = True
+
+    def __init__(self) -> None:
+        self.xp = cupy
+        self._count = cupy.cuda.runtime.getDeviceCount()
+
+    def owns(self, x: Any) -> bool:
+        return isinstance(x, cupy.ndarray)
+
+    def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
+        if device is None:
+            return cupy.asarray(obj, dtype=dtype)
+        with cupy.cuda.Device(device):
+            return cupy.asarray(obj, dtype=dtype)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return cupy.asnumpy(x)
+
+    def device_of(self, x: Any) -> int:
+        return x.device.id
+
+    def device_count(self) -> int:
+        return self._count
+
+    def devices(self) -> list[Device]:
+        out = []
+        for i in range(self._count):
+            props = cupy.cuda.runtime.getDeviceProperties(i)
+            name = props["name"]
+            out.append(
+                Device(
+                    self.name,
+                    i,
+                    name.decode() if isinstance(name, bytes) else str(name),
+                    int(props["totalGlobalMem"]),
+                    f"{props['major']}.{props['minor']}",
+                )
+            )
+        return out
+
+    def current_device(self) -> int:
+        return cupy.cuda.Device().id
+
+    def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        return cupy.cuda.Device(index)
+
+    def synchronize(self, device: int | None = None) -> None:
+        for i in range(self._count) if device is None else (device,):
+            cupy.cuda.Device(i).synchronize()
+
+    def versions(self) -> dict[str, str]:
+        rt = cupy.cuda.runtime
+
+        def fmt(v: int) -> str:
+            return f"{v // 1000}.{v % 1000 // 10}"
+
+        return {
+            "cupy": cupy.__version__,
+            "cuda_runtime": fmt(rt.runtimeGetVersion()),
+            "cuda_driver": fmt(rt.driverGetVersion()),
+        }

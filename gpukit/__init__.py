@@ -1,0 +1,92 @@
+"""gpukit: one backend-agnostic API for scientific computing on NumPy/SciPy and CuPy.
+
+The backend is chosen late (``GPUKIT_BACKEND``, read at first use) and scoped per
+context (:func:`use_backend`). Arrays are the backends' own: ``numpy.ndarray`` or
+``cupy.ndarray``, never wrapped. ``import gpukit`` imports neither CuPy nor heavy
+SciPy submodules; the numerical namespaces load on first attribute access.
+
+Examples
+--------
+>>> import gpukit as gk
+>>> with gk.use_backend("numpy"):
+...     x = gk.asarray([3.0, 4.0])
+>>> float(gk.xp.linalg.norm(x))
+5.0
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import errors
+from ._devices import device, device_count, devices, synchronize
+from ._dispatch import asarray, namespace, to_numpy
+from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
+from ._selection import get_backend, selection_reason, set_backend, use_backend
+from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
+from ._version import __version__
+from .backend import Backend, Device
+from .errors import (
+    BackendUnavailableError,
+    ConvergenceWarning,
+    DeviceMismatchError,
+    GpukitError,
+    GpukitWarning,
+    LinAlgError,
+    OutOfMemoryError,
+    TransferGuardError,
+    UnknownBackendError,
+)
+
+__all__ = [
+    "Backend",
+    "BackendStatus",
+    "BackendUnavailableError",
+    "ConvergenceWarning",
+    "Device",
+    "DeviceMismatchError",
+    "GpukitError",
+    "GpukitWarning",
+    "LinAlgError",
+    "OutOfMemoryError",
+    "TransferGuardError",
+    "UnknownBackendError",
+    "__version__",
+    "asarray",
+    "available_backends",
+    "device",
+    "device_count",
+    "devices",
+    "errors",
+    "get_backend",
+    "namespace",
+    "register_backend",
+    "reset_transfer_stats",
+    "selection_reason",
+    "set_backend",
+    "synchronize",
+    "to_numpy",
+    "transfer_guard",
+    "transfer_stats",
+    "unregister_backend",
+    "use_backend",
+    "xp",
+]
+
+# Submodules imported on first access, so `import gpukit` stays cheap.
+_LAZY_SUBMODULES: frozenset[str] = frozenset()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "xp":  # the active backend's namespace: resolved on every access
+        return get_backend().xp
+    if name in _LAZY_SUBMODULES:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _LAZY_SUBMODULES)

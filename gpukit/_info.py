@@ -1,0 +1,103 @@
+"""What ``gpukit info`` reports: versions, backends, selection, devices, BLAS."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Any
+
+from . import _registry, _selection
+from ._version import __version__
+from .errors import GpukitError
+
+
+def _blas() -> dict[str, Any]:
+    import numpy as np
+
+    blas: dict[str, Any] = {}
+    try:
+        config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas = {"name": config.get("name"), "version": config.get("version")}
+    except Exception:  # older NumPy without mode="dicts"
+        blas = {"name": None, "version": None}
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        blas["threads"] = None
+        blas["threads_note"] = "install threadpoolctl to see BLAS threads"
+        return blas
+    pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
+    blas["threads"] = pools[0]["num_threads"] if pools else None
+    return blas
+
+
+def collect() -> dict[str, Any]:
+    """Everything ``gpukit info`` shows, as JSON-ready data."""
+    import numpy as np
+    import scipy
+
+    info: dict[str, Any] = {
+        "gpukit": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "versions": {"numpy": np.__version__, "scipy": scipy.__version__},
+        "backends": {},
+    }
+    for name, status in _registry.available_backends().items():
+        info["backends"][name] = {
+            "available": status.available,
+            "reason": status.reason,
+            "source": status.source,
+        }
+    try:
+        backend = _selection.get_backend()
+        info["selected"] = {"name": backend.name, "reason": _selection.selection_reason()}
+    except GpukitError as exc:
+        info["selected"] = {"name": None, "reason": str(exc)}
+    devices = []
+    for name, status in info["backends"].items():
+        if not status["available"]:
+            continue
+        backend = _registry.load(name)
+        info["versions"].update(backend.versions())
+        for d in backend.devices():
+            devices.append(
+                {
+                    "device": str(d),
+                    "name": d.name,
+                    "memory_total": d.memory_total,
+                    "compute_capability": d.compute_capability,
+                }
+            )
+    if "cupy" in sys.modules and "cupy" not in info["versions"]:
+        info["versions"]["cupy"] = sys.modules["cupy"].__version__
+    info["devices"] = devices
+    info["blas"] = _blas()
+    return info
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def render(info: dict[str, Any]) -> str:
+    """``collect()``'s data as the text ``gpukit info`` prints."""
+    lines = [f"gpukit {info['gpukit']}  (Python {info['python']}, {info['platform']})", ""]
+    lines.append("Backends:")
+    for name, b in info["backends"].items():
+        mark = "available  " if b["available"] else "unavailable"
+        lines.append(f"  {name:<10} {mark}  {b['reason']}  [{b['source']}]")
+    sel = info["selected"]
+    lines += ["", f"Selected: {sel['name']}  ({sel['reason']})", "", "Devices:"]
+    for d in info["devices"]:
+        cc = f", compute capability {d['compute_capability']}" if d["compute_capability"] else ""
+        lines.append(f"  {d['device']:<8} {d['name']}  memory {_gib(d['memory_total'])}{cc}")
+    lines += ["", "Versions:"]
+    lines += [f"  {k:<13} {v}" for k, v in info["versions"].items()]
+    blas = info["blas"]
+    threads = blas.get("threads")
+    lines.append(
+        f"  {'blas':<13} {blas.get('name')} {blas.get('version')}, "
+        f"{threads if threads is not None else blas.get('threads_note', 'unknown')} threads"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,322 @@
+"""Where backends come from: built-ins, entry points, and ``register_backend``.
+
+Built-in backends are packages named ``gpukit_<name>`` under ``backends/``; they
+are found by import, or next to this package in a source checkout, so they need
+no installed metadata. Third-party backends register through the entry-point
+group ``gpukit.backends`` (value: a zero-argument factory returning a
+:class:`~gpukit.backend.Backend`), or in code with :func:`register_backend`.
+Entry points are scanned once, on the first question that needs them. A backend
+that fails to load is remembered as unavailable with its reason; a plug-in that
+is broken (raises anything but ``BackendUnavailableError``) also warns. Nothing
+here runs at ``import gpukit``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from .backend import Backend
+from .errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
+
+__all__ = ["BackendStatus", "available_backends", "load", "loaded", "register_backend"]
+
+ENTRY_POINT_GROUP = "gpukit.backends"
+
+# name -> (module, the array modules whose arrays this backend owns)
+_BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "numpy": ("gpukit_numpy", ("numpy",)),
+    "cupy": ("gpukit_cupy", ("cupy",)),
+}
+
+Factory = Callable[[], Backend]
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """Whether a registered backend can run here, and why not.
+
+    Attributes
+    ----------
+    name : str
+        The backend's name.
+    available : bool
+        True when the backend loaded and found a usable device.
+    reason : str
+        Why it is unavailable (the underlying error), or what it found when available.
+    source : str
+        ``"builtin"``, ``"entry point <dist>"`` or ``"register_backend"``.
+    """
+
+    name: str
+    available: bool
+    reason: str
+    source: str
+
+
+@dataclass
+class _Entry:
+    name: str
+    factory: Factory
+    source: str
+    array_modules: tuple[str, ...] = ()
+    instance: Backend | None = None
+    error: BackendUnavailableError | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_entries: dict[str, _Entry] = {}
+_lock = threading.RLock()
+_scanned_entry_points = False
+
+
+def _import_builtin(module: str) -> ModuleType:
+    """Import a built-in backend package, from the source tree if it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+    pkg_dir = Path(__file__).resolve().parent.parent / "backends" / module
+    spec = importlib.util.spec_from_file_location(
+        module, pkg_dir / "__init__.py", submodule_search_locations=[str(pkg_dir)]
+    )
+    if spec is None or spec.loader is None:  # pragma: no cover - broken installation
+        raise ModuleNotFoundError(f"gpukit's built-in backend {module!r} is missing", name=module)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[module]
+        raise
+    return mod
+
+
+def _builtin_factory(module: str) -> Factory:
+    def factory() -> Backend:
+        return _import_builtin(module).create_backend()
+
+    return factory
+
+
+def _ensure_builtins() -> None:
+    for name, (module, array_modules) in _BUILTINS.items():
+        if name not in _entries:
+            _entries[name] = _Entry(name, _builtin_factory(module), "builtin", array_modules)
+
+
+def _scan_entry_points() -> None:
+    global _scanned_entry_points
+    if _scanned_entry_points:
+        return
+    _scanned_entry_points = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep.dist, "name", None) or "unknown distribution"
+        if ep.name in _entries:
+            warnings.warn(
+                f"gpukit: ignoring entry point {ep.name!r} from {dist}: "
+                f"a backend of that name is already registered ({_entries[ep.name].source})",
+                GpukitWarning,
+                stacklevel=3,
+            )
+            continue
+        _entries[ep.name] = _Entry(ep.name, _entry_point_factory(ep), f"entry point {dist}")
+
+
+def _entry_point_factory(ep) -> Factory:
+    def factory() -> Backend:
+        obj = ep.load()
+        return obj()
+
+    return factory
+
+
+def register_backend(
+    name: str, factory: Factory, *, array_modules: tuple[str, ...] = (), replace: bool = False
+) -> None:
+    """Register a backend under ``name``, made by ``factory`` on first use.
+
+    Parameters
+    ----------
+    name : str
+        The name users select it by (``GPUKIT_BACKEND=name``, ``use_backend(name)``).
+    factory : callable
+        Zero-argument callable returning a :class:`gpukit.backend.Backend`. It should
+        raise :class:`gpukit.BackendUnavailableError` when the backend cannot run here.
+    array_modules : tuple of str, optional
+        Modules whose arrays the backend owns. When such a module has been imported,
+        gpukit asks this backend whether an unknown array is its own.
+    replace : bool, default False
+        Replace an existing registration of the same name.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is already registered and ``replace`` is False, or is not a valid name.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> from gpukit_numpy import NumpyBackend
+    >>> class Verbose(NumpyBackend):
+    ...     name = "verbose"
+    >>> gk.register_backend("verbose", Verbose)
+    >>> with gk.use_backend("verbose") as b:
+    ...     print(b.name)
+    verbose
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"backend name must be an identifier-like string, got {name!r}")
+    if not callable(factory):
+        raise TypeError(f"factory for backend {name!r} must be callable, got {type(factory)!r}")
+    with _lock:
+        _ensure_builtins()
+        if name in _entries and not replace:
+            raise ValueError(
+                f"a backend named {name!r} is already registered "
+                f"({_entries[name].source}); pass replace=True to replace it"
+            )
+        _entries[name] = _Entry(name, factory, "register_backend", tuple(array_modules))
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend registered with :func:`register_backend` (built-ins stay)."""
+    with _lock:
+        entry = _entries.get(name)
+        if entry is not None and entry.source != "builtin":
+            del _entries[name]
+
+
+def _entry(name: str) -> _Entry:
+    with _lock:
+        _ensure_builtins()
+        if name not in _entries:
+            _scan_entry_points()
+        if name not in _entries:
+            known = ", ".join(sorted(_entries))
+            raise UnknownBackendError(
+                f"unknown gpukit backend {name!r}; registered backends: {known} "
+                "(and 'auto', which picks cupy when a GPU is usable, else numpy)"
+            )
+        return _entries[name]
+
+
+def load(name: str) -> Backend:
+    """Return the backend ``name``, creating it on first use.
+
+    Raises
+    ------
+    UnknownBackendError
+        No backend of that name is registered.
+    BackendUnavailableError
+        The backend is registered but cannot run here; the message says why and how to fix it.
+    """
+    entry = _entries.get(name) or _entry(name)
+    if entry.instance is not None:
+        return entry.instance
+    with entry.lock:
+        if entry.instance is None and entry.error is None:
+            _create(entry)
+    if entry.error is not None:
+        raise entry.error
+    assert entry.instance is not None
+    return entry.instance
+
+
+def _create(entry: _Entry) -> None:
+    try:
+        backend = entry.factory()
+    except BackendUnavailableError as exc:
+        entry.error = exc
+        return
+    except ImportError as exc:
+        entry.error = BackendUnavailableError(
+            entry.name,
+            f"a library it needs is not installed ({exc})",
+            GPU_FIX if entry.name == "cupy" else None,
+        )
+        return
+    except Exception as exc:  # a broken plug-in must never break gpukit
+        entry.error = BackendUnavailableError(
+            entry.name, f"the backend failed to load: {type(exc).__name__}: {exc}"
+        )
+        warnings.warn(
+            f"gpukit: backend {entry.name!r} ({entry.source}) is broken and was marked "
+            f"unavailable: {type(exc).__name__}: {exc}",
+            GpukitWarning,
+            stacklevel=4,
+        )
+        return
+    if not isinstance(backend, Backend):
+        entry.error = BackendUnavailableError(
+            entry.name,
+            f"its factory returned {type(backend).__name__}, not a gpukit.backend.Backend",
+        )
+        warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=4)
+        return
+    entry.instance = backend
+
+
+def loaded() -> list[Backend]:
+    """Backends already created, plus those whose array module has been imported.
+
+    Used to find the owner of an array without importing any array library.
+    """
+    out = []
+    with _lock:
+        _ensure_builtins()
+        entries = list(_entries.values())
+    for entry in entries:
+        if entry.instance is None and not any(m in sys.modules for m in entry.array_modules):
+            continue
+        if entry.instance is None and entry.error is None:
+            with entry.lock:
+                if entry.instance is None and entry.error is None:
+                    _create(entry)
+        if entry.instance is not None:
+            out.append(entry.instance)
+    return out
+
+
+def available_backends() -> dict[str, BackendStatus]:
+    """Every registered backend, whether it can run here, and why not.
+
+    Loading a backend to answer may import its library (CuPy), but never raises.
+
+    Returns
+    -------
+    dict of str to BackendStatus
+        Keyed by backend name, in registration order.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> status = gk.available_backends()
+    >>> status["numpy"].available
+    True
+    """
+    with _lock:
+        _ensure_builtins()
+        _scan_entry_points()
+        names = list(_entries)
+    out = {}
+    for name in names:
+        entry = _entries[name]
+        try:
+            backend = load(name)
+        except BackendUnavailableError as exc:
+            out[name] = BackendStatus(name, False, exc.reason, entry.source)
+        else:
+            n = backend.device_count()
+            out[name] = BackendStatus(name, True, f"{n} device(s)", entry.source)
+    return out

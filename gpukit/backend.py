@@ -1,0 +1,123 @@
+"""The backend contract: what a gpukit backend provides and what it may rely on.
+
+A backend translates gpukit's validated, dispatched calls to one array library.
+The front-end (``gpukit.*``) owns validation, dispatch, transfers and errors; a
+backend only translates. Methods written against ``self.xp`` live here once
+(thinc's ``Ops`` pattern), so a backend overrides only what its library does
+differently or faster.
+
+A backend is a subclass of :class:`Backend` made by a zero-argument factory.
+The factory raises :class:`~gpukit.errors.BackendUnavailableError` when the
+backend cannot run on this machine (library missing, no driver, no device);
+gpukit then lists it as unavailable with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Backend", "Device"]
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device of a backend, as listed by :func:`gpukit.devices`.
+
+    Attributes
+    ----------
+    backend : str
+        Name of the backend owning the device.
+    index : int
+        The device's ordinal within its backend (``cupy.cuda.Device(index)`` on CuPy).
+    name : str
+        Human-readable model name (``"NVIDIA H100 80GB HBM3"``, ``"cpu"``).
+    memory_total : int or None
+        Bytes of memory on the device; ``None`` where it cannot be known.
+    compute_capability : str or None
+        ``"9.0"`` for an H100; ``None`` for non-CUDA devices.
+    """
+
+    backend: str
+    index: int
+    name: str
+    memory_total: int | None = None
+    compute_capability: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.index}"
+
+
+class Backend:
+    """Base class of every gpukit backend.
+
+    Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement
+    the array-placement methods below. Everything else has a default written
+    against :attr:`xp`.
+
+    Attributes
+    ----------
+    name : str
+        The name users select the backend by (``GPUKIT_BACKEND=name``).
+    xp : module
+        The array namespace (``numpy``, ``cupy``, ...).
+    is_device : bool
+        ``True`` when arrays live off the host, so that host inputs reaching this
+        backend are transfers, counted and governed by the transfer guard.
+    """
+
+    name: str = "abstract"
+    xp: ModuleType
+    is_device: bool = False
+
+    # -- array placement: every backend implements these ------------------------------------
+    def owns(self, x: Any) -> bool:
+        """Whether ``x`` is one of this backend's native arrays."""
+        raise NotImplementedError
+
+    def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
+        """Convert ``obj`` to a native array on ``device`` (the current device if None)."""
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Copy a native array to a host ``numpy.ndarray``."""
+        return np.asarray(x)
+
+    def device_of(self, x: Any) -> int:
+        """Index of the device the native array ``x`` lives on."""
+        return 0
+
+    def device_count(self) -> int:
+        """Number of devices this backend can use."""
+        return 1
+
+    def devices(self) -> list[Device]:
+        """Describe every device this backend can use."""
+        return [Device(self.name, i, self.name) for i in range(self.device_count())]
+
+    def current_device(self) -> int:
+        """Index of the device new arrays are placed on in this thread."""
+        return 0
+
+    def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        """Context manager making ``index`` the current device (already validated)."""
+        return contextlib.nullcontext()
+
+    def synchronize(self, device: int | None = None) -> None:
+        """Block until queued work on ``device`` (every device if None) is done."""
+
+    def versions(self) -> dict[str, str]:
+        """Library versions worth reporting in ``gpukit info``."""
+        return {}
+
+    # -- shared helpers -------------------------------------------------------------------------
+    def nbytes(self, x: Any) -> int:
+        """Size of a native array in bytes."""
+        return int(x.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<gpukit backend {self.name!r}>"

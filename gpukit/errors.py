@@ -1,0 +1,98 @@
+"""The exception and warning types every gpukit backend raises.
+
+Each type subclasses the builtin or NumPy type a user already catches, so
+``except ValueError`` or ``except numpy.linalg.LinAlgError`` keeps working
+whichever backend ran the operation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConvergenceWarning",
+    "DeviceMismatchError",
+    "GpukitError",
+    "GpukitWarning",
+    "LinAlgError",
+    "OutOfMemoryError",
+    "TransferGuardError",
+    "UnknownBackendError",
+]
+
+#: The fix printed with every "cannot use the GPU" message.
+GPU_FIX = (
+    'install the CuPy build matching your CUDA driver (pip install "gpukit[cuda12]" '
+    'or "gpukit[cuda13]"), or run on the CPU with GPUKIT_BACKEND=numpy'
+)
+
+
+class GpukitError(Exception):
+    """Base class of every exception gpukit raises itself."""
+
+
+class GpukitWarning(UserWarning):
+    """Base class of every warning gpukit emits."""
+
+
+class UnknownBackendError(GpukitError, ValueError):
+    """A backend name that no registered backend carries.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> try:
+    ...     gk.set_backend("tpu")
+    ... except gk.UnknownBackendError as e:
+    ...     print(type(e).__mro__[2].__name__)
+    ValueError
+    """
+
+
+class BackendUnavailableError(GpukitError, RuntimeError):
+    """A registered backend that cannot run here (library missing, no driver, no device).
+
+    Attributes
+    ----------
+    backend : str
+        The backend's name.
+    reason : str
+        Why it cannot run (the underlying error, e.g. ``cudaErrorInsufficientDriver``).
+    """
+
+    def __init__(self, backend: str, reason: str, fix: str | None = None):
+        self.backend = backend
+        self.reason = reason
+        self.fix = fix
+        msg = f"backend {backend!r} cannot run here: {reason}"
+        if fix:
+            msg += f". Fix: {fix}"
+        super().__init__(msg)
+
+
+class DeviceMismatchError(GpukitError, ValueError):
+    """Arrays of two device backends, or of two devices, given to one operation."""
+
+
+class TransferGuardError(GpukitError, RuntimeError):
+    """An implicit host/device transfer while the transfer guard says ``disallow``."""
+
+
+class LinAlgError(GpukitError, np.linalg.LinAlgError):
+    """A singular or non-positive-definite matrix, raised on every backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> issubclass(LinAlgError, np.linalg.LinAlgError)
+    True
+    """
+
+
+class OutOfMemoryError(GpukitError, MemoryError):
+    """An allocation that failed inside a gpukit operation, after one retry."""
+
+
+class ConvergenceWarning(GpukitWarning):
+    """An iterative method stopped before reaching its tolerance."""

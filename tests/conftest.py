@@ -1,0 +1,87 @@
+"""Shared fixtures: the backend parametrisation, fresh seeded RNGs, the fake device."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+from fakedevice import FakeDeviceBackend
+
+# Every test taking `backend` runs once per built-in backend; GPU ones carry the `gpu`
+# mark so a run without a GPU lists them as skipped (`-ra`), never hides them.
+BACKENDS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param("cupy", id="cupy", marks=pytest.mark.gpu),
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "fakedevice" not in gk.available_backends():
+        gk.register_backend("fakedevice", FakeDeviceBackend)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest):
+    """The backend under test, active for the test's duration (skips if unavailable)."""
+    status = gk.available_backends()[request.param]
+    if not status.available:
+        pytest.skip(f"backend {request.param!r} unavailable: {status.reason}")
+    with gk.use_backend(request.param) as b:
+        yield b
+
+
+@pytest.fixture
+def xp(backend):
+    """The array namespace of the backend under test."""
+    return backend.xp
+
+
+@pytest.fixture
+def fake_device():
+    """The fake two-device backend, active for the test's duration."""
+    with gk.use_backend("fakedevice") as b:
+        yield b
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A generator with a fresh seed per test (``GPUKIT_TEST_SEED`` to replay one).
+
+    The seed is printed with any failure of the test.
+    """
+    seed = int(os.environ.get("GPUKIT_TEST_SEED") or secrets.randbits(63))
+    request.node.gpukit_seed = seed
+    return np.random.default_rng(seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    seed = getattr(item, "gpukit_seed", None)
+    if seed is not None and report.failed:
+        report.sections.append(("rng seed", f"replay with GPUKIT_TEST_SEED={seed}"))
+    return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip `multi_gpu(n)` tests visibly when fewer than n GPUs are usable."""
+    count = None
+    for item in items:
+        mark = item.get_closest_marker("multi_gpu")
+        if mark is None:
+            continue
+        if count is None:
+            count = _cupy_count()
+        if count < mark.args[0]:
+            item.add_marker(pytest.mark.skip(reason=f"needs {mark.args[0]} GPUs, {count} usable"))
+
+
+def _cupy_count() -> int:
+    if not gk.available_backends()["cupy"].available:
+        return 0
+    with gk.use_backend("cupy"):
+        return gk.device_count()

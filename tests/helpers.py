@@ -1,0 +1,23 @@
+"""Helpers for numerical assertions: float64 references, relative norms."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gpukit as gk
+
+#: Relative-norm tolerance per dtype, the numerics contract's (docs/numerics.rst).
+TOL = {
+    np.dtype(np.float32): 1e-5,
+    np.dtype(np.complex64): 1e-5,
+    np.dtype(np.float64): 1e-12,
+    np.dtype(np.complex128): 1e-12,
+}
+
+
+def rel_err(actual, expected) -> float:
+    """Relative error ``||actual - expected|| / ||expected||`` in float64 on the host."""
+    a = np.asarray(gk.to_numpy(actual)).astype(np.complex128)
+    e = np.asarray(expected).astype(np.complex128)
+    denom = np.linalg.norm(e)
+    return float(np.linalg.norm(a - e) / (denom if denom else 1.0))
