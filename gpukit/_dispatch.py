@@ -50,7 +50,7 @@ def _placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | N
     """The (backend, device) of the device arrays among ``arrays``; raise on a mixture."""
     owner = first = None
     device = None
-    for x, name in zip(arrays, names):
+    for x, name in zip(arrays, names, strict=True):
         if x is None or type(x) is _ndarray:
             continue
         backend = owner_of(x)
@@ -68,9 +68,7 @@ def _placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | N
     return owner, device
 
 
-def prepare(
-    *arrays: Any, names: Sequence[str] | None = None
-) -> tuple[Backend, list[Any]]:
+def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
     """Choose the backend for an operation and bring its array inputs there.
 
     Parameters
@@ -96,12 +94,14 @@ def prepare(
     if device is None:
         device = backend.current_device()
     out = []
-    for x, name in zip(arrays, names):
+    for x, name in zip(arrays, names, strict=True):
         if x is None or owner_of(x) is backend:
             out.append(x)
             continue
         host = np.asarray(x)
-        _transfer.check_implicit(name, host.shape, host.dtype, host.nbytes, f"{backend.name}:{device}")
+        _transfer.check_implicit(
+            name, host.shape, host.dtype, host.nbytes, f"{backend.name}:{device}"
+        )
         out.append(backend.asarray(host, device=device))
         _transfer.record("host_to_device", host.nbytes)
     return backend, out

@@ -114,6 +114,18 @@ class Backend:
         """Library versions worth reporting in ``gpukit info``."""
         return {}
 
+    # -- memory: see gpukit._memory ---------------------------------------------------------
+    def out_of_memory(self, exc: BaseException) -> int | None:
+        """Bytes asked for if ``exc`` is our allocation failure (-1: unknown), else None."""
+        return -1 if isinstance(exc, MemoryError) else None
+
+    def release_unused(self) -> None:
+        """Return pooled, unused memory to the device (``gk.empty_cache``)."""
+
+    def memory_stats(self, device: int | None) -> dict[str, int | None]:
+        """Memory figures of ``device``; keys ``free``, ``total``, ``in_use``, ``pool_held``."""
+        return {"free": None, "total": None, "in_use": None, "pool_held": None}
+
     # -- shared helpers -------------------------------------------------------------------------
     def nbytes(self, x: Any) -> int:
         """Size of a native array in bytes."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import gpukit as gk
+
 from fakedevice import FakeDeviceBackend
 
 # Every test taking `backend` runs once per built-in backend; GPU ones carry the `gpu`
