@@ -14,6 +14,7 @@ here runs at ``import gpukit``.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 import threading
@@ -21,7 +22,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 from .backend import Backend
 from .errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
@@ -77,32 +77,34 @@ _lock = threading.RLock()
 _scanned_entry_points = False
 
 
-def _import_builtin(module: str) -> ModuleType:
-    """Import a built-in backend package, from the source tree if it is not installed."""
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-    pkg_dir = Path(__file__).resolve().parent.parent / "backends" / module
-    spec = importlib.util.spec_from_file_location(
-        module, pkg_dir / "__init__.py", submodule_search_locations=[str(pkg_dir)]
-    )
-    if spec is None or spec.loader is None:  # pragma: no cover - broken installation
-        raise ModuleNotFoundError(f"gpukit's built-in backend {module!r} is missing", name=module)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[module]
-        raise
-    return mod
+class _SourceTreeFinder(importlib.abc.MetaPathFinder):
+    """Finds the built-in backend packages in ``backends/`` of a source checkout.
+
+    Appended after the regular finders, so an installed copy always wins; it makes
+    ``import gpukit_numpy`` work from a checkout on ``PYTHONPATH`` with no metadata.
+    """
+
+    root = Path(__file__).resolve().parent.parent / "backends"
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is not None or fullname not in _BUILTIN_MODULES:
+            return None
+        init = self.root / fullname / "__init__.py"
+        if not init.is_file():
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, init, submodule_search_locations=[str(init.parent)]
+        )
+
+
+_BUILTIN_MODULES = frozenset(module for module, _ in _BUILTINS.values())
+if not any(isinstance(f, _SourceTreeFinder) for f in sys.meta_path):
+    sys.meta_path.append(_SourceTreeFinder())
 
 
 def _builtin_factory(module: str) -> Factory:
     def factory() -> Backend:
-        return _import_builtin(module).create_backend()
+        return importlib.import_module(module).create_backend()
 
     return factory
 

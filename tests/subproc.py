@@ -1,0 +1,25 @@
+"""Run Python snippets in a fresh interpreter, with gpukit importable from this checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, env: dict[str, str] | None = None, extra_path: list[str] = ()):
+    """Run ``code`` with ``python -c`` from the repository root; return the CompletedProcess."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKIT_")}
+    full_env["PYTHONPATH"] = os.pathsep.join([*extra_path, str(ROOT)])
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -1,0 +1,62 @@
+"""`gpukit info` and `python -m gpukit info` report backends, selection, devices, versions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from subproc import ROOT, run_python
+
+import gpukit as gk
+
+
+def test_info_json_has_every_field():
+    proc = run_python("from gpukit.cli import main; main(['info', '--json'])")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["gpukit"] == gk.__version__
+    assert {"numpy", "cupy"} <= set(info["backends"])
+    assert info["backends"]["numpy"]["available"] is True
+    cupy = info["backends"]["cupy"]
+    if not cupy["available"]:
+        assert cupy["reason"]  # the underlying cause, e.g. cudaErrorInsufficientDriver
+    assert info["selected"]["name"] in info["backends"]
+    assert "auto" in info["selected"]["reason"]
+    assert info["devices"] and {"device", "name", "memory_total", "compute_capability"} <= set(
+        info["devices"][0]
+    )
+    assert {"numpy", "scipy"} <= set(info["versions"])
+    assert "threads" in info["blas"] and "name" in info["blas"]
+
+
+def test_info_text_via_python_m():
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpukit", "info"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "GPUKIT_BACKEND": "numpy"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for heading in ("Backends:", "Selected: numpy", "Devices:", "Versions:", "blas"):
+        assert heading in out
+    assert "numpy:0" in out
+
+
+def test_info_reports_an_unknown_selection_instead_of_crashing():
+    proc = run_python(
+        "from gpukit.cli import main; main(['info', '--json'])", env={"GPUKIT_BACKEND": "tpu"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["selected"]["name"] is None
+    assert "unknown gpukit backend 'tpu'" in info["selected"]["reason"]
+
+
+def test_unknown_subcommand_exits_with_usage():
+    proc = run_python("from gpukit.cli import main; main(['frobnicate'])")
+    assert proc.returncode == 2
+    assert "invalid choice" in proc.stderr

@@ -1,0 +1,196 @@
+"""Backend selection: late, from GPUKIT_BACKEND, scoped per context, never silently wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from subproc import run_python
+
+import gpukit as gk
+
+CUPY = gk.available_backends()["cupy"]
+PRINT_NAME = "import gpukit as gk; print(gk.get_backend().name)"
+
+
+@pytest.mark.parametrize("value", ["", "auto", "AUTO", " auto "])
+def test_env_auto_falls_back_to_numpy_and_logs_why(value):
+    if CUPY.available:
+        pytest.skip("a GPU is usable here: auto picks cupy (tested separately)")
+    code = (
+        "import logging; logging.basicConfig(level=logging.INFO)\n"
+        "import gpukit as gk; print(gk.get_backend().name)"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": value})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "numpy"
+    assert "auto chose numpy because cupy is unavailable" in proc.stderr
+
+
+def test_env_unset_means_auto():
+    proc = run_python(PRINT_NAME + "; print(gk.selection_reason())")
+    assert proc.returncode == 0, proc.stderr
+    assert "GPUKIT_BACKEND=auto" in proc.stdout
+
+
+@pytest.mark.parametrize("value", ["numpy", "NumPy"])
+def test_env_numpy(value):
+    proc = run_python(PRINT_NAME, env={"GPUKIT_BACKEND": value})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "numpy"
+
+
+def test_env_cupy_without_driver_raises_with_cause_and_fix():
+    if CUPY.available:
+        pytest.skip("a GPU is usable here")
+    code = (
+        "import gpukit as gk\n"
+        "try:\n    gk.get_backend()\n"
+        "except gk.BackendUnavailableError as e:\n"
+        "    assert isinstance(e, RuntimeError); print('RAISED', e)\n"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": "cupy"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("RAISED backend 'cupy' cannot run here")
+    # CuPy is installed in the test environment, so this is the real no-driver path.
+    assert "cudaErrorInsufficientDriver" in out or "CuPy is not installed" in out
+    assert 'pip install "gpukit[cuda12]"' in out and "GPUKIT_BACKEND=numpy" in out
+    assert "Traceback" not in proc.stderr
+
+
+def test_env_unknown_name_lists_registered_backends():
+    code = (
+        "import gpukit as gk\n"
+        "try:\n    gk.get_backend()\n"
+        "except gk.UnknownBackendError as e:\n"
+        "    assert isinstance(e, ValueError); print(e)\n"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": "tpu"})
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown gpukit backend 'tpu'" in proc.stdout
+    assert "cupy" in proc.stdout and "numpy" in proc.stdout
+
+
+def test_env_is_read_at_first_use_not_import():
+    code = (
+        "import os, gpukit as gk\n"
+        "os.environ['GPUKIT_BACKEND'] = 'tpu'\n"
+        "try:\n    gk.get_backend()\nexcept gk.UnknownBackendError:\n    print('late')\n"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": "numpy"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "late"
+
+
+def test_auto_prefers_a_usable_gpu_backend():
+    # A usable stand-in registered under the name 'cupy' must win over numpy.
+    code = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from fakedevice import FakeDeviceBackend\n"
+        "import gpukit as gk\n"
+        "class Gpu(FakeDeviceBackend):\n    name = 'cupy'\n"
+        "gk.register_backend('cupy', Gpu, replace=True)\n"
+        "print(gk.get_backend().name, '|', gk.selection_reason())\n"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": "auto"})
+    assert proc.returncode == 0, proc.stderr
+    name, reason = proc.stdout.strip().split(" | ")
+    assert name == "cupy"
+    assert "auto chose cupy" in reason
+
+
+def test_explicit_unavailable_backend_never_falls_back():
+    if CUPY.available:
+        pytest.skip("a GPU is usable here")
+    before = gk.get_backend()
+    with pytest.raises(gk.BackendUnavailableError, match="cupy"):
+        gk.set_backend("cupy")
+    with pytest.raises(gk.BackendUnavailableError):
+        with gk.use_backend("cupy"):
+            pass  # pragma: no cover
+    assert gk.get_backend() is before
+
+
+def test_set_backend_unknown_keeps_default():
+    before = gk.get_backend()
+    with pytest.raises(gk.UnknownBackendError):
+        gk.set_backend("no_such_backend")
+    assert gk.get_backend() is before
+
+
+def test_use_backend_restores_on_error():
+    outer = gk.get_backend()
+    with pytest.raises(ZeroDivisionError):
+        with gk.use_backend("fakedevice") as b:
+            assert gk.get_backend() is b
+            1 / 0  # noqa: B018
+    assert gk.get_backend() is outer
+
+
+def test_use_backend_nests():
+    with gk.use_backend("fakedevice"):
+        with gk.use_backend("numpy"):
+            assert gk.get_backend().name == "numpy"
+        assert gk.get_backend().name == "fakedevice"
+
+
+def test_threads_do_not_see_each_others_selection():
+    seen: dict[str, str] = {}
+    inside = threading.Event()
+    checked = threading.Event()
+
+    def selector():
+        with gk.use_backend("fakedevice"):
+            inside.set()
+            checked.wait(5)
+            seen["selector"] = gk.get_backend().name
+
+    def observer():
+        inside.wait(5)
+        seen["observer"] = gk.get_backend().name
+        checked.set()
+
+    threads = [threading.Thread(target=selector), threading.Thread(target=observer)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"selector": "fakedevice", "observer": gk.get_backend().name}
+    assert seen["observer"] != "fakedevice"
+
+
+def test_asyncio_tasks_do_not_see_each_others_selection():
+    async def task(name: str, gate: asyncio.Event, other: asyncio.Event) -> list[str]:
+        names = []
+        with gk.use_backend(name):
+            gate.set()
+            await other.wait()  # the other task is inside its own block now
+            await asyncio.sleep(0)
+            names.append(gk.get_backend().name)
+        names.append(gk.get_backend().name)
+        return names
+
+    async def main():
+        a, b = asyncio.Event(), asyncio.Event()
+        return await asyncio.gather(task("fakedevice", a, b), task("numpy", b, a))
+
+    default = gk.get_backend().name
+    first, second = asyncio.run(main())
+    assert first == ["fakedevice", default]
+    assert second == ["numpy", default]
+
+
+def test_xp_follows_the_active_backend():
+    import numpy as np
+
+    with gk.use_backend("numpy"):
+        assert gk.xp is np
+    with gk.use_backend("fakedevice") as b:
+        assert gk.xp is b.xp
+
+
+def test_selection_reason_names_the_scope():
+    with gk.use_backend("fakedevice"):
+        assert gk.selection_reason() == "use_backend('fakedevice')"

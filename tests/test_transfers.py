@@ -1,0 +1,171 @@
+"""Operations follow their inputs; host inputs to a device backend are counted and guarded."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from fakedevice import FakeDeviceArray
+
+import gpukit as gk
+from gpukit._dispatch import prepare
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters():
+    gk.reset_transfer_stats()
+
+
+def test_host_inputs_on_host_backend_are_not_transfers():
+    with gk.use_backend("numpy"):
+        backend, (a, b) = prepare(np.ones(3), [1.0, 2.0, 3.0], names=("a", "b"))
+    assert backend.name == "numpy"
+    assert gk.transfer_stats().host_to_device.calls == 0
+
+
+def test_host_inputs_move_to_device_backend_and_are_counted(fake_device, rng):
+    x = rng.standard_normal((4, 5))
+    backend, (a, b) = prepare(x, [1.0, 2.0], names=("a", "b"))
+    assert backend is fake_device
+    assert isinstance(a, FakeDeviceArray) and isinstance(b, FakeDeviceArray)
+    np.testing.assert_array_equal(a.view(np.ndarray), x)
+    stats = gk.transfer_stats()
+    assert stats.host_to_device.calls == 2
+    assert stats.host_to_device.bytes == x.nbytes + 16
+    assert stats.device_to_host.calls == 0
+
+
+def test_device_arrays_pass_without_transfer(fake_device):
+    x = gk.asarray(np.ones(3))
+    gk.reset_transfer_stats()
+    _, (y,) = prepare(x, names=("x",))
+    assert y is x
+    assert gk.transfer_stats().host_to_device.calls == 0
+
+
+def test_operation_runs_where_device_inputs_live_whatever_is_active(fake_device):
+    x = gk.asarray(np.ones(3))
+    with gk.use_backend("numpy"):
+        backend, (a, b) = prepare(x, np.zeros(3), names=("a", "b"))
+    assert backend is fake_device
+    assert isinstance(b, FakeDeviceArray)
+
+
+def test_host_inputs_go_to_the_device_of_the_device_input(fake_device):
+    with gk.device(1):
+        x = gk.asarray(np.ones(2))
+    _, (_, y) = prepare(x, np.ones(2), names=("a", "b"))
+    assert y.device_id == 1
+
+
+def test_two_devices_never_mix(fake_device):
+    a = gk.asarray(np.ones(2))
+    with gk.device(1):
+        b = gk.asarray(np.ones(2))
+    with pytest.raises(gk.DeviceMismatchError) as err:
+        prepare(a, b, names=("lhs", "rhs"))
+    msg = str(err.value)
+    assert "'rhs' is on fakedevice:1" in msg and "'lhs' is on fakedevice:0" in msg
+    assert isinstance(err.value, ValueError)
+
+
+def test_guard_disallow_refuses_implicit_transfers(fake_device):
+    with gk.transfer_guard("disallow"):
+        with pytest.raises(gk.TransferGuardError) as err:
+            prepare(np.ones((2, 3), np.float32), names=("weights",))
+    msg = str(err.value)
+    assert "'weights'" in msg and "(2, 3)" in msg and "float32" in msg and "24 bytes" in msg
+    assert gk.transfer_stats().host_to_device.calls == 0
+
+
+def test_guard_disallow_allows_explicit_transfers(fake_device):
+    with gk.transfer_guard("disallow"):
+        x = gk.asarray(np.ones(4))
+        back = gk.to_numpy(x)
+    assert type(back) is np.ndarray
+    stats = gk.transfer_stats()
+    assert stats.host_to_device.calls == 1 and stats.device_to_host.calls == 1
+    assert stats.device_to_host.bytes == 32
+
+
+def test_guard_log_moves_and_logs(fake_device, caplog):
+    with caplog.at_level(logging.WARNING, logger="gpukit"), gk.transfer_guard("log"):
+        _, (a,) = prepare(np.ones(5), names=("rhs",))
+    assert isinstance(a, FakeDeviceArray)
+    assert any("implicit host-to-device transfer of argument 'rhs'" in r.message for r in caplog.records)
+    assert gk.transfer_stats().host_to_device.calls == 1
+
+
+def test_guard_allow_is_silent(fake_device, caplog):
+    with caplog.at_level(logging.DEBUG, logger="gpukit"), gk.transfer_guard("allow"):
+        prepare(np.ones(5), names=("rhs",))
+    assert not caplog.records
+
+
+def test_guard_restored_after_block(fake_device):
+    with pytest.raises(RuntimeError):
+        with gk.transfer_guard("disallow"):
+            raise RuntimeError
+    prepare(np.ones(2), names=("x",))  # allowed again
+    assert gk.transfer_stats().host_to_device.calls == 1
+
+
+def test_guard_from_environment(fake_device, monkeypatch):
+    monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "disallow")
+    with pytest.raises(gk.TransferGuardError):
+        prepare(np.ones(2), names=("x",))
+    monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "sometimes")
+    with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log, disallow"):
+        prepare(np.ones(2), names=("x",))
+
+
+def test_guard_bad_mode():
+    with pytest.raises(ValueError, match="transfer_guard mode"):
+        with gk.transfer_guard("never"):
+            pass  # pragma: no cover
+
+
+def test_device_array_of_another_backend_goes_through_host(fake_device):
+    x = gk.asarray(np.arange(3.0))
+    gk.reset_transfer_stats()
+    with gk.use_backend("numpy"):
+        y = gk.asarray(x)
+    assert type(y) is np.ndarray
+    assert gk.transfer_stats().device_to_host.calls == 1
+
+
+def test_namespace():
+    with gk.use_backend("fakedevice"):
+        x = gk.asarray(np.ones(2))
+    assert gk.namespace(np.ones(2), 3.0) is np
+    assert gk.namespace(x) is np  # the fake device computes with NumPy
+    with gk.use_backend("numpy"):
+        assert gk.namespace() is np
+
+
+def test_asarray_dtype_and_device_checks(fake_device):
+    x = gk.asarray([1, 2], dtype=np.float32, device=1)
+    assert x.dtype == np.float32 and x.device_id == 1
+    with pytest.raises(ValueError, match="device 2 is out of range: backend 'fakedevice' has 2"):
+        gk.asarray([1], device=2)
+
+
+def test_devices_and_device_context(fake_device):
+    assert gk.device_count() == 2
+    assert [str(d) for d in gk.devices()] == ["fakedevice:0", "fakedevice:1"]
+    with gk.device(1) as d:
+        assert d.index == 1
+        assert fake_device.current_device() == 1
+    assert fake_device.current_device() == 0
+    with pytest.raises(ValueError, match="out of range"):
+        with gk.device(5):
+            pass  # pragma: no cover
+    gk.synchronize()
+    gk.synchronize(1)
+
+
+def test_numpy_backend_devices():
+    with gk.use_backend("numpy"):
+        (d,) = gk.devices()
+        assert d.backend == "numpy" and d.index == 0 and d.memory_total > 0
