@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _registry, _transfer
+from ._memory import operation
 from ._selection import get_backend
 from .backend import Backend
 from .errors import DeviceMismatchError
@@ -148,6 +149,7 @@ def namespace(*arrays: Any) -> ModuleType:
     return get_backend().xp
 
 
+@operation("gk.asarray")
 def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: bool = False) -> Any:
     """Convert ``obj`` to a native array of the active backend (an explicit transfer).
 

@@ -10,6 +10,7 @@ each device's pool is created); when unset, CuPy's applies and is reported.
 
 from __future__ import annotations
 
+import numbers
 import os
 import re
 import warnings
@@ -52,23 +53,24 @@ def parse_limit(value: object, source: str) -> Limit:
     """
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return None
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | str):
         raise ValueError(
             f"{source} must be {_FORMS}, or None for no limit; got {value!r} "
             f"({type(value).__name__})"
         )
-    if isinstance(value, int):
-        number, unit = float(value), ""
+    if isinstance(value, numbers.Integral):
+        number, unit = int(value), ""
     else:
         match = _PATTERN.match(value)
         if match is None or match[2].lower() not in {*_UNITS, "%"}:
             raise ValueError(f"{source} must be {_FORMS}; got {value!r}")
-        number, unit = float(match[1]), match[2].lower()
+        text, unit = match[1], match[2].lower()
+        number = float(text) if "." in text else int(text)
     if unit == "%":
         if not 0 < number <= 100:
             raise ValueError(f"{source} as a percentage must be in (0%, 100%]; got {value!r}")
         return ("percent", number)
-    nbytes = int(number * _UNITS[unit])
+    nbytes = int(number) * _UNITS[unit] if isinstance(number, int) else int(number * _UNITS[unit])
     if nbytes <= 0:
         raise ValueError(
             f"{source} must be a positive number of bytes (None removes the limit); got {value!r}"

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import _registry
-from ._dispatch import namespace
 from ._memstats import MemoryStats, stats_for
 from ._selection import get_backend
 from .backend import Backend
@@ -105,6 +104,8 @@ def _deliver(out: Any, result: Any) -> Any:
     """Copy a finished ``result`` into ``out`` (a tuple of outputs for several results)."""
     if isinstance(out, tuple):
         return tuple(r if o is None else _deliver(o, r) for o, r in zip(out, result, strict=True))
+    from ._dispatch import namespace  # _dispatch wraps its own operations with this module
+
     namespace(out).copyto(out, result)  # same_kind casting, as NumPy's out= allows
     return out
 
