@@ -28,7 +28,7 @@ METHODS = ["gk_pageable", "gk_pinned_staged", "gk_pinned_source", "cupy_pageable
 
 class HostToDevice:
     params = (BACKENDS, METHODS)
-    param_names = ["backend", "method"]
+    param_names = ("backend", "method")
     timeout = 120
 
     def setup(self, backend, method):
