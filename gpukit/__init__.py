@@ -22,6 +22,9 @@ from typing import Any
 from . import errors
 from ._devices import device, device_count, devices, synchronize
 from ._dispatch import asarray, namespace, to_numpy
+from ._memlimit import set_memory_limit
+from ._memstats import MemoryStats, empty_cache, memory_stats
+from ._pinned import empty_pinned
 from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
 from ._selection import get_backend, selection_reason, set_backend, use_backend
 from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
@@ -49,6 +52,7 @@ __all__ = [
     "GpukitError",
     "GpukitWarning",
     "LinAlgError",
+    "MemoryStats",
     "OutOfMemoryError",
     "TransferGuardError",
     "UnknownBackendError",
@@ -58,13 +62,17 @@ __all__ = [
     "device",
     "device_count",
     "devices",
+    "empty_cache",
+    "empty_pinned",
     "errors",
     "get_backend",
+    "memory_stats",
     "namespace",
     "register_backend",
     "reset_transfer_stats",
     "selection_reason",
     "set_backend",
+    "set_memory_limit",
     "synchronize",
     "to_numpy",
     "transfer_guard",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _registry, _transfer
+from ._memory import operation
 from ._selection import get_backend
 from .backend import Backend
 from .errors import DeviceMismatchError
@@ -148,7 +149,8 @@ def namespace(*arrays: Any) -> ModuleType:
     return get_backend().xp
 
 
-def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Any:
+@operation("gk.asarray")
+def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: bool = False) -> Any:
     """Convert ``obj`` to a native array of the active backend (an explicit transfer).
 
     Parameters
@@ -159,6 +161,13 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Any:
         Wanted dtype; by default inferred as NumPy would.
     device : int, optional
         Device index for the result; the current device when omitted.
+    pinned : bool, default False
+        Stage a host-to-device copy through page-locked (pinned) host memory and run it
+        asynchronously on the current stream, so the host goes on (preparing the next
+        batch) while the device copies; work queued later on that stream waits for it.
+        A host array already in pinned memory (:func:`gpukit.empty_pinned`) is copied
+        without staging. Ignored on the numpy backend and for arrays already on the
+        device. Counted as a transfer like any other. See the Memory page.
 
     Returns
     -------
@@ -190,7 +199,10 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Any:
         source = None
     if backend.is_device and source is None:
         host = np.asarray(obj, dtype=dtype)
-        out = backend.asarray(host, device=device)
+        if pinned:
+            out = backend.asarray_pinned(host, device=device)
+        else:
+            out = backend.asarray(host, device=device)
         _transfer.record("host_to_device", host.nbytes)
         return out
     return backend.asarray(obj, dtype=dtype, device=device)

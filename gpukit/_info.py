@@ -31,6 +31,18 @@ def _blas() -> dict[str, Any]:
     return blas
 
 
+def _memory(backend, index: int) -> dict[str, Any]:
+    """The device's memory figures; an error becomes a reason, never a crash of ``info``."""
+    from ._memstats import stats_for
+
+    try:
+        stats = stats_for(backend, index)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    keys = ("free", "in_use", "pool_held", "pool_unused", "limit")
+    return {k: getattr(stats, k) for k in keys}
+
+
 def collect() -> dict[str, Any]:
     """Everything ``gpukit info`` shows, as JSON-ready data."""
     import numpy as np
@@ -67,6 +79,7 @@ def collect() -> dict[str, Any]:
                     "name": d.name,
                     "memory_total": d.memory_total,
                     "compute_capability": d.compute_capability,
+                    "memory": _memory(backend, d.index),
                 }
             )
     if "cupy" in sys.modules and "cupy" not in info["versions"]:
@@ -78,6 +91,18 @@ def collect() -> dict[str, Any]:
 
 def _gib(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def _render_memory(m: dict[str, Any]) -> str:
+    if "error" in m:
+        return f"memory figures unavailable: {m['error']}"
+    if m["pool_held"] is None:
+        return f"free {_gib(m['free'])}; no memory pool"
+    limit = "none" if m["limit"] is None else _gib(m["limit"])
+    return (
+        f"free {_gib(m['free'])}, pool {_gib(m['pool_held'])} (in use {_gib(m['in_use'])}, "
+        f"unused {_gib(m['pool_unused'])}), limit {limit}"
+    )
 
 
 def render(info: dict[str, Any]) -> str:
@@ -92,6 +117,7 @@ def render(info: dict[str, Any]) -> str:
     for d in info["devices"]:
         cc = f", compute capability {d['compute_capability']}" if d["compute_capability"] else ""
         lines.append(f"  {d['device']:<8} {d['name']}  memory {_gib(d['memory_total'])}{cc}")
+        lines.append(f"  {'':<8} {_render_memory(d['memory'])}")
     lines += ["", "Versions:"]
     lines += [f"  {k:<13} {v}" for k, v in info["versions"].items()]
     blas = info["blas"]

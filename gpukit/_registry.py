@@ -266,6 +266,9 @@ def _create(entry: _Entry) -> None:
         )
         warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=4)
         return
+    from . import _memlimit
+
+    _memlimit.configure(backend)  # GPUKIT_MEMORY_LIMIT, before gpukit allocates with it
     entry.instance = backend
 
 

@@ -114,17 +114,38 @@ class Backend:
         """Library versions worth reporting in ``gpukit info``."""
         return {}
 
-    # -- memory: see gpukit._memory ---------------------------------------------------------
+    # -- memory: see gpukit._memory, _memstats, _memlimit, _pinned ------------------------
     def out_of_memory(self, exc: BaseException) -> int | None:
         """Bytes asked for if ``exc`` is our allocation failure (-1: unknown), else None."""
         return -1 if isinstance(exc, MemoryError) else None
 
     def release_unused(self) -> None:
-        """Return pooled, unused memory to the device (``gk.empty_cache``)."""
+        """Return pooled, unused memory of every device to the system (``gk.empty_cache``)."""
 
-    def memory_stats(self, device: int | None) -> dict[str, int | None]:
-        """Memory figures of ``device``; keys ``free``, ``total``, ``in_use``, ``pool_held``."""
-        return {"free": None, "total": None, "in_use": None, "pool_held": None}
+    def memory_stats(self, device: int) -> dict[str, int | None]:
+        """Memory figures of ``device`` in bytes, ``None`` where unknown.
+
+        Keys: ``free`` and ``total`` (the device), ``in_use`` (blocks held by live arrays),
+        ``pool_held`` (everything the pool holds, in use or cached) and ``limit`` (the
+        pool's cap, ``None`` when uncapped).
+        """
+        return {"free": None, "total": None, "in_use": None, "pool_held": None, "limit": None}
+
+    def set_memory_limit(self, device: int, nbytes: int | None) -> bool:
+        """Cap the pool of ``device`` at ``nbytes`` (None: no cap); False if there is no pool."""
+        return False
+
+    def asarray_pinned(self, host: np.ndarray, device: int | None = None) -> Any:
+        """Copy ``host`` to ``device`` staged through pinned memory, asynchronously.
+
+        The default is a plain :meth:`asarray`: a backend without pinned memory has
+        nothing faster to offer.
+        """
+        return self.asarray(host, device=device)
+
+    def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An uninitialised host array in page-locked memory (plain memory by default)."""
+        return np.empty(shape, dtype=dtype)
 
     # -- shared helpers -------------------------------------------------------------------------
     def nbytes(self, x: Any) -> int:

@@ -91,7 +91,39 @@ class LinAlgError(GpukitError, np.linalg.LinAlgError):
 
 
 class OutOfMemoryError(GpukitError, MemoryError):
-    """An allocation that failed inside a gpukit operation, after one retry."""
+    """An allocation that failed inside a gpukit operation, after one retry.
+
+    Raised by every gpukit operation when its backend runs out of memory twice: once,
+    then again after gpukit released the pool's unused blocks. The message names the
+    operation, the bytes asked for, what the device had, and the fixes.
+
+    Attributes
+    ----------
+    operation : str or None
+        The public operation that failed (``"gk.fft.fft"``).
+    requested : int or None
+        Bytes the failed allocation asked for; ``None`` where the library does not say.
+    stats : gpukit.MemoryStats or None
+        The device's memory figures just after the second failure.
+
+    Examples
+    --------
+    >>> issubclass(OutOfMemoryError, MemoryError)
+    True
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        operation: str | None = None,
+        requested: int | None = None,
+        stats: object = None,
+    ):
+        super().__init__(message)
+        self.operation = operation
+        self.requested = requested
+        self.stats = stats
 
 
 class ConvergenceWarning(GpukitWarning):

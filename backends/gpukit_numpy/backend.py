@@ -10,15 +10,10 @@ import numpy as np
 
 from gpukit.backend import Backend, Device
 
-
-def _host_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX
-        return None
+from .memory import NumpyMemoryMixin, host_total
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NumpyMemoryMixin, Backend):
     """Arrays are ``numpy.ndarray``; one device, the host."""
 
     name = "numpy"
@@ -38,7 +33,7 @@ class NumpyBackend(Backend):
 
     def devices(self) -> list[Device]:
         name = platform.processor() or platform.machine() or "cpu"
-        return [Device(self.name, 0, f"cpu ({name}, {os.cpu_count()} cores)", _host_memory())]
+        return [Device(self.name, 0, f"cpu ({name}, {os.cpu_count()} cores)", host_total())]
 
     def versions(self) -> dict[str, str]:
         import scipy

@@ -1,0 +1,162 @@
+"""Capping the memory pool of each device: ``GPUKIT_MEMORY_LIMIT`` and ``set_memory_limit``.
+
+``GPUKIT_MEMORY_LIMIT`` is read when a device backend is first created, before
+gpukit allocates anything with it, and applied to every device's pool. On CuPy the
+cap is ``MemoryPool.set_limit``: an allocation that would take the pool above it
+fails (and, inside a gpukit operation, becomes :class:`gpukit.OutOfMemoryError`).
+When set, it overrides ``CUPY_GPU_MEMORY_LIMIT`` (CuPy's own variable, applied when
+each device's pool is created); when unset, CuPy's applies and is reported.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import re
+import warnings
+
+from ._devices import check_device
+from ._selection import get_backend
+from .backend import Backend
+from .errors import GpukitWarning
+
+__all__ = ["ENV_VAR", "configure", "parse_limit", "set_memory_limit"]
+
+ENV_VAR = "GPUKIT_MEMORY_LIMIT"
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_PATTERN = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
+_FORMS = "bytes (4000000000), a size with a unit (4GiB, 512MB) or a percentage (80%)"
+
+# A parsed limit: ("bytes", n) or ("percent", p); None means no limit.
+Limit = tuple[str, float] | None
+
+
+def parse_limit(value: object, source: str) -> Limit:
+    """Parse a limit given as ``source`` (the variable or argument, for messages).
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not a positive size or a percentage in (0, 100].
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | str):
+        raise ValueError(
+            f"{source} must be {_FORMS}, or None for no limit; got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if isinstance(value, numbers.Integral):
+        number, unit = int(value), ""
+    else:
+        match = _PATTERN.match(value)
+        if match is None or match[2].lower() not in {*_UNITS, "%"}:
+            raise ValueError(f"{source} must be {_FORMS}; got {value!r}")
+        text, unit = match[1], match[2].lower()
+        number = float(text) if "." in text else int(text)
+    if unit == "%":
+        if not 0 < number <= 100:
+            raise ValueError(f"{source} as a percentage must be in (0%, 100%]; got {value!r}")
+        return ("percent", number)
+    nbytes = int(number) * _UNITS[unit] if isinstance(number, int) else int(number * _UNITS[unit])
+    if nbytes <= 0:
+        raise ValueError(
+            f"{source} must be a positive number of bytes (None removes the limit); got {value!r}"
+        )
+    return ("bytes", nbytes)
+
+
+def _resolve(limit: Limit, backend: Backend, device: int, source: str) -> int | None:
+    """Bytes for ``limit`` on ``device``: percentages are of the device's total memory."""
+    if limit is None:
+        return None
+    kind, amount = limit
+    if kind == "bytes":
+        return int(amount)
+    total = backend.devices()[device].memory_total
+    if total is None:
+        raise ValueError(
+            f"{source} is a percentage ({amount:g}%), but backend {backend.name!r} cannot "
+            f"report the total memory of device {device}; give bytes instead"
+        )
+    return int(total * amount / 100)
+
+
+def configure(backend: Backend) -> None:
+    """Apply ``GPUKIT_MEMORY_LIMIT`` to every device of a newly created backend.
+
+    Called by the registry before the backend is handed out, so before gpukit's first
+    allocation with it. The value is checked for every backend, so a typo is an error
+    even on the numpy backend, where it has no pool to cap.
+    """
+    limit = parse_limit(os.environ.get(ENV_VAR), ENV_VAR)
+    if limit is None or not backend.is_device:
+        return
+    for device in range(backend.device_count()):
+        backend.set_memory_limit(device, _resolve(limit, backend, device, ENV_VAR))
+
+
+def set_memory_limit(limit: int | str | None, device: int | None = None) -> None:
+    """Cap the memory pool of the active backend's devices.
+
+    An allocation that would take the pool above the cap fails; inside a gpukit
+    operation it becomes :class:`gpukit.OutOfMemoryError`. Arrays already allocated
+    are not touched. This overrides ``GPUKIT_MEMORY_LIMIT`` and ``CUPY_GPU_MEMORY_LIMIT``
+    for the devices it names.
+
+    Parameters
+    ----------
+    limit : int, str or None
+        Bytes (``4_000_000_000``), a size with a unit (``"4GiB"``, ``"512MB"``; kB, MB,
+        GB, TB are powers of 1000, KiB, MiB, GiB, TiB of 1024), a percentage of the
+        device's total memory (``"80%"``), or ``None`` to remove the cap.
+    device : int, optional
+        Only this device; every device of the active backend when omitted.
+
+    Raises
+    ------
+    ValueError
+        ``limit`` is not one of the forms above, or ``device`` is out of range.
+
+    Warns
+    -----
+    GpukitWarning
+        The active backend has no memory pool to cap (numpy): the limit is checked but
+        not enforced; bound host memory with the operating system (``ulimit``, cgroups).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"), warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     gk.set_memory_limit("80%")
+    >>> "not enforced" in str(w[0].message)
+    True
+    """
+    parsed = parse_limit(limit, "set_memory_limit limit")
+    backend = get_backend()
+    indices = range(backend.device_count()) if device is None else [check_device(backend, device)]
+    applied = [
+        backend.set_memory_limit(i, _resolve(parsed, backend, i, "set_memory_limit limit"))
+        for i in indices
+    ]
+    if not all(applied):
+        warnings.warn(
+            f"gpukit: backend {backend.name!r} has no memory pool to cap; the limit "
+            f"{limit!r} is not enforced (bound host memory with ulimit or cgroups)",
+            GpukitWarning,
+            stacklevel=2,
+        )
