@@ -37,8 +37,14 @@ def empty(nbytes):
 def fake():
     """A fresh fake device (its own pool counters), active for the test."""
     backend = FakeDeviceBackend()
-    with gk.use_backend(backend):
-        yield backend
+    # Arrays find their backend through the registry, so the fresh instance must be the
+    # registered one (another test may already have loaded the default instance).
+    gk.register_backend("fakedevice", lambda: backend, replace=True)
+    try:
+        with gk.use_backend("fakedevice"):
+            yield backend
+    finally:
+        gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
 
 
 def device_array(backend, rng, n=64):
@@ -196,7 +202,6 @@ def test_numpy_requested_bytes():
 
 def test_cupy_oom_bytes():
     cupy = pytest.importorskip("cupy")
-    _registry._import_builtin("gpukit_cupy")
     oom_bytes = importlib.import_module("gpukit_cupy.memory").oom_bytes
     assert oom_bytes(cupy.cuda.memory.OutOfMemoryError(123_456, 1000, 0)) == 123_456
     assert oom_bytes(cupy.cuda.memory.OutOfMemoryError(2048, 1000, 4096)) == 2048
