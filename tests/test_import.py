@@ -18,7 +18,10 @@ def test_import_does_not_import_cupy_or_heavy_scipy():
 
 
 def test_selecting_numpy_does_not_import_cupy():
-    code = "import sys, gpukit as gk; gk.set_backend('numpy'); gk.asarray([1]); print('cupy' in sys.modules)"
+    code = (
+        "import sys, gpukit as gk; gk.set_backend('numpy'); gk.asarray([1]);"
+        "print('cupy' in sys.modules)"
+    )
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"

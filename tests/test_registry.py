@@ -12,7 +12,7 @@ from subproc import run_python
 import gpukit as gk
 from gpukit_numpy import NumpyBackend
 
-PLUGIN = '''
+PLUGIN = """
 from gpukit_numpy import NumpyBackend
 
 class PluginBackend(NumpyBackend):
@@ -20,7 +20,7 @@ class PluginBackend(NumpyBackend):
 
 def create():
     return PluginBackend()
-'''
+"""
 
 
 def _distribution(tmp_path: Path, entry_points: str) -> Path:
@@ -44,7 +44,10 @@ def test_entry_point_backend_selected_by_env(tmp_path):
 
 def test_entry_point_listed_with_its_distribution(tmp_path):
     path = _distribution(tmp_path, "[gpukit.backends]\ntestplugin = gpukit_testplugin:create\n")
-    code = "import gpukit as gk; s = gk.available_backends()['testplugin']; print(s.available, s.source)"
+    code = (
+        "import gpukit as gk; s = gk.available_backends()['testplugin'];"
+        "print(s.available, s.source)"
+    )
     proc = run_python(code, extra_path=[str(path)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True entry point gpukit-testplugin"

