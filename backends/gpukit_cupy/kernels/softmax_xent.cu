@@ -2,60 +2,57 @@
 // of the logits). Labels outside [0, c) give NaN, and are never used as an index.
 #include "gk_common.cuh"
 
-// Running max m, sum of exp(l - m) s, and sum of logits: the online softmax state.
+// Running max m and sum of exp(l - m) s: the online softmax state.
 template <typename T>
 struct SoftmaxAcc {
-  T m, s, sum;
+  T m, s;
 };
 
 template <typename T>
 __device__ __forceinline__ SoftmaxAcc<T> combine(SoftmaxAcc<T> a, SoftmaxAcc<T> b) {
-  if (b.s == T(0)) return {a.m, a.s, a.sum + b.sum};  // s == 0: saw no element
-  if (a.s == T(0)) return {b.m, b.s, a.sum + b.sum};
+  if (b.s == T(0)) return a;  // s == 0: saw no element
+  if (a.s == T(0)) return b;
   const T m = a.m > b.m ? a.m : b.m;
-  return {m, a.s * gk_exp(a.m - m) + b.s * gk_exp(b.m - m), a.sum + b.sum};
+  return {m, a.s * gk_exp(a.m - m) + b.s * gk_exp(b.m - m)};
 }
 
-// Every thread of the block gets the combined state. blockDim.x: multiple of 32, <= 1024.
 template <typename T>
-__device__ SoftmaxAcc<T> block_combine(SoftmaxAcc<T> a) {
-  __shared__ T sm[32], ss[32], ssum[32];
-  for (int off = 16; off > 0; off >>= 1) {
-    SoftmaxAcc<T> o = {__shfl_down_sync(0xffffffffu, a.m, off),
-                       __shfl_down_sync(0xffffffffu, a.s, off),
-                       __shfl_down_sync(0xffffffffu, a.sum, off)};
-    a = combine(a, o);
-  }
+__device__ __forceinline__ SoftmaxAcc<T> shfl_down(SoftmaxAcc<T> a, int off) {
+  return {__shfl_down_sync(0xffffffffu, a.m, off), __shfl_down_sync(0xffffffffu, a.s, off)};
+}
+
+__device__ __forceinline__ float shfl_down(float a, int off) {
+  return __shfl_down_sync(0xffffffffu, a, off);
+}
+__device__ __forceinline__ double shfl_down(double a, int off) {
+  return __shfl_down_sync(0xffffffffu, a, off);
+}
+
+template <typename T>
+__device__ __forceinline__ T combine(T a, T b) { return a + b; }
+
+// Reduce V over the block with combine(); every thread gets the result. `empty` is
+// the identity. blockDim.x: a multiple of 32, at most 1024.
+template <typename V>
+__device__ V block_reduce(V a, V empty) {
+  __shared__ V slots[32];
+  for (int off = 16; off > 0; off >>= 1) a = combine(a, shfl_down(a, off));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) {
-    sm[warp] = a.m;
-    ss[warp] = a.s;
-    ssum[warp] = a.sum;
-  }
+  if (lane == 0) slots[warp] = a;
   __syncthreads();
   if (warp == 0) {
-    const int nwarps = blockDim.x >> 5;
-    a = lane < nwarps ? SoftmaxAcc<T>{sm[lane], ss[lane], ssum[lane]}
-                      : SoftmaxAcc<T>{T(0), T(0), T(0)};
-    for (int off = 16; off > 0; off >>= 1) {
-      SoftmaxAcc<T> o = {__shfl_down_sync(0xffffffffu, a.m, off),
-                         __shfl_down_sync(0xffffffffu, a.s, off),
-                         __shfl_down_sync(0xffffffffu, a.sum, off)};
-      a = combine(a, o);
-    }
-    if (lane == 0) {
-      sm[0] = a.m;
-      ss[0] = a.s;
-      ssum[0] = a.sum;
-    }
+    a = lane < (int)(blockDim.x >> 5) ? slots[lane] : empty;
+    for (int off = 16; off > 0; off >>= 1) a = combine(a, shfl_down(a, off));
+    if (lane == 0) slots[0] = a;
   }
   __syncthreads();
-  const SoftmaxAcc<T> out = {sm[0], ss[0], ssum[0]};
-  __syncthreads();  // the next row may overwrite the shared slots
+  const V out = slots[0];
+  __syncthreads();  // the next reduction may overwrite the slots
   return out;
 }
 
-// One block per row, rows grid-strided. loss = m + log s - (1 - eps) l_y - eps/c sum_j l_j.
+// One block per row, rows grid-strided. With z = l - max(l) (exact where it matters):
+// loss = log sum_j exp(z_j) - (1 - eps) z_y - eps/c sum_j z_j.
 template <typename T, typename L>
 __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __restrict__ labels,
                                      T* __restrict__ loss, T* __restrict__ probs, gk_index n,
@@ -63,7 +60,7 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
   for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
     const T* l = logits + row * c;
     T* p = probs + row * c;
-    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0), T(0)};
+    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
     for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
       const T v = l[j];
       if (v > a.m) {
@@ -72,15 +69,21 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
       } else {
         a.s += gk_exp(v - a.m);
       }
-      a.sum += v;
     }
-    a = block_combine(a);
-    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) p[j] = gk_exp(l[j] - a.m) / a.s;
+    a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    T zsum = T(0);
+    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+      const T z = l[j] - a.m;
+      p[j] = gk_exp(z) / a.s;
+      zsum += z;
+    }
+    if (smoothing != T(0)) zsum = block_reduce(zsum, T(0));
     if (threadIdx.x == 0) {
       const L y = labels[row];
       T out = gk_nan<T>();
       if (y >= 0 && (gk_index)y < c) {
-        out = gk_log(a.s) + a.m - (T(1) - smoothing) * l[y] - smoothing / T(c) * a.sum;
+        out = gk_log(a.s) - (T(1) - smoothing) * (l[y] - a.m);
+        if (smoothing != T(0)) out -= smoothing / T(c) * zsum;
       }
       loss[row] = out;
     }
