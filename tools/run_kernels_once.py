@@ -19,9 +19,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-import gpukit as gk  # noqa: E402
-
 from kernel_cases import CASES  # noqa: E402
+
+import gpukit as gk  # noqa: E402
 
 
 def main() -> int:
