@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset()
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"kernels"})
 
 
 def __getattr__(name: str) -> Any:

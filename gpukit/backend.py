@@ -147,6 +147,14 @@ class Backend:
         """An uninitialised host array in page-locked memory (plain memory by default)."""
         return np.empty(shape, dtype=dtype)
 
+    # -- custom kernels: see gpukit.kernels -----------------------------------------------------
+    def kernel(self, name: str) -> Any:
+        """The implementation of the registered kernel ``name`` (``gk.kernels.<name>``)."""
+        raise NotImplementedError(
+            f"gk.kernels.{name} has no implementation on backend {self.name!r}; "
+            "run it on the numpy or cupy backend"
+        )
+
     # -- shared helpers -------------------------------------------------------------------------
     def nbytes(self, x: Any) -> int:
         """Size of a native array in bytes."""

@@ -35,6 +35,11 @@ class NumpyBackend(NumpyMemoryMixin, Backend):
         name = platform.processor() or platform.machine() or "cpu"
         return [Device(self.name, 0, f"cpu ({name}, {os.cpu_count()} cores)", host_total())]
 
+    def kernel(self, name: str) -> Any:
+        from . import kernels  # the NumPy references (imports scipy.special): load on use
+
+        return getattr(kernels, name)
+
     def versions(self) -> dict[str, str]:
         import scipy
 
