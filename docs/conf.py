@@ -20,7 +20,7 @@ import gpukit  # noqa: E402
 
 project = "gpukit"
 author = "the gpukit developers"
-copyright = "the gpukit developers"  # noqa: A001
+copyright = "the gpukit developers"
 release = gpukit.__version__
 version = ".".join(release.split(".")[:2])
 
