@@ -25,6 +25,11 @@ def check_device(backend: Backend, index: object) -> int:
 def device_count() -> int:
     """Number of devices of the active backend.
 
+    Returns
+    -------
+    int
+        1 on the numpy backend; the number of GPUs CUDA makes visible on cupy.
+
     Examples
     --------
     >>> import gpukit as gk

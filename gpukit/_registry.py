@@ -176,6 +176,7 @@ def register_backend(
     >>> with gk.use_backend("verbose") as b:
     ...     print(b.name)
     verbose
+    >>> gk.unregister_backend("verbose")
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"backend name must be an identifier-like string, got {name!r}")
@@ -192,7 +193,22 @@ def register_backend(
 
 
 def unregister_backend(name: str) -> None:
-    """Remove a backend registered with :func:`register_backend` (built-ins stay)."""
+    """Remove a backend registered with :func:`register_backend` (built-ins stay).
+
+    Parameters
+    ----------
+    name : str
+        The backend's name. Unknown names and built-in backends are left alone.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> from gpukit_numpy import NumpyBackend
+    >>> gk.register_backend("scratch", NumpyBackend)
+    >>> gk.unregister_backend("scratch")
+    >>> "scratch" in gk.available_backends()
+    False
+    """
     with _lock:
         entry = _entries.get(name)
         if entry is not None and entry.source != "builtin":

@@ -99,6 +99,17 @@ def active_is_host() -> bool:
 def selection_reason() -> str:
     """Why the active backend was chosen, in words (shown by ``gpukit info``).
 
+    Returns
+    -------
+    str
+        The reason: the ``use_backend`` block in force, the ``set_backend`` call, or what
+        ``GPUKIT_BACKEND`` said (for ``auto``, why cupy was or was not usable).
+
+    Raises
+    ------
+    UnknownBackendError, BackendUnavailableError
+        As for :func:`get_backend`, when no backend has been selected yet.
+
     Examples
     --------
     >>> import gpukit as gk

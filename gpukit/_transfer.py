@@ -78,6 +78,11 @@ def transfer_guard(mode: str) -> Iterator[None]:
         ``gpukit`` logger (WARNING); ``disallow`` raises :class:`gpukit.TransferGuardError`.
         Explicit transfers (``gk.asarray``, ``gk.to_numpy``) are always allowed.
 
+    Yields
+    ------
+    None
+        The previous mode comes back when the block exits, also on error.
+
     Raises
     ------
     ValueError

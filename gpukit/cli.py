@@ -7,6 +7,8 @@ import json
 import sys
 from collections.abc import Sequence
 
+__all__ = ["build_parser", "main"]
+
 
 def _info(args: argparse.Namespace) -> int:
     from ._info import collect, render
@@ -17,7 +19,19 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``gpukit`` command."""
+    """The argument parser of the ``gpukit`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser, with one sub-command per action (``info``).
+
+    Examples
+    --------
+    >>> from gpukit.cli import build_parser
+    >>> build_parser().parse_args(["info", "--json"]).json
+    True
+    """
     parser = argparse.ArgumentParser(
         prog="gpukit", description="gpukit: scientific computing on NumPy/SciPy and CuPy"
     )
@@ -31,10 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``gpukit`` command; return its exit status.
 
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``gpukit``; ``sys.argv[1:]`` when omitted.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success.
+
     Examples
     --------
     >>> from gpukit.cli import main
-    >>> main(["info", "--json"])  # doctest: +SKIP
+    >>> main(["info"])  # doctest: +ELLIPSIS
+    gpukit ...
+    Backends:
+      numpy      available    1 device(s)  [builtin]
+    ...
     0
     """
     args = build_parser().parse_args(argv)

@@ -20,6 +20,19 @@ BACKENDS = [
 ]
 
 
+def extra_backends(names: str) -> list:
+    """Params for plug-in backends named in ``GPUKIT_TEST_BACKENDS`` (comma-separated).
+
+    A plug-in's authors run gpukit's whole suite on their backend with
+    ``GPUKIT_TEST_BACKENDS=mylib python -m pytest`` (docs/plugins.rst).
+    """
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    return [pytest.param(n, id=n) for n in wanted if n not in ("numpy", "cupy")]
+
+
+BACKENDS += extra_backends(os.environ.get("GPUKIT_TEST_BACKENDS", ""))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if "fakedevice" not in gk.available_backends():
         gk.register_backend("fakedevice", FakeDeviceBackend)
@@ -28,7 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest):
     """The backend under test, active for the test's duration (skips if unavailable)."""
-    status = gk.available_backends()[request.param]
+    status = gk.available_backends().get(request.param)
+    if status is None:
+        pytest.fail(f"GPUKIT_TEST_BACKENDS names {request.param!r}, which is not registered")
     if not status.available:
         pytest.skip(f"backend {request.param!r} unavailable: {status.reason}")
     with gk.use_backend(request.param) as b:
