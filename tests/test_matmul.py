@@ -112,9 +112,7 @@ def test_host_inputs_move_to_the_device_backend(fake_device, rng):
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    shapes=hnp.mutually_broadcastable_shapes(
-        signature=np.matmul.signature, max_dims=3, max_side=6
-    ),
+    shapes=hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=3, max_side=6),
     dtype=st.sampled_from(DTYPES),
 )
 def test_matmul_property_any_broadcastable_shapes(backend, rng, shapes, dtype):

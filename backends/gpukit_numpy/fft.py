@@ -66,11 +66,12 @@ class NumpyFFT:
     def fft_transform(
         self, kind: str, x: Any, s: tuple[int, ...], axes: tuple[int, ...], norm: str | None
     ) -> Any:
-        if engine_name() == "pyfftw":
-            options = dict(norm=norm, workers=-1, planner_effort=_planner())
-            if kind in ("hfftn", "ihfftn"):  # pyFFTW plans only the 1-D Hermitian kinds
-                return getattr(_pyfftw(), kind[:-1])(x, n=s[0], axis=axes[0], **options)
-            return getattr(_pyfftw(), kind)(x, s=s, axes=axes, **options)
+        # pyFFTW's Hermitian transforms are not FFTW plans (they wrap its irfft and refuse
+        # length-1 inputs that NumPy accepts), so those stay with scipy.fft.
+        if kind not in ("hfftn", "ihfftn") and engine_name() == "pyfftw":
+            return getattr(_pyfftw(), kind)(
+                x, s=s, axes=axes, norm=norm, workers=-1, planner_effort=_planner()
+            )
         import scipy.fft
 
         return getattr(scipy.fft, kind)(x, s=s, axes=axes, norm=norm, workers=-1)
