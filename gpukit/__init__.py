@@ -22,6 +22,7 @@ from typing import Any
 from . import errors
 from ._devices import device, device_count, devices, synchronize
 from ._dispatch import asarray, namespace, to_numpy
+from ._matmul import matmul
 from ._memlimit import set_memory_limit
 from ._memstats import MemoryStats, empty_cache, memory_stats
 from ._pinned import empty_pinned
@@ -66,6 +67,7 @@ __all__ = [
     "empty_pinned",
     "errors",
     "get_backend",
+    "matmul",
     "memory_stats",
     "namespace",
     "register_backend",
@@ -83,7 +85,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"kernels"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels"})
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,8 @@ import numpy as np
 from gpukit.backend import Backend, Device
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from .fft import CupyFFT
+from .matmul import CupyMatmul
 from .memory import CupyMemoryMixin
 
 try:
@@ -58,7 +60,7 @@ def _fix_for(exc: Exception) -> str:
     return GPU_FIX
 
 
-class CupyBackend(CupyMemoryMixin, Backend):
+class CupyBackend(CupyMatmul, CupyFFT, CupyMemoryMixin, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"

@@ -10,10 +10,11 @@ import numpy as np
 
 from gpukit.backend import Backend, Device
 
+from .fft import NumpyFFT
 from .memory import NumpyMemoryMixin, host_total
 
 
-class NumpyBackend(NumpyMemoryMixin, Backend):
+class NumpyBackend(NumpyFFT, NumpyMemoryMixin, Backend):
     """Arrays are ``numpy.ndarray``; one device, the host."""
 
     name = "numpy"
