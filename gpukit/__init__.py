@@ -24,6 +24,7 @@ from ._devices import device, device_count, devices, synchronize
 from ._dispatch import asarray, namespace, to_numpy
 from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
 from ._selection import get_backend, selection_reason, set_backend, use_backend
+from ._sharding import ShardedArray, map_shards, shard
 from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
 from ._version import __version__
 from .backend import Backend, Device
@@ -50,6 +51,7 @@ __all__ = [
     "GpukitWarning",
     "LinAlgError",
     "OutOfMemoryError",
+    "ShardedArray",
     "TransferGuardError",
     "UnknownBackendError",
     "__version__",
@@ -60,11 +62,13 @@ __all__ = [
     "devices",
     "errors",
     "get_backend",
+    "map_shards",
     "namespace",
     "register_backend",
     "reset_transfer_stats",
     "selection_reason",
     "set_backend",
+    "shard",
     "synchronize",
     "to_numpy",
     "transfer_guard",
@@ -75,7 +79,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset()
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"sharding"})
 
 
 def __getattr__(name: str) -> Any:
