@@ -330,8 +330,8 @@ def test_batched_fft(cpu_devices, rng, kind, dtype):
     tol = TOL[np.result_type(dtype, np.complex64)] * 10  # FFT error grows like log n
     for axis, split in ((-1, 0), (1, 0), (0, 2)):
         got = getattr(gk.sharding, kind)(gk.shard(x, axis=split), axis=axis, norm="ortho")
-        ref = getattr(np.fft, kind)(x.astype(np.result_type(x, np.complex128) if kind != "rfft"
-                                              else np.float64), axis=axis, norm="ortho")  # fmt: skip
+        wide = np.float64 if kind == "rfft" else np.result_type(x, np.complex128)
+        ref = getattr(np.fft, kind)(x.astype(wide), axis=axis, norm="ortho")
         assert got.axis == split
         assert rel_err(got, ref) < tol
     if dtype == "float32" and kind in ("fft", "rfft"):
