@@ -110,6 +110,10 @@ class Backend:
     def synchronize(self, device: int | None = None) -> None:
         """Block until queued work on ``device`` (every device if None) is done."""
 
+    def fft_namespace(self) -> ModuleType:
+        """The module with NumPy-style ``fft``/``ifft``/``rfft``/``irfft`` for native arrays."""
+        return self.xp.fft
+
     # -- several devices: see gpukit._workers, gpukit._collectives, gpukit._sharding -----------
     def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         """Context a per-device worker thread runs device ``index``'s work in.

@@ -289,7 +289,7 @@ def _fft(kind: str, x: ShardedArray, n: int | None, axis: int, norm: str | None)
             f"axis {axis} is the split axis of x (shape {x.shape}, split along {x.axis}): a "
             "sharded FFT runs along any other axis; shard x along another axis, or gather it"
         )
-    fn = getattr(x.backend.xp.fft, kind)
+    fn = getattr(x.backend.fft_namespace(), kind)
     parts = map_devices(x.backend, x.devices, lambda s: fn(s, n=n, axis=axis, norm=norm), x.shards)
     return ShardedArray(x.backend, parts, x.axis, x.devices)
 

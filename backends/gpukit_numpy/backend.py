@@ -12,6 +12,7 @@ import os
 import platform
 from collections.abc import Iterator
 from contextvars import ContextVar
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,12 @@ class NumpyBackend(Backend):
         from gpukit._collectives import InMemoryCollectives
 
         return InMemoryCollectives(self, devices)
+
+    def fft_namespace(self) -> ModuleType:
+        # scipy.fft releases the GIL (per-device worker threads overlap); numpy.fft contends.
+        import scipy.fft
+
+        return scipy.fft
 
     def versions(self) -> dict[str, str]:
         import scipy
