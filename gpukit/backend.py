@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from ._ops.fft import FFTOps
+from ._ops.matmul import MatmulOps
+
 __all__ = ["Backend", "Device"]
 
 
@@ -52,7 +55,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend:
+class Backend(MatmulOps, FFTOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement
@@ -109,10 +112,6 @@ class Backend:
 
     def synchronize(self, device: int | None = None) -> None:
         """Block until queued work on ``device`` (every device if None) is done."""
-
-    def fft_namespace(self) -> ModuleType:
-        """The module with NumPy-style ``fft``/``ifft``/``rfft``/``irfft`` for native arrays."""
-        return self.xp.fft
 
     # -- several devices: see gpukit._workers, gpukit._collectives, gpukit._sharding -----------
     def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:

@@ -227,8 +227,10 @@ def _forget(key: tuple[int, int, tuple[int, ...]]) -> None:
 
 
 @operation("gk.sharding.matmul")
-def matmul(a: ShardedArray, b: Any) -> ShardedArray:
+def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedArray:
     """``a @ b`` for ``a`` split along a row (or batch) axis, ``b`` replicated on every device.
+
+    ``gk.matmul(a, b)`` with a ShardedArray ``a`` comes here.
 
     ``b`` is copied to each device once and cached while it is alive (on virtual
     CPU devices it is shared, never copied). Each device multiplies its own rows:
@@ -240,6 +242,8 @@ def matmul(a: ShardedArray, b: Any) -> ShardedArray:
         At least 2-d, split along any axis but the last (the contracted one).
     b : array_like
         1-d or 2-d, ``b.shape[0] == a.shape[-1]``: a native array or host data.
+    precision : {None, "highest", "tf32"}, optional
+        As for :func:`gpukit.matmul`, which each device's product goes through.
 
     Returns
     -------
@@ -274,9 +278,12 @@ def matmul(a: ShardedArray, b: Any) -> ShardedArray:
             f"argument 'b' must be 1-d or 2-d with {a.shape[-1]} rows to multiply 'a' of "
             f"shape {a.shape}; got shape {shape_b}"
         )
-    xp = a.backend.xp
+    from ._matmul import matmul as one_device
+
     replicas = _replicate(a.backend, b, a.devices)
-    parts = map_devices(a.backend, a.devices, xp.matmul, a.shards, replicas)
+    parts = map_devices(
+        a.backend, a.devices, lambda x, y: one_device(x, y, precision=precision), a.shards, replicas
+    )
     return ShardedArray(a.backend, parts, a.axis, a.devices)
 
 
@@ -289,7 +296,9 @@ def _fft(kind: str, x: ShardedArray, n: int | None, axis: int, norm: str | None)
             f"axis {axis} is the split axis of x (shape {x.shape}, split along {x.axis}): a "
             "sharded FFT runs along any other axis; shard x along another axis, or gather it"
         )
-    fn = getattr(x.backend.fft_namespace(), kind)
+    from . import fft as gk_fft
+
+    fn = getattr(gk_fft, kind)
     parts = map_devices(x.backend, x.devices, lambda s: fn(s, n=n, axis=axis, norm=norm), x.shards)
     return ShardedArray(x.backend, parts, x.axis, x.devices)
 

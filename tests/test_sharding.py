@@ -349,3 +349,9 @@ def test_sharded_operations_refuse_device_mixtures(rng):
         b = gk.shard(_data(rng, 6), devices=[2, 1, 0])
         with pytest.raises(gk.DeviceMismatchError):
             gk.sharding.dot(a, b)
+
+
+def test_gk_matmul_takes_sharded_operand(cpu_devices, rng):
+    a, b = _data(rng, (10, 4)), _data(rng, (4, 3))
+    c = gk.matmul(gk.shard(a), b)
+    assert isinstance(c, gk.ShardedArray) and rel_err(c, a @ b) < TOL[np.dtype("float64")]

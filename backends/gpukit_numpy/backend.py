@@ -12,13 +12,14 @@ import os
 import platform
 from collections.abc import Iterator
 from contextvars import ContextVar
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from gpukit._virtual import VirtualDeviceArray, cpu_device_count, place
 from gpukit.backend import Backend, Device
+
+from .fft import NumpyFFT
 
 
 def _host_memory() -> int | None:
@@ -28,7 +29,7 @@ def _host_memory() -> int | None:
         return None
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NumpyFFT, Backend):
     """Arrays are ``numpy.ndarray`` on the host; ``cpu_devices`` virtual devices.
 
     Parameters
@@ -99,12 +100,6 @@ class NumpyBackend(Backend):
         from gpukit._collectives import InMemoryCollectives
 
         return InMemoryCollectives(self, devices)
-
-    def fft_namespace(self) -> ModuleType:
-        # scipy.fft releases the GIL (per-device worker threads overlap); numpy.fft contends.
-        import scipy.fft
-
-        return scipy.fft
 
     def versions(self) -> dict[str, str]:
         import scipy
