@@ -28,6 +28,7 @@ from ._memstats import MemoryStats, empty_cache, memory_stats
 from ._pinned import empty_pinned
 from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
 from ._selection import get_backend, selection_reason, set_backend, use_backend
+from ._sharding import ShardedArray, map_shards, shard
 from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
 from ._version import __version__
 from .backend import Backend, Device
@@ -55,6 +56,7 @@ __all__ = [
     "LinAlgError",
     "MemoryStats",
     "OutOfMemoryError",
+    "ShardedArray",
     "TransferGuardError",
     "UnknownBackendError",
     "__version__",
@@ -67,6 +69,7 @@ __all__ = [
     "empty_pinned",
     "errors",
     "get_backend",
+    "map_shards",
     "matmul",
     "memory_stats",
     "namespace",
@@ -75,6 +78,7 @@ __all__ = [
     "selection_reason",
     "set_backend",
     "set_memory_limit",
+    "shard",
     "synchronize",
     "to_numpy",
     "transfer_guard",
@@ -85,7 +89,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "sharding"})
 
 
 def __getattr__(name: str) -> Any:

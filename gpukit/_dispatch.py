@@ -25,6 +25,7 @@ import numpy as np
 from . import _registry, _transfer
 from ._memory import operation
 from ._selection import get_backend
+from ._virtual import VirtualDeviceArray
 from .backend import Backend
 from .errors import DeviceMismatchError
 
@@ -51,8 +52,19 @@ def _placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | N
     """The (backend, device) of the device arrays among ``arrays``; raise on a mixture."""
     owner = first = None
     device = None
+    virtual = virtual_first = None  # virtual CPU devices: host arrays that must not mix
     for x, name in zip(arrays, names, strict=True):
         if x is None or type(x) is _ndarray:
+            continue
+        if type(x) is VirtualDeviceArray:
+            if virtual is None:
+                virtual, virtual_first = x.device_id, name
+            elif x.device_id != virtual:
+                raise DeviceMismatchError(
+                    f"argument {name!r} is on numpy:{x.device_id} but argument "
+                    f"{virtual_first!r} is on numpy:{virtual}; move one explicitly with "
+                    "gk.asarray(x, device=...)"
+                )
             continue
         backend = owner_of(x)
         if backend is None:
@@ -213,8 +225,9 @@ def to_numpy(x: Any) -> np.ndarray:
 
     Parameters
     ----------
-    x : array_like
-        A native array of any backend, or anything ``numpy.asarray`` accepts.
+    x : array_like or ShardedArray
+        A native array of any backend, a :class:`gpukit.ShardedArray` (gathered on the
+        host), or anything ``numpy.asarray`` accepts.
 
     Returns
     -------
@@ -229,7 +242,9 @@ def to_numpy(x: Any) -> np.ndarray:
     """
     backend = owner_of(x)
     if backend is None:
-        return np.asarray(x)
+        from ._sharding import ShardedArray
+
+        return x.to_numpy() if isinstance(x, ShardedArray) else np.asarray(x)
     out = backend.to_numpy(x)
     _transfer.record("device_to_host", out.nbytes)
     return out

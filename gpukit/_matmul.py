@@ -9,6 +9,7 @@ import numpy as np
 from ._dispatch import prepare
 from ._memory import operation
 from ._selection import active_is_host
+from ._sharding import ShardedArray
 
 __all__ = ["matmul"]
 
@@ -93,6 +94,10 @@ def _matmul(a: Any, b: Any, precision: str | None) -> Any:
         raise ValueError(
             f"gk.matmul: precision must be None, 'highest' or 'tf32', got {precision!r}"
         )
+    if isinstance(a, ShardedArray):  # row-split a: one product per device (gk.sharding)
+        from .sharding import matmul as sharded_matmul
+
+        return sharded_matmul(a, b, precision=precision)
     backend, (a, b) = prepare(a, b, names=("a", "b"))
     problem = _shape_problem(np.shape(a), np.shape(b))
     if problem is not None:

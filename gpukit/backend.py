@@ -113,6 +113,27 @@ class Backend(MatmulOps, FFTOps):
     def synchronize(self, device: int | None = None) -> None:
         """Block until queued work on ``device`` (every device if None) is done."""
 
+    # -- several devices: see gpukit._workers, gpukit._collectives, gpukit._sharding -----------
+    def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        """Context a per-device worker thread runs device ``index``'s work in.
+
+        CuPy adds the device's own stream, so work of different devices overlaps.
+        """
+        return self.use_device(index)
+
+    def to_device(self, x: Any, device: int, copy: bool = True) -> Any:
+        """``x`` (a native array) on ``device``; ``copy=False`` may return ``x`` or a view.
+
+        Callers synchronise the source device first (a peer copy races its producer).
+        """
+        return self.asarray(x.copy() if copy else x, device=device)
+
+    def collectives(self, devices: tuple[int, ...]) -> Any:
+        """The :class:`gpukit._collectives.Collectives` for ``devices`` (peer copies)."""
+        from gpukit._collectives import PeerCopyCollectives
+
+        return PeerCopyCollectives(self, devices)
+
     def versions(self) -> dict[str, str]:
         """Library versions worth reporting in ``gpukit info``."""
         return {}

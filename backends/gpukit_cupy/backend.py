@@ -69,6 +69,7 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyMemoryMixin, Backend):
     def __init__(self) -> None:
         self.xp = cupy
         self._count = cupy.cuda.runtime.getDeviceCount()
+        self._streams: dict[int, Any] = {}  # device -> its worker stream, made on first use
 
     def owns(self, x: Any) -> bool:
         return isinstance(x, cupy.ndarray)
@@ -118,6 +119,33 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyMemoryMixin, Backend):
     def synchronize(self, device: int | None = None) -> None:
         for i in range(self._count) if device is None else (device,):
             cupy.cuda.Device(i).synchronize()
+
+    def _stream(self, index: int) -> Any:
+        stream = self._streams.get(index)
+        if stream is None:
+            with cupy.cuda.Device(index):
+                # Blocking (non_blocking=False): it orders with the legacy default stream, so
+                # arrays a worker produced are safe to use from the caller's default stream.
+                stream = self._streams.setdefault(index, cupy.cuda.Stream(non_blocking=False))
+        return stream
+
+    @contextlib.contextmanager
+    def worker_context(self, index: int):
+        with cupy.cuda.Device(index), self._stream(index):
+            yield
+
+    def to_device(self, x: Any, device: int, copy: bool = True) -> Any:
+        if not copy and x.device.id == device:
+            return x
+        with cupy.cuda.Device(device):
+            return cupy.copy(x)  # a peer copy when x lives on another device
+
+    def collectives(self, devices: tuple[int, ...]) -> Any:
+        from gpukit._collectives import NcclCollectives, PeerCopyCollectives
+
+        if NcclCollectives.usable(devices):
+            return NcclCollectives(self, devices)
+        return PeerCopyCollectives(self, devices)
 
     def versions(self) -> dict[str, str]:
         rt = cupy.cuda.runtime

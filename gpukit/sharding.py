@@ -1,0 +1,357 @@
+"""Operations on :class:`gpukit.ShardedArray`: reductions, matmul, batched FFTs.
+
+Each runs one task per device on that device's worker thread and stream
+(:mod:`gpukit._workers`). Reductions combine the per-device partial results on the
+first device in device order (0, 1, ..., N-1), so a result is the same on every
+run with the same devices; they return a native 0-d array there, and the host
+waits only when it reads it.
+
+Examples
+--------
+>>> import numpy as np
+>>> import gpukit as gk
+>>> with gk.use_backend("numpy"):
+...     a = gk.shard(np.arange(6.0).reshape(3, 2))
+...     y = gk.sharding.matmul(a, np.eye(2))
+...     total = gk.sharding.sum(a)
+>>> gk.to_numpy(y).tolist(), float(total)
+([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], 15.0)
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from . import _transfer
+from ._dispatch import owner_of
+from ._memory import operation
+from ._sharding import ShardedArray, check_aligned
+from ._workers import map_devices
+from .backend import Backend
+
+__all__ = ["clear_replicas", "dot", "fft", "ifft", "irfft", "matmul", "norm", "rfft", "sum"]
+
+
+def _require_sharded(x: Any, name: str) -> ShardedArray:
+    if not isinstance(x, ShardedArray):
+        raise TypeError(f"argument {name!r} must be a ShardedArray (gk.shard(...)); got "
+                        f"{type(x).__name__}")  # fmt: skip
+    return x
+
+
+def _combine(x: ShardedArray, partials: list[Any]) -> Any:
+    """Sum per-device partial results on the first device, in device order."""
+    return x.backend.collectives(x.devices).reduce(partials)
+
+
+@operation("gk.sharding.sum")
+def sum(x: ShardedArray, axis: int | None = None) -> Any:
+    """Sum of the elements of a sharded array, over all axes or one.
+
+    Parameters
+    ----------
+    x : ShardedArray
+        The array.
+    axis : int, optional
+        Reduce this axis only. Reducing another axis than the split one gives a
+        ShardedArray; the split axis or all axes give a native array on
+        ``x.devices[0]``, partial sums added in device order.
+
+    Returns
+    -------
+    array or ShardedArray
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a ShardedArray.
+    ValueError
+        ``axis`` is out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     s = gk.shard(np.ones((4, 3)))
+    ...     rows = gk.sharding.sum(s, axis=1)
+    >>> float(gk.sharding.sum(s)), gk.to_numpy(rows).tolist()
+    (12.0, [3.0, 3.0, 3.0, 3.0])
+    """
+    x = _require_sharded(x, "x")
+    xp = x.backend.xp
+    if axis is not None:
+        if isinstance(axis, bool) or not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"axis {axis!r} is out of range for x of shape {x.shape}")
+        axis %= x.ndim
+        if axis != x.axis:
+            parts = map_devices(x.backend, x.devices, lambda s: xp.sum(s, axis=axis), x.shards)
+            split = x.axis - (axis < x.axis)
+            if parts[0].ndim == 0:  # a 1-d array has no axis left to split
+                return _combine(x, parts)
+            return ShardedArray(x.backend, parts, split, x.devices)
+    parts = map_devices(x.backend, x.devices, lambda s: xp.sum(s, axis=axis), x.shards)
+    return _combine(x, parts)
+
+
+@operation("gk.sharding.dot")
+def dot(x: ShardedArray, y: ShardedArray) -> Any:
+    """Dot product ``sum(x * y)`` of two vectors sharded the same way (no conjugation).
+
+    Parameters
+    ----------
+    x, y : ShardedArray
+        1-d arrays of equal length, sharded over the same devices with the same lengths.
+
+    Returns
+    -------
+    array
+        0-d native array on ``x.devices[0]``; partial dot products added in device order.
+
+    Raises
+    ------
+    TypeError
+        An argument is not a ShardedArray.
+    ValueError
+        An argument is not 1-d, or the shard lengths differ.
+    DeviceMismatchError
+        ``x`` and ``y`` are sharded over different devices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     v = gk.shard(np.arange(4.0))
+    ...     d = gk.sharding.dot(v, v)
+    >>> float(d)
+    14.0
+    """
+    x, y = _require_sharded(x, "x"), _require_sharded(y, "y")
+    for v, name in ((x, "x"), (y, "y")):
+        if v.ndim != 1:
+            raise ValueError(f"argument {name!r} must be 1-d; got shape {v.shape}")
+    check_aligned((x, y), ("x", "y"))
+    xp = x.backend.xp
+    return _combine(x, map_devices(x.backend, x.devices, xp.dot, x.shards, y.shards))
+
+
+@operation("gk.sharding.norm")
+def norm(x: ShardedArray) -> Any:
+    """Euclidean (Frobenius) norm of a sharded array.
+
+    Parameters
+    ----------
+    x : ShardedArray
+        Any shape; complex allowed.
+
+    Returns
+    -------
+    array
+        Real 0-d native array on ``x.devices[0]``: ``sqrt`` of the per-shard sums of
+        ``|x|**2``, added in device order.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a ShardedArray.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     n = gk.sharding.norm(gk.shard(np.array([3.0, 4.0])))
+    >>> float(n)
+    5.0
+    """
+    x = _require_sharded(x, "x")
+    xp = x.backend.xp
+    parts = map_devices(x.backend, x.devices, lambda s: xp.vdot(s, s).real, x.shards)
+    return xp.sqrt(_combine(x, parts))
+
+
+# Replicas of a matmul right operand, one per device, made once: keyed by the operand's
+# identity and dropped when it is garbage-collected. Only copies are cached (a device
+# backend); virtual CPU devices see the operand itself.
+_replicas: dict[tuple[int, int, tuple[int, ...]], list[Any]] = {}
+_replicas_lock = threading.Lock()
+
+
+def clear_replicas() -> None:
+    """Forget cached matmul replicas (needed only after writing into a cached operand).
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> gk.sharding.clear_replicas()
+    """
+    with _replicas_lock:
+        _replicas.clear()
+
+
+def _replicate(backend: Backend, b: Any, devices: tuple[int, ...]) -> list[Any]:
+    owner = owner_of(b)
+    if not backend.is_device:
+        return [backend.to_device(np.asarray(b), d, copy=False) for d in devices]
+    key = (id(b), id(backend), devices)
+    with _replicas_lock:
+        cached = _replicas.get(key)
+    if cached is not None:
+        return [b if r is None else r for r in cached]
+    if owner is backend:
+        backend.synchronize(backend.device_of(b))
+        home = backend.device_of(b)
+        made = [None if d == home else backend.to_device(b, d) for d in devices]
+    else:
+        host = np.asarray(b)
+        made = map_devices(backend, devices, lambda d: backend.asarray(host, device=d), devices)
+        for _ in devices:
+            _transfer.record("host_to_device", host.nbytes)
+    try:
+        weakref.finalize(b, _forget, key)
+    except TypeError:  # not weak-referenceable (a list): replicate on every call
+        return made
+    with _replicas_lock:
+        _replicas[key] = made
+    return [b if r is None else r for r in made]
+
+
+def _forget(key: tuple[int, int, tuple[int, ...]]) -> None:
+    with _replicas_lock:
+        _replicas.pop(key, None)
+
+
+@operation("gk.sharding.matmul")
+def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedArray:
+    """``a @ b`` for ``a`` split along a row (or batch) axis, ``b`` replicated on every device.
+
+    ``gk.matmul(a, b)`` with a ShardedArray ``a`` comes here.
+
+    ``b`` is copied to each device once and cached while it is alive (on virtual
+    CPU devices it is shared, never copied). Each device multiplies its own rows:
+    no communication beyond that first copy.
+
+    Parameters
+    ----------
+    a : ShardedArray
+        At least 2-d, split along any axis but the last (the contracted one).
+    b : array_like
+        1-d or 2-d, ``b.shape[0] == a.shape[-1]``: a native array or host data.
+    precision : {None, "highest", "tf32"}, optional
+        As for :func:`gpukit.matmul`, which each device's product goes through.
+
+    Returns
+    -------
+    ShardedArray
+        Split like ``a``.
+
+    Raises
+    ------
+    TypeError
+        ``a`` is not a ShardedArray.
+    ValueError
+        ``a`` is split along its last axis, or the shapes do not match.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     c = gk.sharding.matmul(gk.shard(np.ones((3, 2))), np.ones((2, 4)))
+    >>> c.shape, float(gk.to_numpy(c)[0, 0])
+    ((3, 4), 2.0)
+    """
+    a = _require_sharded(a, "a")
+    if a.ndim < 2 or a.axis == a.ndim - 1:
+        raise ValueError(
+            f"argument 'a' must be at least 2-d and split along a row or batch axis; got "
+            f"shape {a.shape} split along axis {a.axis} (the contracted axis)"
+        )
+    shape_b = tuple(getattr(b, "shape", np.shape(b)))
+    if len(shape_b) not in (1, 2) or shape_b[0] != a.shape[-1]:
+        raise ValueError(
+            f"argument 'b' must be 1-d or 2-d with {a.shape[-1]} rows to multiply 'a' of "
+            f"shape {a.shape}; got shape {shape_b}"
+        )
+    from ._matmul import matmul as one_device
+
+    replicas = _replicate(a.backend, b, a.devices)
+    parts = map_devices(
+        a.backend, a.devices, lambda x, y: one_device(x, y, precision=precision), a.shards, replicas
+    )
+    return ShardedArray(a.backend, parts, a.axis, a.devices)
+
+
+def _fft(kind: str, x: ShardedArray, n: int | None, axis: int, norm: str | None) -> ShardedArray:
+    x = _require_sharded(x, "x")
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis!r} is out of range for x of shape {x.shape}")
+    if axis % x.ndim == x.axis:
+        raise ValueError(
+            f"axis {axis} is the split axis of x (shape {x.shape}, split along {x.axis}): a "
+            "sharded FFT runs along any other axis; shard x along another axis, or gather it"
+        )
+    from . import fft as gk_fft
+
+    fn = getattr(gk_fft, kind)
+    parts = map_devices(x.backend, x.devices, lambda s: fn(s, n=n, axis=axis, norm=norm), x.shards)
+    return ShardedArray(x.backend, parts, x.axis, x.devices)
+
+
+_FFT_DOC = """{what} of a sharded array along ``axis``, one batch of transforms per device.
+
+    Parameters
+    ----------
+    x : ShardedArray
+        Input; the transform axis must not be its split axis.
+    n : int, optional
+        Transform length (crop or zero-pad), as in ``numpy.fft.{kind}``.
+    axis : int, default -1
+        Transform axis.
+    norm : {{"backward", "ortho", "forward"}}, optional
+        Normalisation, as in NumPy.
+
+    Returns
+    -------
+    ShardedArray
+        Split like ``x``. float32 input gives complex64 (NumPy 2's rule).
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not a ShardedArray.
+    ValueError
+        ``axis`` is the split axis or out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.random.default_rng(0).standard_normal((4, 8))
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.sharding.{kind}(gk.shard(x, axis=0), axis=1)
+    >>> bool(np.allclose(gk.to_numpy(y), np.fft.{kind}(x, axis=1)))
+    True
+    """
+
+
+def _make_fft(kind: str, what: str):
+    def transform(
+        x: ShardedArray, n: int | None = None, axis: int = -1, norm: str | None = None
+    ) -> ShardedArray:
+        return _fft(kind, x, n, axis, norm)
+
+    transform.__name__ = transform.__qualname__ = kind
+    transform.__doc__ = _FFT_DOC.format(what=what, kind=kind)
+    return operation(f"gk.sharding.{kind}")(transform)
+
+
+fft = _make_fft("fft", "Discrete Fourier transform")
+ifft = _make_fft("ifft", "Inverse discrete Fourier transform")
+rfft = _make_fft("rfft", "Discrete Fourier transform of real input")
+irfft = _make_fft("irfft", "Inverse of :func:`rfft`")
