@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset()
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"linalg", "sparse"})
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ._ops.linalg import LinalgOps
+
 __all__ = ["Backend", "Device"]
 
 
@@ -52,7 +54,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend:
+class Backend(LinalgOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement

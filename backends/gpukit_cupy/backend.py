@@ -11,6 +11,8 @@ import numpy as np
 from gpukit.backend import Backend, Device
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from .linalg import CupyLinalg
+
 try:
     import cupy
 except ImportError as exc:  # raised as BackendUnavailableError by probe()
@@ -56,7 +58,7 @@ def _fix_for(exc: Exception) -> str:
     return GPU_FIX
 
 
-class CupyBackend(Backend):
+class CupyBackend(CupyLinalg, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"
