@@ -66,10 +66,10 @@ class LinalgOps:
 
     # -- operators for the Krylov solvers ---------------------------------------------------
     def linalg_is_sparse(self, a: Any) -> bool:
-        """Whether ``a`` is this backend's sparse matrix type (SciPy's by default)."""
+        """Whether ``a`` is this backend's sparse matrix type (SciPy's on host backends)."""
         import scipy.sparse
 
-        return scipy.sparse.issparse(a)
+        return not getattr(self, "is_device", False) and scipy.sparse.issparse(a)
 
     def linalg_to_sparse(self, a: Any) -> Any:
         """A host ``scipy.sparse`` CSR matrix as this backend's sparse matrix."""
