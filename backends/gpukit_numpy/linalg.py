@@ -40,7 +40,10 @@ def _potrf(a: np.ndarray) -> np.ndarray:
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
     (potrs,) = _lapack(("potrs",), c)
-    x, info = potrs(c, b, lower=True, overwrite_b=False)
+    if c.dtype.kind == "c":
+        x, info = potrs(c, b, lower=True, overwrite_b=False)
+    else:  # c.T is the Fortran-ordered upper factor: no transposing copy
+        x, info = potrs(c.T, b, lower=False, overwrite_b=False)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
