@@ -89,7 +89,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "sharding"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "linalg", "sharding", "sparse"})
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ from gpukit.backend import Backend, Device
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
 from .fft import CupyFFT
+from .linalg import CupyLinalg
 from .matmul import CupyMatmul
 from .memory import CupyMemoryMixin
 
@@ -60,7 +61,7 @@ def _fix_for(exc: Exception) -> str:
     return GPU_FIX
 
 
-class CupyBackend(CupyMatmul, CupyFFT, CupyMemoryMixin, Backend):
+class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"

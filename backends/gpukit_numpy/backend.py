@@ -20,10 +20,11 @@ from gpukit._virtual import VirtualDeviceArray, cpu_device_count, place
 from gpukit.backend import Backend, Device
 
 from .fft import NumpyFFT
+from .linalg import NumpyLinalg
 from .memory import NumpyMemoryMixin, host_total
 
 
-class NumpyBackend(NumpyFFT, NumpyMemoryMixin, Backend):
+class NumpyBackend(NumpyFFT, NumpyLinalg, NumpyMemoryMixin, Backend):
     """Arrays are ``numpy.ndarray`` on the host; ``cpu_devices`` virtual devices.
 
     Parameters

@@ -1,0 +1,102 @@
+"""Dense solvers: gk.linalg vs numpy/scipy, cupy and torch, backend x size x dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gpukit as gk
+
+from .common import BACKENDS, have, sync, use
+
+
+def _spd(backend, n, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, n))
+    a = (x @ x.T / n + np.eye(n)).astype(dtype)
+    b = rng.standard_normal((n, 1)).astype(dtype)
+    with gk.use_backend(backend.name):
+        return gk.asarray(a), gk.asarray(b)
+
+
+class Solve:
+    """gk.linalg.solve (gen / pos) and cholesky; peers in the same suite."""
+
+    params = (BACKENDS, [256, 1024], ["float32", "float64"])
+    param_names = ("backend", "n", "dtype")
+
+    def setup(self, backend, n, dtype):
+        self.backend = use(backend)
+        self.a, self.b = _spd(self.backend, n, dtype)
+        self.flops = 2 / 3 * n**3
+
+    def time_solve(self, backend, n, dtype):
+        gk.linalg.solve(self.a, self.b)
+        sync(self.backend)
+
+    def time_solve_pos(self, backend, n, dtype):
+        gk.linalg.solve(self.a, self.b, assume_a="pos")
+        sync(self.backend)
+
+    def time_cholesky(self, backend, n, dtype):
+        gk.linalg.cholesky(self.a)
+        sync(self.backend)
+
+    def track_solve_gflops(self, backend, n, dtype):
+        import time
+
+        t0 = time.perf_counter()
+        gk.linalg.solve(self.a, self.b)
+        sync(self.backend)
+        return self.flops / (time.perf_counter() - t0) / 1e9
+
+    track_solve_gflops.unit = "GFLOP/s"
+
+
+class SolvePeers:
+    """The raw libraries on the same inputs: numpy.linalg, scipy.linalg, cupy, torch."""
+
+    params = (["numpy", "scipy", "cupy", "torch"], [256, 1024], ["float32", "float64"])
+    param_names = ("peer", "n", "dtype")
+
+    def setup(self, peer, n, dtype):
+        backend = use("cupy" if peer == "cupy" else "numpy")
+        self.backend = backend
+        self.a, self.b = _spd(backend, n, dtype)
+        if peer == "torch":
+            if not have("torch"):
+                raise NotImplementedError("torch not installed")
+            import torch
+
+            self.ta, self.tb = torch.from_numpy(self.a), torch.from_numpy(self.b)
+
+    def time_solve(self, peer, n, dtype):
+        if peer == "numpy":
+            np.linalg.solve(self.a, self.b)
+        elif peer == "scipy":
+            import scipy.linalg
+
+            scipy.linalg.solve(self.a, self.b, check_finite=False)
+        elif peer == "cupy":
+            self.backend.xp.linalg.solve(self.a, self.b)
+        else:
+            import torch
+
+            torch.linalg.solve(self.ta, self.tb)
+        sync(self.backend)
+
+    def time_solve_pos(self, peer, n, dtype):
+        if peer == "numpy":
+            np.linalg.solve(self.a, self.b)  # numpy has no Cholesky solve
+        elif peer == "scipy":
+            import scipy.linalg
+
+            scipy.linalg.cho_solve(scipy.linalg.cho_factor(self.a, check_finite=False), self.b)
+        elif peer == "cupy":
+            import cupyx.lapack
+
+            cupyx.lapack.posv(self.a, self.b)
+        else:
+            import torch
+
+            torch.cholesky_solve(self.tb, torch.linalg.cholesky(self.ta))
+        sync(self.backend)

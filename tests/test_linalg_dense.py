@@ -1,0 +1,260 @@
+"""gk.linalg dense functions against float64 NumPy/SciPy references, on every backend."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x
+
+
+def well_conditioned(rng, shape, dtype):
+    """Diagonally dominant matrices: condition number O(1), so the tolerances apply."""
+    n = shape[-1]
+    return (_random(rng, shape, dtype) / np.sqrt(n) + 3 * np.eye(n)).astype(dtype)
+
+
+def spd(rng, shape, dtype):
+    n = shape[-1]
+    x = _random(rng, shape, dtype) / np.sqrt(n)
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) + np.eye(n)).astype(dtype)
+
+
+def tol(dtype, factor=10):
+    return factor * TOL[np.dtype(dtype)]
+
+
+def ref(x):
+    """A float64/complex128 copy for references."""
+    return np.asarray(x).astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "pos"])
+@pytest.mark.parametrize(
+    ("ashape", "bshape"),
+    [
+        ((7, 7), (7,)),
+        ((7, 7), (7, 3)),
+        ((4, 7, 7), (7,)),
+        ((4, 7, 7), (4, 7, 2)),
+        ((2, 1, 5, 5), (3, 5, 1)),
+    ],
+)
+def test_solve(backend, xp, rng, dtype, assume_a, ashape, bshape):
+    a = spd(rng, ashape, dtype) if assume_a != "gen" else well_conditioned(rng, ashape, dtype)
+    b = _random(rng, bshape, dtype).astype(dtype)
+    x = gk.linalg.solve(xp.asarray(a), xp.asarray(b), assume_a=assume_a)
+    expected = np.linalg.solve(ref(a), ref(b))
+    assert x.dtype == dtype
+    assert x.shape == expected.shape
+    assert rel_err(x, expected) < tol(dtype)
+
+
+def test_solve_integer_input_gives_float64(backend, xp):
+    x = gk.linalg.solve(xp.asarray([[2, 0], [0, 4]]), xp.asarray([2, 2]))
+    assert x.dtype == np.float64
+    assert rel_err(x, [1.0, 0.5]) < 1e-15
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "pos"])
+def test_solve_singular_raises(backend, xp, assume_a):
+    a = xp.asarray(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(gk.LinAlgError, match=r"gk\.linalg\.solve: matrix 'a' is"):
+        gk.linalg.solve(a, xp.asarray([1.0, 1.0]), assume_a=assume_a)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_indefinite_raises(backend, xp, rng, batched):
+    a = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3, -1
+    if batched:
+        a = np.stack([spd(rng, (2, 2), np.float64), a])
+    with pytest.raises(gk.LinAlgError, match="not positive definite"):
+        gk.linalg.cholesky(xp.asarray(a))
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        gk.linalg.solve(xp.asarray(a), xp.ones(a.shape[:-1]), assume_a="pos")
+
+
+def test_inv_singular_raises(backend, xp):
+    with pytest.raises(gk.LinAlgError, match="singular"):
+        gk.linalg.inv(xp.zeros((3, 3)))
+
+
+@pytest.mark.parametrize(
+    ("ashape", "bshape"),
+    [((3, 3), (4,)), ((3, 3), (4, 1)), ((2, 3, 3), (5, 3, 1)), ((3, 3), (3, 4, 3))],
+)
+def test_solve_shape_mismatch_names_both(backend, xp, ashape, bshape):
+    pattern = re.escape(str(ashape)) + ".*" + re.escape(str(bshape))
+    with pytest.raises(ValueError, match=pattern):
+        gk.linalg.solve(xp.ones(ashape), xp.ones(bshape))
+
+
+def test_non_square_and_bad_options(backend, xp):
+    with pytest.raises(ValueError, match=r"square.*\(3, 4\)"):
+        gk.linalg.inv(xp.ones((3, 4)))
+    with pytest.raises(ValueError, match="assume_a"):
+        gk.linalg.solve(xp.eye(2), xp.ones(2), assume_a="tri")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(6, 6), (3, 5, 5)])
+def test_inv_det_slogdet(backend, xp, rng, dtype, shape):
+    a = well_conditioned(rng, shape, dtype)
+    assert rel_err(gk.linalg.inv(xp.asarray(a)), np.linalg.inv(ref(a))) < tol(dtype)
+    assert rel_err(gk.linalg.det(xp.asarray(a)), np.linalg.det(ref(a))) < tol(dtype)
+    sign, logdet = gk.linalg.slogdet(xp.asarray(a))
+    rs, rl = np.linalg.slogdet(ref(a))
+    assert rel_err(sign, rs) < tol(dtype)
+    assert rel_err(logdet, rl) < tol(dtype)
+
+
+def test_det_singular_is_zero(backend, xp):
+    assert float(gk.linalg.det(xp.asarray([[1.0, 2.0], [2.0, 4.0]]))) == 0.0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(9, 9), (2, 3, 6, 6)])
+def test_cholesky_and_cho_solve(backend, xp, rng, dtype, shape):
+    a = spd(rng, shape, dtype)
+    c = gk.linalg.cholesky(xp.asarray(a))
+    assert c.dtype == dtype
+    assert rel_err(c, np.linalg.cholesky(ref(a))) < tol(dtype)
+    b = _random(rng, shape[:-1], dtype).astype(dtype)[..., None]
+    x = gk.linalg.cho_solve(c, xp.asarray(b))
+    assert rel_err(x, np.linalg.solve(ref(a), ref(b))) < tol(dtype)
+
+
+def test_cho_solve_vector_matches_scipy(backend, xp, rng):
+    import scipy.linalg
+
+    a = spd(rng, (8, 8), np.float64)
+    b = rng.standard_normal(8)
+    x = gk.linalg.cho_solve(gk.linalg.cholesky(xp.asarray(a)), xp.asarray(b))
+    assert rel_err(x, scipy.linalg.cho_solve(scipy.linalg.cho_factor(a, lower=True), b)) < 1e-12
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("shape", "bshape"), [((9, 4), (9,)), ((9, 4), (9, 2)), ((4, 4), (4, 3))])
+def test_lstsq(backend, xp, rng, dtype, shape, bshape):
+    a = _random(rng, shape, dtype).astype(dtype)
+    b = _random(rng, bshape, dtype).astype(dtype)
+    x, _res, rank, s = gk.linalg.lstsq(xp.asarray(a), xp.asarray(b))
+    ex, _eres, erank, es = np.linalg.lstsq(ref(a), ref(b), rcond=None)
+    assert rel_err(x, ex) < tol(dtype, 100)
+    assert rank == erank
+    assert rel_err(s, es) < tol(dtype)
+
+
+def test_lstsq_rank_deficient_and_shape_error(backend, xp, rng):
+    a = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))
+    b = rng.standard_normal(6)
+    x, _, rank, _ = gk.linalg.lstsq(xp.asarray(a), xp.asarray(b))
+    assert rank == 2
+    assert rel_err(x, np.linalg.lstsq(a, b, rcond=None)[0]) < 1e-10
+    with pytest.raises(ValueError, match=r"\(6, 4\).*\(5,\)"):
+        gk.linalg.lstsq(xp.asarray(a), xp.ones(5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (3, 5, 5)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(backend, xp, rng, dtype, shape, mode):
+    a = _random(rng, shape, dtype).astype(dtype)
+    out = gk.linalg.qr(xp.asarray(a), mode=mode)
+    if mode == "r":
+        r_ref = np.linalg.qr(ref(a), mode="r")
+        assert rel_err(abs(gk.to_numpy(out)), abs(r_ref)) < tol(dtype)  # signs may differ
+        return
+    q, r = out
+    assert q.dtype == dtype
+    assert rel_err(q @ r, ref(a)) < tol(dtype)
+    k = q.shape[-1]
+    qh = np.conj(np.swapaxes(gk.to_numpy(q), -1, -2))
+    assert rel_err(qh @ gk.to_numpy(q), np.broadcast_to(np.eye(k), (*qh.shape[:-2], k, k))) < tol(
+        dtype
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(8, 8), (3, 5, 5)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh(backend, xp, rng, dtype, shape, uplo):
+    a = spd(rng, shape, dtype)
+    w, v = gk.linalg.eigh(xp.asarray(a), UPLO=uplo)
+    assert rel_err(w, np.linalg.eigvalsh(ref(a))) < tol(dtype)
+    v = gk.to_numpy(v)
+    assert rel_err(ref(a) @ v, v * gk.to_numpy(w)[..., None, :]) < tol(dtype, 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(7, 4), (4, 7), (2, 5, 3)])
+@pytest.mark.parametrize("full", [True, False])
+def test_svd(backend, xp, rng, dtype, shape, full):
+    a = _random(rng, shape, dtype).astype(dtype)
+    u, s, vh = gk.linalg.svd(xp.asarray(a), full_matrices=full)
+    assert rel_err(s, np.linalg.svd(ref(a), compute_uv=False)) < tol(dtype)
+    k = s.shape[-1]
+    recon = (gk.to_numpy(u)[..., :, :k] * gk.to_numpy(s)[..., None, :]) @ gk.to_numpy(vh)[
+        ..., :k, :
+    ]
+    assert rel_err(recon, ref(a)) < tol(dtype, 100)
+    s_only = gk.linalg.svd(xp.asarray(a), compute_uv=False)
+    assert rel_err(s_only, np.linalg.svd(ref(a), compute_uv=False)) < tol(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "ord", "axis"),
+    [
+        ((11,), None, None),
+        ((11,), 1, None),
+        ((11,), np.inf, None),
+        ((11,), -np.inf, None),
+        ((11,), 3, None),
+        ((4, 6), None, None),
+        ((4, 6), "fro", None),
+        ((4, 6), "nuc", None),
+        ((4, 6), 1, None),
+        ((4, 6), -1, None),
+        ((4, 6), 2, None),
+        ((4, 6), -2, None),
+        ((4, 6), np.inf, None),
+        ((3, 4, 6), None, 0),
+        ((3, 4, 6), 2, (0, 2)),
+        ((3, 4, 6), "fro", (2, 1)),
+    ],
+)
+def test_norm(backend, xp, rng, dtype, shape, ord, axis):
+    x = _random(rng, shape, dtype).astype(dtype)
+    got = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis)
+    assert rel_err(got, np.linalg.norm(ref(x), ord=ord, axis=axis)) < tol(dtype)
+    kept = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis, keepdims=True)
+    assert kept.shape == np.linalg.norm(ref(x), ord=ord, axis=axis, keepdims=True).shape
+
+
+def test_linalg_error_is_numpy_linalg_error(backend, xp):
+    with pytest.raises(np.linalg.LinAlgError):
+        gk.linalg.cholesky(-xp.eye(2))
+
+
+def test_same_message_on_library_error_and_nan(backend, xp):
+    """An exactly singular and a NaN-producing matrix give the same gpukit message."""
+    with pytest.raises(gk.LinAlgError) as e1:
+        gk.linalg.solve(xp.zeros((2, 2)), xp.ones(2))
+    with pytest.raises(gk.LinAlgError) as e2:
+        gk.linalg.solve(xp.asarray([[np.nan, 0.0], [0.0, 1.0]]), xp.ones(2))
+    assert str(e1.value) == str(e2.value)
