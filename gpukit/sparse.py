@@ -28,6 +28,16 @@ __all__ = ["csr_matrix", "issparse", "poisson2d"]
 def issparse(a: Any) -> bool:
     """Whether ``a`` is a SciPy or CuPy sparse matrix/array (without importing either).
 
+    Parameters
+    ----------
+    a : object
+        Anything.
+
+    Returns
+    -------
+    bool
+        True for a ``scipy.sparse`` or ``cupyx.scipy.sparse`` matrix or array.
+
     Examples
     --------
     >>> import numpy as np

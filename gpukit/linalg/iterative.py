@@ -172,7 +172,7 @@ _PARAMS = """
     M : array, sparse matrix, LinearOperator or callable, optional
         Preconditioner approximating ``A^{-1}``, in the same forms as ``A``.
     callback : callable, optional
-        Called as ``callback(x)`` with the current iterate{callback_when}.
+        Called as ``callback(x)`` with the current iterate{callback_when}.{extra}
 
     Returns
     -------
@@ -193,9 +193,10 @@ _PARAMS = """
 """
 
 
-def _document(fn: Callable[..., Any], when: str = " after each iteration") -> None:
+def _document(fn: Callable[..., Any], when: str = " after each iteration", extra: str = "") -> None:
     head, _, examples = fn.__doc__.partition("    Examples")
-    fn.__doc__ = head.rstrip() + "\n" + _PARAMS.replace("{callback_when}", when) + "\n    Examples"
+    params = _PARAMS.replace("{callback_when}", when).replace("{extra}", extra)
+    fn.__doc__ = head.rstrip() + "\n" + params + "\n    Examples"
     fn.__doc__ += examples
 
 
@@ -316,5 +317,9 @@ def minres(
 
 _document(cg)
 _document(bicgstab)
-_document(gmres, " after each restart cycle")
+_document(
+    gmres,
+    " after each restart cycle",
+    "\n    restart : int, default 20\n        Krylov subspace size built before each restart.",
+)
 _document(minres)
