@@ -169,7 +169,7 @@ def _bias_gelu(r: Runner, rows: int) -> Call:
     x = r.put(_rand((rows, KERNEL_COLS)))
     b = r.put(_rand(KERNEL_COLS, seed=1))
     if r.family == "gpukit":
-        op = _gk("kernels.bias_act")
+        op = _gk("kernels.bias_activation")
         return lambda: op(x, b, "gelu")
     if r.family == "torch":
         gelu = r.xp.nn.functional.gelu
