@@ -22,6 +22,7 @@ from typing import Any
 from . import errors
 from ._devices import device, device_count, devices, synchronize
 from ._dispatch import asarray, namespace, to_numpy
+from ._matmul import matmul
 from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
 from ._selection import get_backend, selection_reason, set_backend, use_backend
 from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
@@ -60,6 +61,7 @@ __all__ = [
     "devices",
     "errors",
     "get_backend",
+    "matmul",
     "namespace",
     "register_backend",
     "reset_transfer_stats",
@@ -75,7 +77,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset()
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft"})
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from ._ops.fft import FFTOps
+from ._ops.matmul import MatmulOps
+
 __all__ = ["Backend", "Device"]
 
 
@@ -52,7 +55,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend:
+class Backend(MatmulOps, FFTOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement

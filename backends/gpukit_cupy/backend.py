@@ -11,6 +11,9 @@ import numpy as np
 from gpukit.backend import Backend, Device
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from .fft import CupyFFT
+from .matmul import CupyMatmul
+
 try:
     import cupy
 except ImportError as exc:  # raised as BackendUnavailableError by probe()
@@ -56,7 +59,7 @@ def _fix_for(exc: Exception) -> str:
     return GPU_FIX
 
 
-class CupyBackend(Backend):
+class CupyBackend(CupyMatmul, CupyFFT, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"

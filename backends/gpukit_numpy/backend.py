@@ -10,6 +10,8 @@ import numpy as np
 
 from gpukit.backend import Backend, Device
 
+from .fft import NumpyFFT
+
 
 def _host_memory() -> int | None:
     try:
@@ -18,7 +20,7 @@ def _host_memory() -> int | None:
         return None
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NumpyFFT, Backend):
     """Arrays are ``numpy.ndarray``; one device, the host."""
 
     name = "numpy"

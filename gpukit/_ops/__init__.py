@@ -1,0 +1,1 @@
+"""Backend defaults written once against ``self.xp``, one mixin per capability area."""

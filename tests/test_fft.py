@@ -1,0 +1,274 @@
+"""gk.fft against float64 NumPy references on every backend (and every host engine)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+NORMS = [None, "backward", "ortho", "forward"]
+SINGLE_DOUBLE = [("float32", "complex64"), ("float64", "complex128")]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _signal(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _expected_dtype(name, in_dtype):
+    single = np.dtype(in_dtype) in (np.float16, np.float32, np.complex64)
+    real_out = name in ("irfft", "hfft", "irfft2", "irfftn")
+    if real_out:
+        return np.dtype(np.float32 if single else np.float64)
+    return np.dtype(np.complex64 if single else np.complex128)
+
+
+# name, real input?, kwargs of n/axis
+ONE_D = [
+    ("fft", False),
+    ("ifft", False),
+    ("rfft", True),
+    ("ihfft", True),
+    ("irfft", False),
+    ("hfft", False),
+]
+
+
+@pytest.fixture(params=["scipy", "pyfftw"])
+def engine(request, monkeypatch):
+    """The host engine under test (the cupy backend ignores it)."""
+    if request.param == "pyfftw":
+        pytest.importorskip("pyfftw")
+    monkeypatch.setenv("GPUKIT_FFT_ENGINE", request.param)
+    monkeypatch.setenv("GPUKIT_FFTW_PLANNER", "FFTW_ESTIMATE")  # fast planning of many shapes
+    return request.param
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("n", [None, 7, 10])
+@pytest.mark.parametrize(("name", "real_in"), ONE_D)
+@pytest.mark.parametrize(("real_dtype", "complex_dtype"), SINGLE_DOUBLE)
+def test_one_d_matches_numpy(
+    backend, engine, rng, name, real_in, n, axis, norm, real_dtype, complex_dtype
+):
+    dtype = real_dtype if real_in else complex_dtype
+    x = _signal(rng, (9, 6), dtype)  # odd length along axis 0
+    got = getattr(gk.fft, name)(gk.asarray(x), n=n, axis=axis, norm=norm)
+    ref = getattr(np.fft, name)(x.astype(np.result_type(x, np.float64)), n=n, axis=axis, norm=norm)
+    assert got.dtype == _expected_dtype(name, dtype)
+    assert got.shape == ref.shape
+    assert rel_err(got, ref) < TOL[got.dtype]
+
+
+N_DIM = [
+    ("fft2", False, (-2, -1)),
+    ("ifft2", False, (-2, -1)),
+    ("rfft2", True, (-2, -1)),
+    ("irfft2", False, (-2, -1)),
+    ("fftn", False, None),
+    ("ifftn", False, None),
+    ("rfftn", True, None),
+    ("irfftn", False, None),
+]
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize(("s", "axes"), [(None, "default"), ((5, 8), (0, 2)), (None, (2, 0))])
+@pytest.mark.parametrize(("name", "real_in", "default_axes"), N_DIM)
+@pytest.mark.parametrize(("real_dtype", "complex_dtype"), SINGLE_DOUBLE)
+def test_n_dim_matches_numpy(
+    backend, engine, rng, name, real_in, default_axes, s, axes, norm, real_dtype, complex_dtype
+):
+    dtype = real_dtype if real_in else complex_dtype
+    x = _signal(rng, (3, 4, 7), dtype)
+    kwargs = {"s": s, "norm": norm}
+    if axes != "default":
+        kwargs["axes"] = axes
+    elif s is not None:
+        kwargs["axes"] = default_axes
+    got = getattr(gk.fft, name)(gk.asarray(x), **kwargs)
+    ref = getattr(np.fft, name)(x.astype(np.result_type(x, np.float64)), **kwargs)
+    assert got.dtype == _expected_dtype(name, dtype)
+    assert got.shape == ref.shape
+    assert rel_err(got, ref) < TOL[got.dtype]
+
+
+def test_batched_fft2_of_a_stack(backend, rng):
+    x = _signal(rng, (5, 16, 33), "complex64")
+    got = gk.fft.fft2(gk.asarray(x))
+    assert got.dtype == np.complex64
+    assert rel_err(got, np.fft.fft2(x.astype(np.complex128))) < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("name", "in_dtype", "out_dtype"),
+    [
+        ("fft", "float16", "complex64"),
+        ("fft", "float32", "complex64"),
+        ("fft", "int64", "complex128"),
+        ("fft", "bool", "complex128"),
+        ("rfft", "float16", "complex64"),
+        ("rfft", "int32", "complex128"),
+        ("irfft", "complex64", "float32"),
+        ("irfft", "float32", "float32"),
+        ("hfft", "complex128", "float64"),
+        ("ihfft", "float32", "complex64"),
+    ],
+)
+def test_dtype_rules(backend, name, in_dtype, out_dtype):
+    x = np.arange(1, 9).astype(in_dtype)
+    got = getattr(gk.fft, name)(gk.asarray(x))
+    assert got.dtype == np.dtype(out_dtype)
+    ref = getattr(np.fft, name)(x.astype(np.result_type(x.dtype, np.float64)))
+    assert rel_err(got, ref) < TOL[got.dtype]
+
+
+def test_real_transforms_refuse_complex_input(backend):
+    with pytest.raises(TypeError, match=r"gk.fft.rfft: x must be real, got complex64"):
+        gk.fft.rfft(gk.asarray(np.ones(4, np.complex64)))
+
+
+ERRORS = [
+    ("fft", {"norm": "unitary"}, "norm must be None, 'backward', 'ortho' or 'forward'"),
+    ("fft", {"axis": 2}, r"axis=\(2,\) is out of range for x with 2 dimension\(s\)"),
+    ("fft", {"n": 0}, "transform length along axis 1 is 0"),
+    ("fft2", {"axes": (0, 0)}, "repeats an axis"),
+    ("fftn", {"s": (4, 4), "axes": (0,)}, "must have the same length"),
+    ("fftn", {"s": (2, 2, 2)}, "more entries than x has dimensions"),
+    ("fftn", {"axes": ()}, "must name at least one axis"),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs", "match"), ERRORS)
+def test_invalid_arguments_raise_valueerror(backend, name, kwargs, match):
+    with pytest.raises(ValueError, match=match) as info:
+        getattr(gk.fft, name)(gk.asarray(np.ones((3, 4))), **kwargs)
+    assert str(info.value).startswith(f"gk.fft.{name}: ")
+
+
+def test_irfft_of_length_one_input_needs_n(backend):
+    with pytest.raises(ValueError, match=r"length along axis 0 is 0.*pass n explicitly"):
+        gk.fft.irfft(gk.asarray(np.ones(1, np.complex64)))
+    assert gk.fft.irfft(gk.asarray(np.ones(1, np.complex64)), n=1).shape == (1,)
+
+
+def test_zero_dimensional_input_raises(backend):
+    with pytest.raises(ValueError, match="at least one dimension"):
+        gk.fft.fft(gk.asarray(np.float32(1.0)))
+
+
+def test_non_integer_n_raises_typeerror(backend):
+    with pytest.raises(TypeError, match="n must be an integer"):
+        gk.fft.fft(gk.asarray(np.ones(4)), n=4.0)
+
+
+@pytest.mark.parametrize("n", [1, 8, 9])
+@pytest.mark.parametrize("d", [1.0, 0.25])
+def test_frequencies_match_numpy(backend, n, d):
+    got = gk.fft.fftfreq(n, d)
+    assert backend.owns(got)
+    assert rel_err(got, np.fft.fftfreq(n, d)) < 1e-12
+    assert rel_err(gk.fft.rfftfreq(n, d), np.fft.rfftfreq(n, d)) < 1e-12
+
+
+@pytest.mark.parametrize(("n", "d"), [(0, 1.0), (4, 0.0)])
+def test_frequencies_reject_bad_arguments(backend, n, d):
+    with pytest.raises(ValueError, match=r"gk.fft.fftfreq: (n must be at least 1|d must be)"):
+        gk.fft.fftfreq(n, d)
+
+
+@pytest.mark.parametrize("axes", [None, 0, (1,), (0, 2), (-1, 0)])
+def test_shifts_match_numpy(backend, rng, axes):
+    x = _signal(rng, (5, 4, 7), "float64")
+    got = gk.fft.fftshift(gk.asarray(x), axes=axes)
+    assert rel_err(got, np.fft.fftshift(x, axes=axes)) == 0
+    assert rel_err(gk.fft.ifftshift(got, axes=axes), x) == 0
+
+
+def test_shift_rejects_out_of_range_axis(backend):
+    with pytest.raises(ValueError, match=r"gk.fft.fftshift: axes=3 is out of range"):
+        gk.fft.fftshift(gk.asarray(np.ones((2, 2))), axes=3)
+
+
+_round_trip = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+_shapes = st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple)
+
+
+@_round_trip
+@given(
+    shape=_shapes, dtype=st.sampled_from(["complex64", "complex128"]), norm=st.sampled_from(NORMS)
+)
+def test_fftn_round_trip(backend, rng, shape, dtype, norm):
+    x = _signal(rng, shape, dtype)
+    back = gk.fft.ifftn(gk.fft.fftn(gk.asarray(x), norm=norm), norm=norm)
+    assert back.dtype == np.dtype(dtype)
+    assert rel_err(back, x) < TOL[np.dtype(dtype)]
+
+
+@_round_trip
+@given(shape=_shapes, dtype=st.sampled_from(["float32", "float64"]), norm=st.sampled_from(NORMS))
+def test_rfftn_round_trip(backend, rng, shape, dtype, norm):
+    x = _signal(rng, shape, dtype)
+    back = gk.fft.irfftn(gk.fft.rfftn(gk.asarray(x), norm=norm), s=shape, norm=norm)
+    assert back.dtype == np.dtype(dtype)
+    assert rel_err(back, x) < TOL[np.dtype(dtype)]
+
+
+@_round_trip
+@given(
+    n=st.integers(1, 33), dtype=st.sampled_from(["float32", "float64"]), norm=st.sampled_from(NORMS)
+)
+def test_hfft_round_trip(backend, rng, n, dtype, norm):
+    x = _signal(rng, (n,), dtype)
+    back = gk.fft.hfft(gk.fft.ihfft(gk.asarray(x), norm=norm), n=n, norm=norm)
+    assert rel_err(back, x) < TOL[np.dtype(dtype)]
+
+
+def test_engine_names_the_library(backend, engine):
+    assert gk.fft.engine() == ("cufft" if backend.name == "cupy" else engine)
+
+
+def test_unknown_engine_raises(monkeypatch):
+    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "fftpack")
+    with gk.use_backend("numpy"), pytest.raises(ValueError, match="GPUKIT_FFT_ENGINE='fftpack'"):
+        gk.fft.fft(np.ones(4))
+
+
+def test_forced_pyfftw_without_pyfftw_says_how_to_install(monkeypatch):
+    import gpukit_numpy.fft as engines
+
+    monkeypatch.setattr(engines, "_have_pyfftw", lambda: False)
+    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "pyfftw")
+    with gk.use_backend("numpy"), pytest.raises(ImportError, match=r"gpukit\[fftw\]"):
+        gk.fft.fft(np.ones(4))
+    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "auto")
+    with gk.use_backend("numpy"):
+        assert gk.fft.engine() == "scipy"
+
+
+def test_poisson_example_runs_and_checks_itself():
+    # scipy engine: pyFFTW's first FFTW_MEASURE plan of each shape takes seconds.
+    env = {**os.environ, "GPUKIT_BACKEND": "numpy", "GPUKIT_FFT_ENGINE": "scipy"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "poisson_fft.py")],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "backend numpy" in done.stdout and "residual" in done.stdout

@@ -1,0 +1,124 @@
+"""gk.matmul against float64 NumPy references on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gpukit as gk
+
+from fakedevice import FakeDeviceArray
+from helpers import TOL, rel_err
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+SHAPES = [
+    ((8, 8), (8, 8)),
+    ((7, 9), (9, 11)),  # odd
+    ((5,), (5, 3)),  # vector @ matrix
+    ((4, 5), (5,)),  # matrix @ vector
+    ((5,), (5,)),  # inner product: 0-d result
+    ((3, 1, 4, 5), (2, 5, 6)),  # broadcast batch
+    ((6, 3, 4), (4, 2)),  # batch @ matrix
+]
+
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _check(a, b, got, dtype):
+    ref = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
+    assert got.dtype == np.matmul(a, b).dtype
+    assert got.shape == ref.shape
+    assert rel_err(got, ref) < TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("a_shape", "b_shape"), SHAPES)
+def test_matmul_matches_numpy(backend, rng, a_shape, b_shape, dtype):
+    a, b = _random(rng, a_shape, dtype), _random(rng, b_shape, dtype)
+    got = gk.matmul(gk.asarray(a), gk.asarray(b))
+    assert backend.owns(got)
+    _check(a, b, got, dtype)
+
+
+@pytest.mark.parametrize("precision", [None, "highest", "tf32"])
+def test_precision_full_on_host_and_close_on_gpu(backend, rng, precision):
+    a, b = _random(rng, (64, 48), "float32"), _random(rng, (48, 32), "float32")
+    got = gk.matmul(gk.asarray(a), gk.asarray(b), precision=precision)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # TF32 keeps ~10 mantissa bits on tensor-core GPUs; everywhere else it is exact float32.
+    tol = 1e-2 if precision == "tf32" and backend.is_device else TOL[np.dtype(np.float32)]
+    assert rel_err(got, ref) < tol
+
+
+def test_mixed_dtypes_and_lists_follow_numpy_promotion(backend, rng):
+    a, b = _random(rng, (3, 4), "float32"), _random(rng, (4, 2), "float64")
+    got = gk.matmul(gk.asarray(a), gk.asarray(b))
+    assert got.dtype == np.float64
+    assert rel_err(got, a.astype(np.float64) @ b) < 1e-12
+    assert rel_err(gk.matmul(a.tolist(), b.tolist()), a.astype(np.float64) @ b) < 1e-12
+
+
+BAD = [
+    ((2, 3), (4, 5), "contracted dimensions differ"),
+    ((3,), (4,), "contracted dimensions differ"),
+    ((2, 3, 4), (3, 4, 5), "batch dimensions (2,) and (3,) do not broadcast"),
+    ((), (3,), "at least one dimension"),
+]
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "why"), BAD)
+def test_shape_errors_name_both_shapes(backend, a_shape, b_shape, why):
+    a, b = gk.asarray(np.ones(a_shape)), gk.asarray(np.ones(b_shape))
+    with pytest.raises(ValueError) as fast:
+        gk.matmul(a, b)
+    msg = str(fast.value)
+    assert f"a has shape {a_shape}" in msg and f"b has shape {b_shape}" in msg and why in msg
+    with pytest.raises(ValueError) as slow:  # "highest" takes the dispatched path
+        gk.matmul(a, b, precision="highest")
+    assert str(slow.value) == msg
+
+
+def test_unknown_precision_raises(backend):
+    with pytest.raises(ValueError, match="precision must be None, 'highest' or 'tf32'"):
+        gk.matmul(gk.asarray(np.ones((2, 2))), gk.asarray(np.ones((2, 2))), precision="fast")
+
+
+def test_fast_path_result_is_a_plain_ndarray(rng):
+    a = _random(rng, (8, 8), "float32")
+    with gk.use_backend("numpy"):
+        got = gk.matmul(a, a)
+    assert type(got) is np.ndarray
+    assert rel_err(got, a.astype(np.float64) @ a) < 1e-5
+
+
+def test_host_inputs_move_to_the_device_backend(fake_device, rng):
+    a, b = _random(rng, (3, 4), "float64"), _random(rng, (4, 5), "float64")
+    gk.reset_transfer_stats()
+    got = gk.matmul(a, b)
+    assert isinstance(got, FakeDeviceArray)
+    assert gk.transfer_stats().host_to_device.calls == 2
+    assert rel_err(np.asarray(got), a @ b) < 1e-12
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=3, max_side=6),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_matmul_property_any_broadcastable_shapes(backend, rng, shapes, dtype):
+    a_shape, b_shape = shapes.input_shapes
+    a, b = _random(rng, a_shape, dtype), _random(rng, b_shape, dtype)
+    got = gk.matmul(gk.asarray(a), gk.asarray(b))
+    assert got.shape == shapes.result_shape
+    if np.prod(shapes.result_shape) and a.size and b.size:
+        _check(a, b, got, dtype)
