@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ._ops.fft import FFTOps
+from ._ops.linalg import LinalgOps
 from ._ops.matmul import MatmulOps
 
 __all__ = ["Backend", "Device"]
@@ -55,7 +56,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend(MatmulOps, FFTOps):
+class Backend(MatmulOps, FFTOps, LinalgOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement

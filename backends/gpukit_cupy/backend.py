@@ -12,6 +12,7 @@ from gpukit.backend import Backend, Device
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
 from .fft import CupyFFT
+from .linalg import CupyLinalg
 from .matmul import CupyMatmul
 
 try:
@@ -59,7 +60,7 @@ def _fix_for(exc: Exception) -> str:
     return GPU_FIX
 
 
-class CupyBackend(CupyMatmul, CupyFFT, Backend):
+class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"

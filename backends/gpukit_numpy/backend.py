@@ -11,6 +11,7 @@ import numpy as np
 from gpukit.backend import Backend, Device
 
 from .fft import NumpyFFT
+from .linalg import NumpyLinalg
 
 
 def _host_memory() -> int | None:
@@ -20,7 +21,7 @@ def _host_memory() -> int | None:
         return None
 
 
-class NumpyBackend(NumpyFFT, Backend):
+class NumpyBackend(NumpyFFT, NumpyLinalg, Backend):
     """Arrays are ``numpy.ndarray``; one device, the host."""
 
     name = "numpy"

@@ -1,0 +1,76 @@
+"""CuPy linear algebra: cuSOLVER through cupy.linalg and cupyx.lapack.
+
+CuPy ignores cuSOLVER's ``devInfo`` by default (a singular or indefinite matrix gives
+NaN or garbage silently). Every call here runs under ``cupyx.errstate(linalg="raise")``
+so the failure surfaces as ``numpy.linalg.LinAlgError``, which the front-end turns into
+``gk.LinAlgError`` with the same message as on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from gpukit._ops.linalg import LinalgOps
+
+
+@contextlib.contextmanager
+def _raising() -> Iterator[None]:
+    import cupyx
+
+    with cupyx.errstate(linalg="raise"):
+        yield
+
+
+class CupyLinalg(LinalgOps):
+    """cupy.linalg with cuSOLVER errors raised; batched Cholesky solves via cupyx.lapack."""
+
+    def linalg_solve(self, a: Any, b: Any, assume_a: str) -> Any:
+        with _raising():
+            if assume_a == "pos":
+                import cupyx.lapack
+
+                return cupyx.lapack.posv(a, b)
+            return super().linalg_solve(a, b, assume_a)
+
+    def linalg_inv(self, a: Any) -> Any:
+        with _raising():
+            return super().linalg_inv(a)
+
+    def linalg_cholesky(self, a: Any) -> Any:
+        with _raising():
+            return super().linalg_cholesky(a)
+
+    def linalg_cho_solve(self, c: Any, b: Any) -> Any:
+        import cupyx.lapack
+
+        with _raising():
+            return cupyx.lapack.potrs(c, b, lower=True)
+
+    def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
+        with _raising():
+            return super().linalg_lstsq(a, b, rcond)
+
+    def linalg_eigh(self, a: Any, uplo: str) -> tuple[Any, Any]:
+        with _raising():
+            return super().linalg_eigh(a, uplo)
+
+    def linalg_svd(self, a: Any, full_matrices: bool, compute_uv: bool) -> Any:
+        with _raising():
+            return super().linalg_svd(a, full_matrices, compute_uv)
+
+    def linalg_is_sparse(self, a: Any) -> bool:
+        import cupyx.scipy.sparse
+
+        return cupyx.scipy.sparse.issparse(a)
+
+    def linalg_to_sparse(self, a: Any) -> Any:
+        import cupyx.scipy.sparse
+
+        return cupyx.scipy.sparse.csr_matrix(a)
+
+    def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
+        import cupyx.scipy.sparse
+
+        return cupyx.scipy.sparse.csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)

@@ -1,0 +1,89 @@
+"""Linear-algebra defaults of :class:`gpukit.backend.Backend`, written against ``self.xp``.
+
+The front-end (:mod:`gpukit.linalg`) has validated shapes and turns library errors and
+non-finite results into :class:`gpukit.LinAlgError`; these methods only translate.
+A backend overrides what its library does faster (Cholesky solves, sparse matrices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class LinalgOps:
+    """Dense solvers and the operator forms the Krylov solvers accept."""
+
+    xp: Any
+
+    # -- dense ----------------------------------------------------------------------------
+    def linalg_solve(self, a: Any, b: Any, assume_a: str) -> Any:
+        """Solve ``a @ x = b`` (numpy.linalg.solve batching); ``assume_a`` is a hint."""
+        if assume_a == "pos":
+            return self.linalg_cho_solve(self.linalg_cholesky(a), b)
+        return self.xp.linalg.solve(a, b)
+
+    def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
+        """Least squares as ``numpy.linalg.lstsq``: (x, residuals, rank, singular values)."""
+        return self.xp.linalg.lstsq(a, b, rcond=rcond)
+
+    def linalg_inv(self, a: Any) -> Any:
+        return self.xp.linalg.inv(a)
+
+    def linalg_det(self, a: Any) -> Any:
+        return self.xp.linalg.det(a)
+
+    def linalg_slogdet(self, a: Any) -> tuple[Any, Any]:
+        sign, logabsdet = self.xp.linalg.slogdet(a)
+        return sign, logabsdet
+
+    def linalg_cholesky(self, a: Any) -> Any:
+        """Lower Cholesky factor of a (batched) Hermitian positive-definite matrix."""
+        return self.xp.linalg.cholesky(a)
+
+    def linalg_cho_solve(self, c: Any, b: Any) -> Any:
+        """Solve ``(c @ c^H) x = b`` from the lower factor ``c`` (b vector only if 1-D)."""
+        xp = self.xp
+        ch = xp.conj(xp.swapaxes(c, -1, -2))
+        return xp.linalg.solve(ch, xp.linalg.solve(c, b))
+
+    def linalg_qr(self, a: Any, mode: str) -> Any:
+        return self.xp.linalg.qr(a, mode=mode)
+
+    def linalg_eigh(self, a: Any, uplo: str) -> tuple[Any, Any]:
+        w, v = self.xp.linalg.eigh(a, UPLO=uplo)
+        return w, v
+
+    def linalg_svd(self, a: Any, full_matrices: bool, compute_uv: bool) -> Any:
+        return self.xp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+    def linalg_norm(self, x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
+        return self.xp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+    def linalg_all_finite(self, x: Any) -> bool:
+        """Whether every entry of ``x`` is finite (a device sync on GPUs)."""
+        return bool(self.xp.isfinite(x).all())
+
+    # -- operators for the Krylov solvers ---------------------------------------------------
+    def linalg_is_sparse(self, a: Any) -> bool:
+        """Whether ``a`` is this backend's sparse matrix type (SciPy's by default)."""
+        import scipy.sparse
+
+        return scipy.sparse.issparse(a)
+
+    def linalg_to_sparse(self, a: Any) -> Any:
+        """A host ``scipy.sparse`` CSR matrix as this backend's sparse matrix."""
+        return a
+
+    def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
+        """``csr_matrix(arg1, shape, dtype, copy)`` of this backend's sparse module."""
+        import scipy.sparse
+
+        return scipy.sparse.csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
+
+    def linalg_matvec(self, a: Any) -> Callable[[Any], Any]:
+        """``v -> a @ v`` for a dense array, a sparse matrix or a LinearOperator."""
+        matvec = getattr(a, "matvec", None)
+        if matvec is not None:  # scipy / cupyx LinearOperator
+            return matvec
+        return a.dot

@@ -1,0 +1,102 @@
+"""Validation shared by the linear-algebra front-ends, and the one place errors are raised.
+
+:func:`guarded` is where every backend's failure becomes the same
+:class:`gpukit.LinAlgError`: a library's own ``numpy.linalg.LinAlgError`` (NumPy/LAPACK
+``info``, CuPy under ``cupyx.errstate(linalg="raise")``) and non-finite results (what
+cuSOLVER leaves behind when it does not report) give one message on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..backend import Backend
+from ..errors import LinAlgError
+
+
+def describe(x: Any) -> str:
+    return f"shape {tuple(x.shape)}, dtype {x.dtype}"
+
+
+def square(op: str, name: str, a: Any) -> None:
+    """Require a ``(..., M, M)`` stack of square matrices."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"{op}: {name!r} must be a (..., M, M) stack of square matrices, got shape "
+            f"{tuple(a.shape)}"
+        )
+
+
+def matrix(op: str, name: str, a: Any) -> None:
+    """Require at least two dimensions."""
+    if a.ndim < 2:
+        raise ValueError(f"{op}: {name!r} must have at least 2 dimensions, got shape {a.shape}")
+
+
+def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
+    """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
+    dtype = np.result_type(*(x.dtype for x in arrays))
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    elif dtype.itemsize < 4:
+        dtype = np.dtype(np.float32)
+    return [x.astype(dtype, copy=False) for x in arrays]
+
+
+def rhs(op: str, xp: Any, a: Any, b: Any) -> tuple[Any, Any, bool]:
+    """Check ``b`` against ``a`` as numpy.linalg.solve does, and broadcast the batch.
+
+    ``b`` is a vector only when 1-D, otherwise a ``(..., M, K)`` stack. Returns
+    ``(a, b, squeeze)`` with equal batch shapes, ``b`` 2-D-or-more unless both are
+    unbatched, and whether to drop a trailing unit axis from the result.
+    """
+    m = a.shape[-1]
+    ok = b.shape[-1] == m if b.ndim == 1 else b.ndim >= 2 and b.shape[-2] == m
+    batch: tuple[int, ...] = ()
+    if ok and b.ndim > 1:
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ValueError(
+            f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape {tuple(b.shape)}; "
+            f"expected b of shape ({m},) or (..., {m}, K) with batch dimensions "
+            "broadcastable against a's"
+        )
+    squeeze = False
+    if b.ndim == 1:
+        if a.ndim == 2:
+            return a, b, False
+        b, squeeze, batch = b[:, None], True, a.shape[:-2]
+    if a.shape[:-2] != batch:
+        a = xp.broadcast_to(a, batch + a.shape[-2:])
+    if b.shape[:-2] != batch:
+        b = xp.broadcast_to(b, batch + b.shape[-2:])
+    return a, b, squeeze
+
+
+def guarded(
+    op: str,
+    backend: Backend,
+    problem: str,
+    inputs: str,
+    call: Callable[[], Any],
+    *,
+    check: Callable[[Any], list[Any]] | None = None,
+) -> Any:
+    """Run ``call``; raise :class:`LinAlgError` on a library error or non-finite result.
+
+    ``check`` picks the outputs to test for NaN/inf (none when omitted).
+    """
+    message = f"{op}: {problem} ({inputs}), or it holds NaN/inf"
+    try:
+        out = call()
+    except np.linalg.LinAlgError as exc:
+        raise LinAlgError(message) from exc
+    if check is not None and not all(backend.linalg_all_finite(x) for x in check(out)):
+        raise LinAlgError(message)
+    return out

@@ -1,0 +1,320 @@
+"""Krylov solvers: cg, gmres, bicgstab, minres, with one result object on every backend.
+
+The front-end turns ``A`` and ``M`` (dense array, sparse matrix, LinearOperator or plain
+callable) into ``matvec`` callables on the right backend, runs the loop from
+:mod:`gpukit.linalg._krylov` (written once against ``xp``), recomputes the true
+residual and reports non-convergence in :class:`IterativeInfo` and as a
+:class:`gpukit.ConvergenceWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import owner_of, prepare
+from .._memory import operation
+from ..backend import Backend
+from ..errors import ConvergenceWarning
+from ..sparse import issparse, to_backend
+from . import _krylov
+
+__all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
+
+
+@dataclass(frozen=True)
+class IterativeInfo:
+    """How an iterative solve ended; the same type on every backend.
+
+    Attributes
+    ----------
+    converged : bool
+        Whether the stopping test ``||r|| <= max(rtol * ||b||, atol)`` was met.
+    iterations : int
+        Iterations done (inner Arnoldi steps for GMRES).
+    residual_norm : float
+        The true residual ``||b - A @ x||``, recomputed at exit.
+    tolerance : float
+        The absolute threshold used, ``max(rtol * ||b||, atol)``.
+    method : str
+        ``"cg"``, ``"gmres"``, ``"bicgstab"`` or ``"minres"``.
+    reason : str
+        ``"converged"``, ``"maxiter reached"`` or the breakdown seen.
+    """
+
+    converged: bool
+    iterations: int
+    residual_norm: float
+    tolerance: float
+    method: str
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.converged
+
+
+def _is_array(a: Any) -> bool:
+    return hasattr(a, "shape") and hasattr(a, "dtype") and not hasattr(a, "matvec")
+
+
+def _placement_proxy(a: Any) -> Any:
+    """An array telling ``prepare`` where ``a`` lives: itself, a sparse matrix's data, or None."""
+    if a is None or (callable(a) and not hasattr(a, "shape")):
+        return None
+    if hasattr(a, "matvec"):  # LinearOperator: where it runs is its own business
+        return None
+    if _is_sparse_like(a):  # only a device sparse matrix decides placement
+        return a.data if owner_of(a.data) is not None else None
+    return a
+
+
+def _operator(backend: Backend, a: Any, name: str, n: int) -> Callable[[Any], Any]:
+    """``a`` as ``v -> a @ v`` on ``backend`` (a host sparse matrix moved there, counted)."""
+    if hasattr(a, "shape") and tuple(a.shape) != (n, n):
+        raise ValueError(
+            f"{name!r} has shape {tuple(a.shape)} but 'b' has shape ({n},); expected ({n}, {n})"
+        )
+    if _is_sparse_like(a):
+        a = to_backend(backend, a, name)
+    elif not hasattr(a, "shape") and callable(a):
+        return a
+    return backend.linalg_matvec(a)
+
+
+def _solve(
+    method: str,
+    a: Any,
+    b: Any,
+    x0: Any,
+    rtol: float,
+    atol: float,
+    maxiter: int | None,
+    m: Any,
+    callback: Callable[[Any], Any] | None,
+    **extra: Any,
+) -> tuple[Any, IterativeInfo]:
+    op = f"gk.linalg.{method}"
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"{op}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    a_arr = a if _is_array(a) and not _is_sparse_like(a) else None
+    m_arr = m if _is_array(m) and not _is_sparse_like(m) else None
+    backend, (b, x0, a_arr, m_arr, _, _) = prepare(
+        b,
+        x0,
+        a_arr,
+        m_arr,
+        None if a_arr is not None else _placement_proxy(a),
+        None if m_arr is not None else _placement_proxy(m),
+        names=("b", "x0", "A", "M", "A", "M"),
+    )
+    xp = backend.xp
+    b = xp.asarray(b)
+    if b.ndim != 1:
+        raise ValueError(f"{op}: 'b' must be 1-D, got shape {tuple(b.shape)}")
+    n = b.shape[0]
+    if x0 is not None and tuple(x0.shape) != (n,):
+        raise ValueError(f"{op}: 'x0' has shape {tuple(x0.shape)} but 'b' has shape ({n},)")
+    a = a_arr if a_arr is not None else a
+    m = m_arr if m_arr is not None else m
+    dtypes = [b.dtype] + [getattr(v, "dtype", b.dtype) for v in (a, m) if v is not None]
+    dtype = np.result_type(*dtypes)
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    matvec = _operator(backend, a, "A", n)
+    psolve = None if m is None else _operator(backend, m, "M", n)
+    b = b.astype(dtype, copy=False)
+    x = xp.zeros(n, dtype=dtype) if x0 is None else x0.astype(dtype, copy=True)
+    bnorm = float(backend.linalg_norm(b, None, None, False))
+    tol = max(rtol * bnorm, atol)
+    if maxiter is None:
+        maxiter = 10 * n
+    if method == "gmres":  # its small Hessenberg problem is solved on the host
+        extra["to_host"] = backend.to_numpy
+    loop = getattr(_krylov, method)
+    out = loop(xp, matvec, psolve, b, x, tol, maxiter, callback, **extra)
+    r = matvec(out.x)
+    residual = float(backend.linalg_norm(b - r, None, None, False))
+    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
+    if not info.converged:
+        warnings.warn(
+            f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
+            f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return out.x, info
+
+
+def _is_sparse_like(a: Any) -> bool:
+    return issparse(a)
+
+
+_PARAMS = """
+    Parameters
+    ----------
+    A : array, sparse matrix, LinearOperator or callable
+        The ``(n, n)`` operator: a dense array, the backend's sparse matrix
+        (``scipy.sparse`` / ``cupyx.scipy.sparse``; a SciPy one is moved to the GPU on
+        the cupy backend, counted as a transfer), a SciPy or CuPy ``LinearOperator``, or
+        a callable ``v -> A @ v``.
+    b : array, shape (n,)
+        Right-hand side.
+    x0 : array, shape (n,), optional
+        Starting guess (zeros by default); not modified.
+    rtol, atol : float
+        Stop when ``||b - A x|| <= max(rtol * ||b||, atol)``.
+    maxiter : int, optional
+        Most iterations; ``10 * n`` by default.
+    M : array, sparse matrix, LinearOperator or callable, optional
+        Preconditioner approximating ``A^{-1}``, in the same forms as ``A``.
+    callback : callable, optional
+        Called as ``callback(x)`` with the current iterate{callback_when}.
+
+    Returns
+    -------
+    x : array, shape (n,)
+        The solution, on the backend of the inputs.
+    info : IterativeInfo
+        ``converged``, ``iterations``, ``residual_norm`` (true residual), ...
+
+    Raises
+    ------
+    ValueError
+        ``b`` is not 1-D, or ``A``, ``M`` or ``x0`` do not match its length.
+
+    Warns
+    -----
+    ConvergenceWarning
+        The tolerance was not reached (also ``info.converged`` is False).
+"""
+
+
+def _document(fn: Callable[..., Any], when: str = " after each iteration") -> None:
+    head, _, examples = fn.__doc__.partition("    Examples")
+    fn.__doc__ = head.rstrip() + "\n" + _PARAMS.replace("{callback_when}", when) + "\n    Examples"
+    fn.__doc__ += examples
+
+
+@operation("gk.linalg.cg")
+def cg(
+    A: Any,
+    b: Any,
+    *,
+    x0: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Callable[[Any], Any] | None = None,
+) -> tuple[Any, IterativeInfo]:
+    """Conjugate gradients for Hermitian positive-definite ``A``.
+
+    One mat-vec, two dot products and three in-place vector updates per iteration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> A = gk.sparse.poisson2d(16)
+    >>> x, info = gk.linalg.cg(A, np.ones(A.shape[0]), rtol=1e-10)
+    >>> info.converged, bool(np.linalg.norm(A @ x - 1) < 1e-8)
+    (True, True)
+    """
+    return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
+
+
+@operation("gk.linalg.bicgstab")
+def bicgstab(
+    A: Any,
+    b: Any,
+    *,
+    x0: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Callable[[Any], Any] | None = None,
+) -> tuple[Any, IterativeInfo]:
+    """BiCGSTAB for general non-singular ``A`` (right preconditioning).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> A = np.array([[4.0, 1.0], [-2.0, 3.0]])
+    >>> x, info = gk.linalg.bicgstab(A, np.array([1.0, 2.0]), rtol=1e-12)
+    >>> info.converged, x.round(6).tolist()
+    (True, [0.071429, 0.714286])
+    """
+    return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
+
+
+@operation("gk.linalg.gmres")
+def gmres(
+    A: Any,
+    b: Any,
+    *,
+    x0: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Callable[[Any], Any] | None = None,
+    restart: int = 20,
+) -> tuple[Any, IterativeInfo]:
+    """Restarted GMRES for general ``A`` (right preconditioning).
+
+    Unlike SciPy, ``maxiter`` counts inner (Arnoldi) iterations, not restart cycles,
+    so it means the same for every solver. ``restart`` is the Krylov subspace size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> A = np.array([[4.0, 1.0], [-2.0, 3.0]])
+    >>> x, info = gk.linalg.gmres(A, np.array([1.0, 2.0]), rtol=1e-12)
+    >>> info.converged, info.iterations, x.round(6).tolist()
+    (True, 2, [0.071429, 0.714286])
+    """
+    if restart < 1:
+        raise ValueError(f"gk.linalg.gmres: restart must be >= 1, got {restart}")
+    return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
+
+
+@operation("gk.linalg.minres")
+def minres(
+    A: Any,
+    b: Any,
+    *,
+    x0: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: Any = None,
+    callback: Callable[[Any], Any] | None = None,
+) -> tuple[Any, IterativeInfo]:
+    """MINRES for Hermitian, possibly indefinite ``A`` (``M`` must be positive definite).
+
+    With a preconditioner the stopping test uses the residual in the ``M`` norm that
+    the recurrence provides; ``info.residual_norm`` is still the true 2-norm residual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> A = np.array([[2.0, 1.0], [1.0, -3.0]])  # symmetric indefinite
+    >>> x, info = gk.linalg.minres(A, np.array([3.0, -2.0]), rtol=1e-12)
+    >>> info.converged, x.round(6).tolist()
+    (True, [1.0, 1.0])
+    """
+    return _solve("minres", A, b, x0, rtol, atol, maxiter, M, callback)
+
+
+_document(cg)
+_document(bicgstab)
+_document(gmres, " after each restart cycle")
+_document(minres)
