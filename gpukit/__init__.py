@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "linalg", "sparse"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "linalg", "sparse"})
 
 
 def __getattr__(name: str) -> Any:

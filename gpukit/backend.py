@@ -130,6 +130,14 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         """Memory figures of ``device``; keys ``free``, ``total``, ``in_use``, ``pool_held``."""
         return {"free": None, "total": None, "in_use": None, "pool_held": None}
 
+    # -- custom kernels: see gpukit.kernels -----------------------------------------------------
+    def kernel(self, name: str) -> Any:
+        """The implementation of the registered kernel ``name`` (``gk.kernels.<name>``)."""
+        raise NotImplementedError(
+            f"gk.kernels.{name} has no implementation on backend {self.name!r}; "
+            "run it on the numpy or cupy backend"
+        )
+
     # -- shared helpers -------------------------------------------------------------------------
     def nbytes(self, x: Any) -> int:
         """Size of a native array in bytes."""

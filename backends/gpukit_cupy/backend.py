@@ -110,6 +110,11 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, Backend):
     def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return cupy.cuda.Device(index)
 
+    def kernel(self, name: str) -> Any:
+        from . import kernels  # CUDA sources compile on first launch, per device
+
+        return getattr(kernels, name)
+
     def synchronize(self, device: int | None = None) -> None:
         for i in range(self._count) if device is None else (device,):
             cupy.cuda.Device(i).synchronize()

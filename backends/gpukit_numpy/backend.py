@@ -43,6 +43,11 @@ class NumpyBackend(NumpyFFT, NumpyLinalg, Backend):
         name = platform.processor() or platform.machine() or "cpu"
         return [Device(self.name, 0, f"cpu ({name}, {os.cpu_count()} cores)", _host_memory())]
 
+    def kernel(self, name: str) -> Any:
+        from . import kernels  # the NumPy references (imports scipy.special): load on use
+
+        return getattr(kernels, name)
+
     def versions(self) -> dict[str, str]:
         import scipy
 

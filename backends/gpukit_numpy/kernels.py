@@ -1,0 +1,270 @@
+"""NumPy references of gpukit's custom kernels (``gk.kernels`` on the numpy backend).
+
+Each function computes exactly what its CUDA twin in ``gpukit_cupy.kernels``
+computes; the GPU tests compare the two. They are also the CPU implementation,
+so they are written like careful hand-written NumPy: in-place ufuncs with
+``out=``, one scratch array where one is needed, no needless temporaries.
+Arguments arrive validated by the front-end (``gpukit.kernels``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "adam_update",
+    "bias_activation",
+    "bias_activation_backward",
+    "matmul_tiled",
+    "sgd_update",
+    "softmax_cross_entropy",
+    "softmax_cross_entropy_backward",
+]
+
+_SQRT1_2 = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_K_TANH = math.sqrt(2.0 / math.pi)  # gelu's tanh form: tanh(k (z + 0.044715 z^3))
+_C_TANH = 0.044715
+
+
+def _activate(z: np.ndarray, activation: str, slope: float) -> None:
+    """z <- act(z), in place."""
+    if activation == "relu":
+        np.maximum(z, 0, out=z)
+    elif activation == "leaky_relu":
+        np.multiply(z, slope, out=z, where=z < 0)
+    elif activation == "gelu":
+        t = np.multiply(z, _SQRT1_2)
+        special.erf(t, out=t)
+        t += 1.0
+        t *= 0.5
+        z *= t
+    elif activation == "gelu_tanh":
+        t = np.multiply(z, z)
+        t *= _C_TANH
+        t += 1.0
+        t *= z
+        t *= _K_TANH
+        np.tanh(t, out=t)
+        t += 1.0
+        t *= 0.5
+        z *= t
+    elif activation == "silu":
+        z *= special.expit(z)
+    elif activation == "sigmoid":
+        special.expit(z, out=z)
+    elif activation == "tanh":
+        np.tanh(z, out=z)
+
+
+def _derivative(z: np.ndarray, activation: str, slope: float) -> np.ndarray:
+    """act'(z), overwriting z where that saves a temporary."""
+    if activation == "relu":
+        return z > 0
+    if activation == "leaky_relu":
+        d = np.ones_like(z)
+        np.copyto(d, slope, where=z <= 0)
+        return d
+    if activation == "gelu":
+        # 0.5 (1 + erf(z/sqrt2)) + z phi(z)
+        d = np.multiply(z, _SQRT1_2)
+        special.erf(d, out=d)
+        d += 1.0
+        d *= 0.5
+        pdf = np.multiply(z, z)
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= _INV_SQRT_2PI
+        z *= pdf
+        d += z
+        return d
+    if activation == "gelu_tanh":
+        # 0.5 (1 + t) + 0.5 z (1 - t^2) k (1 + 3 c z^2),  t = tanh(k (z + c z^3))
+        z2 = np.multiply(z, z)
+        t = np.multiply(z2, _C_TANH)
+        t += 1.0
+        t *= z
+        t *= _K_TANH
+        np.tanh(t, out=t)
+        z2 *= 3.0 * _C_TANH
+        z2 += 1.0
+        z2 *= _K_TANH * 0.5
+        z2 *= z  # 0.5 k z (1 + 3 c z^2)
+        d = np.multiply(t, t)
+        np.subtract(1.0, d, out=d)
+        d *= z2
+        t += 1.0
+        t *= 0.5
+        d += t
+        return d
+    if activation == "silu":
+        # s (1 + z (1 - s))
+        s = special.expit(z)
+        d = np.subtract(1.0, s)
+        d *= z
+        d += 1.0
+        d *= s
+        return d
+    if activation == "sigmoid":
+        special.expit(z, out=z)
+        d = np.subtract(1.0, z)
+        d *= z
+        return d
+    # tanh
+    np.tanh(z, out=z)
+    d = np.multiply(z, z)
+    np.subtract(1.0, d, out=d)
+    return d
+
+
+def bias_activation(
+    x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+) -> np.ndarray:
+    """Reference of :func:`gpukit.kernels.bias_activation`: ``act(x + bias)``."""
+    y = np.add(x, bias)
+    _activate(y, activation, negative_slope)
+    return y
+
+
+def bias_activation_backward(
+    grad_y: np.ndarray, x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference of :func:`gpukit.kernels.bias_activation_backward`."""
+    if activation == "identity":
+        grad_x = grad_y.copy()
+    else:
+        z = np.add(x, bias)
+        d = _derivative(z, activation, negative_slope)
+        grad_x = np.multiply(grad_y, d, out=z)  # d never aliases z: reuse z's memory
+    grad_bias = grad_x.reshape(-1, bias.shape[0]).sum(axis=0)
+    return grad_x, grad_bias
+
+
+def sgd_update(
+    param: np.ndarray,
+    grad: np.ndarray,
+    momentum_buffer: np.ndarray | None,
+    lr: float,
+    momentum: float,
+    dampening: float,
+    nesterov: bool,
+    weight_decay: float,
+    first_step: bool,
+) -> None:
+    """Reference of :func:`gpukit.kernels.sgd_update` (torch.optim.SGD), in place."""
+    d = grad
+    if weight_decay:
+        d = np.multiply(param, weight_decay)
+        d += grad
+    if momentum:
+        buf = momentum_buffer
+        if first_step:
+            np.copyto(buf, d)
+        else:
+            buf *= momentum
+            if dampening:
+                buf += (1.0 - dampening) * d
+            else:
+                buf += d
+        if nesterov:
+            if d is grad:
+                d = np.multiply(buf, momentum)
+                d += grad
+            else:
+                d += momentum * buf
+        else:
+            d = buf
+    if d is grad or d is momentum_buffer:
+        d = np.multiply(d, lr)
+    else:
+        d *= lr
+    param -= d
+
+
+def adam_update(
+    param: np.ndarray,
+    grad: np.ndarray,
+    exp_avg: np.ndarray,
+    exp_avg_sq: np.ndarray,
+    step: int,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+    decoupled: bool,
+) -> None:
+    """Reference of :func:`gpukit.kernels.adam_update` (torch Adam/AdamW), in place."""
+    g = grad
+    if weight_decay:
+        if decoupled:
+            param *= 1.0 - lr * weight_decay
+        else:
+            g = np.multiply(param, weight_decay)
+            g += grad
+    t = np.subtract(g, exp_avg)  # exp_avg.lerp_(g, 1 - beta1), as torch does
+    t *= 1.0 - beta1
+    exp_avg += t
+    exp_avg_sq *= beta2
+    np.multiply(g, g, out=t)
+    t *= 1.0 - beta2
+    exp_avg_sq += t
+    step_size = lr / (1.0 - beta1**step)
+    np.sqrt(exp_avg_sq, out=t)
+    t /= math.sqrt(1.0 - beta2**step)
+    t += eps
+    np.divide(exp_avg, t, out=t)
+    t *= step_size
+    param -= t
+
+
+def _label_pick(a: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a[i, labels[i]] (NaN where a label is out of range) and the valid-row mask."""
+    n, c = a.shape
+    valid = (labels >= 0) & (labels < c)
+    safe = np.where(valid, labels, 0)
+    picked = a[np.arange(n), safe]
+    picked[~valid] = np.nan
+    return picked, valid
+
+
+def softmax_cross_entropy(
+    logits: np.ndarray, labels: np.ndarray, label_smoothing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs)."""
+    c = logits.shape[1]
+    # With z = logits - max (exact where it matters, unlike adding the max back):
+    # loss = log sum_j exp(z_j) - (1 - eps) z_y - (eps / c) sum_j z_j.
+    z = np.subtract(logits, logits.max(axis=1, keepdims=True))
+    picked, _ = _label_pick(z, labels)
+    zsum = z.sum(axis=1) if label_smoothing else None
+    np.exp(z, out=z)
+    s = z.sum(axis=1, keepdims=True)
+    z /= s
+    loss = np.log(s[:, 0])
+    loss -= (1.0 - label_smoothing) * picked
+    if label_smoothing:
+        loss -= (label_smoothing / c) * zsum
+    return loss, z
+
+
+def softmax_cross_entropy_backward(
+    probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, label_smoothing: float
+) -> np.ndarray:
+    """Reference of :func:`gpukit.kernels.softmax_cross_entropy_backward`."""
+    c = probs.shape[1]
+    g = probs - label_smoothing / c if label_smoothing else probs.copy()
+    valid = (labels >= 0) & (labels < c)
+    rows = np.flatnonzero(valid)
+    g[rows, labels[rows]] -= 1.0 - label_smoothing
+    g[~valid] = np.nan
+    g *= grad_loss[:, None]
+    return g
+
+
+def matmul_tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Reference of :func:`gpukit.kernels.matmul_tiled`: ``a @ b`` (BLAS on the host)."""
+    return np.matmul(a, b)

@@ -1,0 +1,172 @@
+"""Fused, in-place optimizer updates: SGD (momentum, Nesterov) and Adam/AdamW."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .._memory import operation
+from ._checks import check_contiguous, check_float, check_like, check_range, place_inplace
+
+
+@operation("gk.kernels.sgd_update")
+def sgd_update(
+    param: Any,
+    grad: Any,
+    momentum_buffer: Any = None,
+    *,
+    lr: float,
+    momentum: float = 0.0,
+    dampening: float = 0.0,
+    nesterov: bool = False,
+    weight_decay: float = 0.0,
+    first_step: bool = False,
+) -> None:
+    """One ``torch.optim.SGD`` step on ``param`` (and its momentum buffer), in place.
+
+    With ``d = grad + weight_decay * param``: ``buf = d`` on the first step, else
+    ``buf = momentum * buf + (1 - dampening) * d``; the step is ``d + momentum * buf``
+    (Nesterov) or ``buf``; ``param -= lr * step``. Without momentum, ``param -= lr * d``.
+    One pass over param, grad and buffer.
+
+    Parameters
+    ----------
+    param : array, float32 or float64, C-contiguous
+        Updated in place.
+    grad : array, shape and dtype of ``param``
+        Its gradient.
+    momentum_buffer : array, shape and dtype of ``param``, optional
+        Updated in place; required when ``momentum != 0``.
+    lr : float
+        Learning rate (>= 0).
+    momentum, dampening, weight_decay : float
+        As in ``torch.optim.SGD`` (each >= 0).
+    nesterov : bool
+        Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
+    first_step : bool
+        Whether the buffer is to be initialised with this step's gradient.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        A negative hyper-parameter, Nesterov without momentum or with dampening, a
+        missing buffer, mismatched shapes/dtypes, or a ``param``/buffer that is not
+        a C-contiguous array of the backend where the update runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> p, buf = np.array([1.0, 2.0]), np.zeros(2)
+    >>> gk.kernels.sgd_update(p, np.array([1.0, -1.0]), buf, lr=0.5, momentum=0.9,
+    ...                       first_step=True)
+    >>> p, buf
+    (array([0.5, 2.5]), array([ 1., -1.]))
+    """
+    lr = check_range(lr, "lr", 0.0)
+    momentum = check_range(momentum, "momentum", 0.0)
+    dampening = check_range(dampening, "dampening", 0.0)
+    weight_decay = check_range(weight_decay, "weight_decay", 0.0)
+    if nesterov and (momentum <= 0 or dampening != 0):
+        raise ValueError("Nesterov momentum requires momentum > 0 and dampening == 0")
+    if momentum and momentum_buffer is None:
+        raise ValueError("momentum_buffer is required when momentum != 0")
+    names = ("param", "grad", "momentum_buffer")
+    backend, (param, grad, buf) = place_inplace(
+        (param, grad, momentum_buffer if momentum else None), names, ("param", "momentum_buffer")
+    )
+    check_float(param, "param")
+    check_contiguous(param, "param")
+    check_like(grad, "grad", param, "param")
+    if buf is not None:
+        check_like(buf, "momentum_buffer", param, "param")
+        check_contiguous(buf, "momentum_buffer")
+    backend.kernel("sgd_update")(
+        param, grad, buf, lr, momentum, dampening, bool(nesterov), weight_decay, bool(first_step)
+    )
+
+
+@operation("gk.kernels.adam_update")
+def adam_update(
+    param: Any,
+    grad: Any,
+    exp_avg: Any,
+    exp_avg_sq: Any,
+    *,
+    step: int,
+    lr: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    decoupled: bool = False,
+) -> None:
+    """One ``torch.optim.Adam`` step (``AdamW`` when ``decoupled``), in place.
+
+    ``exp_avg = beta1 * exp_avg + (1 - beta1) * g``,
+    ``exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g**2``,
+    ``param -= lr / (1 - beta1**step) * exp_avg / (sqrt(exp_avg_sq / (1 - beta2**step)) + eps)``,
+    where ``g = grad + weight_decay * param`` (Adam) or, decoupled, ``g = grad`` and
+    ``param *= 1 - lr * weight_decay`` first (AdamW). One pass over the four arrays.
+
+    Parameters
+    ----------
+    param : array, float32 or float64, C-contiguous
+        Updated in place.
+    grad : array, shape and dtype of ``param``
+        Its gradient.
+    exp_avg, exp_avg_sq : arrays, shape and dtype of ``param``, C-contiguous
+        First and second moment estimates, updated in place (zeros before step 1).
+    step : int
+        The 1-based count of this step, for the bias correction.
+    lr, beta1, beta2, eps, weight_decay : float
+        As in ``torch.optim.Adam``: ``lr, eps, weight_decay >= 0``, ``0 <= beta < 1``.
+    decoupled : bool
+        Decoupled weight decay (AdamW) instead of L2 added to the gradient.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        A hyper-parameter out of range, ``step < 1``, mismatched shapes/dtypes, or an
+        updated array that is not a C-contiguous array of the backend where it runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> p, m, v = np.array([1.0, 2.0]), np.zeros(2), np.zeros(2)
+    >>> gk.kernels.adam_update(p, np.array([0.5, -0.5]), m, v, step=1, lr=0.1)
+    >>> p.round(6)
+    array([0.9, 2.1])
+    """
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise ValueError(f"step must be an integer >= 1, got {step!r}") from None
+    if step < 1:
+        raise ValueError(f"step must be an integer >= 1 (1-based, after increment), got {step}")
+    lr = check_range(lr, "lr", 0.0)
+    beta1 = check_range(beta1, "beta1", 0.0, 1.0)
+    beta2 = check_range(beta2, "beta2", 0.0, 1.0)
+    eps = check_range(eps, "eps", 0.0)
+    weight_decay = check_range(weight_decay, "weight_decay", 0.0)
+    names = ("param", "grad", "exp_avg", "exp_avg_sq")
+    backend, (param, grad, m, v) = place_inplace(
+        (param, grad, exp_avg, exp_avg_sq), names, ("param", "exp_avg", "exp_avg_sq")
+    )
+    check_float(param, "param")
+    check_like(grad, "grad", param, "param")
+    for arr, name in ((param, "param"), (m, "exp_avg"), (v, "exp_avg_sq")):
+        check_like(arr, name, param, "param")
+        check_contiguous(arr, name)
+    backend.kernel("adam_update")(
+        param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, bool(decoupled)
+    )

@@ -1,0 +1,165 @@
+"""The one registry of gpukit's custom kernels.
+
+Each entry names everything a kernel is made of, so the tests, the sanitizer
+script and the docs are generated from one list and cannot forget a kernel:
+
+* the public function ``gk.kernels.<name>``;
+* its NumPy reference, a function of the same name in ``gpukit_numpy.kernels``
+  (what the numpy backend runs, and what the GPU is tested against);
+* its CUDA implementation: a function of the same name in ``gpukit_cupy.kernels``
+  launching templated kernels from one ``.cu`` file under
+  ``backends/gpukit_cupy/kernels/`` (compiled lazily by ``cupy.RawModule`` with
+  the listed name expressions, once per device);
+* the dtypes it accepts and its launch shape, in words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ACTIVATIONS", "KERNELS", "KernelSpec", "cuda_sources", "spec"]
+
+#: Activation names, in the order of the ``ACT`` template argument of the CUDA code.
+ACTIVATIONS: tuple[str, ...] = (
+    "identity",
+    "relu",
+    "leaky_relu",
+    "gelu",
+    "gelu_tanh",
+    "silu",
+    "sigmoid",
+    "tanh",
+)
+
+_CTYPES = {"float32": "float", "float64": "double"}
+_LABELS = ("int", "long long")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What one registered kernel is made of.
+
+    Attributes
+    ----------
+    name : str
+        Public name: ``gk.kernels.<name>``; also the name of its NumPy reference in
+        ``gpukit_numpy.kernels`` and of its launcher in ``gpukit_cupy.kernels``.
+    source : str
+        The ``.cu`` file under ``backends/gpukit_cupy/kernels/`` holding its CUDA code.
+    name_expressions : tuple of str
+        Every template instantiation the launcher may ask ``cupy.RawModule`` for.
+    dtypes : tuple of str
+        Floating dtypes accepted.
+    launch : str
+        The launch shape, in words.
+    fuses : str
+        What it fuses, and the bytes it moves (for the docs).
+    """
+
+    name: str
+    source: str
+    name_expressions: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    launch: str
+    fuses: str
+
+
+def _each(template: str, dtypes=("float32", "float64"), **axes: tuple[str, ...]) -> tuple:
+    """Expand a name-expression template over dtypes and extra axes."""
+    out = [template.replace("{T}", _CTYPES[d]) for d in dtypes]
+    for key, values in axes.items():
+        out = [e.replace("{" + key + "}", str(v)) for e in out for v in values]
+    return tuple(out)
+
+
+_ACT_IDS = tuple(range(len(ACTIVATIONS)))
+_ELEMENTWISE = "1-D grid-stride loop, 256 threads/block, up to 32 blocks per SM"
+
+KERNELS: dict[str, KernelSpec] = {
+    s.name: s
+    for s in (
+        KernelSpec(
+            "bias_activation",
+            "bias_activation.cu",
+            _each("bias_act_forward<{T}, {A}>", A=_ACT_IDS),
+            ("float32", "float64"),
+            _ELEMENTWISE,
+            "x + bias and the activation in one pass: reads x, writes y (2 arrays) where "
+            "CuPy's expression writes and rereads a temporary per operation (4-10 arrays)",
+        ),
+        KernelSpec(
+            "bias_activation_backward",
+            "bias_activation.cu",
+            _each("bias_act_backward<{T}, {A}>", A=_ACT_IDS) + _each("sum_rows<{T}>"),
+            ("float32", "float64"),
+            "2-D grid: blocks of (min(32, c) columns x 256/that rows), rows grid-strided; "
+            "per-block column sums in shared memory, then one small reduction of the partials",
+            "recomputes x + bias, the derivative, grad_x and the bias gradient's partial "
+            "sums in one pass: reads grad_y and x, writes grad_x (3 arrays) where the "
+            "unfused expression moves 8 or more and rereads grad_x for the sum",
+        ),
+        KernelSpec(
+            "sgd_update",
+            "optimizers.cu",
+            _each("sgd_update<{T}, {M}>", M=("false", "true")),
+            ("float32", "float64"),
+            _ELEMENTWISE,
+            "weight decay, momentum (Nesterov or not) and the step in one in-place pass: "
+            "reads param, grad, buffer and writes param, buffer (5 arrays)",
+        ),
+        KernelSpec(
+            "adam_update",
+            "optimizers.cu",
+            _each("adam_update<{T}>"),
+            ("float32", "float64"),
+            _ELEMENTWISE,
+            "weight decay (L2 or decoupled), both moments, bias correction and the step in "
+            "one in-place pass: reads param, grad, exp_avg, exp_avg_sq and writes three of "
+            "them (7 arrays) where torch-style CuPy code moves about 30",
+        ),
+        KernelSpec(
+            "softmax_cross_entropy",
+            "softmax_xent.cu",
+            _each("softmax_xent_forward<{T}, {L}>", L=_LABELS),
+            ("float32", "float64"),
+            "one 256-thread block per row (rows grid-strided): an online max/sum-exp "
+            "reduction in registers, warp shuffles and shared memory, then probs written",
+            "max, exp, sum, log, the label pick and label smoothing: reads the logits twice "
+            "(the second time mostly from L2), writes probs and the per-row loss",
+        ),
+        KernelSpec(
+            "softmax_cross_entropy_backward",
+            "softmax_xent.cu",
+            _each("softmax_xent_backward<{T}, {L}>", L=_LABELS),
+            ("float32", "float64"),
+            _ELEMENTWISE,
+            "probs minus the (smoothed) one-hot target, scaled by grad_loss per row, in one "
+            "pass: reads probs, writes grad_logits (2 arrays) where CuPy's expression "
+            "builds a one-hot matrix and moves 5 or more",
+        ),
+        KernelSpec(
+            "matmul_tiled",
+            "matmul_tiled.cu",
+            ("matmul_tiled<128, 128, 8, 8, 8>", "matmul_tiled<64, 64, 8, 4, 4>"),
+            ("float32",),
+            "2-D grid of BMxBN output tiles (128x128, or 64x64 for small outputs), "
+            "256 threads each computing a TMxTN register block from BK-deep shared-memory "
+            "tiles of A (stored transposed) and B",
+            "nothing: a teaching reference for tiling and register blocking, benchmarked "
+            "against cuBLAS",
+        ),
+    )
+}
+
+
+def spec(name: str) -> KernelSpec:
+    """The registry entry of kernel ``name``."""
+    return KERNELS[name]
+
+
+def cuda_sources() -> dict[str, tuple[str, ...]]:
+    """Each ``.cu`` file with every name expression instantiated from it."""
+    out: dict[str, tuple[str, ...]] = {}
+    for s in KERNELS.values():
+        out[s.source] = out.get(s.source, ()) + s.name_expressions
+    return out
