@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"kernels"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"kernels", "nn", "optim"})
 
 
 def __getattr__(name: str) -> Any:
