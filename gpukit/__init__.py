@@ -77,9 +77,7 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset(
-    {"fft", "kernels", "linalg", "nn", "optim", "sparse"}
-)
+_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "linalg", "nn", "optim", "sparse"})
 
 
 def __getattr__(name: str) -> Any:

@@ -19,7 +19,8 @@ from asv.machine import Machine, MachineCollection
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gpukit._info import collect  # noqa: E402  (the checkout, not an installed gpukit)
+# the checkout first, not an installed gpukit
+from gpukit._info import collect
 
 
 def _slug(text: str) -> str:

@@ -20,9 +20,10 @@ class Budget:
     block: float
     repeats: int
     idle: float
+    cap: float = float("inf")  # stop adding blocks (keeping at least one) after this long
 
 
-QUICK = Budget(block=0.02, repeats=3, idle=0.03)
+QUICK = Budget(block=0.02, repeats=3, idle=0.03, cap=0.3)
 FULL = Budget(block=0.1, repeats=5, idle=0.15)
 
 
@@ -38,8 +39,11 @@ def measure(
     sync()
     first = time.perf_counter() - t0
     number = max(1, int(budget.block / max(first, 1e-7)))
-    blocks = []
+    blocks: list[float] = []
+    start = time.perf_counter()
     for _ in range(budget.repeats):
+        if blocks and time.perf_counter() - start > budget.cap:
+            break
         time.sleep(budget.idle)
         t0 = time.perf_counter()
         for _ in range(number):
