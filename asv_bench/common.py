@@ -1,20 +1,57 @@
-"""What every gpukit benchmark shares: the backend axis, device sync, peers.
+"""What every gpukit benchmark shares: the backend axis, device sync, peers, throughput.
 
 Following SciPy's benchmarks: one asv parameter axis over backends; a backend or
 peer that cannot run here raises ``NotImplementedError`` in ``setup`` so asv
 records a skip, not a failure; device work is synchronised before the clock stops.
+
+Peers sit in the same suite so every gpukit figure has a same-run ratio. A benchmark
+class takes the ``IMPLS`` axis (gpukit on each backend, then raw NumPy/SciPy, raw CuPy,
+PyTorch CPU/CUDA) and calls :func:`impl` in ``setup``; the returned :class:`Impl` places
+host data on its device (:meth:`Impl.put`) and waits for it (:meth:`Impl.sync`).
+``track_`` benchmarks report GFLOP/s or GB/s through :func:`gflops` / :func:`gbps`,
+timed here with the device synchronised (:func:`seconds_per_call`).
+
+Examples
+--------
+A benchmark of ``op`` with peers, the shape every ``bench_<area>.py`` follows::
+
+    class Op:
+        params = [common.IMPLS, [256, 1024]]
+        param_names = ["impl", "n"]
+
+        def setup(self, name, n):
+            self.impl = common.impl(name)
+            self.a = self.impl.put(common.host_random((n, n)))
+            self.op = {"gpukit": gk.op, "numpy": np.op, "torch": torch.op}[self.impl.family]
+
+        def time_op(self, name, n):
+            self.op(self.a)
+            self.impl.sync()
+
+        def track_gflops(self, name, n):
+            t = common.seconds_per_call(lambda: self.op(self.a), self.impl.sync)
+            return common.gflops(2 * n**3, t)
+
+        track_gflops.unit = "GFLOP/s"
 """
 
 from __future__ import annotations
 
 import importlib.util
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 import gpukit as gk
 
-#: The backend axis every benchmark is parametrised over.
+#: The backend axis every gpukit-only benchmark is parametrised over.
 BACKENDS = ["numpy", "cupy"]
+
+#: gpukit on each backend, then its peers: the axis of same-run comparisons.
+IMPLS = ["gpukit-numpy", "gpukit-cupy", "numpy", "cupy", "torch-cpu", "torch-cuda"]
 
 
 def use(backend: str):
@@ -32,16 +69,161 @@ def sync(backend) -> None:
 
 def random(backend, shape, dtype="float32", seed=0):
     """Random data of ``dtype`` placed on ``backend`` (never zeros: zeros flatter hardware)."""
+    with gk.use_backend(backend.name):
+        return gk.asarray(host_random(shape, dtype, seed))
+
+
+def host_random(shape, dtype="float32", seed=0) -> np.ndarray:
+    """Random NumPy data of ``dtype`` (complex dtypes get a random imaginary part)."""
     rng = np.random.default_rng(seed)
     dt = np.dtype(dtype)
+    x = rng.standard_normal(shape)
     if dt.kind == "c":
-        x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
-    else:
-        x = rng.standard_normal(shape)
-    with gk.use_backend(backend.name):
-        return gk.asarray(x.astype(dt))
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dt)
 
 
 def have(module: str) -> bool:
     """Whether an optional peer (``torch``) is importable, without importing it."""
     return importlib.util.find_spec(module) is not None
+
+
+# -- peers ---------------------------------------------------------------------------------
+def cupy_module():
+    """The ``cupy`` module when a GPU is usable; NotImplementedError otherwise."""
+    status = gk.available_backends().get("cupy")
+    if status is None or not status.available:
+        raise NotImplementedError("CuPy with a usable GPU is unavailable here")
+    import cupy
+
+    return cupy
+
+
+def torch_device(kind: str):
+    """``torch`` and a ``torch.device`` of ``kind`` ("cpu", "cuda"); NotImplementedError if not."""
+    if not have("torch"):
+        raise NotImplementedError("PyTorch is not installed")
+    import torch
+
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise NotImplementedError("PyTorch has no usable CUDA device here")
+    return torch, torch.device(kind)
+
+
+@dataclass
+class Impl:
+    """One side of a comparison: gpukit on a backend, or a raw peer library.
+
+    Attributes
+    ----------
+    name : str
+        The ``IMPLS`` entry (``"gpukit-cupy"``, ``"torch-cpu"``, ...).
+    family : str
+        ``"gpukit"``, ``"numpy"``, ``"cupy"`` or ``"torch"``: which API to call.
+    xp : module
+        The array namespace (``numpy``, ``cupy``, ``torch``).
+    on_gpu : bool
+        Whether the data lives on a GPU.
+    device : object
+        ``torch.device`` for torch, else None.
+    """
+
+    name: str
+    family: str
+    xp: Any
+    on_gpu: bool
+    device: Any = None
+
+    def put(self, host: np.ndarray) -> Any:
+        """Place NumPy data where this implementation computes (outside the timed region)."""
+        if self.family == "gpukit":
+            return gk.asarray(host)
+        if self.family == "torch":
+            return self.xp.from_numpy(np.ascontiguousarray(host)).to(self.device)
+        return self.xp.asarray(host)
+
+    def sync(self) -> None:
+        """Wait for this implementation's queued device work."""
+        if not self.on_gpu:
+            return
+        if self.family == "torch":
+            self.xp.cuda.synchronize()
+        elif self.family == "gpukit":
+            gk.synchronize()
+        else:
+            self.xp.cuda.Device().synchronize()
+
+
+def impl(name: str) -> Impl:
+    """Set up the ``IMPLS`` entry ``name`` for a benchmark; NotImplementedError if it cannot run.
+
+    A gpukit entry also selects its backend process-wide, as :func:`use` does.
+    """
+    if name.startswith("gpukit-"):
+        backend = use(name.removeprefix("gpukit-"))
+        return Impl(name, "gpukit", backend.xp, backend.is_device)
+    if name == "numpy":
+        return Impl(name, "numpy", np, False)
+    if name == "cupy":
+        return Impl(name, "cupy", cupy_module(), True)
+    if name.startswith("torch-"):
+        kind = name.removeprefix("torch-")
+        torch, device = torch_device(kind)
+        return Impl(name, "torch", torch, kind == "cuda", device)
+    raise ValueError(f"unknown implementation {name!r}; expected one of {IMPLS}")
+
+
+# -- throughput ------------------------------------------------------------------------------
+def seconds_per_call(
+    fn: Callable[[], object], sync: Callable[[], None] = lambda: None, min_time: float = 0.05
+) -> float:
+    """Best of three blocks of calls, each block ~``min_time`` s, synchronised before the clock.
+
+    For ``track_`` benchmarks, which asv does not time: the figure is throughput, so
+    the best block (least disturbed by other work) is the meaningful one, as in asv's
+    own ``min`` of repeats.
+    """
+    fn()  # warm up: plans, caches, kernel compilation
+    sync()
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_time or number >= 1 << 16:
+            break
+        number *= 4
+    best = elapsed / number
+    for _ in range(2):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def gflops(flops: float, seconds: float) -> float:
+    """GFLOP/s of ``flops`` floating-point operations done in ``seconds``."""
+    return flops / seconds / 1e9
+
+
+def gbps(nbytes: float, seconds: float) -> float:
+    """GB/s (10^9 bytes) of ``nbytes`` read plus written in ``seconds``."""
+    return nbytes / seconds / 1e9
+
+
+def require_gpu(impl: Impl) -> None:
+    """Skip (NotImplementedError, for ``setup``) a benchmark meaningless on the host."""
+    if not impl.on_gpu:
+        raise NotImplementedError(f"{impl.name} computes on the host: nothing to measure here")
+
+
+def pool_bytes() -> int:
+    """Bytes the CuPy memory pool holds on the current device, for a ``track_`` of device memory.
+
+    Host memory is asv's own ``peakmem_``; guard the benchmark with :func:`require_gpu`.
+    """
+    return int(cupy_module().get_default_memory_pool().total_bytes())

@@ -89,7 +89,9 @@ __all__ = [
 ]
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
-_LAZY_SUBMODULES: frozenset[str] = frozenset({"fft", "kernels", "linalg", "sharding", "sparse"})
+_LAZY_SUBMODULES: frozenset[str] = frozenset(
+    {"fft", "kernels", "linalg", "nn", "optim", "sharding", "sparse"}
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The ``gpukit`` command line: ``gpukit info [--json]``."""
+"""The ``gpukit`` command line: ``gpukit info [--json]``, ``gpukit bench [--quick] ...``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,34 @@ def _info(args: argparse.Namespace) -> int:
 
     info = collect()
     print(json.dumps(info, indent=2) if args.json else render(info))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from ._bench import run
+    from ._bench.report import render
+
+    split = lambda text: [s for s in text.split(",") if s] if text else None  # noqa: E731
+    try:
+        report = run(
+            quick=args.quick,
+            cases=split(args.cases),
+            impls=split(args.impls),
+            progress=False if args.no_progress else None,
+        )
+    except ValueError as exc:
+        print(f"gpukit bench: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    if args.plot:
+        from ._bench.plot import plot
+
+        try:
+            plot(report, args.plot)
+        except ImportError as exc:
+            print(f"gpukit bench: {exc}", file=sys.stderr)
+            return 1
+        print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -39,6 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="backends, devices, versions and BLAS of this machine")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_info)
+    bench = sub.add_parser(
+        "bench",
+        help="time the main operations on every backend and peer against this machine's ceilings",
+    )
+    bench.add_argument("--quick", action="store_true", help="small sizes, under a minute")
+    bench.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    bench.add_argument("--plot", metavar="FILE.png", help="draw throughput vs size")
+    bench.add_argument("--cases", metavar="A,B", help="only these cases, comma-separated")
+    bench.add_argument("--impls", metavar="A,B", help="only these implementations, comma-separated")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    bench.set_defaults(func=_bench)
     return parser
 
 

@@ -1,0 +1,339 @@
+"""The cases ``gpukit bench`` times, each with its work model (FLOPs or bytes per call).
+
+A case builds, for one runner and size, a zero-argument callable doing one call of
+the operation on data already in place; :class:`Unsupported` says why a runner has
+no such operation. Everything is float32 (complex64 for FFTs), the dtype GPUs and the
+ceilings are measured in.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .runners import Runner
+
+Call = Callable[[], object]
+
+
+class Unsupported(Exception):
+    """This runner cannot run this case (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked operation.
+
+    Attributes
+    ----------
+    name : str
+        Short name (``--cases``).
+    axis : str
+        What the size means, for the plot's x axis.
+    quick, full : tuple of int
+        Sizes for ``--quick`` and for the default run.
+    unit : str
+        ``"GFLOP/s"`` (compared with the matmul ceiling) or ``"GB/s"`` (the copy ceiling).
+    work : callable
+        ``work(size)``: FLOPs or bytes of one call.
+    shape : callable
+        ``shape(size)``: the problem in words, for the table.
+    build : callable
+        ``build(runner, size)``: the timed callable.
+    """
+
+    name: str
+    axis: str
+    quick: tuple[int, ...]
+    full: tuple[int, ...]
+    unit: str
+    work: Callable[[int], float]
+    shape: Callable[[int], str]
+    build: Callable[[Runner, int], Call]
+
+
+def _gk(path: str):
+    """The gpukit function at dotted ``path`` (``"fft.fft2"``), or Unsupported if absent."""
+    import gpukit
+
+    obj = gpukit
+    try:
+        for part in path.split("."):
+            obj = getattr(obj, part)
+    except AttributeError:
+        raise Unsupported(f"gk.{path} is not in this gpukit") from None
+    return obj
+
+
+def _rand(shape, dtype="float32", seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+# -- matmul ---------------------------------------------------------------------------------
+def _matmul(r: Runner, n: int) -> Call:
+    a, b = r.put(_rand((n, n))), r.put(_rand((n, n), seed=1))
+    op = _gk("matmul") if r.family == "gpukit" else r.xp.matmul
+    return lambda: op(a, b)
+
+
+# -- fft2 over a batch of 8 complex64 planes ------------------------------------------------
+FFT_BATCH = 8
+
+
+def _fft2(r: Runner, n: int) -> Call:
+    x = r.put(_rand((FFT_BATCH, n, n), "complex64"))
+    if r.family == "gpukit":
+        op = _gk("fft.fft2")
+        return lambda: op(x)
+    if r.family == "numpy":  # the best raw CPU path: scipy.fft on every core
+        import scipy.fft
+
+        return lambda: scipy.fft.fft2(x, workers=-1)
+    if r.family == "cupy":
+        import cupyx.scipy.fft
+
+        return lambda: cupyx.scipy.fft.fft2(x)
+    return lambda: r.xp.fft.fft2(x)
+
+
+# -- dense solve, well conditioned ----------------------------------------------------------
+def _solve(r: Runner, n: int) -> Call:
+    a = _rand((n, n)) + np.float32(n) * np.eye(n, dtype="float32")
+    a, b = r.put(a), r.put(_rand((n, 1), seed=1))
+    op = _gk("linalg.solve") if r.family == "gpukit" else r.xp.linalg.solve
+    return lambda: op(a, b)
+
+
+# -- cg on the 5-point Poisson matrix of an m x m grid, a fixed number of iterations --------
+CG_ITERS = 25
+
+
+def poisson(m: int):
+    """The 5-point 2D Laplacian on an ``m x m`` grid as a float32 SciPy CSR matrix."""
+    import scipy.sparse as sp
+
+    t = sp.diags([-1, 2, -1], [-1, 0, 1], shape=(m, m), dtype="float32")
+    eye = sp.identity(m, dtype="float32")
+    return (sp.kron(t, eye) + sp.kron(eye, t)).tocsr().astype("float32")
+
+
+def _cg_bytes(m: int) -> float:
+    # per iteration: the CSR mat-vec (values + column indices per nonzero, x read, y
+    # written) and CG's vector work (2 dots and 3 axpys: 13 vector passes), float32
+    n, nnz = m * m, 5 * m * m - 4 * m
+    return CG_ITERS * (8 * nnz + 4 * n * (2 + 13))
+
+
+def _cg(r: Runner, m: int) -> Call:
+    a_host = poisson(m)
+    b_host = _rand(m * m)
+    kw = {"rtol": 1e-30, "maxiter": CG_ITERS}  # unreachable: exactly CG_ITERS iterations
+    if r.family == "torch":
+        raise Unsupported("PyTorch has no conjugate-gradient solver")
+    if r.family == "gpukit":
+        with r.scope():
+            a = _gk("sparse.csr_matrix")(a_host)
+        op = _gk("linalg.cg")
+    elif r.family == "numpy":
+        import scipy.sparse.linalg
+
+        a, op = a_host, scipy.sparse.linalg.cg
+    else:
+        import cupyx.scipy.sparse
+        import cupyx.scipy.sparse.linalg
+
+        a, op = cupyx.scipy.sparse.csr_matrix(a_host), cupyx.scipy.sparse.linalg.cg
+    b = r.put(b_host)
+
+    def call():
+        with warnings.catch_warnings():  # not converging is the point here
+            warnings.simplefilter("ignore")
+            return op(a, b, **kw)
+
+    return call
+
+
+# -- fused bias + GELU (the kernels' showcase) against the unfused expression ----------------
+KERNEL_COLS = 1024
+
+
+def _bias_gelu(r: Runner, rows: int) -> Call:
+    x = r.put(_rand((rows, KERNEL_COLS)))
+    b = r.put(_rand(KERNEL_COLS, seed=1))
+    if r.family == "gpukit":
+        op = _gk("kernels.bias_activation")
+        return lambda: op(x, b, "gelu")
+    if r.family == "torch":
+        gelu = r.xp.nn.functional.gelu
+        return lambda: gelu(x + b)
+    if r.family == "numpy":
+        from scipy.special import erf
+    else:
+        from cupyx.scipy.special import erf
+    c = np.float32(1 / math.sqrt(2))
+
+    def unfused():
+        y = x + b
+        return 0.5 * y * (1 + erf(y * c))
+
+    return unfused
+
+
+# -- one training step of a 784-256-10 ReLU MLP (forward, backward, SGD) --------------------
+IN, HIDDEN, OUT = 784, 256, 10
+
+
+def _mlp_flops(batch: int) -> float:
+    # forward GEMMs, then weight and input gradients of the second layer and the weight
+    # gradient of the first (the network's input gradient is never needed)
+    return 2 * batch * (IN * HIDDEN + HIDDEN * OUT) * 2 + 2 * batch * HIDDEN * OUT
+
+
+def _nn_step(r: Runner, batch: int) -> Call:
+    x_host = _rand((batch, IN))
+    y_host = np.random.default_rng(2).integers(0, OUT, batch)
+    if r.family == "gpukit":
+        return _nn_step_gpukit(r, x_host, y_host)
+    if r.family == "torch":
+        return _nn_step_torch(r, x_host, y_host)
+    return _nn_step_manual(r, x_host, y_host)
+
+
+def _nn_step_gpukit(r: Runner, x_host, y_host) -> Call:
+    nn, optim = _gk("nn"), _gk("optim")
+    with r.scope():
+        model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT))
+        loss_fn = nn.CrossEntropyLoss()
+        opt = optim.SGD(model.parameters(), lr=0.01)
+    x, y = r.put(x_host), r.put(y_host)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        model.backward(loss_fn.backward())
+        opt.step()
+        return loss
+
+    return step
+
+
+def _nn_step_torch(r: Runner, x_host, y_host) -> Call:
+    torch = r.xp
+    model = torch.nn.Sequential(
+        torch.nn.Linear(IN, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, OUT)
+    ).to(r.torch_device)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = r.put(x_host), r.put(y_host)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _nn_step_manual(r: Runner, x_host, y_host) -> Call:
+    """The hand-written step a NumPy (or CuPy) user would write: the bar gk.nn must meet."""
+    xp = r.xp
+    rng = np.random.default_rng(3)
+    w1 = r.put((rng.standard_normal((HIDDEN, IN)) / math.sqrt(IN)).astype("float32"))
+    b1 = r.put(np.zeros(HIDDEN, "float32"))
+    w2 = r.put((rng.standard_normal((OUT, HIDDEN)) / math.sqrt(HIDDEN)).astype("float32"))
+    b2 = r.put(np.zeros(OUT, "float32"))
+    x, y = r.put(x_host), r.put(y_host)
+    rows = xp.arange(len(y_host))
+    lr = np.float32(0.01)
+
+    def step():
+        h = xp.maximum(x @ w1.T + b1, 0)
+        z = h @ w2.T + b2
+        z = z - z.max(axis=1, keepdims=True)
+        p = xp.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        loss = -xp.log(p[rows, y]).mean()
+        p[rows, y] -= 1
+        dz = p / np.float32(len(y_host))
+        dh = (dz @ w2) * (h > 0)
+        w2[...] -= lr * (dz.T @ h)
+        b2[...] -= lr * dz.sum(axis=0)
+        w1[...] -= lr * (dh.T @ x)
+        b1[...] -= lr * dh.sum(axis=0)
+        return loss
+
+    return step
+
+
+CASES = [
+    Case(
+        "matmul",
+        "matrix order n",
+        (256, 512, 1024),
+        (256, 512, 1024, 2048, 4096),
+        "GFLOP/s",
+        lambda n: 2.0 * n**3,
+        lambda n: f"{n}x{n} @ {n}x{n} float32",
+        _matmul,
+    ),
+    Case(
+        "fft2",
+        "plane side n (batch of 8)",
+        (128, 256, 512),
+        (128, 256, 512, 1024, 2048),
+        "GB/s",
+        lambda n: 2.0 * FFT_BATCH * n * n * 8,
+        lambda n: f"{FFT_BATCH}x{n}x{n} complex64",
+        _fft2,
+    ),
+    Case(
+        "solve",
+        "matrix order n",
+        (128, 256, 512),
+        (128, 256, 512, 1024, 2048),
+        "GFLOP/s",
+        lambda n: 2.0 / 3.0 * n**3 + 2.0 * n**2,
+        lambda n: f"{n}x{n} float32, 1 rhs",
+        _solve,
+    ),
+    Case(
+        "cg",
+        "grid side m (m*m unknowns)",
+        (64, 128, 256),
+        (64, 128, 256, 512, 1024),
+        "GB/s",
+        _cg_bytes,
+        lambda m: f"Poisson {m}x{m}, {CG_ITERS} iterations",
+        _cg,
+    ),
+    Case(
+        "bias_gelu",
+        "rows (x 1024 columns)",
+        (256, 1024, 4096),
+        (256, 1024, 4096, 16384, 65536),
+        "GB/s",
+        lambda rows: 2.0 * rows * KERNEL_COLS * 4 + KERNEL_COLS * 4,
+        lambda rows: f"gelu(x + b), {rows}x{KERNEL_COLS} float32",
+        _bias_gelu,
+    ),
+    Case(
+        "nn_step",
+        "batch size",
+        (32, 256, 2048),
+        (32, 256, 2048, 8192),
+        "GFLOP/s",
+        _mlp_flops,
+        lambda b: f"MLP {IN}-{HIDDEN}-{OUT}, batch {b}, SGD",
+        _nn_step,
+    ),
+]

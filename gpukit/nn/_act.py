@@ -1,0 +1,133 @@
+"""Bias + activation, forward and backward: the one place layers do elementwise math.
+
+Host arrays are computed in place with NumPy (the pre-activation is a fresh array the
+caller owns, so no temporaries are needed) and keep the output when the derivative can
+be written with it (ReLU, Sigmoid, Tanh). Device arrays go through the fused kernels
+``gk.kernels.bias_activation`` / ``bias_activation_backward``: one launch each way.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ACTIVATIONS", "backward", "forward"]
+
+ACTIVATIONS = (
+    "identity",
+    "relu",
+    "leaky_relu",
+    "gelu",
+    "gelu_tanh",
+    "silu",
+    "sigmoid",
+    "tanh",
+)
+# Derivative written in terms of the output: the output is saved, the input can be overwritten.
+_FROM_OUTPUT = frozenset({"identity", "relu", "sigmoid", "tanh"})
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _special():
+    import scipy.special
+
+    return scipy.special
+
+
+def _zeros_bias(z: Any) -> Any:
+    from .._dispatch import namespace
+
+    return namespace(z).zeros(z.shape[-1], dtype=z.dtype)
+
+
+def forward(
+    name: str, z: Any, bias: Any, slope: float, *, overwrite: bool
+) -> tuple[Any, tuple[Any, bool]]:
+    """``act(z + bias)`` and what :func:`backward` needs.
+
+    ``overwrite`` says that ``z`` is a temporary of the caller's that may be reused.
+    """
+    if type(z) is not np.ndarray:
+        from .. import kernels
+
+        b = _zeros_bias(z) if bias is None else bias
+        return kernels.bias_activation(z, b, name, negative_slope=slope), (z, False)
+    if bias is not None:
+        z = np.add(z, bias, out=z if overwrite else None)
+        overwrite = True
+    out = z if overwrite and name in _FROM_OUTPUT else None
+    if name == "identity":
+        y = z
+    elif name == "relu":
+        y = np.maximum(z, 0, out=out)
+    elif name == "sigmoid":
+        y = _special().expit(z, out=out)
+    elif name == "tanh":
+        y = np.tanh(z, out=out)
+    elif name == "leaky_relu":
+        y = np.where(z > 0, z, z * z.dtype.type(slope))
+    elif name == "gelu":
+        y = _special().erf(z * z.dtype.type(_INV_SQRT2))
+        y += 1
+        y *= z
+        y *= z.dtype.type(0.5)
+    elif name == "gelu_tanh":
+        y = np.tanh(z.dtype.type(_SQRT_2_PI) * (z + z.dtype.type(0.044715) * z**3))
+        y += 1
+        y *= z
+        y *= z.dtype.type(0.5)
+    elif name == "silu":
+        y = _special().expit(z)
+        y *= z
+    else:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    saved = y if name in _FROM_OUTPUT else z
+    return y, (saved, name in _FROM_OUTPUT)
+
+
+def backward(
+    name: str, grad: Any, saved: tuple[Any, bool], bias: Any, slope: float, *, want_bias: bool
+) -> tuple[Any, Any]:
+    """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`."""
+    s, _ = saved
+    if type(s) is not np.ndarray:
+        from .. import kernels
+
+        b = _zeros_bias(s) if bias is None else bias
+        gz, gb = kernels.bias_activation_backward(grad, s, b, name, negative_slope=slope)
+        return gz, gb if want_bias else None
+    one = s.dtype.type(1)
+    if name == "identity":
+        gz = grad
+    elif name == "relu":
+        gz = grad * (s > 0)
+    elif name == "sigmoid":
+        gz = grad * s
+        gz *= one - s
+    elif name == "tanh":
+        gz = grad * (one - s * s)
+    elif name == "leaky_relu":
+        gz = grad * np.where(s > 0, one, s.dtype.type(slope))
+    elif name == "gelu":
+        d = _special().erf(s * s.dtype.type(_INV_SQRT2))
+        d += 1
+        d *= s.dtype.type(0.5)
+        d += s * np.exp(s * s * s.dtype.type(-0.5)) * s.dtype.type(_INV_SQRT_2PI)
+        gz = grad * d
+    elif name == "gelu_tanh":
+        k = s.dtype.type(0.044715)
+        t = np.tanh(s.dtype.type(_SQRT_2_PI) * (s + k * s**3))
+        d = s.dtype.type(0.5) * s * (one - t * t) * s.dtype.type(_SQRT_2_PI) * (one + 3 * k * s * s)
+        d += s.dtype.type(0.5) * (one + t)
+        gz = grad * d
+    else:  # silu
+        sig = _special().expit(s)
+        gz = grad * (sig * (one + s * (one - sig)))
+    gb = None
+    if want_bias:
+        gb = gz.sum(axis=0) if gz.ndim == 2 else gz.reshape(-1, gz.shape[-1]).sum(axis=0)
+    return gz, gb

@@ -1,0 +1,142 @@
+"""Sequential: a chain of modules, with Linear + activation pairs fused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from . import _act
+from .layers import Linear, _Activation
+from .module import Module, Parameter
+
+__all__ = ["Sequential"]
+
+
+class _LinearAct:
+    """One step for a Linear followed by an activation: ``act(x @ W.T + b)``.
+
+    On the host the bias add and the activation run in place on the product; on a
+    device they are one fused kernel each way (``gk.kernels.bias_activation``).
+    """
+
+    __slots__ = ("act", "linear", "saved")
+
+    def __init__(self, linear: Linear, act: _Activation) -> None:
+        self.linear, self.act, self.saved = linear, act, None
+
+    def forward(self, x: Any) -> Any:
+        lin = self.linear
+        lin._x = x
+        bias = None if lin.bias is None else lin.bias.data
+        y, self.saved = _act.forward(
+            self.act._name, x @ lin.weight.data.T, bias, self.act.negative_slope, overwrite=True
+        )
+        return y
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        lin, act = self.linear, self.act
+        bias = None if lin.bias is None else lin.bias.data
+        gz, gb = _act.backward(
+            act._name, grad_output, self.saved, bias, act.negative_slope, want_bias=bias is not None
+        )
+        return lin._backward(gz, need_input_grad, gb)
+
+
+class Sequential(Module):
+    """Modules applied one after the other; backward runs them in reverse.
+
+    A :class:`~gpukit.nn.Linear` directly followed by ReLU, LeakyReLU, GELU, SiLU,
+    Tanh or Sigmoid runs as one fused step (bias, activation and their gradients in
+    one pass). Parameter names are the positions: ``"0.weight"``, ``"2.bias"``.
+
+    Parameters
+    ----------
+    *modules : Module
+        The layers, in order.
+
+    Raises
+    ------
+    TypeError
+        An argument is not a Module.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> model = gk.nn.Sequential(gk.nn.Linear(4, 8, seed=0), gk.nn.ReLU(),
+    ...                          gk.nn.Linear(8, 2, seed=1))
+    >>> x = np.ones((5, 4), dtype="float32")
+    >>> y = model(x)
+    >>> grad_x = model.backward(np.ones_like(y))
+    >>> grad_x.shape, model[0].weight.grad.shape
+    ((5, 4), (8, 4))
+    """
+
+    def __init__(self, *modules: Module) -> None:
+        super().__init__()
+        for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential argument {i} must be a Module, got {type(m)!r}")
+        self._layers = list(modules)
+        self._steps: list[Any] | None = None
+        self._first: Parameter | None = None
+
+    def append(self, module: Module) -> Sequential:
+        """Add ``module`` at the end; returns ``self``."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.append needs a Module, got {type(module)!r}")
+        self._layers.append(module)
+        self._steps = self._first = None
+        return self
+
+    def __getitem__(self, index: int) -> Module:
+        return self._layers[index]
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._layers)
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        for i, m in enumerate(self._layers):
+            yield str(i), m
+
+    def _anchor(self) -> Parameter | None:
+        if self._first is None:
+            self._first = next(self._iter_parameters(), None)
+        return self._first
+
+    def _plan(self) -> list[Any]:
+        steps: list[Any] = []
+        layers = self._layers
+        i = 0
+        while i < len(layers):
+            m = layers[i]
+            nxt = layers[i + 1] if i + 1 < len(layers) else None
+            if type(m) is Linear and isinstance(nxt, _Activation):
+                steps.append(_LinearAct(m, nxt))
+                i += 2
+            else:
+                steps.append(m)
+                i += 1
+        return steps
+
+    def forward(self, x: Any) -> Any:
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = self._plan()
+        for step in steps:
+            x = step.forward(x)
+        return x
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        steps = self._steps
+        if steps is None:
+            raise RuntimeError("Sequential.backward called before any forward pass")
+        g = grad_output
+        for step in reversed(steps[1:]):
+            g = step.backward(g)
+        if steps:
+            g = steps[0].backward(g, need_input_grad=need_input_grad)
+        return g

@@ -1,0 +1,455 @@
+"""Layers: Linear, the activations, Softmax, Dropout, LayerNorm.
+
+Each layer's forward keeps what its backward needs; layers call only array
+operations of their inputs' namespace (NumPy or CuPy) and ``gpukit.nn._act``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _dispatch
+from . import _act, _random
+from .module import Module, Parameter
+
+__all__ = [
+    "GELU",
+    "Dropout",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+]
+
+
+def _flat(a: Any, n: int) -> Any:
+    """View of ``a`` as a matrix with ``n`` columns (rows = every leading axis)."""
+    return a if a.ndim == 2 else a.reshape(-1, n)
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias``, PyTorch's ``nn.Linear``.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+        Sizes of the last axis of the input and of the output.
+    bias : bool
+        Whether to add a learnt bias.
+    dtype : dtype
+        Parameter dtype (float32 by default, as in PyTorch).
+    seed : int, optional
+        Seed of the initialisation; the generator of :func:`gpukit.nn.manual_seed`
+        when omitted.
+
+    Attributes
+    ----------
+    weight : Parameter
+        Shape ``(out_features, in_features)``, uniform in ``±1/sqrt(in_features)``
+        (PyTorch's default, Kaiming-uniform with ``a=sqrt(5)``).
+    bias : Parameter or None
+        Shape ``(out_features,)``, uniform in the same range.
+
+    Raises
+    ------
+    ValueError
+        A size is negative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> layer = gk.nn.Linear(3, 2, seed=0)
+    >>> layer(np.ones((4, 3), dtype="float32")).shape
+    (4, 2)
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        *,
+        dtype: Any = "float32",
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        if in_features < 0 or out_features < 0:
+            raise ValueError(
+                f"Linear sizes must be non-negative, got in_features={in_features}, "
+                f"out_features={out_features}"
+            )
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        rng = _random.generator(seed)
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        w = rng.uniform(-bound, bound, (out_features, in_features)).astype(dtype)
+        self.weight = Parameter(_dispatch.asarray(w))
+        self.bias = None
+        if bias:
+            b = rng.uniform(-bound, bound, out_features).astype(dtype)
+            self.bias = Parameter(_dispatch.asarray(b))
+        self._x: Any = None
+
+    def forward(self, x: Any) -> Any:
+        self._x = x
+        y = x @ self.weight.data.T
+        if self.bias is not None:
+            y += self.bias.data
+        return y
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        return self._backward(grad_output, need_input_grad, None)
+
+    def _backward(self, g: Any, need_input_grad: bool, grad_bias: Any) -> Any:
+        x = self._x
+        self.weight.accumulate(_flat(g, self.out_features).T @ _flat(x, self.in_features))
+        if self.bias is not None:
+            if grad_bias is None:
+                grad_bias = _flat(g, self.out_features).sum(axis=0)
+            self.bias.accumulate(grad_bias)
+        return g @ self.weight.data if need_input_grad else None
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class _Activation(Module):
+    """An elementwise activation; ``_name`` is its name in ``gpukit.nn._act``."""
+
+    _name = "identity"
+    negative_slope = 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._saved: Any = None
+
+    def forward(self, x: Any) -> Any:
+        y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
+        return y
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        if not need_input_grad:
+            return None
+        gz, _ = _act.backward(
+            self._name, grad_output, self._saved, None, self.negative_slope, want_bias=False
+        )
+        return gz
+
+
+class ReLU(_Activation):
+    """``max(x, 0)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> gk.nn.ReLU()(np.array([-1.0, 2.0], dtype="float32")).tolist()
+    [0.0, 2.0]
+    """
+
+    _name = "relu"
+
+
+class LeakyReLU(_Activation):
+    """``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    Parameters
+    ----------
+    negative_slope : float
+        Slope for negative inputs (0.01 as in PyTorch).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> gk.nn.LeakyReLU(0.1)(np.array([-1.0, 2.0])).tolist()
+    [-0.1, 2.0]
+    """
+
+    _name = "leaky_relu"
+
+    def __init__(self, negative_slope: float = 0.01) -> None:
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class GELU(_Activation):
+    """Gaussian error linear unit, ``x * Phi(x)``.
+
+    Parameters
+    ----------
+    approximate : {"none", "tanh"}
+        ``"none"``: the exact erf form (default); ``"tanh"``: the tanh approximation,
+        as PyTorch's ``approximate`` argument.
+
+    Raises
+    ------
+    ValueError
+        ``approximate`` is neither.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> round(float(gk.nn.GELU()(np.array([1.0]))[0]), 4)
+    0.8413
+    """
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+        self._name = "gelu" if approximate == "none" else "gelu_tanh"
+
+    def extra_repr(self) -> str:
+        return "" if self.approximate == "none" else "approximate='tanh'"
+
+
+class SiLU(_Activation):
+    """``x * sigmoid(x)`` (swish).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> float(gk.nn.SiLU()(np.array([0.0]))[0])
+    0.0
+    """
+
+    _name = "silu"
+
+
+class Tanh(_Activation):
+    """Hyperbolic tangent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> float(gk.nn.Tanh()(np.array([0.0]))[0])
+    0.0
+    """
+
+    _name = "tanh"
+
+
+class Sigmoid(_Activation):
+    """Logistic function ``1 / (1 + exp(-x))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> float(gk.nn.Sigmoid()(np.array([0.0]))[0])
+    0.5
+    """
+
+    _name = "sigmoid"
+
+
+class Softmax(Module):
+    """Softmax along ``dim``: ``exp(x) / sum(exp(x))``.
+
+    Parameters
+    ----------
+    dim : int
+        Axis normalised to sum to one (the last by default).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> gk.nn.Softmax()(np.zeros((1, 4))).tolist()
+    [[0.25, 0.25, 0.25, 0.25]]
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = int(dim)
+        self._y: Any = None
+
+    def forward(self, x: Any) -> Any:
+        xp = _dispatch.namespace(x)
+        y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
+        y /= y.sum(axis=self.dim, keepdims=True)
+        self._y = y
+        return y
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        if not need_input_grad:
+            return None
+        y = self._y
+        g = grad_output - (grad_output * y).sum(axis=self.dim, keepdims=True)
+        g *= y
+        return g
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Dropout(Module):
+    """Zero each element with probability ``p`` in training, scale the rest by 1/(1-p).
+
+    Parameters
+    ----------
+    p : float
+        Drop probability, in [0, 1].
+    seed : int, optional
+        Seed of the mask stream; drawn from :func:`gpukit.nn.manual_seed`'s generator
+        when omitted. Masks are drawn on the input's device.
+
+    Raises
+    ------
+    ValueError
+        ``p`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> drop = gk.nn.Dropout(0.5, seed=0)
+    >>> sorted(set(drop(np.ones(100)).tolist()))
+    [0.0, 2.0]
+    >>> drop.eval()(np.ones(3)).tolist()
+    [1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, p: float = 0.5, *, seed: int | None = None) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
+        self.p = float(p)
+        self._seed = int(_random.generator(seed).integers(2**63)) if seed is None else seed
+        self._rngs: dict[Any, Any] = {}
+        self._mask: Any = None
+
+    def _rng(self, xp: Any) -> Any:
+        if xp not in self._rngs:
+            self._rngs[xp] = xp.random.default_rng(self._seed)
+        return self._rngs[xp]
+
+    def forward(self, x: Any) -> Any:
+        if not self.training or self.p == 0.0:
+            self._mask = None
+            return x
+        xp = _dispatch.namespace(x)
+        keep = self._rng(xp).random(x.shape, dtype=np.float32) >= self.p
+        mask = keep.astype(x.dtype)
+        if self.p < 1.0:
+            mask *= x.dtype.type(1.0 / (1.0 - self.p))
+        self._mask = mask
+        return x * mask
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        if not need_input_grad:
+            return None
+        return grad_output if self._mask is None else grad_output * self._mask
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class LayerNorm(Module):
+    """Normalise over the last axes to zero mean, unit variance; then scale and shift.
+
+    Parameters
+    ----------
+    normalized_shape : int or tuple of int
+        Shape of the trailing axes normalised together.
+    eps : float
+        Added to the variance.
+    elementwise_affine : bool
+        Whether to learn ``weight`` (ones) and ``bias`` (zeros) of that shape.
+    bias : bool
+        Whether the affine part has a bias.
+    dtype : dtype
+        Parameter dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> y = gk.nn.LayerNorm(4)(np.array([[1.0, 2.0, 3.0, 4.0]], dtype="float32"))
+    >>> bool(abs(float(y.mean())) < 1e-6)
+    True
+    """
+
+    def __init__(
+        self,
+        normalized_shape: int | tuple[int, ...],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        *,
+        dtype: Any = "float32",
+    ) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
+        self.normalized_shape = tuple(int(n) for n in shape)
+        self.eps = float(eps)
+        self.weight = self.bias = None
+        if elementwise_affine:
+            self.weight = Parameter(_dispatch.asarray(np.ones(self.normalized_shape, dtype)))
+            if bias:
+                self.bias = Parameter(_dispatch.asarray(np.zeros(self.normalized_shape, dtype)))
+        self._cache: Any = None
+
+    def _axes(self, x: Any) -> tuple[int, ...]:
+        k = len(self.normalized_shape)
+        if tuple(x.shape[x.ndim - k :]) != self.normalized_shape:
+            raise ValueError(
+                f"LayerNorm{self.normalized_shape} got an input of shape {tuple(x.shape)}: "
+                f"its last {k} axes must be {self.normalized_shape}"
+            )
+        return tuple(range(x.ndim - k, x.ndim))
+
+    def forward(self, x: Any) -> Any:
+        xp = _dispatch.namespace(x)
+        axes = self._axes(x)
+        mean = x.mean(axis=axes, keepdims=True)
+        xc = x - mean
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+        rstd = 1 / xp.sqrt(var + x.dtype.type(self.eps))
+        xhat = xc * rstd
+        self._cache = (xhat, rstd, axes)
+        if self.weight is None:
+            return xhat
+        y = xhat * self.weight.data
+        if self.bias is not None:
+            y += self.bias.data
+        return y
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        xhat, rstd, axes = self._cache
+        g = grad_output
+        lead = tuple(range(g.ndim - len(axes)))
+        if self.weight is not None:
+            self.weight.accumulate((g * xhat).sum(axis=lead))
+            if self.bias is not None:
+                self.bias.accumulate(g.sum(axis=lead))
+            g = g * self.weight.data
+        if not need_input_grad:
+            return None
+        gx = g - g.mean(axis=axes, keepdims=True)
+        gx -= xhat * (g * xhat).mean(axis=axes, keepdims=True)
+        gx *= rstd
+        return gx
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+        )

@@ -1,0 +1,220 @@
+"""Losses: ``loss_fn(output, target)`` gives the loss, ``loss_fn.backward()`` its gradient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dispatch
+
+__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
+
+
+class _Loss:
+    """Shared reduction handling; subclasses implement ``_forward`` and ``_backward``."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        if reduction not in ("mean", "sum"):
+            raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+        self.reduction = reduction
+        self._cache: Any = None
+
+    def _prepare(self, output: Any, target: Any) -> tuple[Any, Any]:
+        if type(output) is np.ndarray and type(target) is np.ndarray:
+            return output, target
+        _, (output, target) = _dispatch.prepare(output, target, names=("output", "target"))
+        return output, target
+
+    def __call__(self, output: Any, target: Any) -> Any:
+        """The reduced loss, a 0-d array on the output's device."""
+        output, target = self._prepare(output, target)
+        return self._forward(output, target)
+
+    def backward(self) -> Any:
+        """d(loss)/d(output) for the last call, shaped like the output."""
+        if self._cache is None:
+            raise RuntimeError(f"{type(self).__name__}.backward called before the loss")
+        return self._backward()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(reduction={self.reduction!r})"
+
+
+def _same_shape(name: str, output: Any, target: Any) -> None:
+    if tuple(output.shape) != tuple(target.shape):
+        raise ValueError(
+            f"{name}: target shape {tuple(target.shape)} must equal output shape "
+            f"{tuple(output.shape)}"
+        )
+
+
+class MSELoss(_Loss):
+    """Mean squared error ``mean((output - target) ** 2)`` (or the sum).
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum"}
+        How the per-element losses are combined.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``reduction``; output and target shapes differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> loss_fn = gk.nn.MSELoss()
+    >>> float(loss_fn(np.array([1.0, 3.0]), np.array([0.0, 0.0])))
+    5.0
+    >>> loss_fn.backward().tolist()
+    [1.0, 3.0]
+    """
+
+    def _forward(self, output: Any, target: Any) -> Any:
+        _same_shape("MSELoss", output, target)
+        diff = output - target
+        self._cache = diff
+        total = (diff * diff).sum()
+        return total / diff.size if self.reduction == "mean" else total
+
+    def _backward(self) -> Any:
+        diff = self._cache
+        scale = 2.0 / diff.size if self.reduction == "mean" else 2.0
+        return diff * diff.dtype.type(scale)
+
+
+class CrossEntropyLoss(_Loss):
+    """Softmax cross-entropy of logits ``(N, C)`` against integer class labels ``(N,)``.
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum"}
+        How the per-sample losses are combined.
+    label_smoothing : float
+        In [0, 1]: the target is ``(1 - s)`` on the label plus ``s / C`` everywhere,
+        as in PyTorch.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
+        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> loss_fn = gk.nn.CrossEntropyLoss()
+    >>> round(float(loss_fn(np.zeros((2, 4)), np.array([0, 3]))), 4)
+    1.3863
+    >>> loss_fn.backward()[0].tolist()
+    [-0.375, 0.125, 0.125, 0.125]
+    """
+
+    def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(reduction)
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+        self.label_smoothing = float(label_smoothing)
+
+    def _check(self, logits: Any, labels: Any) -> None:
+        if logits.ndim != 2:
+            raise ValueError(f"CrossEntropyLoss: output must be (N, C), got {logits.shape}")
+        if labels.dtype.kind not in "iu" or tuple(labels.shape) != (logits.shape[0],):
+            raise ValueError(
+                f"CrossEntropyLoss: target must be integer class labels of shape "
+                f"({logits.shape[0]},), got shape {tuple(labels.shape)} dtype {labels.dtype}"
+            )
+
+    def _forward(self, logits: Any, labels: Any) -> Any:
+        self._check(logits, labels)
+        n, c = logits.shape
+        s = self.label_smoothing
+        if type(logits) is np.ndarray:
+            if n and (labels.min() < 0 or labels.max() >= c):
+                raise ValueError(
+                    f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
+                    f"[{labels.min()}, {labels.max()}]"
+                )
+            z = logits - logits.max(axis=1, keepdims=True)
+            probs = np.exp(z)
+            sums = probs.sum(axis=1, keepdims=True)
+            probs /= sums
+            z -= np.log(sums)  # log-probabilities
+            rows = np.arange(n)
+            total = -z[rows, labels].sum(dtype=logits.dtype)
+            if s:
+                total = (1 - s) * total - s / c * z.sum(dtype=logits.dtype)
+        else:
+            from .. import kernels
+
+            per_row, probs = kernels.softmax_cross_entropy(logits, labels, label_smoothing=s)
+            total = per_row.sum()
+        self._cache = (probs, labels)
+        return total / n if self.reduction == "mean" else total
+
+    def _backward(self) -> Any:
+        probs, labels = self._cache
+        n, c = probs.shape
+        scale = 1.0 / n if self.reduction == "mean" and n else 1.0
+        s = self.label_smoothing
+        if type(probs) is np.ndarray:
+            g = probs - probs.dtype.type(s / c) if s else probs.copy()
+            g[np.arange(n), labels] -= probs.dtype.type(1 - s)
+            if scale != 1.0:
+                g *= probs.dtype.type(scale)
+            return g
+        from .. import kernels
+
+        grad_loss = _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype)
+        return kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=s)
+
+    def __repr__(self) -> str:
+        return (
+            f"CrossEntropyLoss(reduction={self.reduction!r}, "
+            f"label_smoothing={self.label_smoothing})"
+        )
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of ``sigmoid(output)`` against targets in [0, 1], stably.
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum"}
+        How the per-element losses are combined.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``reduction``; output and target shapes differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> round(float(gk.nn.BCEWithLogitsLoss()(np.zeros(2), np.array([0.0, 1.0]))), 4)
+    0.6931
+    """
+
+    def _forward(self, logits: Any, target: Any) -> Any:
+        _same_shape("BCEWithLogitsLoss", logits, target)
+        xp = _dispatch.namespace(logits)
+        target = target.astype(logits.dtype, copy=False)
+        # max(x, 0) - x*y + log(1 + exp(-|x|)): no overflow for any x
+        per = xp.maximum(logits, 0) - logits * target + xp.log1p(xp.exp(-xp.abs(logits)))
+        self._cache = (logits, target)
+        total = per.sum()
+        return total / per.size if self.reduction == "mean" else total
+
+    def _backward(self) -> Any:
+        logits, target = self._cache
+        xp = _dispatch.namespace(logits)
+        half = logits.dtype.type(0.5)
+        g = half + half * xp.tanh(half * logits) - target  # sigmoid without overflow
+        if self.reduction == "mean":
+            g *= logits.dtype.type(1.0 / logits.size)
+        return g

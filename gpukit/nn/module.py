@@ -1,0 +1,308 @@
+"""Module and Parameter: the containers every layer is built from.
+
+A module's forward pass (``module(x)``) keeps what its backward pass needs;
+``module.backward(grad_output)`` returns the gradient with respect to the input and
+accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
+``forward``/``backward``, PyTorch's naming and initialisation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import _dispatch
+from .._selection import get_backend, use_backend
+
+__all__ = ["Module", "Parameter"]
+
+_ndarray = np.ndarray
+
+
+class Parameter:
+    """A trainable array and its accumulated gradient.
+
+    Parameters
+    ----------
+    data : array
+        The values, a native array of any backend.
+
+    Attributes
+    ----------
+    data : array
+        The values; optimizers update it in place.
+    grad : array or None
+        The gradient accumulated by ``backward`` since the last ``zero_grad``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> p = gk.nn.Parameter(np.zeros(3, dtype="float32"))
+    >>> p.shape, p.grad is None
+    ((3,), True)
+    """
+
+    __slots__ = ("data", "grad")
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+        self.grad: Any = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of :attr:`data`."""
+        return tuple(self.data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Dtype of :attr:`data`."""
+        return self.data.dtype
+
+    def accumulate(self, grad: Any) -> None:
+        """Add ``grad`` to :attr:`grad` (taking ``grad`` over when there is none yet)."""
+        if self.grad is None:
+            self.grad = grad
+        else:
+            self.grad += grad
+
+    def __repr__(self) -> str:
+        return f"Parameter(shape={self.shape}, dtype={self.dtype})"
+
+
+class Module:
+    """Base class of layers and models.
+
+    Subclasses implement :meth:`forward` and :meth:`backward`; parameters and
+    sub-modules are the :class:`Parameter` and :class:`Module` attributes, named
+    as PyTorch names them (``"0.weight"`` for a :class:`~gpukit.nn.Sequential`).
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> model = gk.nn.Sequential(gk.nn.Linear(4, 3, seed=0), gk.nn.ReLU())
+    >>> [name for name, _ in model.named_parameters()]
+    ['0.weight', '0.bias']
+    >>> model
+    Sequential(
+      (0): Linear(in_features=4, out_features=3, bias=True)
+      (1): ReLU()
+    )
+    """
+
+    training: bool = True
+
+    def __init__(self) -> None:
+        self.training = True
+
+    # -- computation -------------------------------------------------------------------------
+    def forward(self, x: Any) -> Any:
+        """Compute the output for ``x``, keeping what :meth:`backward` needs."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement forward")
+
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        """Gradient with respect to the last forward's input; accumulates parameter grads.
+
+        With ``need_input_grad=False`` the input gradient is not computed and None is
+        returned (PyTorch never computes the gradient of a network's input either).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement backward")
+
+    def __call__(self, x: Any) -> Any:
+        anchor = self._anchor()
+        if anchor is not None:
+            ref = anchor.data
+            if type(x) is not type(ref) or type(x) is not _ndarray:
+                # host data for a device model: an implicit, counted, guarded transfer
+                _, (x, _) = _dispatch.prepare(x, ref, names=("x", "parameters"))
+            if x.dtype != ref.dtype:
+                x = x.astype(ref.dtype)
+        return self.forward(x)
+
+    def _anchor(self) -> Parameter | None:
+        """The first parameter: where the module lives and its dtype."""
+        return next(self._iter_parameters(), None)
+
+    # -- structure ---------------------------------------------------------------------------
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The direct sub-modules and their names."""
+        for name, value in vars(self).items():
+            if isinstance(value, Module):
+                yield name, value
+
+    def children(self) -> Iterator[Module]:
+        """The direct sub-modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every sub-module, depth first."""
+        yield self
+        for child in self.children():
+            yield from child.modules()
+
+    def _iter_parameters(self) -> Iterator[Parameter]:
+        for value in vars(self).values():
+            if isinstance(value, Parameter):
+                yield value
+        for child in self.children():
+            yield from child._iter_parameters()
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name (``"0.weight"``), as in PyTorch."""
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+        for name, child in self.named_children():
+            yield from child.named_parameters(f"{prefix}{name}.")
+
+    def parameters(self) -> list[Parameter]:
+        """Every parameter, in :meth:`named_parameters` order."""
+        return list(self._iter_parameters())
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradients (``grad = None``, PyTorch's default)."""
+        for p in self._iter_parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (Dropout active) on this module and its sub-modules."""
+        for m in self.modules():
+            m.training = mode
+        return self
+
+    def eval(self) -> Module:
+        """Set evaluation mode (Dropout off); same as ``train(False)``."""
+        return self.train(False)
+
+    # -- placement ---------------------------------------------------------------------------
+    def to(self, backend: Any = None, device: int | None = None, dtype: Any = None) -> Module:
+        """Move the parameters to ``backend``/``device`` and/or cast them to ``dtype``.
+
+        Parameters
+        ----------
+        backend : str or Backend, optional
+            Target backend; the active one when omitted.
+        device : int, optional
+            Device index on that backend; its current device when omitted.
+        dtype : dtype, optional
+            New floating dtype of the parameters.
+
+        Returns
+        -------
+        Module
+            ``self``. Gradients are dropped.
+
+        Examples
+        --------
+        >>> import gpukit as gk
+        >>> layer = gk.nn.Linear(2, 2, seed=0).to("numpy", dtype="float64")
+        >>> layer.weight.dtype
+        dtype('float64')
+        """
+        from .. import _devices
+
+        with use_backend(backend if backend is not None else get_backend()) as target:
+            if device is not None:
+                _devices.check_device(target, device)
+            where = target.current_device() if device is None else device
+            for p in self._iter_parameters():
+                data = p.data
+                owner = _dispatch.owner_of(data) or _host_backend()
+                if owner is not target or owner.device_of(data) != where:
+                    data = _dispatch.asarray(_dispatch.to_numpy(data), device=where)
+                if dtype is not None and data.dtype != np.dtype(dtype):
+                    data = data.astype(dtype)
+                p.data, p.grad = data, None
+        return self
+
+    # -- state -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The parameters by name (the arrays themselves, not copies).
+
+        Returns
+        -------
+        dict
+            ``{"0.weight": array, ...}``, PyTorch's keys, so weights move to and from
+            PyTorch with ``{k: v.numpy() for k, v in torch_model.state_dict().items()}``.
+
+        Examples
+        --------
+        >>> import gpukit as gk
+        >>> sorted(gk.nn.Linear(2, 3, seed=0).state_dict())
+        ['bias', 'weight']
+        """
+        return {name: p.data for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> None:
+        """Copy values from ``state_dict`` into the parameters (their dtype and device).
+
+        Parameters
+        ----------
+        state_dict : mapping
+            Name to array (NumPy, CuPy, anything ``numpy.asarray`` takes: a CPU
+            ``torch.Tensor`` too).
+        strict : bool
+            Whether missing and unexpected keys are errors (shape mismatches always are).
+
+        Raises
+        ------
+        ValueError
+            Listing the missing keys, unexpected keys and shape mismatches.
+
+        Examples
+        --------
+        >>> import gpukit as gk
+        >>> a, b = gk.nn.Linear(2, 3, seed=0), gk.nn.Linear(2, 3, seed=1)
+        >>> b.load_state_dict(a.state_dict())
+        >>> bool((a.weight.data == b.weight.data).all())
+        True
+        """
+        own = dict(self.named_parameters())
+        problems = []
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and missing:
+            problems.append(f"missing keys {missing}")
+        if strict and unexpected:
+            problems.append(f"unexpected keys {unexpected}")
+        mismatched = [
+            f"{k}: expected {own[k].shape}, got {tuple(np.shape(v))}"
+            for k, v in state_dict.items()
+            if k in own and tuple(np.shape(v)) != own[k].shape
+        ]
+        if mismatched:
+            problems.append(f"shape mismatches [{'; '.join(mismatched)}]")
+        if problems:
+            raise ValueError(f"load_state_dict into {type(self).__name__}: " + ", ".join(problems))
+        for name, p in own.items():
+            if name in state_dict:
+                value = state_dict[name]
+                if _dispatch.owner_of(value) is None:
+                    value = np.asarray(value)
+                _, (value, _) = _dispatch.prepare(value, p.data, names=(name, "parameter"))
+                p.data[...] = value
+
+    # -- display -----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The arguments shown inside the parentheses of the repr."""
+        return ""
+
+    def __repr__(self) -> str:
+        children = list(self.named_children())
+        if not children:
+            return f"{type(self).__name__}({self.extra_repr()})"
+        lines = [f"{type(self).__name__}("]
+        for name, child in children:
+            text = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {text}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _host_backend():
+    from .. import _registry
+
+    return _registry.load("numpy")
