@@ -79,7 +79,7 @@ class Sequential(Module):
                 raise TypeError(f"Sequential argument {i} must be a Module, got {type(m)!r}")
         self._layers = list(modules)
         self._steps: list[Any] | None = None
-        self._first: Parameter | None = None
+        self._first: tuple[Parameter | None] | None = None  # a tuple: not a parameter itself
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
@@ -104,8 +104,8 @@ class Sequential(Module):
 
     def _anchor(self) -> Parameter | None:
         if self._first is None:
-            self._first = next(self._iter_parameters(), None)
-        return self._first
+            self._first = (next(self._iter_parameters(), None),)
+        return self._first[0]
 
     def _plan(self) -> list[Any]:
         steps: list[Any] = []

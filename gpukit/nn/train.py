@@ -43,10 +43,10 @@ class _Batches:
         self.data = data
         self.dtype = dtype if dtype is not None and data.dtype.kind in "fc" else data.dtype
         shape = (batch_size, *data.shape[1:])
-        self.staging: list[Any] = []
         self.events: list[Any] = [None, None]
         self.turn = 0
-        if self.host and backend.is_device:
+        self.pinned = self.host and backend.name == "cupy"
+        if self.pinned:
             import cupyx
 
             self.staging = [cupyx.empty_pinned(shape, self.dtype) for _ in range(2)]
@@ -57,12 +57,16 @@ class _Batches:
         if not self.host:
             out = data[index]
             return out if out.dtype == self.dtype else out.astype(self.dtype)
-        if not self.staging:  # host model: a view for a slice, a gather otherwise
-            out = data[index]
-            return out if out.dtype == self.dtype else out.astype(self.dtype)
-        return self._to_device(index)
+        if self.pinned:
+            return self._to_cupy(index)
+        out = data[index]  # a view for a slice, a gather otherwise
+        out = out if out.dtype == self.dtype else out.astype(self.dtype)
+        if self.backend.is_device:  # another device backend: its own host-to-device copy
+            out = self.backend.asarray(out)
+            _transfer.record("host_to_device", out.nbytes)
+        return out
 
-    def _to_device(self, index: Any) -> Any:
+    def _to_cupy(self, index: Any) -> Any:
         import cupy
 
         k = self.turn = 1 - self.turn
