@@ -236,19 +236,19 @@ def softmax_cross_entropy(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs)."""
     c = logits.shape[1]
-    m = logits.max(axis=1, keepdims=True)
-    probs = np.subtract(logits, m)
-    np.exp(probs, out=probs)
-    s = probs.sum(axis=1, keepdims=True)
-    probs /= s
-    # loss = m + log s - (1 - eps) l_y - (eps / c) sum_j l_j
+    # With z = logits - max (exact where it matters, unlike adding the max back):
+    # loss = log sum_j exp(z_j) - (1 - eps) z_y - (eps / c) sum_j z_j.
+    z = np.subtract(logits, logits.max(axis=1, keepdims=True))
+    picked, _ = _label_pick(z, labels)
+    zsum = z.sum(axis=1) if label_smoothing else None
+    np.exp(z, out=z)
+    s = z.sum(axis=1, keepdims=True)
+    z /= s
     loss = np.log(s[:, 0])
-    loss += m[:, 0]
-    picked, _ = _label_pick(logits, labels)
     loss -= (1.0 - label_smoothing) * picked
     if label_smoothing:
-        loss -= (label_smoothing / c) * logits.sum(axis=1)
-    return loss, probs
+        loss -= (label_smoothing / c) * zsum
+    return loss, z
 
 
 def softmax_cross_entropy_backward(

@@ -55,4 +55,9 @@ def matmul_tiled(a: Any, b: Any) -> Any:
             f"inner dimensions differ: a has shape {tuple(a.shape)}, b has shape "
             f"{tuple(b.shape)}; expected a.shape[1] == b.shape[0]"
         )
+    if max(*a.shape, b.shape[1]) >= 2**31:
+        raise ValueError(
+            f"matmul_tiled indexes with 32-bit ints: dimensions must be < 2**31, got shapes "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return backend.kernel("matmul_tiled")(a, b)

@@ -1,0 +1,106 @@
+// Row-wise softmax cross-entropy (forward: loss per row and probs; backward: grad
+// of the logits). Labels outside [0, c) give NaN, and are never used as an index.
+#include "gk_common.cuh"
+
+// Running max m and sum of exp(l - m) s: the online softmax state.
+template <typename T>
+struct SoftmaxAcc {
+  T m, s;
+};
+
+template <typename T>
+__device__ __forceinline__ SoftmaxAcc<T> combine(SoftmaxAcc<T> a, SoftmaxAcc<T> b) {
+  if (b.s == T(0)) return a;  // s == 0: saw no element
+  if (a.s == T(0)) return b;
+  const T m = a.m > b.m ? a.m : b.m;
+  return {m, a.s * gk_exp(a.m - m) + b.s * gk_exp(b.m - m)};
+}
+
+template <typename T>
+__device__ __forceinline__ SoftmaxAcc<T> shfl_down(SoftmaxAcc<T> a, int off) {
+  return {__shfl_down_sync(0xffffffffu, a.m, off), __shfl_down_sync(0xffffffffu, a.s, off)};
+}
+
+__device__ __forceinline__ float shfl_down(float a, int off) {
+  return __shfl_down_sync(0xffffffffu, a, off);
+}
+__device__ __forceinline__ double shfl_down(double a, int off) {
+  return __shfl_down_sync(0xffffffffu, a, off);
+}
+
+template <typename T>
+__device__ __forceinline__ T combine(T a, T b) { return a + b; }
+
+// Reduce V over the block with combine(); every thread gets the result. `empty` is
+// the identity. blockDim.x: a multiple of 32, at most 1024.
+template <typename V>
+__device__ V block_reduce(V a, V empty) {
+  __shared__ V slots[32];
+  for (int off = 16; off > 0; off >>= 1) a = combine(a, shfl_down(a, off));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) slots[warp] = a;
+  __syncthreads();
+  if (warp == 0) {
+    a = lane < (int)(blockDim.x >> 5) ? slots[lane] : empty;
+    for (int off = 16; off > 0; off >>= 1) a = combine(a, shfl_down(a, off));
+    if (lane == 0) slots[0] = a;
+  }
+  __syncthreads();
+  const V out = slots[0];
+  __syncthreads();  // the next reduction may overwrite the slots
+  return out;
+}
+
+// One block per row, rows grid-strided. With z = l - max(l) (exact where it matters):
+// loss = log sum_j exp(z_j) - (1 - eps) z_y - eps/c sum_j z_j.
+template <typename T, typename L>
+__global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __restrict__ labels,
+                                     T* __restrict__ loss, T* __restrict__ probs, gk_index n,
+                                     gk_index c, T smoothing) {
+  for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
+    const T* l = logits + row * c;
+    T* p = probs + row * c;
+    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
+    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+      const T v = l[j];
+      if (v > a.m) {
+        a.s = a.s * gk_exp(a.m - v) + T(1);
+        a.m = v;
+      } else {
+        a.s += gk_exp(v - a.m);
+      }
+    }
+    a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    T zsum = T(0);
+    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+      const T z = l[j] - a.m;
+      p[j] = gk_exp(z) / a.s;
+      zsum += z;
+    }
+    if (smoothing != T(0)) zsum = block_reduce(zsum, T(0));
+    if (threadIdx.x == 0) {
+      const L y = labels[row];
+      T out = gk_nan<T>();
+      if (y >= 0 && (gk_index)y < c) {
+        out = gk_log(a.s) - (T(1) - smoothing) * (l[y] - a.m);
+        if (smoothing != T(0)) out -= smoothing / T(c) * zsum;
+      }
+      loss[row] = out;
+    }
+  }
+}
+
+// grad[i, j] = grad_loss[i] * (probs[i, j] - off - (j == y_i ? on : 0)), over n * c elements;
+// on = 1 - smoothing, off = smoothing / c.
+template <typename T, typename L>
+__global__ void softmax_xent_backward(const T* __restrict__ probs, const L* __restrict__ labels,
+                                      const T* __restrict__ grad_loss, T* __restrict__ grad,
+                                      gk_index total, gk_index c, T on, T off) {
+  GK_GRID_STRIDE(i, total) {
+    const gk_index row = i / c, j = i - row * c;
+    const L y = labels[row];
+    T g = gk_nan<T>();
+    if (y >= 0 && (gk_index)y < c) g = (probs[i] - off - ((gk_index)y == j ? on : T(0))) * grad_loss[row];
+    grad[i] = g;
+  }
+}

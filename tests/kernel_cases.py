@@ -1,0 +1,131 @@
+"""Runnable cases for every registered kernel, shared by the GPU tests and
+tools/run_kernels_once.py.
+
+A case is ``(kernel, id, run)``; ``run(to, rng, dtype)`` draws its inputs from
+``rng``, places them with ``to`` (identity on the host, a device copy on the GPU),
+calls the kernel and returns every array the kernel wrote. Running a case twice
+with equally seeded generators gives the same inputs, so a GPU result can be
+compared with the NumPy reference's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import gpukit as gk
+
+#: Element counts and class counts: none a multiple of a block size.
+SIZES = (1, 7, 1000003)
+CLASSES = (1, 10007)
+
+OPTIM_CONFIGS = {
+    "sgd_update": [
+        {"lr": 0.1},
+        {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01, "first_step": True},
+        {"lr": 0.1, "momentum": 0.9, "dampening": 0.1},
+        {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1},
+    ],
+    "adam_update": [
+        {"lr": 1e-2, "step": 1},
+        {"lr": 1e-2, "step": 7, "weight_decay": 0.1},
+        {"lr": 1e-2, "step": 3, "weight_decay": 0.1, "decoupled": True, "beta1": 0.5},
+    ],
+}
+
+Run = Callable[[Callable[[Any], Any], np.random.Generator, Any], list[Any]]
+
+
+def _normal(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _act_shape(size: int) -> tuple[int, int]:
+    return (1, size) if size < 1000 else (991, 1009)  # 1000003 = 991 * 1009
+
+
+def _bias_act(act: str, size: int, backward: bool) -> Run:
+    def run(to, rng, dtype):
+        shape = _act_shape(size)
+        x, b = _normal(rng, shape, dtype, 3.0), _normal(rng, shape[1], dtype)
+        if not backward:
+            return [gk.kernels.bias_activation(to(x), to(b), act)]
+        gy = _normal(rng, shape, dtype)
+        return list(gk.kernels.bias_activation_backward(to(gy), to(x), to(b), act))
+
+    return run
+
+
+def _optim(name: str, cfg: dict, size: int) -> Run:
+    def run(to, rng, dtype):
+        arrays = [to(_normal(rng, size, dtype)) for _ in range(4)]
+        if name == "sgd_update":
+            gk.kernels.sgd_update(arrays[0], arrays[1], arrays[2], **cfg)
+            return [arrays[0], arrays[2]]
+        arrays[3] = arrays[3] * arrays[3]  # exp_avg_sq >= 0
+        gk.kernels.adam_update(*arrays, **cfg)
+        return [arrays[0], arrays[2], arrays[3]]
+
+    return run
+
+
+def _xent(rows: int, classes: int, eps: float, backward: bool) -> Run:
+    def run(to, rng, dtype):
+        logits = _normal(rng, (rows, classes), dtype, 5.0)
+        labels = rng.integers(0, classes, rows)
+        if not backward:
+            return list(
+                gk.kernels.softmax_cross_entropy(to(logits), to(labels), label_smoothing=eps)
+            )
+        probs = np.exp(logits - logits.max(1, keepdims=True))
+        probs /= probs.sum(1, keepdims=True)
+        grad_loss = rng.random(rows).astype(dtype)
+        return [
+            gk.kernels.softmax_cross_entropy_backward(
+                to(probs), to(labels.astype(np.int32)), to(grad_loss), label_smoothing=eps
+            )
+        ]
+
+    return run
+
+
+def _matmul(m: int, k: int, n: int) -> Run:
+    def run(to, rng, dtype):
+        a, b = _normal(rng, (m, k), np.float32), _normal(rng, (k, n), np.float32)
+        return [gk.kernels.matmul_tiled(to(a), to(b))]
+
+    return run
+
+
+def _build() -> list[tuple[str, str, Run]]:
+    out = []
+    for act in gk.kernels.ACTIVATIONS:
+        for size in SIZES:
+            out.append(("bias_activation", f"{act}-{size}", _bias_act(act, size, False)))
+            out.append(("bias_activation_backward", f"{act}-{size}", _bias_act(act, size, True)))
+    for name, configs in OPTIM_CONFIGS.items():
+        for i, cfg in enumerate(configs):
+            for size in SIZES:
+                out.append((name, f"cfg{i}-{size}", _optim(name, cfg, size)))
+    for rows in (1, 7, 101):
+        for classes in CLASSES:
+            for eps in (0.0, 0.1):
+                cid = f"{rows}x{classes}-eps{eps}"
+                out.append(("softmax_cross_entropy", cid, _xent(rows, classes, eps, False)))
+                out.append(("softmax_cross_entropy_backward", cid, _xent(rows, classes, eps, True)))
+    # One long column of rows: 1000003 one-class rows, grid-strided over the blocks.
+    out.append(("softmax_cross_entropy", "1000003x1-eps0.0", _xent(1000003, 1, 0.0, False)))
+    out.append(("softmax_cross_entropy_backward", "1000003x1-eps0.1", _xent(1000003, 1, 0.1, True)))
+    for m, k, n in ((1, 1, 1), (7, 5, 3), (1001, 999, 1003), (3, 1000003, 1)):
+        out.append(("matmul_tiled", f"{m}x{k}x{n}", _matmul(m, k, n)))
+    return out
+
+
+#: Every case: (kernel name, case id, run).
+CASES: list[tuple[str, str, Run]] = _build()
+
+
+def dtypes_of(kernel: str) -> tuple[str, ...]:
+    return gk.kernels.KERNELS[kernel].dtypes

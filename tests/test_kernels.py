@@ -1,0 +1,359 @@
+"""gk.kernels against straightforward float64 formulas and PyTorch, on every backend."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+FLOATS = [np.float32, np.float64]
+SQ2 = math.sqrt(2.0)
+
+
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+# act(z) and act'(z) in float64, written out from their definitions.
+FORMULAS = {
+    "identity": (lambda z: z, lambda z: np.ones_like(z)),
+    "relu": (lambda z: np.where(z > 0, z, 0.0), lambda z: (z > 0).astype(float)),
+    "leaky_relu": (
+        lambda z: np.where(z > 0, z, 0.2 * z),
+        lambda z: np.where(z > 0, 1.0, 0.2),
+    ),
+    "gelu": (
+        lambda z: z * 0.5 * (1 + special.erf(z / SQ2)),
+        lambda z: 0.5 * (1 + special.erf(z / SQ2)) + z * np.exp(-z * z / 2) / math.sqrt(2 * np.pi),
+    ),
+    "gelu_tanh": (
+        lambda z: 0.5 * z * (1 + np.tanh(math.sqrt(2 / np.pi) * (z + 0.044715 * z**3))),
+        None,  # checked against PyTorch's autograd instead
+    ),
+    "silu": (lambda z: z * _sig(z), lambda z: _sig(z) * (1 + z * (1 - _sig(z)))),
+    "sigmoid": (_sig, lambda z: _sig(z) * (1 - _sig(z))),
+    "tanh": (np.tanh, lambda z: 1 - np.tanh(z) ** 2),
+}
+
+
+def _tol(dtype) -> float:
+    return TOL[np.dtype(dtype)] * 10  # a few roundings per element beyond the last
+
+
+@pytest.fixture(params=FLOATS, ids=["float32", "float64"])
+def dtype(request):
+    return request.param
+
+
+@pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
+def test_bias_activation_matches_formula(backend, rng, dtype, activation):
+    x = (rng.standard_normal((4, 3, 9)) * 3).astype(dtype)
+    b = rng.standard_normal(9).astype(dtype)
+    gy = rng.standard_normal(x.shape).astype(dtype)
+    f, df = FORMULAS[activation]
+    z = x.astype(np.float64) + b
+    y = gk.kernels.bias_activation(x, b, activation, negative_slope=0.2)
+    assert y.dtype == dtype and y.shape == x.shape
+    assert rel_err(y, f(z)) < _tol(dtype)
+    gx, gb = gk.kernels.bias_activation_backward(gy, x, b, activation, negative_slope=0.2)
+    assert gx.shape == x.shape and gb.shape == b.shape and gb.dtype == dtype
+    if df is not None:
+        want = gy * df(z)
+        assert rel_err(gx, want) < _tol(dtype)
+        assert rel_err(gb, want.sum(axis=(0, 1))) < _tol(dtype)
+
+
+TORCH_ACTS = {
+    "identity": lambda F, z: z,
+    "relu": lambda F, z: F.relu(z),
+    "leaky_relu": lambda F, z: F.leaky_relu(z, 0.2),
+    "gelu": lambda F, z: F.gelu(z),
+    "gelu_tanh": lambda F, z: F.gelu(z, approximate="tanh"),
+    "silu": lambda F, z: F.silu(z),
+    "sigmoid": lambda F, z: F.sigmoid(z),
+    "tanh": lambda F, z: F.tanh(z),
+}
+
+
+@pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
+def test_bias_activation_matches_torch(backend, rng, dtype, activation):
+    torch = pytest.importorskip("torch")
+    x = (rng.standard_normal((33, 17)) * 3).astype(dtype)
+    b = rng.standard_normal(17).astype(dtype)
+    gy = rng.standard_normal(x.shape).astype(dtype)
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tb = torch.tensor(b, dtype=torch.float64, requires_grad=True)
+    ty = TORCH_ACTS[activation](torch.nn.functional, tx + tb)
+    ty.backward(torch.tensor(gy, dtype=torch.float64))
+    y = gk.kernels.bias_activation(x, b, activation, negative_slope=0.2)
+    gx, gb = gk.kernels.bias_activation_backward(gy, x, b, activation, negative_slope=0.2)
+    assert rel_err(y, ty.detach().numpy()) < _tol(dtype)
+    assert rel_err(gx, tx.grad.numpy()) < _tol(dtype)
+    assert rel_err(gb, tb.grad.numpy()) < _tol(dtype)
+
+
+def test_bias_activation_1d_and_extremes(backend, dtype):
+    x = np.array([-1e4, -50.0, 0.0, 50.0, 1e4], dtype=dtype)
+    b = np.zeros(5, dtype=dtype)
+    for act in gk.kernels.ACTIVATIONS:
+        y = gk.to_numpy(gk.kernels.bias_activation(x, b, act))
+        gx, gb = gk.kernels.bias_activation_backward(np.ones_like(x), x, b, act)
+        assert np.isfinite(y).all(), act
+        assert np.isfinite(gk.to_numpy(gx)).all(), act
+        assert rel_err(gb, gk.to_numpy(gx)) == 0.0  # 1-D: nothing to sum over
+
+
+def _sgd_formula(p, g, buf, steps, lr, momentum=0.0, dampening=0.0, nesterov=False, wd=0.0):
+    p, buf = p.astype(np.float64), None if buf is None else buf.astype(np.float64)
+    for i, gi in enumerate(steps):
+        d = gi + wd * p
+        if momentum:
+            buf = d.copy() if i == 0 else momentum * buf + (1 - dampening) * d
+            d = d + momentum * buf if nesterov else buf
+        p = p - lr * d
+    return p, buf
+
+
+SGD_CONFIGS = [
+    {"lr": 0.1},
+    {"lr": 0.1, "weight_decay": 0.05},
+    {"lr": 0.1, "momentum": 0.9},
+    {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01},
+    {"lr": 0.05, "momentum": 0.8, "nesterov": True},
+    {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1},
+]
+
+
+@pytest.mark.parametrize("cfg", SGD_CONFIGS, ids=str)
+def test_sgd_matches_formula_and_torch(backend, rng, dtype, cfg):
+    p0 = rng.standard_normal(1001).astype(dtype)
+    grads = [rng.standard_normal(1001).astype(dtype) for _ in range(3)]
+    p, buf = gk.asarray(p0.copy()), gk.asarray(np.zeros_like(p0))
+    for i, g in enumerate(grads):
+        gk.kernels.sgd_update(p, gk.asarray(g), buf, first_step=i == 0, **cfg)
+    wd = cfg.get("weight_decay", 0.0)
+    kw = {k: v for k, v in cfg.items() if k != "weight_decay"}
+    want, want_buf = _sgd_formula(p0, None, None, grads, wd=wd, **kw)
+    assert rel_err(p, want) < _tol(dtype)
+    if cfg.get("momentum"):
+        assert rel_err(buf, want_buf) < _tol(dtype)
+    torch = pytest.importorskip("torch")
+    tp = torch.tensor(p0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.SGD([tp], **cfg)
+    for g in grads:
+        tp.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+    assert rel_err(p, tp.detach().numpy()) < _tol(dtype)
+
+
+ADAM_CONFIGS = [
+    {"lr": 1e-2},
+    {"lr": 1e-2, "betas": (0.5, 0.9), "eps": 1e-6},
+    {"lr": 1e-2, "weight_decay": 0.1},
+    {"lr": 1e-2, "weight_decay": 0.1, "decoupled": True},
+]
+
+
+@pytest.mark.parametrize("cfg", ADAM_CONFIGS, ids=str)
+def test_adam_matches_formula_and_torch(backend, rng, dtype, cfg):
+    cfg = dict(cfg)
+    decoupled = cfg.pop("decoupled", False)
+    beta1, beta2 = cfg.pop("betas", (0.9, 0.999))
+    lr, wd, eps = cfg["lr"], cfg.get("weight_decay", 0.0), cfg.get("eps", 1e-8)
+    p0 = rng.standard_normal(777).astype(dtype)
+    grads = [rng.standard_normal(777).astype(dtype) for _ in range(4)]
+    p, m, v = (gk.asarray(a) for a in (p0.copy(), np.zeros_like(p0), np.zeros_like(p0)))
+    for t, g in enumerate(grads, 1):
+        gk.kernels.adam_update(
+            p, gk.asarray(g), m, v, step=t, beta1=beta1, beta2=beta2, decoupled=decoupled, **cfg
+        )
+    # The textbook update (Kingma & Ba; Loshchilov & Hutter for the decoupled decay).
+    wp, wm, wv = p0.astype(np.float64), 0.0, 0.0
+    for t, g in enumerate(grads, 1):
+        g = g.astype(np.float64)
+        if decoupled:
+            wp = wp * (1 - lr * wd)
+        else:
+            g = g + wd * wp
+        wm = beta1 * wm + (1 - beta1) * g
+        wv = beta2 * wv + (1 - beta2) * g * g
+        mhat, vhat = wm / (1 - beta1**t), wv / (1 - beta2**t)
+        wp = wp - lr * mhat / (np.sqrt(vhat) + eps)
+    assert rel_err(p, wp) < _tol(dtype)
+    assert rel_err(m, wm) < _tol(dtype)
+    assert rel_err(v, wv) < _tol(dtype)
+    torch = pytest.importorskip("torch")
+    tp = torch.tensor(p0, dtype=torch.float64, requires_grad=True)
+    cls = torch.optim.AdamW if decoupled else torch.optim.Adam
+    opt = cls([tp], betas=(beta1, beta2), weight_decay=wd, lr=lr, eps=eps)
+    for g in grads:
+        tp.grad = torch.tensor(g, dtype=torch.float64)
+        opt.step()
+    assert rel_err(p, tp.detach().numpy()) < _tol(dtype)
+
+
+def _xent_formula(logits, labels, eps):
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    n, c = z.shape
+    target = np.full((n, c), eps / c)
+    target[np.arange(n), labels] += 1 - eps
+    return -(target * logp).sum(axis=1), np.exp(logp), target
+
+
+@pytest.mark.parametrize("classes", [1, 2, 10, 1000])
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_softmax_cross_entropy_matches_formula(backend, rng, dtype, classes, eps):
+    n = 37
+    logits = (rng.standard_normal((n, classes)) * 4).astype(dtype)
+    labels = rng.integers(0, classes, n)
+    grad_loss = rng.random(n).astype(dtype)
+    loss, probs = gk.kernels.softmax_cross_entropy(logits, labels, label_smoothing=eps)
+    want_loss, want_probs, target = _xent_formula(logits, labels, eps)
+    assert loss.shape == (n,) and loss.dtype == dtype and probs.dtype == dtype
+    assert rel_err(probs, want_probs) < _tol(dtype)
+    if classes > 1 or eps:  # one class without smoothing: loss 0 exactly
+        assert rel_err(loss, want_loss) < _tol(dtype)
+    else:
+        assert np.all(gk.to_numpy(loss) == 0)
+    grad = gk.kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=eps)
+    want = grad_loss[:, None] * (want_probs - target)
+    assert grad.shape == (n, classes)
+    if np.linalg.norm(want):
+        assert rel_err(grad, want) < _tol(dtype)
+    else:
+        assert np.all(gk.to_numpy(grad) == 0)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+def test_softmax_cross_entropy_matches_torch(backend, rng, dtype, eps):
+    torch = pytest.importorskip("torch")
+    logits = (rng.standard_normal((23, 11)) * 4).astype(dtype)
+    labels = rng.integers(0, 11, 23)
+    grad_loss = np.full(23, 1 / 23, dtype=dtype)  # a mean
+    t = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(
+        t, torch.tensor(labels), reduction="none", label_smoothing=eps
+    )
+    tl.mean().backward()
+    loss, probs = gk.kernels.softmax_cross_entropy(logits, labels, label_smoothing=eps)
+    grad = gk.kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=eps)
+    assert rel_err(loss, tl.detach().numpy()) < _tol(dtype)
+    assert rel_err(grad, t.grad.numpy()) < _tol(dtype)
+
+
+def test_softmax_cross_entropy_is_stable_and_marks_bad_labels(backend, dtype):
+    logits = np.array([[1e4, 0.0, -1e4], [-1e4, -1e4 + 1, -1e4], [0.0, 1.0, 2.0]], dtype=dtype)
+    labels = np.array([1, 1, 3])  # the last row's label is out of range
+    loss, probs = gk.kernels.softmax_cross_entropy(logits, labels)
+    loss, probs = gk.to_numpy(loss), gk.to_numpy(probs)
+    assert np.isfinite(probs).all()
+    assert loss[0] == pytest.approx(1e4, rel=1e-6)
+    want1 = -math.log(math.e / (2 + math.e))
+    assert loss[1] == pytest.approx(want1, rel=1e-6)
+    assert np.isnan(loss[2])
+    grad = gk.to_numpy(gk.kernels.softmax_cross_entropy_backward(probs, labels, np.ones(3, dtype)))
+    assert np.isnan(grad[2]).all() and np.isfinite(grad[:2]).all()
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 3, 7), (130, 70, 129)])
+def test_matmul_tiled_matches_formula(backend, rng, shape):
+    m, k, n = shape
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = gk.kernels.matmul_tiled(a, b)
+    assert c.dtype == np.float32 and c.shape == (m, n)
+    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < TOL[np.dtype(np.float32)]
+
+
+def test_empty_inputs(backend):
+    x = np.zeros((0, 4))
+    assert gk.kernels.bias_activation(x, np.zeros(4), "gelu").shape == (0, 4)
+    gx, gb = gk.kernels.bias_activation_backward(x, x, np.zeros(4), "gelu")
+    assert gx.shape == (0, 4) and np.all(gk.to_numpy(gb) == 0)
+    loss, probs = gk.kernels.softmax_cross_entropy(np.zeros((0, 3)), np.zeros(0, np.int64))
+    assert loss.shape == (0,) and probs.shape == (0, 3)
+    assert gk.kernels.matmul_tiled(
+        np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32)
+    ).shape == (2, 3)
+
+
+F32 = np.ones(3, np.float32)
+F64 = np.ones(3)
+BAD_CALLS = [
+    (lambda: gk.kernels.bias_activation(F64, F64, "swish"), "activation must be one of"),
+    (lambda: gk.kernels.bias_activation(F64.astype(int), F64, "relu"), "x must be float32"),
+    (lambda: gk.kernels.bias_activation(F64, np.ones(2), "relu"), r"bias must have shape \(3,\)"),
+    (lambda: gk.kernels.bias_activation(F64, F32, "relu"), "bias has dtype float32"),
+    (lambda: gk.kernels.bias_activation(np.float64(1.0), F64, "relu"), "at least one axis"),
+    (
+        lambda: gk.kernels.bias_activation_backward(F32, F64, F64, "relu"),
+        "grad_y has dtype float32",
+    ),
+    (lambda: gk.kernels.sgd_update(F64, F64, lr=-1.0), "lr must be >= 0"),
+    (lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, momentum=0.9), "momentum_buffer is required"),
+    (lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, nesterov=True), "Nesterov"),
+    (lambda: gk.kernels.sgd_update(F64, np.ones(4), lr=1.0), "grad has shape"),
+    (lambda: gk.kernels.sgd_update(np.ones((3, 2))[:, 0], F64, lr=1.0), "C-contiguous"),
+    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=0, lr=1.0), "step must be"),
+    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1.5, lr=1.0), "step must be"),
+    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1, lr=1, beta2=1.0), "beta2"),
+    (lambda: gk.kernels.adam_update(F64, F64, F32, F64, step=1, lr=1.0), "exp_avg has dtype"),
+    (
+        lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(2)),
+        "labels must have an integer dtype",
+    ),
+    (
+        lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(3, int)),
+        r"labels must have shape \(2,\)",
+    ),
+    (lambda: gk.kernels.softmax_cross_entropy(F64, np.ones(3, int)), r"shape \(n, c\)"),
+    (
+        lambda: gk.kernels.softmax_cross_entropy(
+            np.ones((2, 3)), np.ones(2, int), label_smoothing=2
+        ),
+        "label_smoothing",
+    ),
+    (
+        lambda: gk.kernels.softmax_cross_entropy_backward(np.ones((2, 3)), np.ones(2, int), F64),
+        r"grad_loss must have shape \(2,\)",
+    ),
+    (lambda: gk.kernels.matmul_tiled(np.ones((2, 2)), np.ones((2, 2))), "a must be float32"),
+    (
+        lambda: gk.kernels.matmul_tiled(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)),
+        "inner dimensions",
+    ),
+    (lambda: gk.kernels.matmul_tiled(F32, F32), "must be 2-D"),
+]
+
+
+@pytest.mark.parametrize("call, match", BAD_CALLS)
+def test_bad_arguments_raise_value_error(backend, call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_in_place_update_refuses_a_copy(fake_device):
+    with pytest.raises(
+        ValueError, match="updated in place, so it must be an array of the 'fakedevice'"
+    ):
+        gk.kernels.sgd_update(np.ones(3), np.ones(3), lr=0.1)
+
+
+def test_kernels_is_lazy_and_compiles_nothing_at_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gpukit as gk; assert 'gpukit.kernels' not in sys.modules; "
+        "gk.kernels.sgd_update; assert 'cupy' not in sys.modules, 'cupy imported'; "
+        "assert 'scipy.special' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,67 @@
+"""The kernel registry is complete, and every .cu file compiles with nvcc."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from kernel_cases import CASES
+
+import gpukit as gk
+import gpukit_numpy.kernels as references
+from gpukit.kernels._registry import KERNELS, cuda_sources
+from gpukit_cupy.kernels._source import HERE, instantiations
+
+NVCC = shutil.which("nvcc")
+TESTS = Path(__file__).parent
+
+
+def test_registry_is_complete():
+    cuda_py = (HERE / "__init__.py").read_text()
+    test_text = (TESTS / "test_kernels.py").read_text()
+    cased = {kernel for kernel, _, _ in CASES}
+    for name, spec in KERNELS.items():
+        assert callable(getattr(gk.kernels, name)), name
+        assert name in gk.kernels.__all__, name
+        assert callable(getattr(references, name)), f"{name}: no NumPy reference"
+        assert re.search(rf"^def {name}\(", cuda_py, re.M), f"{name}: no CUDA launcher"
+        assert (HERE / spec.source).is_file(), spec.source
+        text = (HERE / spec.source).read_text()
+        for expr in spec.name_expressions:
+            template = expr.split("<")[0]
+            assert re.search(
+                rf"__global__ void\s+(__launch_bounds__\([^\n]*\)\s+)?{template}\(", text
+            ), expr
+            assert f'"{template}<' in cuda_py or f"{template}<" in cuda_py, f"{expr} never launched"
+        assert f"gk.kernels.{name}(" in test_text, f"{name}: no reference test"
+        assert name in cased, f"{name}: no GPU case in tests/kernel_cases.py"
+    cu_files = {p.name for p in HERE.glob("*.cu")}
+    assert cu_files == set(cuda_sources()), "a .cu file is not in the registry"
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: .cu files not compiled")
+@pytest.mark.parametrize("filename", sorted(cuda_sources()))
+def test_cuda_source_compiles_for_sm90(filename, tmp_path):
+    """Compiles as CuPy would (header pasted), with every name expression instantiated."""
+    exprs = tuple(dict.fromkeys(cuda_sources()[filename]))
+    unit = tmp_path / "unit.cu"
+    unit.write_text(instantiations(filename, exprs))
+    ptx = tmp_path / "unit.ptx"
+    cmd = [
+        NVCC,
+        "--ptx",
+        "-arch=sm_90",
+        "-std=c++17",
+        "-Werror",
+        "all-warnings",
+        "-o",
+        str(ptx),
+        str(unit),
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    entries = re.findall(r"^\.visible \.entry (\S+?)\(", ptx.read_text(), re.M)
+    assert len(entries) == len(exprs), (entries, exprs)
