@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels import kernel
+
 __all__ = ["ACTIVATIONS", "backward", "forward"]
 
 ACTIVATIONS = (
@@ -52,10 +54,8 @@ def forward(
     ``overwrite`` says that ``z`` is a temporary of the caller's that may be reused.
     """
     if type(z) is not np.ndarray:
-        from .. import kernels
-
         b = _zeros_bias(z) if bias is None else bias
-        return kernels.bias_activation(z, b, name, negative_slope=slope), (z, False)
+        return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
     if bias is not None:
         z = np.add(z, bias, out=z if overwrite else None)
         overwrite = True
@@ -95,10 +95,8 @@ def backward(
     """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`."""
     s, _ = saved
     if type(s) is not np.ndarray:
-        from .. import kernels
-
         b = _zeros_bias(s) if bias is None else bias
-        gz, gb = kernels.bias_activation_backward(grad, s, b, name, negative_slope=slope)
+        gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope)
         return gz, gb if want_bias else None
     one = s.dtype.type(1)
     if name == "identity":

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from ._kernels import kernel
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -101,7 +102,8 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``.
+        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``
+        (on a GPU such a row gets a NaN loss instead: checking would synchronise).
 
     Examples
     --------
@@ -143,15 +145,13 @@ class CrossEntropyLoss(_Loss):
             probs = np.exp(z)
             sums = probs.sum(axis=1, keepdims=True)
             probs /= sums
-            z -= np.log(sums)  # log-probabilities
-            rows = np.arange(n)
-            total = -z[rows, labels].sum(dtype=logits.dtype)
+            # log p[i, j] = z[i, j] - log s[i]: only n logarithms, no (n, c) log-probabilities
+            log_sums = np.log(sums).sum(dtype=logits.dtype)
+            total = log_sums - z[np.arange(n), labels].sum(dtype=logits.dtype)
             if s:
-                total = (1 - s) * total - s / c * z.sum(dtype=logits.dtype)
+                total = (1 - s) * total - s / c * (z.sum(dtype=logits.dtype) - c * log_sums)
         else:
-            from .. import kernels
-
-            per_row, probs = kernels.softmax_cross_entropy(logits, labels, label_smoothing=s)
+            per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s)
             total = per_row.sum()
         self._cache = (probs, labels)
         return total / n if self.reduction == "mean" else total
@@ -167,10 +167,8 @@ class CrossEntropyLoss(_Loss):
             if scale != 1.0:
                 g *= probs.dtype.type(scale)
             return g
-        from .. import kernels
-
         grad_loss = _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype)
-        return kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=s)
+        return kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
 
     def __repr__(self) -> str:
         return (
