@@ -76,7 +76,7 @@ class _Batches:
         buf = self.staging[k][: len(rows)]
         buf[...] = rows
         out = cupy.empty(buf.shape, self.dtype)
-        out.set(buf)  # asynchronous from pinned memory
+        out.set(buf, stream=cupy.cuda.get_current_stream())  # async: pinned source
         self.events[k] = cupy.cuda.get_current_stream().record()
         _transfer.record("host_to_device", buf.nbytes)
         return out
