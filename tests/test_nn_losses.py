@@ -77,5 +77,7 @@ def test_loss_errors():
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(2))
     with pytest.raises(ValueError, match=r"labels must be in \[0, 3\)"):
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match=r"got values in \[-1, 0\]"):
+        gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, -1], dtype=np.int32))
     with pytest.raises(RuntimeError, match="before the loss"):
         gk.nn.MSELoss().backward()

@@ -136,7 +136,8 @@ class CrossEntropyLoss(_Loss):
         n, c = logits.shape
         s = self.label_smoothing
         if type(logits) is np.ndarray:
-            if n and (labels.min() < 0 or labels.max() >= c):
+            # one reduction: negative labels, seen as unsigned, are huge
+            if n and labels.view(labels.dtype.str.replace("i", "u")).max() >= c:
                 raise ValueError(
                     f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
                     f"[{labels.min()}, {labels.max()}]"
