@@ -94,9 +94,9 @@ def test_fit_and_predict_errors(rng):
         gk.nn.predict(model, np.zeros((3, 2)), batch_size=0)
 
 
-def test_digits_example_reaches_97_percent():
+def test_digits_example_reaches_97_percent(backend):
     pytest.importorskip("sklearn")
-    env = {**os.environ, "PYTHONPATH": ROOT, "GPUKIT_BACKEND": "numpy"}
+    env = {**os.environ, "PYTHONPATH": ROOT, "GPUKIT_BACKEND": backend.name}
     run = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "digits_mlp.py")],
         capture_output=True, text=True, env=env, timeout=120, check=True,
@@ -104,3 +104,15 @@ def test_digits_example_reaches_97_percent():
     last = run.stdout.strip().splitlines()[-1]
     accuracy = float(last.split()[2].rstrip("%")) / 100
     assert accuracy >= 0.97, run.stdout
+    assert run.stdout.splitlines()[0].split() == ["epoch", "loss", "test", "loss", "test", "acc"]
+
+
+def test_progress_bar_on_request(capsys, rng):
+    pytest.importorskip("tqdm")
+    x = rng.standard_normal((40, 2)).astype(np.float32)
+    model = gk.nn.Sequential(gk.nn.Linear(2, 1))
+    opt = gk.optim.SGD(model.parameters(), lr=0.01)
+    gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=3, batch_size=8, progress=True)
+    assert "3/3" in capsys.readouterr().err
+    gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=3, batch_size=8, progress=False)
+    assert capsys.readouterr().err == ""
