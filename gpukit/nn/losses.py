@@ -50,6 +50,11 @@ def _same_shape(name: str, output: Any, target: Any) -> None:
         )
 
 
+def _same_place(a: Any, b: Any, n: int) -> bool:
+    """Whether the cached ``a`` has ``n`` rows on ``b``'s device with ``b``'s dtype."""
+    return type(a) is type(b) and a.shape[0] == n and a.dtype == b.dtype and a.device == b.device
+
+
 class MSELoss(_Loss):
     """Mean squared error ``mean((output - target) ** 2)`` (or the sum).
 
@@ -121,6 +126,7 @@ class CrossEntropyLoss(_Loss):
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
         self.label_smoothing = float(label_smoothing)
+        self._grad_loss: Any = None
 
     def _check(self, logits: Any, labels: Any) -> None:
         if logits.ndim != 2:
@@ -153,7 +159,8 @@ class CrossEntropyLoss(_Loss):
                 total = (1 - s) * total - s / c * (z.sum(dtype=logits.dtype) - c * log_sums)
         else:
             per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s)
-            total = per_row.sum()
+            self._cache = (probs, labels)
+            return per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
         self._cache = (probs, labels)
         return total / n if self.reduction == "mean" else total
 
@@ -168,7 +175,14 @@ class CrossEntropyLoss(_Loss):
             if scale != 1.0:
                 g *= probs.dtype.type(scale)
             return g
-        grad_loss = _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype)
+        cached = self._grad_loss
+        if cached is None or cached[0] != scale or not _same_place(cached[1], probs, n):
+            # constant for a batch size: filled once, not every step
+            cached = self._grad_loss = (
+                scale,
+                _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype),
+            )
+        grad_loss = cached[1]
         return kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
 
     def __repr__(self) -> str:
