@@ -65,7 +65,9 @@ def _torch_twin(torch, module, torch_module):
 def _check_vs_torch(module, torch_module, x, g, torch):
     """Our float32 results vs PyTorch in float64 with the same weights."""
     y = module(gk.asarray(x))
-    gx = module.backward(gk.asarray(g))
+    g_dev = gk.asarray(g)
+    gx = module.backward(g_dev)
+    assert np.array_equal(gk.to_numpy(g_dev), g)  # the caller's gradient is left alone
     xt = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
     yt = torch_module(xt)
     yt.backward(torch.from_numpy(g.astype(np.float64)))

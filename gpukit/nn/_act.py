@@ -90,9 +90,19 @@ def forward(
 
 
 def backward(
-    name: str, grad: Any, saved: tuple[Any, bool], bias: Any, slope: float, *, want_bias: bool
+    name: str,
+    grad: Any,
+    saved: tuple[Any, bool],
+    bias: Any,
+    slope: float,
+    *,
+    want_bias: bool,
+    overwrite: bool = False,
 ) -> tuple[Any, Any]:
-    """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`."""
+    """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`.
+
+    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
+    """
     s, _ = saved
     if type(s) is not np.ndarray:
         b = _zeros_bias(s) if bias is None else bias
@@ -102,7 +112,7 @@ def backward(
     if name == "identity":
         gz = grad
     elif name == "relu":
-        gz = grad * (s > 0)
+        gz = np.multiply(grad, s > 0, out=grad if overwrite else None)
     elif name == "sigmoid":
         gz = grad * s
         gz *= one - s

@@ -6,7 +6,7 @@ PyTorch computes none either) and a plain SGD update, on float32 batches of 32, 
 (tools/compare/timing.py). On a GPU (cupy backend usable), gpukit on cupy is compared
 with PyTorch CUDA when PyTorch sees a GPU.
 
-    python tools/compare/nn_step.py
+    python tools/compare/nn_step.py [--threads N]
 """
 
 from __future__ import annotations
@@ -110,12 +110,19 @@ def torch_step(torch, x, y, device: str = "cpu"):
 
 
 def main() -> None:
-    from threadpoolctl import threadpool_info
+    import argparse
 
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, help="BLAS and PyTorch threads (default: BLAS's)")
+    args = parser.parse_args()
     try:
         import torch
     except ImportError:
         torch = None
+    if args.threads:
+        threadpool_limits(args.threads, user_api="blas")
     threads = max(
         (i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1
     )
