@@ -51,6 +51,18 @@ def test_fit_regression_with_host_data_float64(backend, rng):
         assert gk.transfer_stats().host_to_device.calls >= 2 * 30 * 10
 
 
+def test_fit_with_data_already_on_the_device(backend, rng):
+    x, y = _blobs(rng, 200)
+    xd, yd = gk.asarray(x), gk.asarray(y)
+    model = gk.nn.Sequential(gk.nn.Linear(5, 3, seed=0))
+    opt = gk.optim.SGD(model.parameters(), lr=0.2)
+    hist = gk.nn.fit(model, gk.nn.CrossEntropyLoss(), opt, xd, yd, epochs=5, batch_size=20,
+                     validation=(xd, yd), progress=False)  # fmt: skip
+    assert hist["val_accuracy"][-1] > 0.95
+    out = gk.nn.predict(model, xd)
+    assert gk.namespace(out) is backend.xp and out.shape == (200, 3)
+
+
 def test_fit_is_reproducible_with_seed(rng):
     x, y = _blobs(rng, 200)
     results = []

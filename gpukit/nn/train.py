@@ -55,6 +55,8 @@ class _Batches:
         """The rows ``index`` (a slice or an integer array) where the model runs."""
         data = self.data
         if not self.host:
+            if not isinstance(index, slice):  # the shuffled rows, as indices on the device
+                index = self.backend.asarray(index)
             out = data[index]
             return out if out.dtype == self.dtype else out.astype(self.dtype)
         if self.pinned:
