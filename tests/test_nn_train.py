@@ -96,6 +96,19 @@ def test_fit_on_a_device_backend_moves_batches(fake_device, rng):
     assert all(fake_device.owns(p.data) for p in model.parameters())
 
 
+def test_model_input_placement(fake_device, rng):
+    host_model = gk.nn.Sequential(gk.nn.Linear(2, 2, seed=0)).to("numpy")
+    assert host_model([[1.0, 2.0]]).shape == (1, 2)  # lists are fine on the host
+    with pytest.raises(gk.DeviceMismatchError, match="parameters are on the host"):
+        host_model(gk.asarray(np.ones((1, 2), np.float32)))
+    device_model = gk.nn.Sequential(gk.nn.Linear(2, 2, seed=0)).to("fakedevice")
+    gk.reset_transfer_stats()
+    assert fake_device.owns(device_model(np.ones((1, 2), np.float32)))
+    assert gk.transfer_stats().host_to_device.calls == 1
+    with gk.transfer_guard("disallow"), pytest.raises(gk.TransferGuardError):
+        device_model(np.ones((1, 2), np.float32))
+
+
 def test_fit_and_predict_errors(rng):
     model = gk.nn.Sequential(gk.nn.Linear(2, 2))
     opt = gk.optim.SGD(model.parameters(), lr=0.1)
