@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels import kernel
+
 __all__ = ["ACTIVATIONS", "backward", "forward"]
 
 ACTIVATIONS = (
@@ -52,10 +54,8 @@ def forward(
     ``overwrite`` says that ``z`` is a temporary of the caller's that may be reused.
     """
     if type(z) is not np.ndarray:
-        from .. import kernels
-
         b = _zeros_bias(z) if bias is None else bias
-        return kernels.bias_activation(z, b, name, negative_slope=slope), (z, False)
+        return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
     if bias is not None:
         z = np.add(z, bias, out=z if overwrite else None)
         overwrite = True
@@ -90,21 +90,29 @@ def forward(
 
 
 def backward(
-    name: str, grad: Any, saved: tuple[Any, bool], bias: Any, slope: float, *, want_bias: bool
+    name: str,
+    grad: Any,
+    saved: tuple[Any, bool],
+    bias: Any,
+    slope: float,
+    *,
+    want_bias: bool,
+    overwrite: bool = False,
 ) -> tuple[Any, Any]:
-    """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`."""
+    """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`.
+
+    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
+    """
     s, _ = saved
     if type(s) is not np.ndarray:
-        from .. import kernels
-
         b = _zeros_bias(s) if bias is None else bias
-        gz, gb = kernels.bias_activation_backward(grad, s, b, name, negative_slope=slope)
+        gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope)
         return gz, gb if want_bias else None
     one = s.dtype.type(1)
     if name == "identity":
         gz = grad
     elif name == "relu":
-        gz = grad * (s > 0)
+        gz = np.multiply(grad, s > 0, out=grad if overwrite else None)
     elif name == "sigmoid":
         gz = grad * s
         gz *= one - s

@@ -33,11 +33,20 @@ class _LinearAct:
         )
         return y
 
-    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+    def backward(
+        self, grad_output: Any, *, need_input_grad: bool = True, overwrite: bool = False
+    ) -> Any:
+        """``overwrite``: ``grad_output`` is a temporary of ours that may be reused."""
         lin, act = self.linear, self.act
         bias = None if lin.bias is None else lin.bias.data
         gz, gb = _act.backward(
-            act._name, grad_output, self.saved, bias, act.negative_slope, want_bias=bias is not None
+            act._name,
+            grad_output,
+            self.saved,
+            bias,
+            act.negative_slope,
+            want_bias=bias is not None,
+            overwrite=overwrite,
         )
         return lin._backward(gz, need_input_grad, gb)
 
@@ -79,7 +88,7 @@ class Sequential(Module):
                 raise TypeError(f"Sequential argument {i} must be a Module, got {type(m)!r}")
         self._layers = list(modules)
         self._steps: list[Any] | None = None
-        self._first: Parameter | None = None
+        self._first: tuple[Parameter | None] | None = None  # a tuple: not a parameter itself
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
@@ -104,8 +113,8 @@ class Sequential(Module):
 
     def _anchor(self) -> Parameter | None:
         if self._first is None:
-            self._first = next(self._iter_parameters(), None)
-        return self._first
+            self._first = (next(self._iter_parameters(), None),)
+        return self._first[0]
 
     def _plan(self) -> list[Any]:
         steps: list[Any] = []
@@ -134,9 +143,14 @@ class Sequential(Module):
         steps = self._steps
         if steps is None:
             raise RuntimeError("Sequential.backward called before any forward pass")
-        g = grad_output
-        for step in reversed(steps[1:]):
-            g = step.backward(g)
-        if steps:
-            g = steps[0].backward(g, need_input_grad=need_input_grad)
+        g, fresh = grad_output, False
+        for i in range(len(steps) - 1, -1, -1):
+            step = steps[i]
+            need = need_input_grad or i > 0
+            if type(step) is _LinearAct:
+                g = step.backward(g, need_input_grad=need, overwrite=fresh)
+            else:
+                g = step.backward(g, need_input_grad=need)
+            # a Linear's input gradient is a new product (g @ W) the next step may reuse
+            fresh = type(step) in (Linear, _LinearAct)
         return g

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from ._kernels import kernel
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -47,6 +48,11 @@ def _same_shape(name: str, output: Any, target: Any) -> None:
             f"{name}: target shape {tuple(target.shape)} must equal output shape "
             f"{tuple(output.shape)}"
         )
+
+
+def _same_place(a: Any, b: Any, n: int) -> bool:
+    """Whether the cached ``a`` has ``n`` rows on ``b``'s device with ``b``'s dtype."""
+    return type(a) is type(b) and a.shape[0] == n and a.dtype == b.dtype and a.device == b.device
 
 
 class MSELoss(_Loss):
@@ -101,7 +107,8 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``.
+        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``
+        (on a GPU such a row gets a NaN loss instead: checking would synchronise).
 
     Examples
     --------
@@ -119,6 +126,7 @@ class CrossEntropyLoss(_Loss):
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
         self.label_smoothing = float(label_smoothing)
+        self._grad_loss: Any = None
 
     def _check(self, logits: Any, labels: Any) -> None:
         if logits.ndim != 2:
@@ -134,7 +142,8 @@ class CrossEntropyLoss(_Loss):
         n, c = logits.shape
         s = self.label_smoothing
         if type(logits) is np.ndarray:
-            if n and (labels.min() < 0 or labels.max() >= c):
+            # one reduction: negative labels, seen as unsigned, are huge
+            if n and labels.view(labels.dtype.str.replace("i", "u")).max() >= c:
                 raise ValueError(
                     f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
                     f"[{labels.min()}, {labels.max()}]"
@@ -143,16 +152,15 @@ class CrossEntropyLoss(_Loss):
             probs = np.exp(z)
             sums = probs.sum(axis=1, keepdims=True)
             probs /= sums
-            z -= np.log(sums)  # log-probabilities
-            rows = np.arange(n)
-            total = -z[rows, labels].sum(dtype=logits.dtype)
+            # log p[i, j] = z[i, j] - log s[i]: only n logarithms, no (n, c) log-probabilities
+            log_sums = np.log(sums).sum(dtype=logits.dtype)
+            total = log_sums - z[np.arange(n), labels].sum(dtype=logits.dtype)
             if s:
-                total = (1 - s) * total - s / c * z.sum(dtype=logits.dtype)
+                total = (1 - s) * total - s / c * (z.sum(dtype=logits.dtype) - c * log_sums)
         else:
-            from .. import kernels
-
-            per_row, probs = kernels.softmax_cross_entropy(logits, labels, label_smoothing=s)
-            total = per_row.sum()
+            per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s)
+            self._cache = (probs, labels)
+            return per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
         self._cache = (probs, labels)
         return total / n if self.reduction == "mean" else total
 
@@ -167,10 +175,15 @@ class CrossEntropyLoss(_Loss):
             if scale != 1.0:
                 g *= probs.dtype.type(scale)
             return g
-        from .. import kernels
-
-        grad_loss = _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype)
-        return kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=s)
+        cached = self._grad_loss
+        if cached is None or cached[0] != scale or not _same_place(cached[1], probs, n):
+            # constant for a batch size: filled once, not every step
+            cached = self._grad_loss = (
+                scale,
+                _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype),
+            )
+        grad_loss = cached[1]
+        return kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
 
     def __repr__(self) -> str:
         return (

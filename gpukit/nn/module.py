@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._selection import get_backend, use_backend
+from ..errors import DeviceMismatchError
 
 __all__ = ["Module", "Parameter"]
 
@@ -115,8 +116,7 @@ class Module:
         if anchor is not None:
             ref = anchor.data
             if type(x) is not type(ref) or type(x) is not _ndarray:
-                # host data for a device model: an implicit, counted, guarded transfer
-                _, (x, _) = _dispatch.prepare(x, ref, names=("x", "parameters"))
+                x = _place(x, ref)
             if x.dtype != ref.dtype:
                 x = x.astype(ref.dtype)
         return self.forward(x)
@@ -300,6 +300,23 @@ class Module:
             lines.append(f"  ({name}): {text}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _place(x: Any, ref: Any) -> Any:
+    """``x`` where the parameter ``ref`` lives; host data moves to a device model."""
+    model_owner, x_owner = _dispatch.owner_of(ref), _dispatch.owner_of(x)
+    if model_owner is None:
+        if x_owner is not None:
+            raise DeviceMismatchError(
+                f"input x is on {x_owner.name}:{x_owner.device_of(x)} but the model's "
+                "parameters are on the host (numpy); move the model with model.to(...) "
+                "or the input with gk.to_numpy(x)"
+            )
+        return np.asarray(x)
+    # a device model: host input is an implicit, counted, guarded transfer; a device
+    # input of another backend or device raises DeviceMismatchError
+    _, (x, _) = _dispatch.prepare(x, ref, names=("x", "parameters"))
+    return x
 
 
 def _host_backend():

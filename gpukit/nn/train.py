@@ -43,10 +43,10 @@ class _Batches:
         self.data = data
         self.dtype = dtype if dtype is not None and data.dtype.kind in "fc" else data.dtype
         shape = (batch_size, *data.shape[1:])
-        self.staging: list[Any] = []
         self.events: list[Any] = [None, None]
         self.turn = 0
-        if self.host and backend.is_device:
+        self.pinned = self.host and backend.name == "cupy"
+        if self.pinned:
             import cupyx
 
             self.staging = [cupyx.empty_pinned(shape, self.dtype) for _ in range(2)]
@@ -55,14 +55,20 @@ class _Batches:
         """The rows ``index`` (a slice or an integer array) where the model runs."""
         data = self.data
         if not self.host:
+            if not isinstance(index, slice):  # the shuffled rows, as indices on the device
+                index = self.backend.asarray(index)
             out = data[index]
             return out if out.dtype == self.dtype else out.astype(self.dtype)
-        if not self.staging:  # host model: a view for a slice, a gather otherwise
-            out = data[index]
-            return out if out.dtype == self.dtype else out.astype(self.dtype)
-        return self._to_device(index)
+        if self.pinned:
+            return self._to_cupy(index)
+        out = data[index]  # a view for a slice, a gather otherwise
+        out = out if out.dtype == self.dtype else out.astype(self.dtype)
+        if self.backend.is_device:  # another device backend: its own host-to-device copy
+            out = self.backend.asarray(out)
+            _transfer.record("host_to_device", out.nbytes)
+        return out
 
-    def _to_device(self, index: Any) -> Any:
+    def _to_cupy(self, index: Any) -> Any:
         import cupy
 
         k = self.turn = 1 - self.turn
@@ -72,7 +78,7 @@ class _Batches:
         buf = self.staging[k][: len(rows)]
         buf[...] = rows
         out = cupy.empty(buf.shape, self.dtype)
-        out.set(buf)  # asynchronous from pinned memory
+        out.set(buf, stream=cupy.cuda.get_current_stream())  # async: pinned source
         self.events[k] = cupy.cuda.get_current_stream().record()
         _transfer.record("host_to_device", buf.nbytes)
         return out

@@ -13,15 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dispatch, _registry
+from .. import _dispatch
+from ..nn._kernels import kernel as _kernel
 from ..nn.module import Parameter
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
-
-
-def _kernel(data: Any, name: str) -> Any:
-    owner = _dispatch.owner_of(data) or _registry.load("numpy")
-    return owner.kernel(name)
 
 
 def _check(value: float, name: str, lo: float = 0.0, hi: float | None = None) -> float:

@@ -1,0 +1,102 @@
+"""gk.nn.save / load and load_state_dict: round trips, PyTorch interop, bad files."""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+from helpers import rel_err
+
+
+def _model(seed=0):
+    return gk.nn.Sequential(
+        gk.nn.Linear(4, 6, seed=seed), gk.nn.ReLU(), gk.nn.Linear(6, 3, seed=seed + 1)
+    )
+
+
+def test_round_trip(backend, rng, tmp_path):
+    model, other = _model(0), _model(5)
+    path = tmp_path / "m.npz"
+    gk.nn.save(model, path)
+    state = gk.nn.load(path)
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert all(type(v) is np.ndarray and v.dtype == np.float32 for v in state.values())
+    other.load_state_dict(state)
+    x = gk.asarray(rng.standard_normal((5, 4)).astype(np.float32))
+    assert rel_err(other(x), gk.to_numpy(model(x))) == 0.0
+
+
+def test_pytorch_interop_both_ways(rng):
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    model = _model()
+    model.load_state_dict({k: v.numpy() for k, v in net.state_dict().items()})
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x).double().float()).numpy()
+    assert rel_err(model(x), expected) < 1e-6
+    back = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    back.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        assert rel_err(back(torch.from_numpy(x)).numpy(), expected) == 0.0
+
+
+def test_load_state_dict_lists_every_problem():
+    model = _model()
+    state = dict(model.state_dict())
+    state["4.weight"] = np.zeros((2, 3), np.float32)
+    del state["2.bias"]
+    state["0.weight"] = np.zeros((6, 5), np.float32)
+    with pytest.raises(ValueError) as info:
+        model.load_state_dict(state)
+    text = str(info.value)
+    assert "missing keys ['2.bias']" in text
+    assert "unexpected keys ['4.weight']" in text
+    assert "0.weight: expected (6, 4), got (6, 5)" in text
+    state["0.weight"] = np.zeros((6, 4), np.float32)
+    model.load_state_dict(state, strict=False)  # missing/unexpected tolerated, shapes fine
+    assert not model[0].weight.data.any()
+
+
+def test_file_with_a_pickle_inside_is_refused(tmp_path):
+    path = tmp_path / "evil.npz"
+    np.savez(path, **{"0.weight": np.array([{"a": 1}], dtype=object)})
+    with pytest.raises(ValueError, match="pickled array"):
+        gk.nn.load(path)
+    raw = tmp_path / "raw.npz"
+    raw.write_bytes(pickle.dumps({"0.weight": np.zeros(2)}))
+    with pytest.raises(ValueError, match=r"not a gpukit \.npz file"):
+        gk.nn.load(raw)
+
+
+def test_files_that_disagree_with_their_metadata_are_refused(tmp_path):
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, w=np.zeros(2))
+    with pytest.raises(ValueError, match="no valid gpukit metadata"):
+        gk.nn.load(plain)
+    path = tmp_path / "m.npz"
+    gk.nn.save(_model(), path)
+    with zipfile.ZipFile(path, "a") as z:  # smuggle in an unlisted array
+        with z.open("extra.npy", "w") as f:
+            np.lib.format.write_array(f, np.zeros(3))
+    with pytest.raises(ValueError, match=r"arrays not listed \['extra'\]"):
+        gk.nn.load(path)
+
+
+def test_save_refuses_non_numeric_and_reserved(tmp_path):
+    with pytest.raises(ValueError, match="only numeric arrays"):
+        gk.nn.save({"w": np.array(["a"])}, tmp_path / "s.npz")
+    with pytest.raises(ValueError, match="not a usable parameter name"):
+        gk.nn.save({"__gpukit_nn__": np.zeros(1)}, tmp_path / "s.npz")
+
+
+def test_module_to_moves_and_casts(backend):
+    model = _model().to(dtype="float64")
+    assert all(p.dtype == np.float64 for p in model.parameters())
+    model.to(backend.name)
+    assert all(gk.namespace(p.data) is backend.xp for p in model.parameters())

@@ -1,0 +1,249 @@
+"""gk.nn layers: forward, input and parameter gradients vs PyTorch; finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+# name -> (gpukit factory, torch factory taking the torch module, input shape)
+LAYERS = {
+    "linear": (lambda: gk.nn.Linear(5, 4), lambda nn: nn.Linear(5, 4), (3, 5)),
+    "linear_3d": (lambda: gk.nn.Linear(5, 4), lambda nn: nn.Linear(5, 4), (2, 3, 5)),
+    "linear_nobias": (
+        lambda: gk.nn.Linear(5, 4, bias=False),
+        lambda nn: nn.Linear(5, 4, bias=False),
+        (3, 5),
+    ),
+    "relu": (gk.nn.ReLU, lambda nn: nn.ReLU(), (4, 6)),
+    "leaky_relu": (lambda: gk.nn.LeakyReLU(0.2), lambda nn: nn.LeakyReLU(0.2), (4, 6)),
+    "gelu": (gk.nn.GELU, lambda nn: nn.GELU(), (4, 6)),
+    "gelu_tanh": (lambda: gk.nn.GELU("tanh"), lambda nn: nn.GELU("tanh"), (4, 6)),
+    "silu": (gk.nn.SiLU, lambda nn: nn.SiLU(), (4, 6)),
+    "tanh": (gk.nn.Tanh, lambda nn: nn.Tanh(), (4, 6)),
+    "sigmoid": (gk.nn.Sigmoid, lambda nn: nn.Sigmoid(), (4, 6)),
+    "softmax": (gk.nn.Softmax, lambda nn: nn.Softmax(dim=-1), (4, 6)),
+    "softmax_dim0": (lambda: gk.nn.Softmax(0), lambda nn: nn.Softmax(dim=0), (4, 6)),
+    "layernorm": (lambda: gk.nn.LayerNorm(6), lambda nn: nn.LayerNorm(6), (4, 6)),
+    "layernorm_2axes": (
+        lambda: gk.nn.LayerNorm((3, 4)),
+        lambda nn: nn.LayerNorm((3, 4)),
+        (2, 3, 4),
+    ),
+    "dropout_eval": (lambda: gk.nn.Dropout(0.3).eval(), lambda nn: nn.Dropout(0.3).eval(), (4, 6)),
+}
+ACTS = {
+    "relu": (gk.nn.ReLU, lambda nn: nn.ReLU()),
+    "leaky_relu": (lambda: gk.nn.LeakyReLU(0.1), lambda nn: nn.LeakyReLU(0.1)),
+    "gelu": (gk.nn.GELU, lambda nn: nn.GELU()),
+    "gelu_tanh": (lambda: gk.nn.GELU("tanh"), lambda nn: nn.GELU("tanh")),
+    "silu": (gk.nn.SiLU, lambda nn: nn.SiLU()),
+    "tanh": (gk.nn.Tanh, lambda nn: nn.Tanh()),
+    "sigmoid": (gk.nn.Sigmoid, lambda nn: nn.Sigmoid()),
+}
+
+
+def _randomise(module, rng):
+    """Give LayerNorm's ones/zeros random values so their gradients are exercised."""
+    for p in module.parameters():
+        p.data[...] = gk.asarray(rng.standard_normal(p.shape).astype(p.dtype))
+
+
+def _torch_twin(torch, module, torch_module):
+    torch_module = torch_module.double()
+    state = {
+        k: torch.from_numpy(gk.to_numpy(v).astype(np.float64))
+        for k, v in module.state_dict().items()
+    }
+    torch_module.load_state_dict(state, strict=True)
+    return torch_module
+
+
+def _check_vs_torch(module, torch_module, x, g, torch):
+    """Our float32 results vs PyTorch in float64 with the same weights."""
+    y = module(gk.asarray(x))
+    g_dev = gk.asarray(g)
+    gx = module.backward(g_dev)
+    assert np.array_equal(gk.to_numpy(g_dev), g)  # the caller's gradient is left alone
+    xt = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
+    yt = torch_module(xt)
+    yt.backward(torch.from_numpy(g.astype(np.float64)))
+    assert y.dtype == np.float32 and gx.dtype == np.float32
+    assert rel_err(y, yt.detach().numpy()) < TOL[np.dtype(np.float32)]
+    assert rel_err(gx, xt.grad.numpy()) < TOL[np.dtype(np.float32)]
+    theirs = dict(torch_module.named_parameters())
+    for name, p in module.named_parameters():
+        assert p.grad.shape == p.shape
+        assert rel_err(p.grad, theirs[name].grad.numpy()) < TOL[np.dtype(np.float32)], name
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_matches_torch(backend, rng, name):
+    torch = pytest.importorskip("torch")
+    make, make_torch, shape = LAYERS[name]
+    module = make()
+    _randomise(module, rng)
+    twin = _torch_twin(torch, module, make_torch(torch.nn))
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = rng.standard_normal(tuple(twin(torch.from_numpy(x).double()).shape)).astype(np.float32)
+    _check_vs_torch(module, twin, x, g, torch)
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+def test_fused_sequential_matches_torch(backend, rng, act):
+    torch = pytest.importorskip("torch")
+    make, make_torch = ACTS[act]
+    model = gk.nn.Sequential(gk.nn.Linear(7, 5), make(), gk.nn.Linear(5, 3), make())
+    assert len(model._plan()) == 2  # both Linear + activation pairs are fused
+    twin = _torch_twin(
+        torch,
+        model,
+        torch.nn.Sequential(
+            torch.nn.Linear(7, 5), make_torch(torch.nn), torch.nn.Linear(5, 3), make_torch(torch.nn)
+        ),
+    )
+    x = rng.standard_normal((6, 7)).astype(np.float32)
+    g = rng.standard_normal((6, 3)).astype(np.float32)
+    _check_vs_torch(model, twin, x, g, torch)
+
+
+def test_need_input_grad_false_skips_it_and_keeps_param_grads(backend, rng):
+    model = gk.nn.Sequential(gk.nn.Linear(4, 3), gk.nn.ReLU(), gk.nn.Linear(3, 2))
+    x = gk.asarray(rng.standard_normal((5, 4)).astype(np.float32))
+    g = gk.asarray(rng.standard_normal((5, 2)).astype(np.float32))
+    model(x)
+    model.backward(g)
+    full = [gk.to_numpy(p.grad) for p in model.parameters()]
+    model.zero_grad()
+    model(x)
+    assert model.backward(g, need_input_grad=False) is None
+    for p, ref in zip(model.parameters(), full, strict=True):
+        assert rel_err(p.grad, ref) < 1e-6
+
+
+def test_grads_accumulate_until_zero_grad(backend, rng):
+    layer = gk.nn.Linear(3, 2)
+    x = gk.asarray(rng.standard_normal((4, 3)).astype(np.float32))
+    g = gk.asarray(rng.standard_normal((4, 2)).astype(np.float32))
+    layer(x)
+    layer.backward(g)
+    once = gk.to_numpy(layer.weight.grad).copy()
+    layer(x)
+    layer.backward(g)
+    assert rel_err(layer.weight.grad, 2 * once) < 1e-6
+    layer.zero_grad()
+    assert layer.weight.grad is None and layer.bias.grad is None
+
+
+# -- finite differences in float64 -------------------------------------------------------------
+def _numeric_grad(f, a: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    out = np.zeros_like(a)
+    flat, gflat = a.reshape(-1), out.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        hi = f()
+        flat[i] = old - eps
+        lo = f()
+        flat[i] = old
+        gflat[i] = (hi - lo) / (2 * eps)
+    return out
+
+
+FD_LAYERS = {
+    **{k: (v[0], v[2]) for k, v in LAYERS.items() if k != "dropout_eval"},
+    "dropout_train": (lambda: gk.nn.Dropout(0.4, seed=3), (4, 6)),
+    "sequential_fused_gelu": (
+        lambda: gk.nn.Sequential(gk.nn.Linear(5, 4), gk.nn.GELU(), gk.nn.Linear(4, 3)),
+        (3, 5),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FD_LAYERS))
+def test_finite_differences_float64(rng, name):
+    make, shape = FD_LAYERS[name]
+    module = make().to("numpy", dtype="float64")
+    _randomise(module, rng)
+    state = module.state_dict()
+    x = rng.standard_normal(shape)
+    x += np.sign(x) * 0.05  # keep ReLU-like kinks away from the probed points
+    g = rng.standard_normal(module(x).shape)
+
+    def f():
+        m = make().to("numpy", dtype="float64")  # fresh: same dropout mask every call
+        m.load_state_dict(state)
+        return float((m(x) * g).sum())
+
+    module = make().to("numpy", dtype="float64")
+    module.load_state_dict(state)
+    module(x)
+    gx = module.backward(g)
+    assert rel_err(gx, _numeric_grad(f, x)) < 1e-6
+    for (pname, p), (_, arr) in zip(module.named_parameters(), state.items(), strict=True):
+        assert rel_err(p.grad, _numeric_grad(f, arr)) < 1e-6, pname
+
+
+# -- construction, modes, errors -----------------------------------------------------------------
+def test_linear_init_follows_pytorch_bounds_and_seeds(backend):
+    layer = gk.nn.Linear(100, 50, seed=7)
+    w = gk.to_numpy(layer.weight.data)
+    assert w.shape == (50, 100) and w.dtype == np.float32
+    assert np.abs(w).max() <= 0.1 and np.abs(w).max() > 0.09  # U(-1/sqrt(100), 1/sqrt(100))
+    assert np.array_equal(w, gk.to_numpy(gk.nn.Linear(100, 50, seed=7).weight.data))
+    gk.nn.manual_seed(3)
+    a = gk.to_numpy(gk.nn.Linear(4, 4).weight.data)
+    gk.nn.manual_seed(3)
+    assert np.array_equal(a, gk.to_numpy(gk.nn.Linear(4, 4).weight.data))
+
+
+def test_dropout_training_mask_scale_and_eval(backend, rng):
+    drop = gk.nn.Dropout(0.25, seed=1)
+    x = gk.asarray(rng.standard_normal((200, 50)).astype(np.float32))
+    y = gk.to_numpy(drop(x))
+    kept = y != 0
+    assert 0.7 < kept.mean() < 0.8
+    assert rel_err(y[kept], gk.to_numpy(x)[kept] / 0.75) < 1e-6
+    g = gk.to_numpy(drop.backward(gk.asarray(np.ones_like(y))))
+    assert np.array_equal(g != 0, kept)
+    assert np.array_equal(gk.to_numpy(gk.nn.Dropout(0.25, seed=1)(x)), y)  # seeded
+    assert rel_err(drop.eval()(x), gk.to_numpy(x)) == 0
+
+
+def test_module_structure_repr_and_modes():
+    model = gk.nn.Sequential(
+        gk.nn.Linear(3, 4), gk.nn.GELU("tanh"), gk.nn.Dropout(0.1), gk.nn.LayerNorm(4)
+    )
+    assert [n for n, _ in model.named_parameters()] == [
+        "0.weight",
+        "0.bias",
+        "3.weight",
+        "3.bias",
+    ]
+    assert "(1): GELU(approximate='tanh')" in repr(model)
+    assert "(2): Dropout(p=0.1)" in repr(model)
+    model.eval()
+    assert not any(m.training for m in model.modules())
+    model.train()
+    assert all(m.training for m in model.modules())
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="approximate"):
+        gk.nn.GELU("fast")
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
+        gk.nn.Dropout(1.5)
+    with pytest.raises(ValueError, match=r"last 1 axes must be \(4,\)"):
+        gk.nn.LayerNorm(4)(np.ones((2, 3), dtype=np.float32))
+    with pytest.raises(TypeError, match="must be a Module"):
+        gk.nn.Sequential(gk.nn.ReLU(), "relu")
+    with pytest.raises(RuntimeError, match="before any forward"):
+        gk.nn.Sequential(gk.nn.ReLU()).backward(np.ones(2))
+
+
+def test_model_casts_input_to_parameter_dtype():
+    model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
+    assert model(np.ones((2, 3))).dtype == np.float32

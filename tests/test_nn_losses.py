@@ -1,0 +1,83 @@
+"""gk.nn losses: value and d(loss)/d(output) vs PyTorch in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+F32 = TOL[np.dtype(np.float32)]
+
+
+def _torch_loss(torch, name, out, target, reduction, smoothing):
+    F = torch.nn.functional
+    if name == "mse":
+        return F.mse_loss(out, target, reduction=reduction)
+    if name == "ce":
+        return F.cross_entropy(out, target, reduction=reduction, label_smoothing=smoothing)
+    return F.binary_cross_entropy_with_logits(out, target, reduction=reduction)
+
+
+CASES = [
+    ("mse", "mean", 0.0),
+    ("mse", "sum", 0.0),
+    ("ce", "mean", 0.0),
+    ("ce", "sum", 0.0),
+    ("ce", "mean", 0.1),
+    ("ce", "sum", 0.3),
+    ("bce", "mean", 0.0),
+    ("bce", "sum", 0.0),
+]
+
+
+@pytest.mark.parametrize(("name", "reduction", "smoothing"), CASES)
+def test_loss_matches_torch(backend, rng, name, reduction, smoothing):
+    torch = pytest.importorskip("torch")
+    out = (3 * rng.standard_normal((9, 5))).astype(np.float32)
+    if name == "mse":
+        target = rng.standard_normal((9, 5)).astype(np.float32)
+        loss_fn = gk.nn.MSELoss(reduction)
+        t_target = torch.from_numpy(target.astype(np.float64))
+    elif name == "ce":
+        target = rng.integers(0, 5, 9)
+        loss_fn = gk.nn.CrossEntropyLoss(reduction, label_smoothing=smoothing)
+        t_target = torch.from_numpy(target)
+    else:
+        target = rng.random((9, 5)).astype(np.float32)
+        loss_fn = gk.nn.BCEWithLogitsLoss(reduction)
+        t_target = torch.from_numpy(target.astype(np.float64))
+    loss = loss_fn(gk.asarray(out), gk.asarray(target))
+    grad = loss_fn.backward()
+    t_out = torch.from_numpy(out.astype(np.float64)).requires_grad_(True)
+    t_loss = _torch_loss(torch, name, t_out, t_target, reduction, smoothing)
+    t_loss.backward()
+    assert grad.shape == out.shape and grad.dtype == np.float32
+    assert rel_err(float(loss), t_loss.item()) < F32
+    assert rel_err(grad, t_out.grad.numpy()) < F32
+
+
+def test_bce_is_stable_for_large_logits():
+    loss_fn = gk.nn.BCEWithLogitsLoss("sum")
+    out = np.array([200.0, -200.0], dtype=np.float32)
+    loss = float(loss_fn(out, np.array([1.0, 0.0], dtype=np.float32)))
+    assert loss == 0.0 and np.all(np.isfinite(loss_fn.backward()))
+
+
+def test_loss_errors():
+    with pytest.raises(ValueError, match="reduction must be"):
+        gk.nn.MSELoss("none")
+    with pytest.raises(ValueError, match="label_smoothing"):
+        gk.nn.CrossEntropyLoss(label_smoothing=2.0)
+    with pytest.raises(ValueError, match=r"target shape \(3,\) must equal output shape \(2,\)"):
+        gk.nn.MSELoss()(np.zeros(2), np.zeros(3))
+    with pytest.raises(ValueError, match="integer class labels of shape"):
+        gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(2))
+    with pytest.raises(ValueError, match=r"labels must be in \[0, 3\)"):
+        gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match=r"got values in \[-1, 0\]"):
+        gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, -1], dtype=np.int32))
+    with pytest.raises(RuntimeError, match="before the loss"):
+        gk.nn.MSELoss().backward()

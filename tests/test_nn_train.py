@@ -1,0 +1,143 @@
+"""gk.nn.fit / predict: learning, batching, histories, placement; the digits example."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _blobs(rng, n=600):
+    centers = 5.0 * np.eye(3, 5)  # well separated: > 99% separable
+    y = rng.integers(0, 3, n)
+    x = (centers[y] + rng.standard_normal((n, 5))).astype(np.float32)
+    return x, y
+
+
+def test_fit_learns_and_reports_history(backend, rng):
+    x, y = _blobs(rng)
+    model = gk.nn.Sequential(gk.nn.Linear(5, 16), gk.nn.ReLU(), gk.nn.Linear(16, 3))
+    opt = gk.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    hist = gk.nn.fit(
+        model, gk.nn.CrossEntropyLoss(), opt, x, y, epochs=8, batch_size=64, seed=0,
+        validation=(x[:100], y[:100]), progress=False,
+    )  # fmt: skip
+    assert set(hist) == {"loss", "val_loss", "val_accuracy"}
+    assert all(len(v) == 8 for v in hist.values())
+    assert hist["loss"][-1] < hist["loss"][0] / 2
+    assert hist["val_accuracy"][-1] > 0.95
+    out = gk.nn.predict(model, x, batch_size=128)
+    assert type(out) is np.ndarray and out.shape == (600, 3)  # host data: host result
+    assert (out.argmax(axis=1) == y).mean() > 0.95
+    assert model.training
+
+
+def test_fit_regression_with_host_data_float64(backend, rng):
+    x = rng.standard_normal((300, 3))  # float64 data, float32 model: cast per batch
+    y = x @ np.array([[1.0], [-2.0], [0.5]])
+    model = gk.nn.Sequential(gk.nn.Linear(3, 1))
+    opt = gk.optim.Adam(model.parameters(), lr=0.05)
+    gk.reset_transfer_stats()
+    hist = gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, epochs=30, batch_size=32, progress=False)
+    assert hist["loss"][-1] < 1e-3
+    if backend.is_device:  # one move per batch and per array, never the whole data at once
+        assert gk.transfer_stats().host_to_device.calls >= 2 * 30 * 10
+
+
+def test_fit_with_data_already_on_the_device(backend, rng):
+    x, y = _blobs(rng, 200)
+    xd, yd = gk.asarray(x), gk.asarray(y)
+    model = gk.nn.Sequential(gk.nn.Linear(5, 3, seed=0))
+    opt = gk.optim.SGD(model.parameters(), lr=0.2)
+    hist = gk.nn.fit(model, gk.nn.CrossEntropyLoss(), opt, xd, yd, epochs=5, batch_size=20,
+                     validation=(xd, yd), progress=False)  # fmt: skip
+    assert hist["val_accuracy"][-1] > 0.95
+    out = gk.nn.predict(model, xd)
+    assert gk.namespace(out) is backend.xp and out.shape == (200, 3)
+
+
+def test_fit_is_reproducible_with_seed(rng):
+    x, y = _blobs(rng, 200)
+    results = []
+    for _ in range(2):
+        model = gk.nn.Sequential(gk.nn.Linear(5, 3, seed=1))
+        opt = gk.optim.SGD(model.parameters(), lr=0.1)
+        gk.nn.fit(model, gk.nn.CrossEntropyLoss(), opt, x, y, epochs=2, batch_size=16, seed=4,
+                  progress=False)  # fmt: skip
+        results.append(model[0].weight.data.copy())
+    assert np.array_equal(*results)
+
+
+def test_fit_on_a_device_backend_moves_batches(fake_device, rng):
+    x = rng.standard_normal((100, 5)).astype(np.float32)
+    y = rng.standard_normal((100, 3)).astype(np.float32)
+    model = gk.nn.Sequential(gk.nn.Linear(5, 3, seed=0)).to("fakedevice")
+
+    class Plain:  # the fake device has no fused kernels: a duck-typed optimizer
+        def zero_grad(self):
+            model.zero_grad()
+
+        def step(self):
+            for p in model.parameters():
+                p.data -= 0.1 * p.grad
+
+    gk.reset_transfer_stats()
+    with gk.transfer_guard("disallow"):  # fit's moves are explicit
+        gk.nn.fit(model, gk.nn.MSELoss(), Plain(), x, y, epochs=1, batch_size=25,
+                  shuffle=False, progress=False)  # fmt: skip
+    assert gk.transfer_stats().host_to_device.calls == 8  # 4 batches of x and of y
+    assert all(fake_device.owns(p.data) for p in model.parameters())
+
+
+def test_model_input_placement(fake_device, rng):
+    host_model = gk.nn.Sequential(gk.nn.Linear(2, 2, seed=0)).to("numpy")
+    assert host_model([[1.0, 2.0]]).shape == (1, 2)  # lists are fine on the host
+    with pytest.raises(gk.DeviceMismatchError, match="parameters are on the host"):
+        host_model(gk.asarray(np.ones((1, 2), np.float32)))
+    device_model = gk.nn.Sequential(gk.nn.Linear(2, 2, seed=0)).to("fakedevice")
+    gk.reset_transfer_stats()
+    assert fake_device.owns(device_model(np.ones((1, 2), np.float32)))
+    assert gk.transfer_stats().host_to_device.calls == 1
+    with gk.transfer_guard("disallow"), pytest.raises(gk.TransferGuardError):
+        device_model(np.ones((1, 2), np.float32))
+
+
+def test_fit_and_predict_errors(rng):
+    model = gk.nn.Sequential(gk.nn.Linear(2, 2))
+    opt = gk.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="x has 3 samples but y has 2"):
+        gk.nn.fit(model, gk.nn.MSELoss(), opt, np.zeros((3, 2)), np.zeros((2, 2)), epochs=1,
+                  batch_size=1)  # fmt: skip
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        gk.nn.predict(model, np.zeros((3, 2)), batch_size=0)
+
+
+def test_digits_example_reaches_97_percent(backend):
+    pytest.importorskip("sklearn")
+    env = {**os.environ, "PYTHONPATH": ROOT, "GPUKIT_BACKEND": backend.name}
+    run = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "digits_mlp.py")],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    last = run.stdout.strip().splitlines()[-1]
+    accuracy = float(last.split()[2].rstrip("%")) / 100
+    assert accuracy >= 0.97, run.stdout
+    assert run.stdout.splitlines()[0].split() == ["epoch", "loss", "test", "loss", "test", "acc"]
+
+
+def test_progress_bar_on_request(capsys, rng):
+    pytest.importorskip("tqdm")
+    x = rng.standard_normal((40, 2)).astype(np.float32)
+    model = gk.nn.Sequential(gk.nn.Linear(2, 1))
+    opt = gk.optim.SGD(model.parameters(), lr=0.01)
+    gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=3, batch_size=8, progress=True)
+    assert "3/3" in capsys.readouterr().err
+    gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=3, batch_size=8, progress=False)
+    assert capsys.readouterr().err == ""
