@@ -46,7 +46,7 @@ def main() -> float:
         scheduler.step()
         print(f"{epoch + 1:>5} {h['loss'][0]:>8.4f} {h['val_loss'][0]:>10.4f} "
               f"{h['val_accuracy'][0]:>9.2%}")  # fmt: skip
-    predicted = gk.nn.predict(model, x_test).argmax(axis=1)
+    predicted = gk.to_numpy(gk.nn.predict(model, x_test).argmax(axis=1))  # host, like y_test
     accuracy = float((predicted == y_test).mean())
     print(f"test accuracy {accuracy:.2%} in {time.perf_counter() - start:.1f} s "
           f"on {gk.get_backend().name}")  # fmt: skip
