@@ -280,9 +280,12 @@ class Module:
         for name, p in own.items():
             if name in state_dict:
                 value = state_dict[name]
-                if _dispatch.owner_of(value) is None:
-                    value = np.asarray(value)
-                _, (value, _) = _dispatch.prepare(value, p.data, names=(name, "parameter"))
+                if _dispatch.owner_of(p.data) is None:  # a host model: copy device values out
+                    value = _dispatch.to_numpy(value)
+                else:
+                    if _dispatch.owner_of(value) is None:
+                        value = np.asarray(value)
+                    _, (value, _) = _dispatch.prepare(value, p.data, names=(name, "parameter"))
                 p.data[...] = value
 
     # -- display -----------------------------------------------------------------------------
