@@ -214,7 +214,8 @@ class Module:
                 if owner is not target or owner.device_of(data) != where:
                     data = _dispatch.asarray(_dispatch.to_numpy(data), device=where)
                 if dtype is not None and data.dtype != np.dtype(dtype):
-                    data = data.astype(dtype)
+                    with target.use_device(where):  # CuPy allocates on the current device
+                        data = data.astype(dtype)
                 p.data, p.grad = data, None
         return self
 
