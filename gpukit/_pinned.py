@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from ._memory import operation
 from ._selection import get_backend
 
 __all__ = ["empty_pinned"]
 
 
+@operation("gk.empty_pinned")  # a failed pinned allocation frees the pinned pool and retries
 def empty_pinned(shape: int | tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
     """An uninitialised NumPy array in pinned host memory of the active backend.
 

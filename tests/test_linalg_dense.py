@@ -147,6 +147,18 @@ def test_cho_solve_vector_matches_scipy(backend, xp, rng):
     assert rel_err(x, scipy.linalg.cho_solve(scipy.linalg.cho_factor(a, lower=True), b)) < 1e-12
 
 
+@pytest.mark.parametrize("b_shape", [(8,), (8, 3), (2, 8, 1)])
+def test_cho_solve_leaves_b_untouched(backend, xp, rng, b_shape):
+    # cuSOLVER's potrs solves in place; the caller's right-hand side must survive.
+    a = spd(rng, (*b_shape[:-2], 8, 8), np.float64)
+    b_host = rng.standard_normal(b_shape)
+    b = xp.asarray(b_host)
+    if b.ndim == 2:
+        b = xp.asfortranarray(b)  # the layout potrs would write into
+    gk.linalg.cho_solve(gk.linalg.cholesky(xp.asarray(a)), b)
+    assert rel_err(b, b_host) == 0.0
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("shape", "bshape"), [((9, 4), (9,)), ((9, 4), (9, 2)), ((4, 4), (4, 3))])
 def test_lstsq(backend, xp, rng, dtype, shape, bshape):

@@ -100,3 +100,16 @@ def test_module_to_moves_and_casts(backend):
     assert all(p.dtype == np.float64 for p in model.parameters())
     model.to(backend.name)
     assert all(gk.namespace(p.data) is backend.xp for p in model.parameters())
+
+
+def test_device_state_dict_loads_into_a_host_model(fake_device, rng):
+    host = gk.nn.Linear(3, 2, seed=0).to("numpy")
+    w = rng.standard_normal((2, 3)).astype(np.float32)
+    with gk.use_backend("fakedevice"):
+        state = {"weight": gk.asarray(w), "bias": gk.asarray(np.zeros(2, np.float32))}
+    gk.reset_transfer_stats()
+    with gk.transfer_guard("disallow"):  # copying values out is explicit, not a parameter move
+        host.load_state_dict(state)
+    assert type(host.weight.data) is np.ndarray
+    assert rel_err(host.weight.data, w) == 0.0
+    assert gk.transfer_stats().host_to_device.calls == 0

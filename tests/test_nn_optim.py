@@ -66,6 +66,18 @@ def test_optimizer_state_dict_round_trip(rng):
     assert rel_err(b.data, a.data) == 0.0
 
 
+def test_optimizer_state_is_restored_where_the_parameter_lives(fake_device, rng):
+    with gk.use_backend("fakedevice"):
+        p = gk.nn.Parameter(gk.asarray(rng.standard_normal(4)))
+    opt = gk.optim.SGD([p], lr=0.1, momentum=0.9)
+    saved = opt.state_dict()
+    saved["state"] = {0: {"momentum_buffer": rng.standard_normal(4)}}  # host, as saved
+    opt.load_state_dict(saved)
+    buf = opt.state[p]["momentum_buffer"]
+    assert fake_device.owns(buf) and fake_device.device_of(buf) == fake_device.device_of(p.data)
+    assert rel_err(buf, saved["state"][0]["momentum_buffer"]) == 0.0
+
+
 def test_zero_grad_and_errors():
     p = gk.nn.Parameter(np.zeros(2))
     p.grad = np.ones(2)

@@ -141,3 +141,11 @@ def test_progress_bar_on_request(capsys, rng):
     assert "3/3" in capsys.readouterr().err
     gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=3, batch_size=8, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_fit_refuses_data_of_another_backend(fake_device):
+    model = gk.nn.Sequential(gk.nn.Linear(2, 1, seed=0)).to("numpy")
+    with gk.use_backend("fakedevice"):
+        x = gk.asarray(np.ones((4, 2), np.float32))
+    with pytest.raises(gk.DeviceMismatchError, match="data is on backend 'fakedevice'"):
+        gk.nn.predict(model, x)

@@ -43,8 +43,12 @@ class CupyLinalg(LinalgOps):
             return super().linalg_cholesky(a)
 
     def linalg_cho_solve(self, c: Any, b: Any) -> Any:
+        import cupy
         import cupyx.lapack
 
+        # potrs solves in b's memory when b already has its layout (a vector, an
+        # F-ordered matrix, a C-ordered batch): copy so the caller's b is never written.
+        b = cupy.array(b, order="F" if c.ndim == 2 else "C")
         with _raising():
             return cupyx.lapack.potrs(c, b, lower=True)
 

@@ -13,20 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels._registry import ACTIVATIONS
 from ._kernels import kernel
 
 __all__ = ["ACTIVATIONS", "backward", "forward"]
 
-ACTIVATIONS = (
-    "identity",
-    "relu",
-    "leaky_relu",
-    "gelu",
-    "gelu_tanh",
-    "silu",
-    "sigmoid",
-    "tanh",
-)
 # Derivative written in terms of the output: the output is saved, the input can be overwritten.
 _FROM_OUTPUT = frozenset({"identity", "relu", "sigmoid", "tanh"})
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)

@@ -8,6 +8,7 @@ accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -214,7 +215,8 @@ class Module:
                 if owner is not target or owner.device_of(data) != where:
                     data = _dispatch.asarray(_dispatch.to_numpy(data), device=where)
                 if dtype is not None and data.dtype != np.dtype(dtype):
-                    data = data.astype(dtype)
+                    with target.use_device(where):  # CuPy allocates on the current device
+                        data = data.astype(dtype)
                 p.data, p.grad = data, None
         return self
 
@@ -279,11 +281,7 @@ class Module:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + ", ".join(problems))
         for name, p in own.items():
             if name in state_dict:
-                value = state_dict[name]
-                if _dispatch.owner_of(value) is None:
-                    value = np.asarray(value)
-                _, (value, _) = _dispatch.prepare(value, p.data, names=(name, "parameter"))
-                p.data[...] = value
+                assign(p.data, state_dict[name], name)
 
     # -- display -----------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -300,6 +298,27 @@ class Module:
             lines.append(f"  ({name}): {text}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def on_device_of(x: Any) -> contextlib.AbstractContextManager[Any]:
+    """Make ``x``'s device current: CuPy allocates ``empty_like``/``copy`` there."""
+    owner = _dispatch.owner_of(x)
+    return contextlib.nullcontext() if owner is None else owner.use_device(owner.device_of(x))
+
+
+def assign(dst: Any, value: Any, name: str) -> None:
+    """``dst[...] = value`` for a parameter or optimizer state ``dst``, wherever it lives.
+
+    Host values reaching a device ``dst`` are an implicit transfer (counted, guarded);
+    device values for a host ``dst`` are copied out explicitly.
+    """
+    if _dispatch.owner_of(dst) is None:
+        value = _dispatch.to_numpy(value)
+    else:
+        if _dispatch.owner_of(value) is None:
+            value = np.asarray(value)
+        _, (value, _) = _dispatch.prepare(value, dst, names=(name, "parameter"))
+    dst[...] = value
 
 
 def _place(x: Any, ref: Any) -> Any:

@@ -14,33 +14,42 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch, _registry, _transfer
+from ..errors import DeviceMismatchError
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
 from .module import Module
 
 __all__ = ["fit", "predict"]
 
 
-def _placement(model: Module) -> tuple[Any, np.dtype | None]:
+def _placement(model: Module) -> tuple[Any, np.dtype | None, int]:
+    """The backend, dtype and device of the model's parameters."""
     anchor = model._anchor()
     if anchor is None:
-        return _registry.load("numpy"), None
-    return _dispatch.owner_of(anchor.data) or _registry.load("numpy"), anchor.data.dtype
+        return _registry.load("numpy"), None, 0
+    owner = _dispatch.owner_of(anchor.data)
+    if owner is None:
+        return _registry.load("numpy"), anchor.data.dtype, 0
+    return owner, anchor.data.dtype, owner.device_of(anchor.data)
 
 
 class _Batches:
     """Rows ``index`` of ``data`` as arrays on ``backend``'s device (float cast to ``dtype``)."""
 
-    def __init__(self, data: Any, backend: Any, dtype: np.dtype | None, batch_size: int) -> None:
+    def __init__(
+        self, data: Any, backend: Any, dtype: np.dtype | None, device: int, batch_size: int
+    ) -> None:
         self.backend = backend
         self.host = _dispatch.owner_of(data) is None
         if self.host:
             data = np.asarray(data)
         elif _dispatch.owner_of(data) is not backend:
-            raise ValueError(
+            raise DeviceMismatchError(
                 f"data is on backend {_dispatch.owner_of(data).name!r} but the model's "
                 f"parameters are on {backend.name!r}; move one of them (model.to(...))"
             )
         self.data = data
+        # batches go where the data is, else where the model is (not the current device)
+        self.device = backend.device_of(data) if not self.host else device
         self.dtype = dtype if dtype is not None and data.dtype.kind in "fc" else data.dtype
         shape = (batch_size, *data.shape[1:])
         self.events: list[Any] = [None, None]
@@ -56,7 +65,7 @@ class _Batches:
         data = self.data
         if not self.host:
             if not isinstance(index, slice):  # the shuffled rows, as indices on the device
-                index = self.backend.asarray(index)
+                index = self.backend.asarray(index, device=self.device)
             out = data[index]
             return out if out.dtype == self.dtype else out.astype(self.dtype)
         if self.pinned:
@@ -64,7 +73,7 @@ class _Batches:
         out = data[index]  # a view for a slice, a gather otherwise
         out = out if out.dtype == self.dtype else out.astype(self.dtype)
         if self.backend.is_device:  # another device backend: its own host-to-device copy
-            out = self.backend.asarray(out)
+            out = self.backend.asarray(out, device=self.device)
             _transfer.record("host_to_device", out.nbytes)
         return out
 
@@ -77,9 +86,11 @@ class _Batches:
         rows = self.data[index]
         buf = self.staging[k][: len(rows)]
         buf[...] = rows
-        out = cupy.empty(buf.shape, self.dtype)
-        out.set(buf, stream=cupy.cuda.get_current_stream())  # async: pinned source
-        self.events[k] = cupy.cuda.get_current_stream().record()
+        with cupy.cuda.Device(self.device):  # the model's device and its current stream
+            out = cupy.empty(buf.shape, self.dtype)
+            stream = cupy.cuda.get_current_stream()
+            out.set(buf, stream=stream)  # async: pinned source
+            self.events[k] = stream.record()
         _transfer.record("host_to_device", buf.nbytes)
         return out
 
@@ -106,9 +117,9 @@ def _evaluate(
     model: Module, loss_fn: _Loss, x: Any, y: Any, batch_size: int
 ) -> tuple[float, float | None]:
     """Mean loss (and accuracy for classification losses) over ``(x, y)``."""
-    backend, dtype = _placement(model)
-    xs = _Batches(x, backend, dtype, batch_size)
-    ys = _Batches(y, backend, dtype, batch_size)
+    backend, dtype, device = _placement(model)
+    xs = _Batches(x, backend, dtype, device, batch_size)
+    ys = _Batches(y, backend, dtype, device, batch_size)
     n = len(xs.data)
     total = correct = 0.0
     metric = _metric_name(loss_fn)
@@ -176,8 +187,9 @@ def fit(
     Raises
     ------
     ValueError
-        ``x`` and ``y`` differ in length, ``epochs < 0`` or ``batch_size < 1``, data on
-        another backend than the model.
+        ``x`` and ``y`` differ in length, ``epochs < 0`` or ``batch_size < 1``.
+    DeviceMismatchError
+        Data on another backend than the model (a ``ValueError`` too).
 
     Examples
     --------
@@ -198,9 +210,9 @@ def fit(
         raise ValueError(f"x has {n} samples but y has {len(y)}")
     if epochs < 0 or batch_size < 1:
         raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs}, {batch_size}")
-    backend, dtype = _placement(model)
-    xs = _Batches(x, backend, dtype, batch_size)
-    ys = _Batches(y, backend, dtype, batch_size)
+    backend, dtype, device = _placement(model)
+    xs = _Batches(x, backend, dtype, device, batch_size)
+    ys = _Batches(y, backend, dtype, device, batch_size)
     rng = np.random.default_rng(seed)
     history: dict[str, list[float]] = {"loss": []}
     bar = _progress(progress, epochs)
@@ -257,7 +269,9 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     Raises
     ------
     ValueError
-        ``batch_size < 1``; data on another backend than the model.
+        ``batch_size < 1``.
+    DeviceMismatchError
+        Data on another backend than the model (a ``ValueError`` too).
 
     Examples
     --------
@@ -269,8 +283,8 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    backend, dtype = _placement(model)
-    xs = _Batches(x, backend, dtype, batch_size)
+    backend, dtype, device = _placement(model)
+    xs = _Batches(x, backend, dtype, device, batch_size)
     n = len(xs.data)
     was_training = model.training
     model.eval()

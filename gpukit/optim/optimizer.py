@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dispatch
 from ..nn._kernels import kernel as _kernel
-from ..nn.module import Parameter
+from ..nn.module import Parameter, assign, on_device_of
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
@@ -138,9 +138,9 @@ class Optimizer:
                             f"optimizer state {k!r} of parameter {i} has shape "
                             f"{tuple(np.shape(v))}, the parameter {p.shape}"
                         )
-                    buf = p.data.copy()
-                    _, (v, _) = _dispatch.prepare(np.asarray(v), buf, names=(k, "parameter"))
-                    buf[...] = v
+                    with on_device_of(p.data):
+                        buf = _dispatch.namespace(p.data).empty_like(p.data)
+                    assign(buf, v, k)
                     v = buf
                 entry[k] = v
             new_state[p] = entry
@@ -241,9 +241,9 @@ class SGD(Optimizer):
                     state = self.state.setdefault(p, {})
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = _dispatch.namespace(p.data).empty_like(
-                            p.data
-                        )
+                        with on_device_of(p.data):
+                            buf = _dispatch.namespace(p.data).empty_like(p.data)
+                        state["momentum_buffer"] = buf
                         first = True
                 _kernel(p.data, "sgd_update")(p.data, p.grad, buf, *args, first)
 
@@ -313,11 +313,12 @@ class Adam(Optimizer):
                 state = self.state.get(p)
                 if state is None:
                     xp = _dispatch.namespace(p.data)
-                    state = self.state[p] = {
-                        "step": 0,
-                        "exp_avg": xp.zeros_like(p.data),
-                        "exp_avg_sq": xp.zeros_like(p.data),
-                    }
+                    with on_device_of(p.data):  # CuPy allocates on the current device
+                        state = self.state[p] = {
+                            "step": 0,
+                            "exp_avg": xp.zeros_like(p.data),
+                            "exp_avg_sq": xp.zeros_like(p.data),
+                        }
                 state["step"] += 1
                 _kernel(p.data, "adam_update")(
                     p.data,
