@@ -2,6 +2,11 @@
 
 Each loop takes ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables,
 works on preallocated buffers with in-place updates, and returns a :class:`Outcome`.
+``cg``, ``bicgstab`` and ``minres`` touch their vectors only through ``xp.vdot``,
+``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.empty_like``,
+``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an array module for
+native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for row-sharded
+vectors, so each loop is written once for both.
 Scalars come to the host once each (``.item()``): on a GPU that is one small
 synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Stopping rule
 everywhere: ``||r|| <= tol`` with ``tol = max(rtol * ||b||, atol)``.
@@ -40,7 +45,7 @@ def _norm(xp: Any, a: Any) -> float:
 def _axpy(xp: Any, alpha: Any, x: Any, y: Any, tmp: Any) -> None:
     """y += alpha * x without allocating (tmp is scratch of y's shape)."""
     xp.multiply(x, alpha, out=tmp)
-    y += tmp
+    xp.add(y, tmp, out=y)
 
 
 def _residual(xp: Any, matvec: Op, b: Any, x: Any) -> Any:
@@ -81,8 +86,8 @@ def cg(
         else:
             z = psolve(r)
             rho_new = _dot(xp, r, z).real
-        p *= rho_new / rho
-        p += z
+        xp.multiply(p, rho_new / rho, out=p)
+        xp.add(p, z, out=p)
         rho = rho_new
     return Outcome(x, maxiter, False, "maxiter reached")
 
@@ -107,8 +112,8 @@ def bicgstab(
         if k > 1:
             beta = (rho_new / rho) * (alpha / omega)
             _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)
-            p *= beta
-            p += r
+            xp.multiply(p, beta, out=p)
+            xp.add(p, r, out=p)
         rho = rho_new
         phat = ident(p)
         v = matvec(phat)
@@ -272,8 +277,8 @@ def minres(
         w1, w2, w = w2, w, w1
         xp.multiply(w1, -oldeps, out=w)
         _axpy(xp, -delta, w2, w, tmp)
-        w += v
-        w *= 1.0 / gamma
+        xp.add(w, v, out=w)
+        xp.multiply(w, 1.0 / gamma, out=w)
         _axpy(xp, phi, w, x, tmp)
         if callback is not None:
             callback(x)
