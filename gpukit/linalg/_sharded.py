@@ -65,6 +65,16 @@ class ShardedSpace:
         self._map(lambda a, b, o: self._xp.subtract(a, b, out=o), x, y, out)
         return out
 
+    def axpy(self, alpha: Any, x: ShardedArray, y: ShardedArray) -> None:
+        """``y += alpha * x``, one task per device (no scratch: shards are small)."""
+        xp = self._xp
+        self._map(lambda a, b: xp.add(b, xp.multiply(a, alpha), out=b), x, y)
+
+    def xpay(self, x: ShardedArray, beta: Any, y: ShardedArray) -> None:
+        """``y = x + beta * y``, one task per device."""
+        xp = self._xp
+        self._map(lambda a, b: xp.add(xp.multiply(b, beta, out=b), a, out=b), x, y)
+
     def empty_like(self, x: ShardedArray) -> ShardedArray:
         return self._wrap(self._map(self._xp.empty_like, x))
 
