@@ -232,3 +232,21 @@ def test_bad_arguments():
         with pytest.raises(ValueError, match="move the wrapped module"):
             dp.to(device=0)
         assert dp.to(dtype="float64").module[0].weight.dtype == np.float64
+
+
+def test_multi_device_example_agrees_with_one_device():
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "GPUKIT_BACKEND": "numpy", "GPUKIT_CPU_DEVICES": "3",
+           "PYTHONPATH": root}  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, os.path.join(root, "examples", "multi_device.py")],
+        capture_output=True, text=True, check=True, env=env, timeout=300,
+    ).stdout  # fmt: skip
+    assert "rows per device {0: 768, 1: 768, 2: 768}" in out
+    diffs = [float(v) for v in re.findall(r"rel\. difference ([0-9.e+-]+)", out)]
+    assert len(diffs) == 2 and diffs[0] < 1e-10 and diffs[1] < 1e-4
