@@ -5,13 +5,15 @@ bound the speed-up, so these figures measure sharding's overhead); on cupy, the
 GPUs present (a count above them is skipped). Parallel efficiency is
 ``T(1 device) / (N * T(N devices))``; the multi-GPU target is 0.9 for matmul and
 batched FFT at sizes that fill each device (docs/multi_device.rst). Peers: the
-unsharded raw NumPy / CuPy call in the same suite.
+unsharded raw NumPy / CuPy call in the same suite (SciPy / cupyx ``cg`` for the
+sharded cg, the unwrapped model for a DataParallel training step).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+import warnings
 
 import numpy as np
 
@@ -21,8 +23,49 @@ from gpukit import _registry
 from .common import BACKENDS, sync, use
 
 DEVICES = [1, 2, 4]
-OPS = ["matmul", "fft", "sum"]
-SHAPES = {"matmul": (2048, 2048), "fft": (4096, 1024), "sum": (4096, 4096)}
+OPS = ["matmul", "fft", "sum", "cg", "dp_step"]
+SHAPES = {
+    "matmul": (2048, 2048),
+    "fft": (4096, 1024),
+    "sum": (4096, 4096),
+    "cg": (2048, 2048),  # dense SPD operator, CG_ITERATIONS iterations per solve
+    "dp_step": (2048, 512),  # a batch of 2048 samples, 512 features
+}
+CG_ITERATIONS = 20
+
+
+def _spd(rng, n: int) -> np.ndarray:
+    q = rng.standard_normal((n, n)).astype(np.float32)
+    return q @ q.T / n + np.eye(n, dtype=np.float32)
+
+
+def _cg(a, b, xp_cg=None):
+    """A fixed number of CG iterations (rtol=0): the time per solve is comparable."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if xp_cg is not None:
+            return xp_cg(a, b, rtol=0.0, atol=0.0, maxiter=CG_ITERATIONS)
+        return gk.linalg.cg(a, b, rtol=0.0, maxiter=CG_ITERATIONS)
+
+
+def _mlp_step(model, x, y):
+    """One training step (SGD) of ``model``; returns the step function."""
+    loss_fn = gk.nn.CrossEntropyLoss()
+    opt = gk.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y)
+        model.backward(loss_fn.backward(), need_input_grad=False)
+        opt.step()
+
+    return step
+
+
+def _mlp(features: int):
+    return gk.nn.Sequential(
+        gk.nn.Linear(features, 1024, seed=0), gk.nn.ReLU(), gk.nn.Linear(1024, 10, seed=1)
+    )
 
 
 def _backend(name: str, devices: int):
@@ -37,16 +80,26 @@ def _backend(name: str, devices: int):
 def _setup_op(backend, op: str, devices: int):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(SHAPES[op]).astype(np.float32)
+    if op == "cg":
+        x = _spd(rng, x.shape[0])
     with gk.use_backend(backend):
+        if op == "dp_step":
+            y = rng.integers(0, 10, x.shape[0])
+            model = gk.nn.DataParallel(_mlp(x.shape[1]), devices=range(devices))
+            run = _mlp_step(model, x, y)
+            run()  # replicas, worker threads
+            return run, x, y
         sx = gk.shard(x, devices=range(devices))
         b = gk.asarray(rng.standard_normal((x.shape[1], x.shape[1])).astype(np.float32))
+        rhs = rng.standard_normal(x.shape[0]).astype(np.float32)
         run = {
             "matmul": lambda: gk.sharding.matmul(sx, b),
             "fft": lambda: gk.sharding.fft(sx, axis=-1),
             "sum": lambda: gk.sharding.sum(sx),
+            "cg": lambda: _cg(sx, rhs),
         }[op]
         run()  # replicas, plans, worker threads
-    return run, x, b
+    return run, x, (rhs if op == "cg" else b)
 
 
 class ShardedOps:
@@ -72,19 +125,30 @@ class Unsharded:
     def setup(self, name, op):
         backend = use(name)
         _, x, b = _setup_op(_backend(name, 1), op, 1)
+        self.backend = backend
+        if op == "dp_step":  # the unwrapped model on one device
+            with gk.use_backend(backend):
+                self.run = _mlp_step(_mlp(x.shape[1]), gk.asarray(x), gk.asarray(b))
+            return
         xp = backend.xp
         x = xp.asarray(x)
         b = xp.asarray(b)
-        self.backend = backend
+        if op == "cg":
+            if name == "numpy":
+                from scipy.sparse.linalg import cg
+            else:
+                from cupyx.scipy.sparse.linalg import cg
         self.run = {
             "matmul": lambda: x @ b,
             "fft": lambda: xp.fft.fft(x, axis=-1),
             "sum": lambda: xp.sum(x),
+            "cg": lambda: _cg(x, b, cg),
         }[op]
 
     def time_raw(self, name, op):
-        self.run()
-        sync(self.backend)
+        with gk.use_backend(self.backend):
+            self.run()
+            sync(self.backend)
 
 
 def _median_time(backend, run, repeats: int = 5) -> float:
@@ -99,7 +163,7 @@ def _median_time(backend, run, repeats: int = 5) -> float:
 
 
 class ParallelEfficiency:
-    params = (BACKENDS, ["matmul", "fft"], [2, 4])
+    params = (BACKENDS, ["matmul", "fft", "cg", "dp_step"], [2, 4])
     param_names = ("backend", "op", "devices")
     unit = "T1 / (N * TN)"
 

@@ -123,6 +123,29 @@ class ShardedArray:
         with backend.use_device(target):
             return backend.xp.concatenate(parts, axis=self.axis)
 
+    def copy(self) -> ShardedArray:
+        """A sharded copy, each shard copied on its own device.
+
+        Returns
+        -------
+        ShardedArray
+            Same split, devices and values; no memory shared with ``self``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import gpukit as gk
+        >>> with gk.use_backend("numpy"):
+        ...     s = gk.shard(np.arange(3.0))
+        ...     t = s.copy()
+        >>> t.shards[0] is s.shards[0], gk.to_numpy(t).tolist()
+        (False, [0.0, 1.0, 2.0])
+        """
+        from ._workers import map_devices
+
+        parts = map_devices(self.backend, self.devices, lambda s: s.copy(), self.shards)
+        return ShardedArray(self.backend, parts, self.axis, self.devices)
+
     def to_numpy(self) -> np.ndarray:
         """The whole array on the host, copied shard by shard (no peer copies)."""
         backend = self.backend
@@ -193,8 +216,6 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
     >>> s.shape, s.axis, len(s.shards)
     ((5, 3), 0, 1)
     """
-    from ._workers import map_devices
-
     owner = owner_of(x)
     backend = owner or get_backend()
     if owner is None:
@@ -205,7 +226,19 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
         raise ValueError(f"axis {axis!r} is out of range for x of shape {x.shape}")
     axis %= x.ndim
     devs = _check_devices(backend, devices)
-    bounds = np.cumsum([0, *_split_sizes(x.shape[axis], len(devs))])
+    return split(backend, x, axis, devs, _split_sizes(x.shape[axis], len(devs)))
+
+
+def split(
+    backend: Backend, x: Any, axis: int, devices: Sequence[int], sizes: Sequence[int]
+) -> ShardedArray:
+    """``x`` (native to ``backend`` or host data) cut into ``sizes`` along ``axis``, placed."""
+    from ._workers import map_devices
+
+    owner = owner_of(x)
+    if owner is None:
+        x = np.asarray(x)
+    bounds = np.cumsum([0, *sizes])
     index = [slice(None)] * x.ndim
     pieces = []
     for lo, hi in itertools.pairwise(bounds):
@@ -222,6 +255,7 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
 
     if owner is not None:
         backend.synchronize(backend.device_of(x))
+    devs = tuple(devices)
     shards = map_devices(backend, devs, place, pieces, devs)
     return ShardedArray(backend, shards, axis, devs)
 

@@ -357,3 +357,28 @@ def test_kernels_is_lazy_and_compiles_nothing_at_import():
         "assert 'scipy.special' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numpy_sgd_update_makes_no_temporary(rng, dtype):
+    import tracemalloc
+
+    n = 1 << 20
+    p0 = rng.standard_normal(n).astype(dtype)
+    g = rng.standard_normal(n).astype(dtype)
+    p, buf = p0.copy(), np.zeros(n, dtype)
+    strided = np.repeat(g, 2)[::2]  # not contiguous: the ufunc path
+    with gk.use_backend("numpy"):
+        gk.kernels.sgd_update(p, g, buf, lr=0.1, momentum=0.9, first_step=True)
+        tracemalloc.start()
+        try:
+            gk.kernels.sgd_update(p, g, lr=0.1)
+            gk.kernels.sgd_update(p, g, buf, lr=0.1, momentum=0.9, dampening=0.5)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        gk.kernels.sgd_update(p, strided, lr=0.1)
+    assert peak < p.nbytes // 8  # no lr * grad array (n elements) was allocated
+    b64 = g.astype(np.float64)
+    want = p0 - 0.1 * b64 - 0.1 * b64 - 0.1 * (0.9 * b64 + 0.5 * b64) - 0.1 * b64
+    assert rel_err(p, want) < _tol(np.dtype(dtype))

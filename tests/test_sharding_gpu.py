@@ -76,3 +76,56 @@ def test_two_gpus_mismatch(cupy_backend):
     b = cupy_backend.asarray(np.ones(3), device=1)
     with pytest.raises(gk.DeviceMismatchError, match=r"cupy:1.*cupy:0"):
         gk._dispatch.prepare(a, b, names=("a", "b"))
+
+
+def _spd(rng, n):
+    q = rng.standard_normal((n, n))
+    return q @ q.T / n + 2 * np.eye(n)
+
+
+def test_single_gpu_sharded_cg(cupy_backend, rng):
+    import scipy.sparse as sp
+
+    a, b = _spd(rng, 200), rng.standard_normal(200)
+    for A in (gk.shard(a, devices=[0]), sp.csr_matrix(a)):
+        x, info = gk.linalg.cg(A, gk.shard(b, devices=[0]), rtol=1e-12)
+        assert info.converged and x.shards[0].device.id == 0
+        assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
+
+
+def _train(model, rng_seed, steps=4):
+    rng = np.random.default_rng(rng_seed)
+    opt = gk.optim.Adam(model.parameters(), lr=1e-2)
+    loss_fn = gk.nn.CrossEntropyLoss()
+    for n in [17, 3, 8, 1][:steps]:
+        x = rng.standard_normal((n, 6))
+        y = rng.integers(0, 3, n)
+        opt.zero_grad()
+        loss_fn(model(x), y)
+        model.backward(loss_fn.backward(), need_input_grad=False)
+        opt.step()
+    return {k: gk.to_numpy(v) for k, v in model.state_dict().items()}
+
+
+def _mlp():
+    return gk.nn.Sequential(
+        gk.nn.Linear(6, 32, seed=0), gk.nn.ReLU(), gk.nn.Linear(32, 3, seed=1)
+    ).to("cupy", device=0, dtype="float64")
+
+
+def test_single_gpu_data_parallel_matches_plain_model(cupy_backend):
+    dp = gk.nn.DataParallel(_mlp(), devices=[0])
+    got, want = _train(dp, 0), _train(_mlp(), 0)
+    assert all(rel_err(got[k], want[k]) < 1e-12 for k in want)
+
+
+@pytest.mark.multi_gpu(2)
+def test_two_gpus_sharded_cg_and_data_parallel(cupy_backend, rng):
+    a, b = _spd(rng, 301), rng.standard_normal(301)
+    x, info = gk.linalg.cg(gk.shard(a, devices=[0, 1]), b, rtol=1e-12)
+    assert info.converged and [s.device.id for s in x.shards] == [0, 1]
+    assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
+    dp = gk.nn.DataParallel(_mlp(), devices=[0, 1])
+    assert dp.replicas[1][0].weight.data.device.id == 1
+    got, want = _train(dp, 1), _train(_mlp(), 1)
+    assert all(rel_err(got[k], want[k]) < 1e-10 for k in want)

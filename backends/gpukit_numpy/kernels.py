@@ -9,7 +9,9 @@ Arguments arrive validated by the front-end (``gpukit.kernels``).
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -143,6 +145,31 @@ def bias_activation_backward(
     return grad_x, grad_bias
 
 
+@functools.cache
+def _blas_axpy(dtype: np.dtype) -> Any:
+    """SciPy's BLAS ``?axpy`` for ``dtype`` (imported on first use: scipy.linalg is heavy)."""
+    from scipy.linalg import blas
+
+    return {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy}.get(dtype)
+
+
+def _axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
+    """``y += alpha * x`` in place, without an ``alpha * x`` temporary where BLAS can.
+
+    BLAS ``?axpy`` runs on contiguous raveled views (``y`` is updated in place: f2py's
+    ``intent(in,out)`` hands back the array it was given when it is contiguous and of
+    the right dtype); other layouts and dtypes take the ufunc path.
+    """
+    axpy = _blas_axpy(y.dtype) if x.dtype == y.dtype and x.size < 2**31 else None
+    if axpy is not None and x.flags.c_contiguous and y.flags.c_contiguous and y.flags.writeable:
+        flat = y.view(np.ndarray).reshape(-1)
+        axpy(x.view(np.ndarray).reshape(-1), flat, a=alpha)
+    elif alpha == 1.0:
+        y += x
+    else:
+        y += np.multiply(x, alpha, dtype=y.dtype)
+
+
 def sgd_update(
     param: np.ndarray,
     grad: np.ndarray,
@@ -165,23 +192,16 @@ def sgd_update(
             np.copyto(buf, d)
         else:
             buf *= momentum
-            if dampening:
-                buf += (1.0 - dampening) * d
-            else:
-                buf += d
+            _axpy(1.0 - dampening, d, buf)
         if nesterov:
             if d is grad:
                 d = np.multiply(buf, momentum)
                 d += grad
             else:
-                d += momentum * buf
+                _axpy(momentum, buf, d)
         else:
             d = buf
-    if d is grad or d is momentum_buffer:
-        d = np.multiply(d, lr)
-    else:
-        d *= lr
-    param -= d
+    _axpy(-lr, d, param)
 
 
 def adam_update(

@@ -2,6 +2,12 @@
 
 Each loop takes ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables,
 works on preallocated buffers with in-place updates, and returns a :class:`Outcome`.
+``cg``, ``bicgstab`` and ``minres`` touch their vectors only through ``xp.vdot``,
+``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.empty_like``,
+``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an array module for
+native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for row-sharded
+vectors, so each loop is written once for both. A space may also provide fused
+``axpy``/``xpay`` (one pass per device instead of two).
 Scalars come to the host once each (``.item()``): on a GPU that is one small
 synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Stopping rule
 everywhere: ``||r|| <= tol`` with ``tol = max(rtol * ||b||, atol)``.
@@ -39,8 +45,22 @@ def _norm(xp: Any, a: Any) -> float:
 
 def _axpy(xp: Any, alpha: Any, x: Any, y: Any, tmp: Any) -> None:
     """y += alpha * x without allocating (tmp is scratch of y's shape)."""
+    fused = getattr(xp, "axpy", None)  # a vector space may do it in one pass
+    if fused is not None:
+        fused(alpha, x, y)
+        return
     xp.multiply(x, alpha, out=tmp)
-    y += tmp
+    xp.add(y, tmp, out=y)
+
+
+def _xpay(xp: Any, x: Any, beta: Any, y: Any) -> None:
+    """y = x + beta * y in place."""
+    fused = getattr(xp, "xpay", None)
+    if fused is not None:
+        fused(x, beta, y)
+        return
+    xp.multiply(y, beta, out=y)
+    xp.add(y, x, out=y)
 
 
 def _residual(xp: Any, matvec: Op, b: Any, x: Any) -> Any:
@@ -81,8 +101,7 @@ def cg(
         else:
             z = psolve(r)
             rho_new = _dot(xp, r, z).real
-        p *= rho_new / rho
-        p += z
+        _xpay(xp, z, rho_new / rho, p)
         rho = rho_new
     return Outcome(x, maxiter, False, "maxiter reached")
 
@@ -107,8 +126,7 @@ def bicgstab(
         if k > 1:
             beta = (rho_new / rho) * (alpha / omega)
             _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)
-            p *= beta
-            p += r
+            _xpay(xp, r, beta, p)
         rho = rho_new
         phat = ident(p)
         v = matvec(phat)
@@ -272,8 +290,8 @@ def minres(
         w1, w2, w = w2, w, w1
         xp.multiply(w1, -oldeps, out=w)
         _axpy(xp, -delta, w2, w, tmp)
-        w += v
-        w *= 1.0 / gamma
+        xp.add(w, v, out=w)
+        xp.multiply(w, 1.0 / gamma, out=w)
         _axpy(xp, phi, w, x, tmp)
         if callback is not None:
             callback(x)

@@ -21,7 +21,7 @@ from .._memory import operation
 from ..backend import Backend
 from ..errors import ConvergenceWarning
 from ..sparse import issparse, to_backend
-from . import _krylov
+from . import _krylov, _sharded
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
 
@@ -100,6 +100,40 @@ def _solve(
     op = f"gk.linalg.{method}"
     if rtol < 0 or atol < 0:
         raise ValueError(f"{op}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    if _sharded.is_sharded_solve(a, b, x0, m):
+        if method == "gmres":
+            raise TypeError(
+                f"{op} does not take sharded operands (its Arnoldi basis is a dense block); "
+                "use cg, bicgstab or minres, or gather the arrays"
+            )
+        s = _sharded.setup(op, a, b, x0, m)
+        xp, matvec, psolve, b, x, dtype = s.space, s.matvec, s.psolve, s.b, s.x, s.dtype
+        n, norm = b.shape[0], s.space.norm
+    else:
+        xp, matvec, psolve, b, x, dtype, norm, backend = _local_setup(op, a, b, x0, m)
+        n = b.shape[0]
+    bnorm = norm(b)
+    tol = max(rtol * bnorm, atol)
+    if maxiter is None:
+        maxiter = 10 * n
+    if method == "gmres":  # its small Hessenberg problem is solved on the host
+        extra["to_host"] = backend.to_numpy
+    loop = getattr(_krylov, method)
+    out = loop(xp, matvec, psolve, b, x, tol, maxiter, callback, **extra)
+    residual = norm(_krylov._residual(xp, matvec, b, out.x))
+    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
+    if not info.converged:
+        warnings.warn(
+            f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
+            f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return out.x, info
+
+
+def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
+    """Place a one-device solve: operators as mat-vecs, ``b`` and ``x`` in the solve's dtype."""
     a_arr = a if _is_array(a) and not _is_sparse_like(a) else None
     m_arr = m if _is_array(m) and not _is_sparse_like(m) else None
     backend, (b, x0, a_arr, m_arr, _, _) = prepare(
@@ -128,25 +162,11 @@ def _solve(
     psolve = None if m is None else _operator(backend, m, "M", n)
     b = b.astype(dtype, copy=False)
     x = xp.zeros(n, dtype=dtype) if x0 is None else x0.astype(dtype, copy=True)
-    bnorm = float(backend.linalg_norm(b, None, None, False))
-    tol = max(rtol * bnorm, atol)
-    if maxiter is None:
-        maxiter = 10 * n
-    if method == "gmres":  # its small Hessenberg problem is solved on the host
-        extra["to_host"] = backend.to_numpy
-    loop = getattr(_krylov, method)
-    out = loop(xp, matvec, psolve, b, x, tol, maxiter, callback, **extra)
-    r = matvec(out.x)
-    residual = float(backend.linalg_norm(b - r, None, None, False))
-    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
-    if not info.converged:
-        warnings.warn(
-            f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
-            f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return out.x, info
+
+    def norm(v: Any) -> float:
+        return float(backend.linalg_norm(v, None, None, False))
+
+    return xp, matvec, psolve, b, x, dtype, norm, backend
 
 
 def _is_sparse_like(a: Any) -> bool:
@@ -160,10 +180,13 @@ _PARAMS = """
         The ``(n, n)`` operator: a dense array, the backend's sparse matrix
         (``scipy.sparse`` / ``cupyx.scipy.sparse``; a SciPy one is moved to the GPU on
         the cupy backend, counted as a transfer), a SciPy or CuPy ``LinearOperator``, or
-        a callable ``v -> A @ v``.
-    b : array, shape (n,)
-        Right-hand side.
-    x0 : array, shape (n,), optional
+        a callable ``v -> A @ v``. Sharded (cg, bicgstab, minres): a row-split
+        :class:`~gpukit.ShardedArray`, a list of row blocks (dense or sparse, block *i*
+        for device *i*), or any dense/sparse matrix when ``b`` is sharded (split by
+        rows like ``b``); a callable then maps a ShardedArray to a ShardedArray.
+    b : array or ShardedArray, shape (n,)
+        Right-hand side; sharded like ``A``'s rows when ``A`` is (host data is split).
+    x0 : array or ShardedArray, shape (n,), optional
         Starting guess (zeros by default); not modified.
     rtol, atol : float
         Stop when ``||b - A x|| <= max(rtol * ||b||, atol)``.
@@ -176,15 +199,21 @@ _PARAMS = """
 
     Returns
     -------
-    x : array, shape (n,)
-        The solution, on the backend of the inputs.
+    x : array or ShardedArray, shape (n,)
+        The solution, on the backend of the inputs; sharded like ``b`` in a
+        sharded solve.
     info : IterativeInfo
         ``converged``, ``iterations``, ``residual_norm`` (true residual), ...
 
     Raises
     ------
     ValueError
-        ``b`` is not 1-D, or ``A``, ``M`` or ``x0`` do not match its length.
+        ``b`` is not 1-D, or ``A``, ``M`` or ``x0`` do not match its length (or, sharded,
+        its shard lengths).
+    TypeError
+        A sharded solve with gmres or with a LinearOperator.
+    DeviceMismatchError
+        Sharded arguments on different devices.
 
     Warns
     -----

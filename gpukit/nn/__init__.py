@@ -24,12 +24,14 @@ from .io import load, save
 from .layers import GELU, Dropout, LayerNorm, LeakyReLU, Linear, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from .module import Module, Parameter
+from .parallel import DataParallel
 from .train import fit, predict
 
 __all__ = [
     "GELU",
     "BCEWithLogitsLoss",
     "CrossEntropyLoss",
+    "DataParallel",
     "Dropout",
     "LayerNorm",
     "LeakyReLU",

@@ -1,0 +1,254 @@
+"""Krylov solves over row-sharded operators: the vector space of ShardedArrays.
+
+The loops of :mod:`gpukit.linalg._krylov` take their vector operations from ``xp``.
+:class:`ShardedSpace` provides the same few functions for 1-d :class:`ShardedArray`
+vectors: elementwise ones run shard by shard on each device's worker; ``vdot`` adds
+the per-device partial products through the collectives' ``reduce``, on the first
+device in device order, so a solve is the same on every run with the same devices.
+
+The operator is split by rows to match the vectors: block *i* (rows ``lo_i:hi_i``)
+lives on device *i*. A mat-vec all-gathers the vector (each device needs all of
+it) and multiplies each block on its own device.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import owner_of
+from .._selection import get_backend
+from .._sharding import ShardedArray, split
+from .._workers import map_devices
+from ..backend import Backend
+from ..errors import DeviceMismatchError
+from ..sparse import issparse, to_backend
+
+__all__ = ["Setup", "ShardedSpace", "is_sharded_solve", "setup"]
+
+Op = Callable[[Any], Any]
+
+
+class ShardedSpace:
+    """``xp.vdot``, ``multiply``, ``add``, ``subtract``, ``empty_like``, ``zeros_like``
+    for vectors sharded over ``devices`` (each call: one task per device)."""
+
+    def __init__(self, backend: Backend, devices: tuple[int, ...]) -> None:
+        self.backend, self.devices = backend, devices
+        self._xp = backend.xp
+        self._collectives = backend.collectives(devices)
+
+    def _map(self, fn: Callable[..., Any], *vectors: ShardedArray) -> list[Any]:
+        return map_devices(self.backend, self.devices, fn, *(v.shards for v in vectors))
+
+    def _wrap(self, parts: list[Any]) -> ShardedArray:
+        return ShardedArray(self.backend, parts, 0, self.devices)
+
+    def vdot(self, a: ShardedArray, b: ShardedArray) -> Any:
+        """``sum(conj(a) * b)`` as a 0-d array on the first device (partials in device order)."""
+        return self._collectives.reduce(self._map(self._xp.vdot, a, b))
+
+    def multiply(self, x: ShardedArray, alpha: Any, out: ShardedArray) -> ShardedArray:
+        xp = self._xp
+        self._map(lambda s, o: xp.multiply(s, alpha, out=o), x, out)
+        return out
+
+    def add(self, x: ShardedArray, y: ShardedArray, out: ShardedArray) -> ShardedArray:
+        self._map(lambda a, b, o: self._xp.add(a, b, out=o), x, y, out)
+        return out
+
+    def subtract(self, x: ShardedArray, y: ShardedArray, out: ShardedArray) -> ShardedArray:
+        self._map(lambda a, b, o: self._xp.subtract(a, b, out=o), x, y, out)
+        return out
+
+    def axpy(self, alpha: Any, x: ShardedArray, y: ShardedArray) -> None:
+        """``y += alpha * x``, one task per device (no scratch: shards are small)."""
+        xp = self._xp
+        self._map(lambda a, b: xp.add(b, xp.multiply(a, alpha), out=b), x, y)
+
+    def xpay(self, x: ShardedArray, beta: Any, y: ShardedArray) -> None:
+        """``y = x + beta * y``, one task per device."""
+        xp = self._xp
+        self._map(lambda a, b: xp.add(xp.multiply(b, beta, out=b), a, out=b), x, y)
+
+    def empty_like(self, x: ShardedArray) -> ShardedArray:
+        return self._wrap(self._map(self._xp.empty_like, x))
+
+    def zeros_like(self, x: ShardedArray) -> ShardedArray:
+        return self._wrap(self._map(self._xp.zeros_like, x))
+
+    def norm(self, x: ShardedArray) -> float:
+        return float(abs(self.vdot(x, x).item())) ** 0.5
+
+
+@dataclass
+class Setup:
+    """A sharded solve ready to run: space, operators and vectors on the devices."""
+
+    space: ShardedSpace
+    matvec: Op
+    psolve: Op | None
+    b: ShardedArray
+    x: ShardedArray
+    dtype: np.dtype
+
+
+Layout = tuple[Backend, tuple[int, ...], tuple[int, ...]]
+
+
+def is_sharded_solve(a: Any, b: Any, x0: Any, m: Any) -> bool:
+    """Whether a solve takes the sharded path (a sharded argument or row blocks)."""
+    return any(isinstance(v, ShardedArray) for v in (a, b, x0, m)) or isinstance(a, list | tuple)
+
+
+def _layout(op: str, a: Any, b: Any, x0: Any) -> Layout:
+    """Backend, devices and row counts: from ``A`` if sharded, else ``b``, ``x0``, blocks."""
+    if isinstance(a, ShardedArray):
+        if a.ndim != 2 or a.axis != 0:
+            raise ValueError(
+                f"{op}: a sharded 'A' must be a 2-D matrix split along its rows (axis 0); got "
+                f"shape {a.shape} split along axis {a.axis}"
+            )
+        return a.backend, a.devices, a.sizes
+    for v in (b, x0):
+        if isinstance(v, ShardedArray):
+            return v.backend, v.devices, v.sizes
+    backend = get_backend()
+    if len(a) > backend.device_count():
+        raise ValueError(
+            f"{op}: 'A' has {len(a)} row blocks but backend {backend.name!r} has "
+            f"{backend.device_count()} devices; give one block per device"
+        )
+    return backend, tuple(range(len(a))), tuple(int(blk.shape[0]) for blk in a)
+
+
+def _check_layout(op: str, v: ShardedArray, name: str, layout: Layout) -> None:
+    backend, devices, sizes = layout
+    if v.backend is not backend or v.devices != devices:
+        raise DeviceMismatchError(
+            f"{op}: {name!r} is sharded over {v.backend.name}:{v.devices} but the solve "
+            f"runs on {backend.name}:{devices}; shard every argument over the same devices"
+        )
+    if v.sizes != sizes:
+        raise ValueError(
+            f"{op}: {name!r} has shard lengths {v.sizes} but the solve's row blocks have "
+            f"{sizes}; shard every argument the same way"
+        )
+
+
+def _vector(op: str, v: Any, name: str, layout: Layout) -> ShardedArray:
+    backend, devices, sizes = layout
+    n = sum(sizes)
+    if isinstance(v, ShardedArray):
+        if v.ndim != 1:
+            raise ValueError(f"{op}: {name!r} must be 1-D, got shape {v.shape}")
+        _check_layout(op, v, name, layout)
+        return v
+    shape = tuple(getattr(v, "shape", np.shape(v)))
+    if shape != (n,):
+        raise ValueError(f"{op}: {name!r} must have shape ({n},) to match 'A'; got {shape}")
+    return split(backend, v, 0, devices, sizes)
+
+
+def _blocks(op: str, a: Any, name: str, layout: Layout) -> list[Any]:
+    """``a`` as one row block per device, each a native dense or sparse matrix there."""
+    backend, devices, sizes = layout
+    n = sum(sizes)
+    if isinstance(a, ShardedArray):
+        if a.ndim != 2 or a.axis != 0 or a.shape != (n, n):
+            raise ValueError(
+                f"{op}: a sharded {name!r} must be ({n}, {n}) split along axis 0; got shape "
+                f"{a.shape} split along axis {a.axis}"
+            )
+        _check_layout(op, a, name, layout)
+        return list(a.shards)
+    if isinstance(a, list | tuple):
+        if len(a) != len(devices):
+            raise ValueError(
+                f"{op}: {name!r} has {len(a)} row blocks but the vectors are sharded over "
+                f"{len(devices)} devices"
+            )
+        got = [tuple(blk.shape) for blk in a]
+        if got != [(r, n) for r in sizes]:
+            raise ValueError(
+                f"{op}: {name!r}'s row blocks have shapes {got}; expected "
+                f"{[(r, n) for r in sizes]} (one per device, matching the vectors' shards)"
+            )
+        blocks = list(a)
+    else:
+        if issparse(a):
+            a = a.tocsr()  # row-sliceable
+        if tuple(a.shape) != (n, n):
+            raise ValueError(f"{op}: {name!r} has shape {tuple(a.shape)}; expected ({n}, {n})")
+        bounds = np.cumsum([0, *sizes])
+        blocks = [a[int(lo) : int(hi)] for lo, hi in itertools.pairwise(bounds)]
+
+    def place(blk: Any, device: int) -> Any:
+        if issparse(blk):
+            return to_backend(backend, blk, name)  # on this worker's (current) device
+        if owner_of(blk) is not None:
+            backend.synchronize(backend.device_of(blk))
+            return backend.to_device(blk, device, copy=False)
+        return backend.asarray(np.asarray(blk), device=device)
+
+    return map_devices(backend, devices, place, blocks, devices)
+
+
+def _operator(op: str, a: Any, name: str, space: ShardedSpace, layout) -> Op:
+    if hasattr(a, "matvec"):
+        raise TypeError(
+            f"{op}: a LinearOperator {name!r} cannot take sharded vectors; give a dense or "
+            "sparse matrix, a ShardedArray, one row block per device, or a callable mapping "
+            "a ShardedArray to a ShardedArray"
+        )
+    if callable(a) and not hasattr(a, "shape"):
+        return a
+    backend, devices = space.backend, space.devices
+    products = [backend.linalg_matvec(blk) for blk in _blocks(op, a, name, layout)]
+    collectives = backend.collectives(devices)
+
+    def matvec(v: ShardedArray) -> ShardedArray:
+        whole = list(v.shards) if len(devices) == 1 else collectives.all_gather(v.shards)
+        parts = map_devices(backend, devices, lambda f, u: f(u), products, whole)
+        return ShardedArray(backend, parts, 0, devices)
+
+    return matvec
+
+
+def _dtype_of(a: Any) -> np.dtype | None:
+    if a is None or (callable(a) and not hasattr(a, "dtype")):
+        return None
+    if isinstance(a, list | tuple):
+        return np.result_type(*(blk.dtype for blk in a)) if a else None
+    return np.dtype(a.dtype)
+
+
+def setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> Setup:
+    """Validate a sharded solve and place everything: vectors sharded like the operator."""
+    if isinstance(a, list | tuple) and not a:
+        raise ValueError(f"{op}: 'A' is an empty list of row blocks")
+    layout = _layout(op, a, b, x0)
+    backend, devices, _ = layout
+    space = ShardedSpace(backend, devices)
+    b = _vector(op, b, "b", layout)
+    x0 = None if x0 is None else _vector(op, x0, "x0", layout)
+    found = [b.dtype] + [d for d in (_dtype_of(a), _dtype_of(m)) if d is not None]
+    dtype = np.result_type(*found)
+    if dtype.kind not in "fc":
+        dtype = np.dtype(np.float64)
+    matvec = _operator(op, a, "A", space, layout)
+    psolve = None if m is None else _operator(op, m, "M", space, layout)
+    b = _astype(space, b, dtype, copy=False)
+    x = space.zeros_like(b) if x0 is None else _astype(space, x0, dtype, copy=True)
+    return Setup(space, matvec, psolve, b, x, dtype)
+
+
+def _astype(space: ShardedSpace, v: ShardedArray, dtype: np.dtype, copy: bool) -> ShardedArray:
+    parts = map_devices(
+        space.backend, space.devices, lambda s: s.astype(dtype, copy=copy), v.shards
+    )
+    return ShardedArray(space.backend, parts, 0, space.devices)
