@@ -141,7 +141,8 @@ class NcclCollectives(PeerCopyCollectives):
         import cupy
 
         code, per_item = self._nccl_dtype(x.dtype)
-        x = cupy.ascontiguousarray(x)
+        with cupy.cuda.Device(self.devices[root]):  # a contiguous copy stays on the root
+            x = cupy.ascontiguousarray(x)
         bufs = []
         for i, d in enumerate(self.devices):
             with cupy.cuda.Device(d):

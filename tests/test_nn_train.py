@@ -149,3 +149,48 @@ def test_fit_refuses_data_of_another_backend(fake_device):
         x = gk.asarray(np.ones((4, 2), np.float32))
     with pytest.raises(gk.DeviceMismatchError, match="data is on backend 'fakedevice'"):
         gk.nn.predict(model, x)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_validation_metrics_match_reference(backend, rng, reduction):
+    x = rng.standard_normal((30, 5)).astype(np.float32)
+    labels = rng.integers(0, 3, 30)
+    bits = (rng.random((30, 2)) > 0.5).astype(np.float32)
+    w, b = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    logits = x.astype(np.float64) @ w.T + b  # the model is not trained: lr = 0
+    z = logits - logits.max(axis=1, keepdims=True)
+    ce = np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(30), labels])
+    for loss_fn, y, out_cols in ((gk.nn.CrossEntropyLoss(reduction), labels, 3),
+                                 (gk.nn.BCEWithLogitsLoss(reduction), bits, 2)):  # fmt: skip
+        model = gk.nn.Sequential(gk.nn.Linear(5, out_cols))
+        model.load_state_dict({"0.weight": w[:out_cols], "0.bias": b[:out_cols]})
+        opt = gk.optim.SGD(model.parameters(), lr=0.0)
+        hist = gk.nn.fit(model, loss_fn, opt, x, y, epochs=1, batch_size=7,
+                         validation=(x, y), progress=False)  # fmt: skip
+        if out_cols == 3:
+            want_loss, want_acc = ce, np.mean(logits.argmax(axis=1) == labels)
+        else:
+            o = logits[:, :2]
+            per = np.maximum(o, 0) - o * bits + np.log1p(np.exp(-np.abs(o)))
+            want_loss = per.sum(axis=1).mean() if reduction == "sum" else per.mean()
+            want_acc = np.mean((o > 0) == (bits > 0.5))
+        assert abs(hist["val_loss"][0] - want_loss) < 1e-5 * max(1.0, abs(want_loss))
+        assert hist["val_accuracy"][0] == pytest.approx(want_acc)
+
+
+def test_fit_checks_validation_before_training(rng):
+    model = gk.nn.Sequential(gk.nn.Linear(2, 1, seed=0))
+    before = model[0].weight.data.copy()
+    opt = gk.optim.SGD(model.parameters(), lr=0.1)
+    x = rng.standard_normal((8, 2)).astype(np.float32)
+    with pytest.raises(ValueError, match="same non-zero length; got 8 and 5"):
+        gk.nn.fit(model, gk.nn.MSELoss(), opt, x, x[:, :1], epochs=1, batch_size=4,
+                  validation=(x, x[:5, :1]), progress=False)  # fmt: skip
+    assert np.array_equal(model[0].weight.data, before)  # refused before any step
+
+
+def test_fit_refuses_data_on_another_device_than_the_model(fake_device):
+    model = gk.nn.Sequential(gk.nn.Linear(2, 1, seed=0)).to("fakedevice", device=0)
+    x = fake_device.asarray(np.ones((4, 2), np.float32), device=1)
+    with pytest.raises(gk.DeviceMismatchError, match=r"fakedevice:1 but .* fakedevice:0"):
+        gk.nn.predict(model, x)

@@ -129,3 +129,38 @@ def test_two_gpus_sharded_cg_and_data_parallel(cupy_backend, rng):
     assert dp.replicas[1][0].weight.data.device.id == 1
     got, want = _train(dp, 1), _train(_mlp(), 1)
     assert all(rel_err(got[k], want[k]) < 1e-10 for k in want)
+
+
+@pytest.mark.multi_gpu(2)
+def test_model_on_the_second_gpu_trains_there(cupy_backend, rng):
+    """Losses, Dropout and fit work on the model's device, not on the current one (0)."""
+    x = rng.standard_normal((64, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 64)
+    net = gk.nn.Sequential(
+        gk.nn.Linear(6, 16, seed=0), gk.nn.ReLU(), gk.nn.Dropout(0.2, seed=1),
+        gk.nn.Linear(16, 3, seed=2),
+    ).to("cupy", device=1)  # fmt: skip
+    opt = gk.optim.SGD(net.parameters(), lr=0.1)
+    loss_fn = gk.nn.CrossEntropyLoss()
+    assert cupy_backend.current_device() == 0
+    out = net(x)
+    loss_fn(out, y)
+    g = loss_fn.backward()
+    assert out.device.id == 1 and g.device.id == 1
+    net.backward(g, need_input_grad=False)
+    assert all(p.grad.device.id == 1 for p in net.parameters())
+    hist = gk.nn.fit(net, loss_fn, opt, x, y, epochs=2, batch_size=16, validation=(x, y),
+                     progress=False)  # fmt: skip
+    assert np.isfinite(hist["val_loss"]).all()
+    mse = gk.nn.MSELoss()
+    mse(net(x), np.zeros((64, 3), np.float32))
+    assert mse.backward().device.id == 1
+
+
+@pytest.mark.multi_gpu(2)
+def test_two_gpus_broadcast_from_second_root(cupy_backend, rng):
+    x = rng.standard_normal((6, 4))
+    src = cupy_backend.asarray(x, device=1)[:, ::2]  # non-contiguous, on the root
+    out = cupy_backend.collectives((0, 1)).broadcast(src, root=1)
+    assert [o.device.id for o in out] == [0, 1]
+    assert all(np.array_equal(gk.to_numpy(o), x[:, ::2]) for o in out)

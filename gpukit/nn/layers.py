@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _dispatch
 from . import _act, _random
-from .module import Module, Parameter
+from .module import Module, Parameter, on_device_of
 
 __all__ = [
     "GELU",
@@ -337,20 +337,26 @@ class Dropout(Module):
         self._rngs: dict[Any, Any] = {}
         self._mask: Any = None
 
-    def _rng(self, xp: Any) -> Any:
-        if xp not in self._rngs:
-            self._rngs[xp] = xp.random.default_rng(self._seed)
-        return self._rngs[xp]
+    def _rng(self, x: Any) -> Any:
+        """The mask generator for ``x``'s library and device (CuPy's lives on one device)."""
+        owner = _dispatch.owner_of(x)
+        key = (type(x), None if owner is None else owner.device_of(x))
+        rng = self._rngs.get(key)
+        if rng is None:
+            xp = _dispatch.namespace(x)
+            with on_device_of(x):
+                rng = self._rngs[key] = xp.random.default_rng(self._seed)
+        return rng
 
     def forward(self, x: Any) -> Any:
         if not self.training or self.p == 0.0:
             self._mask = None
             return x
-        xp = _dispatch.namespace(x)
-        keep = self._rng(xp).random(x.shape, dtype=np.float32) >= self.p
-        mask = keep.astype(x.dtype)
-        if self.p < 1.0:
-            mask *= x.dtype.type(1.0 / (1.0 - self.p))
+        with on_device_of(x):  # CuPy draws and allocates on the current device
+            keep = self._rng(x).random(x.shape, dtype=np.float32) >= self.p
+            mask = keep.astype(x.dtype)
+            if self.p < 1.0:
+                mask *= x.dtype.type(1.0 / (1.0 - self.p))
         self._mask = mask
         return x * mask
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from ._kernels import kernel
+from .module import on_device_of
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -30,13 +31,20 @@ class _Loss:
     def __call__(self, output: Any, target: Any) -> Any:
         """The reduced loss, a 0-d array on the output's device."""
         output, target = self._prepare(output, target)
-        return self._forward(output, target)
+        if type(output) is np.ndarray:
+            return self._forward(output, target)
+        with on_device_of(output):  # CuPy computes on the current device: make it output's
+            return self._forward(output, target)
 
     def backward(self) -> Any:
         """d(loss)/d(output) for the last call, shaped like the output."""
         if self._cache is None:
             raise RuntimeError(f"{type(self).__name__}.backward called before the loss")
-        return self._backward()
+        first = self._cache[0] if isinstance(self._cache, tuple) else self._cache
+        if type(first) is np.ndarray:
+            return self._backward()
+        with on_device_of(first):
+            return self._backward()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(reduction={self.reduction!r})"

@@ -120,6 +120,9 @@ class Module:
                 x = _place(x, ref)
             if x.dtype != ref.dtype:
                 x = x.astype(ref.dtype)
+            if type(ref) is not _ndarray:
+                with on_device_of(ref):  # CuPy computes on the current device: the model's
+                    return self.forward(x)
         return self.forward(x)
 
     def _anchor(self) -> Parameter | None:

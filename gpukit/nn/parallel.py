@@ -26,8 +26,6 @@ import copy
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from .. import _dispatch
 from .._selection import get_backend
 from .._sharding import ShardedArray, _check_devices, _split_sizes, split
@@ -236,8 +234,7 @@ class DataParallel(Module):
 
 def _replica(module: Module, backend: Any, device: int, index: int) -> Module:
     """A copy of ``module`` on ``device``; Dropout layers get a mask stream of their own."""
-    # array modules (keys of Dropout's generator cache) are shared, never copied
-    memo: dict[int, Any] = {id(backend.xp): backend.xp, id(np): np}
+    memo: dict[int, Any] = {}  # Dropout generators are not copied: each replica makes its own
     for m in module.modules():
         if isinstance(m, Dropout):
             memo[id(m._rngs)] = {}

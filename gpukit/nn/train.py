@@ -8,6 +8,7 @@ memory trains. These moves are explicit: counted, not subject to the transfer gu
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -32,6 +33,11 @@ def _placement(model: Module) -> tuple[Any, np.dtype | None, int]:
     return owner, anchor.data.dtype, owner.device_of(anchor.data)
 
 
+def _device_scope(backend: Any, device: int) -> contextlib.AbstractContextManager[Any]:
+    """The model's device made current: CuPy computes and allocates on the current device."""
+    return backend.use_device(device) if backend.is_device else contextlib.nullcontext()
+
+
 class _Batches:
     """Rows ``index`` of ``data`` as arrays on ``backend``'s device (float cast to ``dtype``)."""
 
@@ -47,9 +53,13 @@ class _Batches:
                 f"data is on backend {_dispatch.owner_of(data).name!r} but the model's "
                 f"parameters are on {backend.name!r}; move one of them (model.to(...))"
             )
+        elif backend.device_of(data) != device:
+            raise DeviceMismatchError(
+                f"data is on {backend.name}:{backend.device_of(data)} but the model's "
+                f"parameters are on {backend.name}:{device}; move one of them"
+            )
         self.data = data
-        # batches go where the data is, else where the model is (not the current device)
-        self.device = backend.device_of(data) if not self.host else device
+        self.device = device  # the model's, not the current device
         self.dtype = dtype if dtype is not None and data.dtype.kind in "fc" else data.dtype
         shape = (batch_size, *data.shape[1:])
         self.events: list[Any] = [None, None]
@@ -121,18 +131,24 @@ def _evaluate(
     xs = _Batches(x, backend, dtype, device, batch_size)
     ys = _Batches(y, backend, dtype, device, batch_size)
     n = len(xs.data)
-    total = correct = 0.0
     metric = _metric_name(loss_fn)
+    # sums stay on the model's device: one host read per evaluation, not one per batch
+    total: Any = 0
+    correct: Any = 0
+    width = 1  # outputs per sample (BCE's accuracy counts every output)
+    summed = loss_fn.reduction == "sum"
     for start in range(0, n, batch_size):
         rows = slice(start, min(start + batch_size, n))
         out = model.forward(xs.take(rows))
         yb = ys.take(rows)
-        total += float(loss_fn(out, yb)) * (1 if loss_fn.reduction == "sum" else len(out))
+        loss = loss_fn(out, yb)
+        total = total + (loss if summed else loss * len(out))
         if metric and isinstance(loss_fn, CrossEntropyLoss):
-            correct += float((out.argmax(axis=1) == yb).sum())
+            correct = correct + (out.argmax(axis=1) == yb).sum()
         elif metric:
-            correct += float(((out > 0) == (yb > 0.5)).sum()) / (out.size / len(out))
-    return total / n, (correct / n if metric else None)
+            width = out.size // len(out)
+            correct = correct + ((out > 0) == (yb > 0.5)).sum()
+    return float(total) / n, (float(correct) / (n * width) if metric else None)
 
 
 def fit(
@@ -210,6 +226,13 @@ def fit(
         raise ValueError(f"x has {n} samples but y has {len(y)}")
     if epochs < 0 or batch_size < 1:
         raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs}, {batch_size}")
+    if validation is not None:
+        x_val, y_val = validation
+        if len(x_val) != len(y_val) or len(x_val) == 0:
+            raise ValueError(
+                f"validation needs x_val and y_val of the same non-zero length; got "
+                f"{len(x_val)} and {len(y_val)} samples"
+            )
     backend, dtype, device = _placement(model)
     xs = _Batches(x, backend, dtype, device, batch_size)
     ys = _Batches(y, backend, dtype, device, batch_size)
@@ -218,29 +241,30 @@ def fit(
     bar = _progress(progress, epochs)
     was_training = model.training
     try:
-        for _ in range(epochs):
-            model.train()
-            order = rng.permutation(n) if shuffle else None
-            total: Any = 0.0
-            for start in range(0, n, batch_size):
-                stop = min(start + batch_size, n)
-                rows = slice(start, stop) if order is None else np.sort(order[start:stop])
-                xb, yb = xs.take(rows), ys.take(rows)
-                optimizer.zero_grad()
-                loss = loss_fn(model.forward(xb), yb)
-                model.backward(loss_fn.backward(), need_input_grad=False)
-                optimizer.step()
-                total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
-            history["loss"].append(float(total) / max(n, 1))
-            if validation is not None:
-                model.eval()
-                val_loss, val_metric = _evaluate(model, loss_fn, *validation, batch_size)
-                history.setdefault("val_loss", []).append(val_loss)
-                if val_metric is not None:
-                    history.setdefault("val_accuracy", []).append(val_metric)
-            if bar is not None:
-                bar.set_postfix({k: f"{v[-1]:.4g}" for k, v in history.items()})
-                bar.update(1)
+        with _device_scope(backend, device):
+            for _ in range(epochs):
+                model.train()
+                order = rng.permutation(n) if shuffle else None
+                total: Any = 0.0
+                for start in range(0, n, batch_size):
+                    stop = min(start + batch_size, n)
+                    rows = slice(start, stop) if order is None else np.sort(order[start:stop])
+                    xb, yb = xs.take(rows), ys.take(rows)
+                    optimizer.zero_grad()
+                    loss = loss_fn(model.forward(xb), yb)
+                    model.backward(loss_fn.backward(), need_input_grad=False)
+                    optimizer.step()
+                    total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
+                history["loss"].append(float(total) / max(n, 1))
+                if validation is not None:
+                    model.eval()
+                    val_loss, val_metric = _evaluate(model, loss_fn, *validation, batch_size)
+                    history.setdefault("val_loss", []).append(val_loss)
+                    if val_metric is not None:
+                        history.setdefault("val_accuracy", []).append(val_metric)
+                if bar is not None:
+                    bar.set_postfix({k: f"{v[-1]:.4g}" for k, v in history.items()})
+                    bar.update(1)
     finally:
         if bar is not None:
             bar.close()
@@ -288,11 +312,12 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     n = len(xs.data)
     was_training = model.training
     model.eval()
+    outs = []
     try:
-        outs = []
-        for start in range(0, n, batch_size):
-            out = model.forward(xs.take(slice(start, min(start + batch_size, n))))
-            outs.append(_dispatch.to_numpy(out) if xs.host else out)
+        with _device_scope(backend, device):
+            for start in range(0, n, batch_size):
+                out = model.forward(xs.take(slice(start, min(start + batch_size, n))))
+                outs.append(_dispatch.to_numpy(out) if xs.host else out)
     finally:
         model.train(was_training)
     if not outs:
