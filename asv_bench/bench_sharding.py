@@ -91,9 +91,10 @@ def _setup_op(backend, op: str, devices: int):
             return run, x, y
         sx = gk.shard(x, devices=range(devices))
         b = gk.asarray(rng.standard_normal((x.shape[1], x.shape[1])).astype(np.float32))
+        rb = gk.sharding.replicate(b, devices=range(devices))  # copied once, as in a loop
         rhs = rng.standard_normal(x.shape[0]).astype(np.float32)
         run = {
-            "matmul": lambda: gk.sharding.matmul(sx, b),
+            "matmul": lambda: gk.sharding.matmul(sx, rb),
             "fft": lambda: gk.sharding.fft(sx, axis=-1),
             "sum": lambda: gk.sharding.sum(sx),
             "cg": lambda: _cg(sx, rhs),

@@ -20,8 +20,7 @@ Examples
 
 from __future__ import annotations
 
-import threading
-import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,11 +28,24 @@ import numpy as np
 from . import _transfer
 from ._dispatch import owner_of
 from ._memory import operation
-from ._sharding import ShardedArray, check_aligned
+from ._selection import get_backend
+from ._sharding import ShardedArray, _check_devices, check_aligned
 from ._workers import map_devices
 from .backend import Backend
+from .errors import DeviceMismatchError
 
-__all__ = ["clear_replicas", "dot", "fft", "ifft", "irfft", "matmul", "norm", "rfft", "sum"]
+__all__ = [
+    "Replicated",
+    "dot",
+    "fft",
+    "ifft",
+    "irfft",
+    "matmul",
+    "norm",
+    "replicate",
+    "rfft",
+    "sum",
+]
 
 
 def _require_sharded(x: Any, name: str) -> ShardedArray:
@@ -175,55 +187,139 @@ def norm(x: ShardedArray) -> Any:
     return xp.sqrt(_combine(x, parts))
 
 
-# Replicas of a matmul right operand, one per device, made once: keyed by the operand's
-# identity and dropped when it is garbage-collected. Only copies are cached (a device
-# backend); virtual CPU devices see the operand itself.
-_replicas: dict[tuple[int, int, tuple[int, ...]], list[Any]] = {}
-_replicas_lock = threading.Lock()
+class Replicated:
+    """One private copy of an array on each of :attr:`devices`, made by :func:`replicate`.
+
+    A snapshot: writing into the source afterwards does not change it (replicate
+    again to pick the new values up). Pass it as ``b`` of :func:`matmul` to reuse the
+    copies across calls.
+
+    Attributes
+    ----------
+    backend : gpukit.backend.Backend
+        The backend owning the copies.
+    devices : tuple of int
+        The devices holding a copy.
+    replicas : tuple of arrays
+        ``replicas[i]`` on ``devices[i]`` (read-only on the host: never write into them).
+    shape : tuple of int
+        Shape of the array.
+    dtype : numpy.dtype
+        Element type.
+    """
+
+    __slots__ = ("backend", "devices", "dtype", "replicas", "shape")
+
+    def __init__(self, backend: Backend, replicas: list[Any], devices: tuple[int, ...]) -> None:
+        self.backend, self.replicas, self.devices = backend, tuple(replicas), devices
+        self.shape, self.dtype = tuple(replicas[0].shape), replicas[0].dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    def on(self, device: int) -> Any:
+        """The copy on ``device``."""
+        return self.replicas[self.devices.index(device)]
+
+    def __repr__(self) -> str:
+        return (
+            f"Replicated(shape={self.shape}, dtype={self.dtype}, "
+            f"devices={self.backend.name}:{self.devices})"
+        )
 
 
-def clear_replicas() -> None:
-    """Forget cached matmul replicas (needed only after writing into a cached operand).
+@operation("gk.sharding.replicate")
+def replicate(b: Any, devices: Sequence[int] | None = None) -> Replicated:
+    """Copy ``b`` once to every device, for reuse by :func:`matmul` across calls.
+
+    ``gk.sharding.matmul(a, b)`` with a plain array ``b`` reads ``b`` as it is at each
+    call (on GPUs: copies it to the devices at each call, as an unsharded
+    ``gk.matmul`` moves a host operand each call). When ``b`` is reused unchanged,
+    replicate it once: the copies are made here and kept in the returned object,
+    never refreshed behind your back.
+
+    Parameters
+    ----------
+    b : array_like
+        A native array of the backend (peer copies, after its device finished
+        writing it) or host data (an explicit transfer: counted, always allowed).
+    devices : sequence of int, optional
+        Where to copy it; every device of the backend (``b``'s, else the active one)
+        when omitted.
+
+    Returns
+    -------
+    Replicated
+        A private snapshot of ``b`` on each device (on virtual CPU devices one
+        read-only host copy they all share).
+
+    Raises
+    ------
+    ValueError
+        ``devices`` is empty, repeats a device or names one out of range.
 
     Examples
     --------
+    >>> import numpy as np
     >>> import gpukit as gk
-    >>> gk.sharding.clear_replicas()
+    >>> b = np.eye(2)
+    >>> with gk.use_backend("numpy"):
+    ...     rb = gk.sharding.replicate(b)
+    ...     c = gk.sharding.matmul(gk.shard(np.ones((3, 2))), rb)
+    >>> b[0, 0] = 5.0  # rb is a snapshot: unchanged
+    >>> gk.to_numpy(c)[0].tolist(), rb.shape
+    ([1.0, 1.0], (2, 2))
     """
-    with _replicas_lock:
-        _replicas.clear()
-
-
-def _replicate(backend: Backend, b: Any, devices: tuple[int, ...]) -> list[Any]:
     owner = owner_of(b)
-    if not backend.is_device:
-        return [backend.to_device(np.asarray(b), d, copy=False) for d in devices]
-    key = (id(b), id(backend), devices)
-    with _replicas_lock:
-        cached = _replicas.get(key)
-    if cached is not None:
-        return [b if r is None else r for r in cached]
+    backend = owner or get_backend()
+    devs = _check_devices(backend, devices)
+    if not backend.is_device:  # one memory space: one private, read-only copy
+        host = np.array(b, copy=True)
+        host.flags.writeable = False
+        return Replicated(backend, [backend.to_device(host, d, copy=False) for d in devs], devs)
     if owner is backend:
-        backend.synchronize(backend.device_of(b))
-        home = backend.device_of(b)
-        made = [None if d == home else backend.to_device(b, d) for d in devices]
-    else:
+        backend.synchronize(backend.device_of(b))  # a peer copy does not wait for b's stream
+        made = map_devices(backend, devs, lambda d: backend.to_device(b, d), devs)
+        return Replicated(backend, made, devs)
+    host = np.asarray(b)
+    made = map_devices(backend, devs, lambda d: backend.asarray(host, device=d), devs)
+    for _ in devs:
+        _transfer.record("host_to_device", host.nbytes)
+    return Replicated(backend, made, devs)
+
+
+def _per_call(backend: Backend, b: Any, devices: tuple[int, ...]) -> list[Any]:
+    """``b`` on each device as it is now: shared on virtual devices, else copied."""
+    if not backend.is_device:
         host = np.asarray(b)
-        made = map_devices(backend, devices, lambda d: backend.asarray(host, device=d), devices)
-        for _ in devices:
-            _transfer.record("host_to_device", host.nbytes)
-    try:
-        weakref.finalize(b, _forget, key)
-    except TypeError:  # not weak-referenceable (a list): replicate on every call
-        return made
-    with _replicas_lock:
-        _replicas[key] = made
-    return [b if r is None else r for r in made]
+        return [backend.to_device(host, d, copy=False) for d in devices]
+    if owner_of(b) is backend:
+        home = backend.device_of(b)
+        if any(d != home for d in devices):
+            backend.synchronize(home)  # a peer copy does not wait for b's stream
+        return [b if d == home else backend.to_device(b, d) for d in devices]
+    host = np.asarray(b)  # an implicit transfer per device: guarded and counted
+    for d in devices:
+        target = f"{backend.name}:{d}"
+        _transfer.check_implicit("b", host.shape, host.dtype, host.nbytes, target)
+    made = map_devices(backend, devices, lambda d: backend.asarray(host, device=d), devices)
+    for _ in devices:
+        _transfer.record("host_to_device", host.nbytes)
+    return made
 
 
-def _forget(key: tuple[int, int, tuple[int, ...]]) -> None:
-    with _replicas_lock:
-        _replicas.pop(key, None)
+def _replicas_for(a: ShardedArray, b: Any) -> list[Any]:
+    if not isinstance(b, Replicated):
+        return _per_call(a.backend, b, a.devices)
+    missing = [d for d in a.devices if d not in b.devices]
+    if b.backend is not a.backend or missing:
+        raise DeviceMismatchError(
+            f"argument 'b' is replicated on {b.backend.name}:{b.devices} but argument 'a' is "
+            f"sharded over {a.backend.name}:{a.devices}; replicate b on a's devices"
+        )
+    return [b.on(d) for d in a.devices]
 
 
 @operation("gk.sharding.matmul")
@@ -232,16 +328,18 @@ def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedA
 
     ``gk.matmul(a, b)`` with a ShardedArray ``a`` comes here.
 
-    ``b`` is copied to each device once and cached while it is alive (on virtual
-    CPU devices it is shared, never copied). Each device multiplies its own rows:
-    no communication beyond that first copy.
+    ``b`` is read as it is at the call: on virtual CPU devices it is shared, never
+    copied; on GPUs it is copied to each device for this call. To copy it once and
+    reuse the copies, pass ``gk.sharding.replicate(b)``. Each device multiplies its
+    own rows: no communication beyond getting ``b`` there.
 
     Parameters
     ----------
     a : ShardedArray
         At least 2-d, split along any axis but the last (the contracted one).
-    b : array_like
-        1-d or 2-d, ``b.shape[0] == a.shape[-1]``: a native array or host data.
+    b : array_like or Replicated
+        1-d or 2-d, ``b.shape[0] == a.shape[-1]``: a native array, host data, or
+        :func:`replicate`'s copies (on at least ``a``'s devices).
     precision : {None, "highest", "tf32"}, optional
         As for :func:`gpukit.matmul`, which each device's product goes through.
 
@@ -256,6 +354,10 @@ def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedA
         ``a`` is not a ShardedArray.
     ValueError
         ``a`` is split along its last axis, or the shapes do not match.
+    DeviceMismatchError
+        A :class:`Replicated` ``b`` lacks one of ``a``'s devices or backend.
+    TransferGuardError
+        Host ``b`` on a device backend while the transfer guard is ``"disallow"``.
 
     Examples
     --------
@@ -280,7 +382,7 @@ def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedA
         )
     from ._matmul import matmul as one_device
 
-    replicas = _replicate(a.backend, b, a.devices)
+    replicas = _replicas_for(a, b)
     parts = map_devices(
         a.backend, a.devices, lambda x, y: one_device(x, y, precision=precision), a.shards, replicas
     )

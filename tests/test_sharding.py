@@ -355,3 +355,54 @@ def test_gk_matmul_takes_sharded_operand(cpu_devices, rng):
     a, b = _data(rng, (10, 4)), _data(rng, (4, 3))
     c = gk.matmul(gk.shard(a), b)
     assert isinstance(c, gk.ShardedArray) and rel_err(c, a @ b) < TOL[np.dtype("float64")]
+
+
+def test_matmul_sees_in_place_writes_to_b(cpu_devices, rng):
+    a, b = _data(rng, (9, 4)), _data(rng, (4, 3))
+    sa = gk.shard(a)
+    gk.sharding.matmul(sa, b)
+    b *= -2.0  # in place: the next product must use the new values
+    assert rel_err(gk.sharding.matmul(sa, b), a @ b) < TOL[np.dtype("float64")]
+
+
+def test_matmul_on_a_device_backend_never_reuses_stale_copies(fake_device, rng):
+    a, b = _data(rng, (9, 4)), _data(rng, (4, 3))
+    sa = gk.shard(a)
+    assert sa.devices == (0, 1)
+    gk.sharding.matmul(sa, b)
+    b *= -2.0  # a host b written in place
+    assert rel_err(gk.sharding.matmul(sa, b), a @ b) < 1e-12
+    db = gk.asarray(b)  # a device b (device 0) written in place
+    gk.sharding.matmul(sa, db)
+    db[...] = 3.0
+    assert rel_err(gk.sharding.matmul(sa, db), a @ np.full((4, 3), 3.0)) < 1e-12
+    with gk.transfer_guard("disallow"), pytest.raises(gk.TransferGuardError, match="'b'"):
+        gk.sharding.matmul(sa, b)  # host b: an implicit transfer per device
+
+
+def test_replicate_copies_once_and_is_a_snapshot(fake_device, rng):
+    a, b = _data(rng, (9, 4)), _data(rng, (4, 3))
+    sa = gk.shard(a)
+    gk.reset_transfer_stats()
+    rb = gk.sharding.replicate(b)
+    assert gk.transfer_stats().host_to_device.calls == 2  # once per device, here
+    assert rb.devices == (0, 1) and [fake_device.device_of(r) for r in rb.replicas] == [0, 1]
+    want = a @ b
+    b[...] = 0.0
+    for _ in range(2):
+        assert rel_err(gk.sharding.matmul(sa, rb), want) < 1e-12
+    assert gk.transfer_stats().host_to_device.calls == 2  # no copy per call
+    only0 = gk.sharding.replicate(gk.asarray(a[:4, :3]), devices=[0])
+    with pytest.raises(gk.DeviceMismatchError, match=r"replicated on fakedevice:\(0,\)"):
+        gk.sharding.matmul(sa, only0)
+
+
+def test_replicate_on_virtual_devices_is_a_read_only_snapshot(cpu_devices, rng):
+    a, b = _data(rng, (7, 4)), _data(rng, (4, 2))
+    rb = gk.sharding.replicate(b)
+    want = a @ b
+    b[...] = 1.0
+    assert rel_err(gk.sharding.matmul(gk.shard(a), rb), want) < TOL[np.dtype("float64")]
+    assert [cpu_devices.device_of(r) for r in rb.replicas] == list(rb.devices)
+    with pytest.raises(ValueError, match="read-only"):
+        rb.replicas[0][0, 0] = 2.0
