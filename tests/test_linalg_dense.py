@@ -33,8 +33,9 @@ def spd(rng, shape, dtype):
     return (x @ np.conj(np.swapaxes(x, -1, -2)) + np.eye(n)).astype(dtype)
 
 
-def tol(dtype, factor=10):
-    return factor * TOL[np.dtype(dtype)]
+def tol(dtype):
+    """The issue's bound (1e-5 single, 1e-12 double); the inputs are well conditioned."""
+    return TOL[np.dtype(dtype)]
 
 
 def ref(x):
@@ -166,7 +167,7 @@ def test_lstsq(backend, xp, rng, dtype, shape, bshape):
     b = _random(rng, bshape, dtype).astype(dtype)
     x, _res, rank, s = gk.linalg.lstsq(xp.asarray(a), xp.asarray(b))
     ex, _eres, erank, es = np.linalg.lstsq(ref(a), ref(b), rcond=None)
-    assert rel_err(x, ex) < tol(dtype, 100)
+    assert rel_err(x, ex) < tol(dtype)
     assert rank == erank
     assert rel_err(s, es) < tol(dtype)
 
@@ -209,7 +210,7 @@ def test_eigh(backend, xp, rng, dtype, shape, uplo):
     w, v = gk.linalg.eigh(xp.asarray(a), UPLO=uplo)
     assert rel_err(w, np.linalg.eigvalsh(ref(a))) < tol(dtype)
     v = gk.to_numpy(v)
-    assert rel_err(ref(a) @ v, v * gk.to_numpy(w)[..., None, :]) < tol(dtype, 100)
+    assert rel_err(ref(a) @ v, v * gk.to_numpy(w)[..., None, :]) < tol(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -223,7 +224,7 @@ def test_svd(backend, xp, rng, dtype, shape, full):
     recon = (gk.to_numpy(u)[..., :, :k] * gk.to_numpy(s)[..., None, :]) @ gk.to_numpy(vh)[
         ..., :k, :
     ]
-    assert rel_err(recon, ref(a)) < tol(dtype, 100)
+    assert rel_err(recon, ref(a)) < tol(dtype)
     s_only = gk.linalg.svd(xp.asarray(a), compute_uv=False)
     assert rel_err(s_only, np.linalg.svd(ref(a), compute_uv=False)) < tol(dtype)
 
