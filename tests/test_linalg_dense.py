@@ -271,3 +271,21 @@ def test_same_message_on_library_error_and_nan(backend, xp):
     with pytest.raises(gk.LinAlgError) as e2:
         gk.linalg.solve(xp.asarray([[np.nan, 0.0], [0.0, 1.0]]), xp.ones(2))
     assert str(e1.value) == str(e2.value)
+
+
+@pytest.mark.parametrize(
+    ("shape", "ord", "axis", "match"),
+    [
+        ((3, 4), "foo", None, "ord='foo' is not a matrix norm"),
+        ((3, 4), 3, (0, 1), "ord=3 is not a matrix norm"),
+        ((3, 4), "fro", 0, "ord='fro' is not a vector norm"),
+        ((3, 4), None, 5, r"axis=5 must name one axis .* shape \(3, 4\)"),
+        ((3, 4), None, (0, 1, 0), "axis=.* must name one axis"),
+        ((3, 4), None, (1, -1), "repeats an axis"),
+        ((2, 3, 4), 2, None, r"ord=2 needs a 1-D or 2-D x .* shape \(2, 3, 4\)"),
+    ],
+)
+def test_norm_argument_errors_are_the_same_everywhere(backend, xp, shape, ord, axis, match):
+    with pytest.raises(ValueError, match=match) as info:
+        gk.linalg.norm(xp.ones(shape), ord=ord, axis=axis)
+    assert str(info.value).startswith("gk.linalg.norm: ")

@@ -46,6 +46,43 @@ def matrix(op: str, name: str, a: Any) -> None:
         raise ValueError(f"{op}: {name!r} must have at least 2 dimensions, got shape {a.shape}")
 
 
+_INF = float("inf")
+_MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, _INF, -_INF)
+
+
+def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None:
+    """``numpy.linalg.norm``'s rules for ``ord`` and ``axis``, checked once for every
+    backend (NumPy and CuPy word their errors differently)."""
+    ndim = len(shape)
+    if axis is None:
+        if ord is not None and ndim not in (1, 2):
+            raise ValueError(
+                f"{op}: ord={ord!r} needs a 1-D or 2-D x or an explicit axis; x has shape {shape}"
+            )
+        axes = tuple(range(ndim))
+    else:
+        axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+        if len(axes) not in (1, 2) or any(not -ndim <= a < ndim for a in axes):
+            raise ValueError(
+                f"{op}: axis={axis!r} must name one axis (a vector norm) or two (a matrix "
+                f"norm) of x, which has shape {shape}"
+            )
+        if len(axes) == 2 and axes[0] % ndim == axes[1] % ndim:
+            raise ValueError(f"{op}: axis={axis!r} repeats an axis of x (shape {shape})")
+    if ord is None:
+        return
+    if len(axes) == 2:
+        if ord not in _MATRIX_ORDS:
+            raise ValueError(
+                f"{op}: ord={ord!r} is not a matrix norm; expected None, 'fro', 'nuc', 1, -1, "
+                "2, -2, inf or -inf"
+            )
+    elif isinstance(ord, str) or not np.isscalar(ord) or isinstance(ord, complex):
+        raise ValueError(
+            f"{op}: ord={ord!r} is not a vector norm; expected None, inf, -inf or a number"
+        )
+
+
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
     """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
     dtype = np.result_type(*(x.dtype for x in arrays))

@@ -530,7 +530,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         ``x`` has a non-numeric dtype (string, object, ...) or is long
         double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``ord`` is invalid for the number of axes.
+        ``ord`` is invalid for the number of axes, ``axis`` is out of range or repeated,
+        or ``x`` has more than 2 dimensions with ``ord`` given and ``axis`` None.
 
     Examples
     --------
@@ -542,4 +543,5 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     6.0
     """
     backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
+    _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
     return backend.linalg_norm(x, ord, axis, keepdims)
