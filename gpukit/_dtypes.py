@@ -15,11 +15,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NUMERIC", "NUMERIC_CHARS", "check", "check_operator", "words"]
+__all__ = ["NATIVE_NUMERIC", "NUMERIC", "NUMERIC_CHARS", "check", "check_operator", "words"]
 
 #: Type characters of the dtypes every backend computes with (CuPy's set): bool,
 #: integers, float16/32/64, complex64/128, in either byte order.
 NUMERIC_CHARS = frozenset("?bBhHiIlLqQefdFD")
+#: The same dtypes in native byte order, for hot paths (``dtype in`` a set of dtypes
+#: is cheaper than ``dtype.char in``).
+NATIVE_NUMERIC = frozenset(np.dtype(c) for c in NUMERIC_CHARS)
 #: What :data:`NUMERIC` accepts, in words (for messages).
 NUMERIC = "a numeric dtype (bool, integer, float16/32/64 or complex64/128)"
 

@@ -17,7 +17,7 @@ __all__ = ["matmul"]
 _PRECISIONS = (None, "highest", "tf32")
 _ndarray = np.ndarray
 _np_matmul = np.matmul
-_NUMERIC = _dtypes.NUMERIC_CHARS
+_NUMERIC = _dtypes.NATIVE_NUMERIC
 
 
 def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | None:
@@ -79,14 +79,15 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     ((4, 2, 5), 3.0)
     """
     # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds, so plain
-    # numeric ndarrays skip dispatch and the OOM wrapper (host memory errors are not
-    # retried anyway) and shapes are diagnosed only when NumPy refuses them.
+    # ndarrays of a native numeric dtype skip dispatch and the OOM wrapper (host memory
+    # errors are not retried anyway) and shapes are diagnosed only when NumPy refuses
+    # them. Everything else (object or string dtypes included) takes the checked path.
     if (
         precision is None
         and type(a) is _ndarray
         and type(b) is _ndarray
-        and a.dtype.char in _NUMERIC
-        and b.dtype.char in _NUMERIC
+        and a.dtype in _NUMERIC
+        and b.dtype in _NUMERIC
         and active_is_host()
     ):
         try:
