@@ -47,6 +47,7 @@ def matrix(op: str, name: str, a: Any) -> None:
 
 
 _INF = float("inf")
+_INEXACT = frozenset(np.dtype(c) for c in "fdFD")
 _MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, _INF, -_INF)
 
 
@@ -85,6 +86,8 @@ def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None
 
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
     """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
+    if all(x.dtype in _INEXACT for x in arrays) and len({x.dtype for x in arrays}) == 1:
+        return list(arrays)  # the common case, without NumPy's promotion machinery
     dtype = np.result_type(*(x.dtype for x in arrays))
     if dtype.kind not in "fc":
         dtype = np.dtype(np.float64)
@@ -104,10 +107,12 @@ def rhs(op: str, xp: Any, a: Any, b: Any) -> tuple[Any, Any, bool]:
     ok = b.shape[-1] == m if b.ndim == 1 else b.ndim >= 2 and b.shape[-2] == m
     batch: tuple[int, ...] = ()
     if ok and b.ndim > 1:
-        try:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            ok = False
+        batch = a.shape[:-2]
+        if b.shape[:-2] != batch:  # equal batches (the common case) need no broadcasting
+            try:
+                batch = np.broadcast_shapes(batch, b.shape[:-2])
+            except ValueError:
+                ok = False
     if not ok:
         raise ValueError(
             f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape {tuple(b.shape)}; "
@@ -130,20 +135,25 @@ def guarded(
     op: str,
     backend: Backend,
     problem: str,
-    inputs: str,
+    matrix: Any,
     call: Callable[[], Any],
     *,
     check: Callable[[Any], list[Any]] | None = None,
 ) -> Any:
     """Run ``call``; raise :class:`LinAlgError` on a library error or non-finite result.
 
+    ``matrix`` (the input the problem is about) is described in the message, which is
+    built only on failure (formatting a dtype costs microseconds on every call).
     ``check`` picks the outputs to test for NaN/inf (none when omitted).
     """
-    message = f"{op}: {problem} ({inputs}), or it holds NaN/inf"
     try:
         out = call()
     except np.linalg.LinAlgError as exc:
-        raise LinAlgError(message) from exc
+        raise LinAlgError(_failure(op, problem, matrix)) from exc
     if check is not None and not all(backend.linalg_all_finite(x) for x in check(out)):
-        raise LinAlgError(message)
+        raise LinAlgError(_failure(op, problem, matrix))
     return out
+
+
+def _failure(op: str, problem: str, matrix: Any) -> str:
+    return f"{op}: {problem} ({describe(matrix)}), or it holds NaN/inf"

@@ -91,7 +91,7 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
         "gk.linalg.solve",
         backend,
         _PROBLEM[assume_a],
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_solve(a, b, assume_a),
         check=_finite,
     )
@@ -154,7 +154,7 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
         "gk.linalg.lstsq",
         backend,
         "the SVD of 'a' did not converge",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_lstsq(a, b, rcond),
     )
     return x, res, int(rank), s
@@ -196,7 +196,7 @@ def inv(a: Any) -> Any:
         "gk.linalg.inv",
         backend,
         "matrix 'a' is singular",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_inv(a),
         check=_finite,
     )
@@ -312,7 +312,7 @@ def cholesky(a: Any) -> Any:
         "gk.linalg.cholesky",
         backend,
         "matrix 'a' is not positive definite",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_cholesky(a),
         check=_finite,
     )
@@ -362,7 +362,7 @@ def cho_solve(c: Any, b: Any) -> Any:
         "gk.linalg.cho_solve",
         backend,
         "factor 'c' is singular",
-        _checks.describe(c),
+        c,
         lambda: backend.linalg_cho_solve(c, b),
         check=_finite,
     )
@@ -452,7 +452,7 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
         "gk.linalg.eigh",
         backend,
         "the eigensolver did not converge for 'a'",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_eigh(a, UPLO),
         check=list,
     )
@@ -500,7 +500,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         "gk.linalg.svd",
         backend,
         "the SVD of 'a' did not converge",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_svd(a, full_matrices, compute_uv),
         check=(lambda out: list(out) if compute_uv else [out]),
     )
