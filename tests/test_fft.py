@@ -192,6 +192,13 @@ def test_frequencies_reject_bad_arguments(backend, n, d):
         gk.fft.fftfreq(n, d)
 
 
+@pytest.mark.parametrize(("n", "d"), [(4.0, 1.0), (4, "1"), (4, 1j), (4, True)])
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_reject_non_numbers_with_typeerror(backend, name, n, d):
+    with pytest.raises(TypeError, match=rf"gk\.fft\.{name}: (n must be an integer|d must be)"):
+        getattr(gk.fft, name)(n, d)
+
+
 @pytest.mark.parametrize("axes", [None, 0, (1,), (0, 2), (-1, 0)])
 def test_shifts_match_numpy(backend, rng, axes):
     x = _signal(rng, (5, 4, 7), "float64")
