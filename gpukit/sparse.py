@@ -11,6 +11,7 @@ Examples
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
@@ -181,6 +182,8 @@ def poisson2d(n: int, dtype: Any = np.float64) -> Any:
     ------
     ValueError
         ``n`` < 1.
+    TypeError
+        ``n`` is not an integer, or ``dtype`` is not one a sparse matrix stores.
 
     Examples
     --------
@@ -188,8 +191,16 @@ def poisson2d(n: int, dtype: Any = np.float64) -> Any:
     >>> gk.sparse.poisson2d(2).toarray().tolist()
     [[4.0, -1.0, -1.0, 0.0], [-1.0, 4.0, 0.0, -1.0], [-1.0, 0.0, 4.0, -1.0], [0.0, -1.0, -1.0, 4.0]]
     """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"gk.sparse.poisson2d: n must be an integer, got {n!r}") from None
     if n < 1:
         raise ValueError(f"gk.sparse.poisson2d: n must be >= 1, got {n}")
+    if np.dtype(dtype) not in ENTRY_DTYPES:
+        raise TypeError(
+            f"gk.sparse.poisson2d: dtype={dtype!r} is not supported; expected {_ENTRY_WORDS}"
+        )
     import scipy.sparse as sp
 
     t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(n, n), dtype=dtype)
