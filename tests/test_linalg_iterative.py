@@ -58,9 +58,18 @@ def test_solves_against_dense_solution(backend, xp, rng, method, dtype, form):
     assert info.converged and info.method == method and info.reason == "converged"
     assert x.dtype == dtype and type(x) is type(xp.asarray(b))
     assert rel_err(x, np.linalg.solve(a, b)) < ERR[dtype]
-    true = np.linalg.norm(b - a @ gk.to_numpy(x).astype(np.float64))
-    # float32: the residual is computed in float32, so it agrees to rounding level only
-    assert info.residual_norm == pytest.approx(true, rel=1e-3 if dtype == np.float64 else 0.3)
+    x64 = gk.to_numpy(x).astype(np.float64)
+    true = np.linalg.norm(b - a @ x64)
+    if dtype == np.float64:
+        assert info.residual_norm == pytest.approx(true, rel=1e-3)
+    else:
+        # Recomputed in float32, b - A x carries rounding of eps * (|A||x| + |b|), the
+        # size of the residual itself at this tolerance: only that much agreement holds
+        # (a relative bound failed for about one seed in ten).
+        rounding = np.finfo(np.float32).eps * (
+            np.linalg.norm(a, 2) * np.linalg.norm(x64) + np.linalg.norm(b)
+        )
+        assert abs(info.residual_norm - true) <= 4 * rounding
     assert true <= 2 * info.tolerance
 
 
