@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _dtypes
 from ._dispatch import prepare
 from ._memory import operation
 from ._selection import active_is_host
@@ -16,6 +17,7 @@ __all__ = ["matmul"]
 _PRECISIONS = (None, "highest", "tf32")
 _ndarray = np.ndarray
 _np_matmul = np.matmul
+_NUMERIC = _dtypes.NATIVE_NUMERIC
 
 
 def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | None:
@@ -64,6 +66,8 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     ValueError
         ``a`` or ``b`` is 0-D, the contracted dimensions differ, the batch dimensions
         do not broadcast (the message names both shapes), or ``precision`` is unknown.
+    TypeError
+        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or long double.
 
     Examples
     --------
@@ -75,9 +79,17 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     ((4, 2, 5), 3.0)
     """
     # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds, so plain
-    # ndarrays skip dispatch and the OOM wrapper (host memory errors are not retried
-    # anyway) and shapes are diagnosed only when NumPy refuses them.
-    if precision is None and type(a) is _ndarray and type(b) is _ndarray and active_is_host():
+    # ndarrays of a native numeric dtype skip dispatch and the OOM wrapper (host memory
+    # errors are not retried anyway) and shapes are diagnosed only when NumPy refuses
+    # them. Everything else (object or string dtypes included) takes the checked path.
+    if (
+        precision is None
+        and type(a) is _ndarray
+        and type(b) is _ndarray
+        and a.dtype in _NUMERIC
+        and b.dtype in _NUMERIC
+        and active_is_host()
+    ):
         try:
             return _np_matmul(a, b)
         except ValueError:
@@ -94,6 +106,8 @@ def _matmul(a: Any, b: Any, precision: str | None) -> Any:
         raise ValueError(
             f"gk.matmul: precision must be None, 'highest' or 'tf32', got {precision!r}"
         )
+    a = _dtypes.check("gk.matmul", "a", a)
+    b = _dtypes.check("gk.matmul", "b", b)
     if isinstance(a, ShardedArray):  # row-split a: one product per device (gk.sharding)
         from .sharding import matmul as sharded_matmul
 

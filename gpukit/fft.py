@@ -7,7 +7,8 @@ backend, cuFFT through ``cupyx.scipy.fft`` on cupy.
 
 Dtype rules (the same on every backend, as NumPy 2): float16, float32 and complex64
 inputs are transformed in single precision (complex64 spectra, float32 real outputs);
-everything else (integers, bools, float64, complex128, long double) in double precision.
+integers, bools, float64 and complex128 in double precision. Other dtypes (strings,
+objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dtypes`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _dtypes
 from ._dispatch import prepare
 from ._memory import operation
 from ._selection import get_backend
@@ -129,6 +131,7 @@ def _transform(name: str, kind: str, x: Any, s: Any, axes: Any, norm: Any, one_d
         raise ValueError(
             f"{name}: norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}"
         )
+    x = _dtypes.check(name, "x", x)
     backend, (x,) = prepare(x, names=("x",))
     if not backend.owns(x):  # lists and scalars on a host backend
         x = backend.asarray(x)
@@ -161,7 +164,7 @@ Raises
 ValueError
     ``n`` is below 1, ``axis`` is out of range, or ``norm`` is unknown.
 TypeError
-    ``n`` or ``axis`` is not an integer{type_note}.
+    ``n`` or ``axis`` is not an integer, or ``x`` has a non-numeric dtype{type_note}.
 
 Examples
 --------
@@ -211,7 +214,8 @@ ValueError
     An axis is out of range or repeated, ``s`` and ``axes`` differ in length, a length
     is below 1, or ``norm`` is unknown.
 TypeError
-    An entry of ``s`` or ``axes`` is not an integer{type_note}.
+    An entry of ``s`` or ``axes`` is not an integer, or ``x`` has a non-numeric
+    dtype{type_note}.
 
 Examples
 --------
@@ -325,8 +329,10 @@ def _freq(name: str, n: Any, d: Any, real: bool) -> Any:
     n = _index(name, "n", n)
     if n < 1:
         raise ValueError(f"{name}: n must be at least 1, got {n}")
-    if not np.isscalar(d) or isinstance(d, bool | str) or not d:
-        raise ValueError(f"{name}: d must be a non-zero number, got {d!r}")
+    if not isinstance(d, int | float | np.integer | np.floating) or isinstance(d, bool):
+        raise TypeError(f"{name}: d must be a real number, got {d!r}")
+    if not d:
+        raise ValueError(f"{name}: d must be non-zero, got {d!r}")
     return get_backend().fft_freq(n, d, real)
 
 
@@ -351,7 +357,9 @@ def fftfreq(n: int, d: float = 1.0) -> Any:
     Raises
     ------
     ValueError
-        ``n`` is below 1 or ``d`` is zero or not a number.
+        ``n`` is below 1 or ``d`` is zero.
+    TypeError
+        ``n`` is not an integer or ``d`` is not a real number.
 
     Examples
     --------
@@ -382,7 +390,9 @@ def rfftfreq(n: int, d: float = 1.0) -> Any:
     Raises
     ------
     ValueError
-        ``n`` is below 1 or ``d`` is zero or not a number.
+        ``n`` is below 1 or ``d`` is zero.
+    TypeError
+        ``n`` is not an integer or ``d`` is not a real number.
 
     Examples
     --------
@@ -395,6 +405,7 @@ def rfftfreq(n: int, d: float = 1.0) -> Any:
 
 
 def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:
+    x = _dtypes.check(name, "x", x)
     backend, (x,) = prepare(x, names=("x",))
     if not backend.owns(x):
         x = backend.asarray(x)
@@ -423,6 +434,8 @@ def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     ------
     ValueError
         An axis is out of range or repeated.
+    TypeError
+        ``x`` has a non-numeric dtype, or an axis is not an integer.
 
     Examples
     --------
@@ -454,6 +467,8 @@ def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     ------
     ValueError
         An axis is out of range or repeated.
+    TypeError
+        ``x`` has a non-numeric dtype, or an axis is not an integer.
 
     Examples
     --------

@@ -11,18 +11,23 @@ Examples
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
 import numpy as np
 
-from . import _transfer
+from . import _dtypes, _transfer
 from ._dispatch import owner_of, prepare
 from ._memory import operation
 from ._selection import get_backend
 from .backend import Backend
 
 __all__ = ["csr_matrix", "issparse", "poisson2d"]
+
+#: Entry dtypes of a sparse matrix on every backend (cuSPARSE's set, which CuPy enforces).
+ENTRY_DTYPES = tuple(np.dtype(c) for c in "?fdFD")
+_ENTRY_WORDS = _dtypes.words(ENTRY_DTYPES)
 
 
 def issparse(a: Any) -> bool:
@@ -52,14 +57,18 @@ def issparse(a: Any) -> bool:
     return False
 
 
-def to_backend(backend: Backend, a: Any, name: str) -> Any:
-    """A sparse matrix as ``backend``'s own, moving a host one to a device (counted, guarded)."""
+def to_backend(backend: Backend, a: Any, name: str, *, op: str = "gk.sparse") -> Any:
+    """A sparse matrix as ``backend``'s own, moving a host one to a device (counted, guarded).
+
+    ``op`` (the public operation) prefixes the error message.
+    """
     if backend.linalg_is_sparse(a):
         return a
     if owner_of(a.data) is not None:
         raise ValueError(
-            f"argument {name!r} is a sparse matrix on another device backend "
-            f"({type(a).__module__}); move it explicitly"
+            f"{op}: argument {name!r} is a sparse matrix of another device backend "
+            f"({type(a).__module__}) than {backend.name!r}, where the operation runs; "
+            "move it explicitly"
         )
     csr = a.tocsr()
     nbytes = csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
@@ -87,7 +96,9 @@ def csr_matrix(
     shape : tuple of int, optional
         ``(M, N)``; inferred when omitted.
     dtype : dtype, optional
-        Data type of the entries.
+        Data type of the entries: bool, float32, float64, complex64 or complex128 (the
+        types cuSPARSE stores, accepted on every backend); the input's when omitted, which
+        must then be one of those (pass ``dtype=`` to convert integer data).
     copy : bool
         Copy the input arrays even when they could be shared.
 
@@ -101,6 +112,9 @@ def csr_matrix(
     ValueError
         The arguments do not describe a matrix (SciPy's/CuPy's message), or a sparse
         matrix of another device backend was given.
+    TypeError
+        ``dtype``, or the entries' dtype when ``dtype`` is omitted, is not one of the
+        five above (integer entries need ``dtype=``; strings and objects are refused).
 
     Examples
     --------
@@ -110,24 +124,40 @@ def csr_matrix(
     >>> A.toarray().tolist()
     [[0.0, 1.0], [2.0, 0.0]]
     """
+    op = "gk.sparse.csr_matrix"
+    if dtype is not None and np.dtype(dtype) not in ENTRY_DTYPES:
+        raise TypeError(f"{op}: dtype={dtype!r} is not supported; expected {_ENTRY_WORDS}")
     if issparse(arg1):
+        _entries(arg1, "arg1", dtype)
         backend = owner_of(arg1.data) or get_backend()
-        a = to_backend(backend, arg1, "arg1")
+        a = to_backend(backend, arg1, "arg1", op=op)
         return backend.sparse_csr_matrix(a, shape, dtype, copy)
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
         data, (row, col) = arg1
+        data = _entries(data, "data", dtype)
         backend, (data, row, col) = prepare(data, row, col, names=("data", "row", "col"))
         data, row, col = (backend.xp.asarray(v) for v in (data, row, col))
         arg1 = (data, (row, col))
     elif isinstance(arg1, tuple) and len(arg1) == 3:
-        backend, parts = prepare(*arg1, names=("data", "indices", "indptr"))
+        data = _entries(arg1[0], "data", dtype)
+        backend, parts = prepare(data, *arg1[1:], names=("data", "indices", "indptr"))
         arg1 = tuple(backend.xp.asarray(v) for v in parts)
     elif isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(v, int) for v in arg1):
         backend = get_backend()
     else:
+        arg1 = _entries(arg1, "arg1", dtype)
         backend, (arg1,) = prepare(arg1, names=("arg1",))
         arg1 = backend.xp.asarray(arg1)
     return backend.sparse_csr_matrix(arg1, shape, dtype, copy)
+
+
+def _entries(data: Any, name: str, dtype: np.dtype | None) -> Any:
+    """Check the entries' dtype: any numeric one when ``dtype`` converts them, else one
+    that every backend stores (:data:`ENTRY_DTYPES`); TypeError otherwise."""
+    op = "gk.sparse.csr_matrix"
+    if dtype is not None:
+        return _dtypes.check(op, name, data)
+    return _dtypes.check(op, name, data, ENTRY_DTYPES)
 
 
 def poisson2d(n: int, dtype: Any = np.float64) -> Any:
@@ -152,6 +182,8 @@ def poisson2d(n: int, dtype: Any = np.float64) -> Any:
     ------
     ValueError
         ``n`` < 1.
+    TypeError
+        ``n`` is not an integer, or ``dtype`` is not one a sparse matrix stores.
 
     Examples
     --------
@@ -159,8 +191,16 @@ def poisson2d(n: int, dtype: Any = np.float64) -> Any:
     >>> gk.sparse.poisson2d(2).toarray().tolist()
     [[4.0, -1.0, -1.0, 0.0], [-1.0, 4.0, 0.0, -1.0], [-1.0, 0.0, 4.0, -1.0], [0.0, -1.0, -1.0, 4.0]]
     """
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"gk.sparse.poisson2d: n must be an integer, got {n!r}") from None
     if n < 1:
         raise ValueError(f"gk.sparse.poisson2d: n must be >= 1, got {n}")
+    if np.dtype(dtype) not in ENTRY_DTYPES:
+        raise TypeError(
+            f"gk.sparse.poisson2d: dtype={dtype!r} is not supported; expected {_ENTRY_WORDS}"
+        )
     import scipy.sparse as sp
 
     t = sp.diags_array([-1.0, 2.0, -1.0], offsets=[-1, 0, 1], shape=(n, n), dtype=dtype)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from subproc import run_python
 
 import gpukit as gk
 
@@ -191,6 +192,13 @@ def test_frequencies_reject_bad_arguments(backend, n, d):
         gk.fft.fftfreq(n, d)
 
 
+@pytest.mark.parametrize(("n", "d"), [(4.0, 1.0), (4, "1"), (4, 1j), (4, True)])
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_reject_non_numbers_with_typeerror(backend, name, n, d):
+    with pytest.raises(TypeError, match=rf"gk\.fft\.{name}: (n must be an integer|d must be)"):
+        getattr(gk.fft, name)(n, d)
+
+
 @pytest.mark.parametrize("axes", [None, 0, (1,), (0, 2), (-1, 0)])
 def test_shifts_match_numpy(backend, rng, axes):
     x = _signal(rng, (5, 4, 7), "float64")
@@ -272,3 +280,32 @@ def test_poisson_example_runs_and_checks_itself():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "backend numpy" in done.stdout and "residual" in done.stdout
+
+
+@pytest.mark.parametrize("engine_choice", ["auto", "scipy"])
+def test_numpy_backend_fft_does_not_import_cupy(engine_choice):
+    # pyFFTW (the auto engine when installed) imports dask.array, which imports CuPy;
+    # the engine hides dask.array from that import. Holds with or without pyFFTW.
+    code = (
+        "import sys, numpy as np, gpukit as gk; gk.set_backend('numpy');"
+        "y = gk.fft.fft2(np.ones((4, 6), np.complex64)); gk.fft.rfft(np.ones(5));"
+        "print(gk.fft.engine(), float(y[0, 0].real), 'cupy' in sys.modules,"
+        "      'dask.array' in sys.modules)"
+    )
+    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": engine_choice})
+    assert proc.returncode == 0, proc.stderr
+    engine, total, cupy_loaded, dask_loaded = proc.stdout.split()
+    assert total == "24.0"
+    assert engine == engine_choice if engine_choice != "auto" else engine in ("scipy", "pyfftw")
+    assert (cupy_loaded, dask_loaded) == ("False", "False")
+
+
+def test_pyfftw_dask_interface_still_importable_explicitly():
+    pytest.importorskip("pyfftw")
+    code = (
+        "import sys, numpy as np, gpukit as gk; gk.set_backend('numpy'); gk.fft.fft(np.ones(4));"
+        "import pyfftw.interfaces.dask_fft; print(sys.modules.get('dask.array.fft') is not None)"
+    )
+    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": "pyfftw"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"

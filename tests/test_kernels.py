@@ -287,62 +287,117 @@ def test_empty_inputs(backend):
 
 F32 = np.ones(3, np.float32)
 F64 = np.ones(3)
+V, T = ValueError, TypeError
+# (kernel, call, exception type, message): a dtype problem is a TypeError, as in every
+# numerical front-end; a shape, layout or value problem a ValueError.
 BAD_CALLS = [
-    (lambda: gk.kernels.bias_activation(F64, F64, "swish"), "activation must be one of"),
-    (lambda: gk.kernels.bias_activation(F64.astype(int), F64, "relu"), "x must be float32"),
-    (lambda: gk.kernels.bias_activation(F64, np.ones(2), "relu"), r"bias must have shape \(3,\)"),
-    (lambda: gk.kernels.bias_activation(F64, F32, "relu"), "bias has dtype float32"),
-    (lambda: gk.kernels.bias_activation(np.float64(1.0), F64, "relu"), "at least one axis"),
-    (
-        lambda: gk.kernels.bias_activation_backward(F32, F64, F64, "relu"),
-        "grad_y has dtype float32",
-    ),
-    (lambda: gk.kernels.sgd_update(F64, F64, lr=-1.0), "lr must be >= 0"),
-    (lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, momentum=0.9), "momentum_buffer is required"),
-    (lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, nesterov=True), "Nesterov"),
-    (lambda: gk.kernels.sgd_update(F64, np.ones(4), lr=1.0), "grad has shape"),
-    (lambda: gk.kernels.sgd_update(np.ones((3, 2))[:, 0], F64, lr=1.0), "C-contiguous"),
-    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=0, lr=1.0), "step must be"),
-    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1.5, lr=1.0), "step must be"),
-    (lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1, lr=1, beta2=1.0), "beta2"),
-    (lambda: gk.kernels.adam_update(F64, F64, F32, F64, step=1, lr=1.0), "exp_avg has dtype"),
-    (
-        lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(2)),
-        "labels must have an integer dtype",
-    ),
-    (
-        lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(3, int)),
-        r"labels must have shape \(2,\)",
-    ),
-    (lambda: gk.kernels.softmax_cross_entropy(F64, np.ones(3, int)), r"shape \(n, c\)"),
-    (
-        lambda: gk.kernels.softmax_cross_entropy(
-            np.ones((2, 3)), np.ones(2, int), label_smoothing=2
-        ),
-        "label_smoothing",
-    ),
-    (
-        lambda: gk.kernels.softmax_cross_entropy_backward(np.ones((2, 3)), np.ones(2, int), F64),
-        r"grad_loss must have shape \(2,\)",
-    ),
-    (lambda: gk.kernels.matmul_tiled(np.ones((2, 2)), np.ones((2, 2))), "a must be float32"),
-    (
-        lambda: gk.kernels.matmul_tiled(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)),
-        "inner dimensions",
-    ),
-    (lambda: gk.kernels.matmul_tiled(F32, F32), "must be 2-D"),
-]
+    ("bias_activation", lambda: gk.kernels.bias_activation(F64, F64, "swish"), V,
+     "activation must be one of"),
+    ("bias_activation", lambda: gk.kernels.bias_activation(F64.astype(int), F64, "relu"), T,
+     "argument 'x' has dtype int64; expected float32 or float64"),
+    ("bias_activation", lambda: gk.kernels.bias_activation(F64, np.ones(2), "relu"), V,
+     r"bias must have shape \(3,\)"),
+    ("bias_activation", lambda: gk.kernels.bias_activation(F64, F32, "relu"), T,
+     "bias has dtype float32"),
+    ("bias_activation", lambda: gk.kernels.bias_activation(np.float64(1.0), F64, "relu"), V,
+     "at least one axis"),
+    ("bias_activation_backward",
+     lambda: gk.kernels.bias_activation_backward(F32, F64, F64, "relu"), T,
+     "grad_y has dtype float32"),
+    ("bias_activation_backward",
+     lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "nope"), V,
+     "activation must be one of"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr=-1.0), V, "lr must be >= 0"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr="0.1"), T,
+     "lr must be a real number"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, momentum=0.9), V,
+     "momentum_buffer is required"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, nesterov=True), V,
+     "Nesterov"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, np.ones(4), lr=1.0), V, "grad has shape"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(np.ones((3, 2))[:, 0], F64, lr=1.0), V,
+     "C-contiguous"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64.astype(np.float16), lr=1.0), T,
+     "argument 'grad' has dtype float16"),
+    ("adam_update", lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=0, lr=1.0), V,
+     "step must be"),
+    ("adam_update", lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1.5, lr=1.0), T,
+     "step must be"),
+    ("adam_update",
+     lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1, lr=1, beta2=1.0), V, "beta2"),
+    ("adam_update", lambda: gk.kernels.adam_update(F64, F64, F32, F64, step=1, lr=1.0), T,
+     "exp_avg has dtype"),
+    ("softmax_cross_entropy",
+     lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(2)), T,
+     "argument 'labels' has dtype float64; expected int8, uint8"),
+    ("softmax_cross_entropy",
+     lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(3, int)), V,
+     r"labels must have shape \(2,\)"),
+    ("softmax_cross_entropy",
+     lambda: gk.kernels.softmax_cross_entropy(F64, np.ones(3, int)), V, r"shape \(n, c\)"),
+    ("softmax_cross_entropy",
+     lambda: gk.kernels.softmax_cross_entropy(
+         np.ones((2, 3)), np.ones(2, int), label_smoothing=2
+     ), V, "label_smoothing"),
+    ("softmax_cross_entropy_backward",
+     lambda: gk.kernels.softmax_cross_entropy_backward(np.ones((2, 3)), np.ones(2, int), F64),
+     V, r"grad_loss must have shape \(2,\)"),
+    ("softmax_cross_entropy_backward",
+     lambda: gk.kernels.softmax_cross_entropy_backward(
+         np.ones((2, 3)), np.ones(2, int), np.ones(2, np.float32)
+     ), T, "grad_loss has dtype float32 but probs has dtype float64"),
+    ("matmul_tiled", lambda: gk.kernels.matmul_tiled(np.ones((2, 2)), np.ones((2, 2))), T,
+     "argument 'a' has dtype float64; expected float32"),
+    ("matmul_tiled",
+     lambda: gk.kernels.matmul_tiled(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)),
+     V, "inner dimensions"),
+    ("matmul_tiled", lambda: gk.kernels.matmul_tiled(F32, F32), V, "must be 2-D"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize("call, match", BAD_CALLS)
-def test_bad_arguments_raise_value_error(backend, call, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize(("name", "call", "error", "match"), BAD_CALLS)
+def test_bad_arguments_raise_with_the_kernel_name(backend, name, call, error, match):
+    with pytest.raises(error, match=match) as info:
         call()
+    assert type(info.value) is error
+    assert str(info.value).startswith(f"gk.kernels.{name}: ")
+
+
+STRINGS, OBJECTS = np.array(["a", "b", "c"]), np.array([1.0, 2.0, 3.0], dtype=object)
+# Each kernel's first array argument replaced by a non-numeric one.
+NON_NUMERIC_CALLS = {
+    "bias_activation": lambda bad: gk.kernels.bias_activation(bad, F64),
+    "bias_activation_backward": lambda bad: gk.kernels.bias_activation_backward(
+        bad, F64, F64, "relu"
+    ),
+    "sgd_update": lambda bad: gk.kernels.sgd_update(bad, F64, lr=0.1),
+    "adam_update": lambda bad: gk.kernels.adam_update(bad, F64, F64, F64, step=1, lr=0.1),
+    "softmax_cross_entropy": lambda bad: gk.kernels.softmax_cross_entropy(
+        bad.reshape(1, 3), np.zeros(1, int)
+    ),
+    "softmax_cross_entropy_backward": lambda bad: gk.kernels.softmax_cross_entropy_backward(
+        bad.reshape(1, 3), np.zeros(1, int), np.ones(1)
+    ),
+    "matmul_tiled": lambda bad: gk.kernels.matmul_tiled(bad.reshape(1, 3), F32.reshape(3, 1)),
+}
+
+
+def test_every_kernel_has_a_non_numeric_dtype_case():
+    assert set(NON_NUMERIC_CALLS) == set(gk.kernels.KERNELS)
+
+
+@pytest.mark.parametrize("bad", [STRINGS, OBJECTS], ids=["str", "object"])
+@pytest.mark.parametrize("name", sorted(NON_NUMERIC_CALLS))
+def test_non_numeric_dtypes_raise_typeerror_before_any_backend(backend, name, bad):
+    with pytest.raises(TypeError, match=rf"^gk\.kernels\.{name}: argument '\w+' has dtype "):
+        NON_NUMERIC_CALLS[name](bad)
 
 
 def test_in_place_update_refuses_a_copy(fake_device):
     with pytest.raises(
-        ValueError, match="updated in place, so it must be an array of the 'fakedevice'"
+        ValueError,
+        match=r"^gk\.kernels\.sgd_update: param is updated in place, so it must be an array "
+        r"of the 'fakedevice'",
     ):
         gk.kernels.sgd_update(np.ones(3), np.ones(3), lr=0.1)
 

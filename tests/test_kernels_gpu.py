@@ -34,8 +34,12 @@ def cupy_backend():
 
 
 def _poisoned_pool(cp, nbytes: int) -> None:
-    """Fill free pool memory with NaN: the outputs allocated next reuse these blocks."""
-    blocks = [cp.full(max(1, n // 8), np.nan, dtype=np.float64) for n in (nbytes, nbytes, nbytes)]
+    """Fill free pool memory with NaN: the outputs allocated next reuse these blocks.
+
+    All-ones bytes are a NaN as float32 and as float64 alike (a float64 NaN seen as two
+    float32 words is a NaN and a 0.0, which would hide an unwritten float32 element).
+    """
+    blocks = [cp.full(max(1, nbytes), 0xFF, dtype=np.uint8) for _ in range(3)]
     cp.cuda.Device().synchronize()
     del blocks
 

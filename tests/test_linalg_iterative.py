@@ -58,9 +58,18 @@ def test_solves_against_dense_solution(backend, xp, rng, method, dtype, form):
     assert info.converged and info.method == method and info.reason == "converged"
     assert x.dtype == dtype and type(x) is type(xp.asarray(b))
     assert rel_err(x, np.linalg.solve(a, b)) < ERR[dtype]
-    true = np.linalg.norm(b - a @ gk.to_numpy(x).astype(np.float64))
-    # float32: the residual is computed in float32, so it agrees to rounding level only
-    assert info.residual_norm == pytest.approx(true, rel=1e-3 if dtype == np.float64 else 0.3)
+    x64 = gk.to_numpy(x).astype(np.float64)
+    true = np.linalg.norm(b - a @ x64)
+    if dtype == np.float64:
+        assert info.residual_norm == pytest.approx(true, rel=1e-3)
+    else:
+        # Recomputed in float32, b - A x carries rounding of eps * (|A||x| + |b|), the
+        # size of the residual itself at this tolerance: only that much agreement holds
+        # (a relative bound failed for about one seed in ten).
+        rounding = np.finfo(np.float32).eps * (
+            np.linalg.norm(a, 2) * np.linalg.norm(x64) + np.linalg.norm(b)
+        )
+        assert abs(info.residual_norm - true) <= 4 * rounding
     assert true <= 2 * info.tolerance
 
 
@@ -143,15 +152,34 @@ def test_zero_rhs_converges_immediately(backend, xp):
     assert float(abs(x).max()) == 0.0
 
 
-def test_shape_errors(backend, xp):
-    with pytest.raises(ValueError, match=r"'A' has shape \(5, 5\).*\(4,\)"):
-        gk.linalg.cg(xp.eye(5), xp.ones(4))
-    with pytest.raises(ValueError, match=r"'x0' has shape \(3,\).*\(4,\)"):
-        gk.linalg.gmres(xp.eye(4), xp.ones(4), x0=xp.ones(3))
-    with pytest.raises(ValueError, match=r"'b' must be 1-D"):
-        gk.linalg.minres(xp.eye(4), xp.ones((4, 1)))
-    with pytest.raises(ValueError, match=r"'M' has shape \(3, 3\)"):
-        gk.linalg.bicgstab(xp.eye(4), xp.ones(4), M=xp.eye(3))
+BAD_ARGUMENTS = [
+    (lambda xp: ((xp.eye(5), xp.ones(4)), {}), ValueError, r"'A' has shape \(5, 5\).*\(4,\)"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"x0": xp.ones(3)}), ValueError,
+     r"'x0' has shape \(3,\).*\(4,\)"),
+    (lambda xp: ((xp.eye(4), xp.ones((4, 1))), {}), ValueError, r"'b' must be 1-D"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"M": xp.eye(3)}), ValueError,
+     r"'M' has shape \(3, 3\)"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"rtol": -1.0}), ValueError,
+     "rtol and atol must be >= 0"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"atol": float("nan")}), ValueError,
+     "rtol and atol must be >= 0"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"rtol": "tight"}), TypeError,
+     "rtol and atol must be real numbers"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"maxiter": 2.5}), TypeError,
+     "maxiter must be an integer or None"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"maxiter": -1}), ValueError, "maxiter must be >= 0"),
+    (lambda xp: ((xp.eye(4), xp.ones(4)), {"callback": 3}), TypeError, "callback must be callable"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("case", "error", "match"), BAD_ARGUMENTS)
+def test_argument_errors_name_the_solver(backend, xp, method, case, error, match):
+    args, kwargs = case(xp)
+    with pytest.raises(error, match=match) as info:
+        getattr(gk.linalg, method)(*args, **kwargs)
+    assert type(info.value) is error
+    assert str(info.value).startswith(f"gk.linalg.{method}: ")
 
 
 def test_gmres_restart_and_complex(backend, xp, rng):

@@ -54,8 +54,12 @@ def test_poisson2d_matches_kron_reference(backend, n):
 
 def test_poisson2d_dtype_and_errors(backend):
     assert gk.sparse.poisson2d(3, dtype=np.float32).dtype == np.float32
-    with pytest.raises(ValueError, match="n must be >= 1"):
+    with pytest.raises(ValueError, match=r"^gk\.sparse\.poisson2d: n must be >= 1"):
         gk.sparse.poisson2d(0)
+    with pytest.raises(TypeError, match=r"^gk\.sparse\.poisson2d: n must be an integer"):
+        gk.sparse.poisson2d(4.0)
+    with pytest.raises(TypeError, match=r"^gk\.sparse\.poisson2d: dtype="):
+        gk.sparse.poisson2d(3, dtype=np.int64)
 
 
 def test_issparse():

@@ -8,6 +8,7 @@ paths are overridden. LAPACK ``info`` codes are re-raised as
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -15,15 +16,17 @@ import numpy as np
 from gpukit._ops.linalg import LinalgOps
 
 
-def _lapack(names: tuple[str, ...], a: np.ndarray):
+@functools.cache
+def _lapack(name: str, dtype: np.dtype):
+    """The LAPACK routine ``name`` for ``dtype`` (looked up once: it costs microseconds)."""
     from scipy.linalg import lapack
 
-    return lapack.get_lapack_funcs(names, (a,))
+    return lapack.get_lapack_funcs((name,), dtype=dtype)[0]
 
 
 def _potrf(a: np.ndarray) -> np.ndarray:
     """Lower factor of one matrix, C-ordered, upper triangle zeroed."""
-    (potrf,) = _lapack(("potrf",), a)
+    potrf = _lapack("potrf", a.dtype)
     if a.dtype.kind == "c":
         c, info = potrf(a, lower=True, overwrite_a=False, clean=True)
     else:
@@ -39,7 +42,7 @@ def _potrf(a: np.ndarray) -> np.ndarray:
 
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
-    (potrs,) = _lapack(("potrs",), c)
+    potrs = _lapack("potrs", c.dtype)
     if c.dtype.kind == "c":
         x, info = potrs(c, b, lower=True, overwrite_b=False)
     else:  # c.T is the Fortran-ordered upper factor: no transposing copy

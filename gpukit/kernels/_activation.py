@@ -5,23 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from .._memory import operation
-from ._checks import check_float, check_like, place
+from ._checks import FLOATS, check_like, place
 from ._registry import ACTIVATIONS
 
 
-def _check(x: Any, bias: Any, activation: str) -> None:
+def _check_activation(op: str, activation: str) -> None:
     if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}; got {activation!r}")
-    check_float(x, "x")
+        raise ValueError(
+            f"{op}: activation must be one of {', '.join(ACTIVATIONS)}; got {activation!r}"
+        )
+
+
+def _check(op: str, x: Any, bias: Any) -> None:
     if x.ndim < 1:
-        raise ValueError("x must have at least one axis (bias broadcasts over the last one)")
+        raise ValueError(
+            f"{op}: x must have at least one axis (bias broadcasts over the last one), got a "
+            "0-d array"
+        )
     if bias.ndim != 1 or bias.shape[0] != x.shape[-1]:
         raise ValueError(
-            f"bias must have shape ({x.shape[-1]},) to broadcast over the last axis of x "
+            f"{op}: bias must have shape ({x.shape[-1]},) to broadcast over the last axis of x "
             f"{tuple(x.shape)}, got {tuple(bias.shape)}"
         )
     if bias.dtype != x.dtype:
-        raise ValueError(f"bias has dtype {bias.dtype} but x has dtype {x.dtype}; they must match")
+        raise TypeError(
+            f"{op}: bias has dtype {bias.dtype} but x has dtype {x.dtype}; they must match"
+        )
 
 
 @operation("gk.kernels.bias_activation")
@@ -51,8 +60,9 @@ def bias_activation(
     Raises
     ------
     ValueError
-        Unknown activation, a dtype other than float32/float64, or ``bias`` not of shape
-        ``(x.shape[-1],)`` and ``x``'s dtype.
+        Unknown activation, or ``bias`` not of shape ``(x.shape[-1],)``.
+    TypeError
+        ``x`` or ``bias`` not float32/float64, or ``bias`` not of ``x``'s dtype.
 
     Examples
     --------
@@ -63,8 +73,10 @@ def bias_activation(
     array([[0. , 1. ],
            [2.5, 0. ]])
     """
-    backend, (x, bias) = place((x, bias), ("x", "bias"))
-    _check(x, bias, activation)
+    op = "gk.kernels.bias_activation"
+    _check_activation(op, activation)
+    backend, (x, bias) = place(op, (x, bias), ("x", "bias"), (FLOATS, FLOATS))
+    _check(op, x, bias)
     return backend.kernel("bias_activation")(x, bias, activation, float(negative_slope))
 
 
@@ -100,7 +112,9 @@ def bias_activation_backward(
     Raises
     ------
     ValueError
-        As :func:`bias_activation`, or ``grad_y`` not of ``x``'s shape and dtype.
+        As :func:`bias_activation`, or ``grad_y`` not of ``x``'s shape.
+    TypeError
+        As :func:`bias_activation`, or ``grad_y`` not of ``x``'s dtype.
 
     Examples
     --------
@@ -114,9 +128,12 @@ def bias_activation_backward(
     >>> gb
     array([1., 1.])
     """
-    backend, (grad_y, x, bias) = place((grad_y, x, bias), ("grad_y", "x", "bias"))
-    _check(x, bias, activation)
-    check_like(grad_y, "grad_y", x, "x")
+    op = "gk.kernels.bias_activation_backward"
+    _check_activation(op, activation)
+    names = ("grad_y", "x", "bias")
+    backend, (grad_y, x, bias) = place(op, (grad_y, x, bias), names, (FLOATS,) * 3)
+    _check(op, x, bias)
+    check_like(op, grad_y, "grad_y", x, "x")
     return backend.kernel("bias_activation_backward")(
         grad_y, x, bias, activation, float(negative_slope)
     )

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .._memory import operation
-from ._checks import check_float, check_labels, check_range, place
+from ._checks import FLOATS, INTEGERS, check_labels, check_range, place
 
 
-def _check_logits(x: Any, name: str) -> None:
-    check_float(x, name)
+def _check_logits(op: str, x: Any, name: str) -> None:
     if x.ndim != 2 or x.shape[1] < 1:
-        raise ValueError(f"{name} must have shape (n, c) with c >= 1 classes, got {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have shape (n, c) with c >= 1 classes, got {tuple(x.shape)}"
+        )
 
 
 @operation("gk.kernels.softmax_cross_entropy")
@@ -44,8 +45,11 @@ def softmax_cross_entropy(
     Raises
     ------
     ValueError
-        ``logits`` not 2-D float32/float64 with at least one class, ``labels`` not
-        integer of shape (n,), or ``label_smoothing`` outside [0, 1].
+        ``logits`` not 2-D with at least one class, ``labels`` not of shape (n,), or
+        ``label_smoothing`` outside [0, 1].
+    TypeError
+        ``logits`` not float32/float64, ``labels`` not of an integer dtype, or
+        ``label_smoothing`` not a number.
 
     Examples
     --------
@@ -55,10 +59,12 @@ def softmax_cross_entropy(
     >>> loss.round(6), probs
     (array([0.287682]), array([[0.25, 0.75]]))
     """
-    smoothing = check_range(label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
-    backend, (logits, labels) = place((logits, labels), ("logits", "labels"))
-    _check_logits(logits, "logits")
-    check_labels(labels, logits.shape[0])
+    op = "gk.kernels.softmax_cross_entropy"
+    smoothing = check_range(op, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
+    names = ("logits", "labels")
+    backend, (logits, labels) = place(op, (logits, labels), names, (FLOATS, INTEGERS))
+    _check_logits(op, logits, "logits")
+    check_labels(op, labels, logits.shape[0])
     return backend.kernel("softmax_cross_entropy")(logits, labels, smoothing)
 
 
@@ -90,8 +96,9 @@ def softmax_cross_entropy_backward(
     Raises
     ------
     ValueError
-        As :func:`softmax_cross_entropy`, or ``grad_loss`` not of shape (n,) and the
-        dtype of ``probs``.
+        As :func:`softmax_cross_entropy`, or ``grad_loss`` not of shape (n,).
+    TypeError
+        As :func:`softmax_cross_entropy`, or ``grad_loss`` not of the dtype of ``probs``.
 
     Examples
     --------
@@ -101,15 +108,22 @@ def softmax_cross_entropy_backward(
     >>> gk.kernels.softmax_cross_entropy_backward(probs, np.array([1]), np.array([1.0]))
     array([[ 0.25, -0.25]])
     """
-    smoothing = check_range(label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
+    op = "gk.kernels.softmax_cross_entropy_backward"
+    smoothing = check_range(op, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
     names = ("probs", "labels", "grad_loss")
-    backend, (probs, labels, grad_loss) = place((probs, labels, grad_loss), names)
-    _check_logits(probs, "probs")
+    accepted = (FLOATS, INTEGERS, FLOATS)
+    backend, (probs, labels, grad_loss) = place(op, (probs, labels, grad_loss), names, accepted)
+    _check_logits(op, probs, "probs")
     n = probs.shape[0]
-    check_labels(labels, n)
-    if tuple(grad_loss.shape) != (n,) or grad_loss.dtype != probs.dtype:
+    check_labels(op, labels, n)
+    if tuple(grad_loss.shape) != (n,):
         raise ValueError(
-            f"grad_loss must have shape ({n},) and dtype {probs.dtype} (one per row of "
-            f"probs), got shape {tuple(grad_loss.shape)} and dtype {grad_loss.dtype}"
+            f"{op}: grad_loss must have shape ({n},) (one per row of probs), got shape "
+            f"{tuple(grad_loss.shape)}"
+        )
+    if grad_loss.dtype != probs.dtype:
+        raise TypeError(
+            f"{op}: grad_loss has dtype {grad_loss.dtype} but probs has dtype {probs.dtype}; "
+            "they must match"
         )
     return backend.kernel("softmax_cross_entropy_backward")(probs, labels, grad_loss, smoothing)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._memory import operation
-from ._checks import check_float, place
+from ._checks import place
 
 _F32 = (np.dtype(np.float32),)
 
@@ -34,7 +34,9 @@ def matmul_tiled(a: Any, b: Any) -> Any:
     Raises
     ------
     ValueError
-        An operand not 2-D float32, or inner dimensions that differ.
+        An operand not 2-D, or inner dimensions that differ.
+    TypeError
+        An operand not float32.
 
     Examples
     --------
@@ -45,19 +47,20 @@ def matmul_tiled(a: Any, b: Any) -> Any:
     array([[ 3.],
            [12.]], dtype=float32)
     """
-    backend, (a, b) = place((a, b), ("a", "b"))
-    check_float(a, "a", _F32)
-    check_float(b, "b", _F32)
+    op = "gk.kernels.matmul_tiled"
+    backend, (a, b) = place(op, (a, b), ("a", "b"), (_F32, _F32))
     if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"{op}: a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     if a.shape[1] != b.shape[0]:
         raise ValueError(
-            f"inner dimensions differ: a has shape {tuple(a.shape)}, b has shape "
+            f"{op}: inner dimensions differ: a has shape {tuple(a.shape)}, b has shape "
             f"{tuple(b.shape)}; expected a.shape[1] == b.shape[0]"
         )
     if max(*a.shape, b.shape[1]) >= 2**31:
         raise ValueError(
-            f"matmul_tiled indexes with 32-bit ints: dimensions must be < 2**31, got shapes "
-            f"{tuple(a.shape)} and {tuple(b.shape)}"
+            f"{op}: the kernel indexes with 32-bit ints: dimensions must be < 2**31, got "
+            f"shapes {tuple(a.shape)} and {tuple(b.shape)}"
         )
     return backend.kernel("matmul_tiled")(a, b)

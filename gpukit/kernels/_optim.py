@@ -6,7 +6,7 @@ import operator
 from typing import Any
 
 from .._memory import operation
-from ._checks import check_contiguous, check_float, check_like, check_range, place_inplace
+from ._checks import FLOATS, check_contiguous, check_like, check_range, place
 
 
 @operation("gk.kernels.sgd_update")
@@ -54,8 +54,11 @@ def sgd_update(
     ------
     ValueError
         A negative hyper-parameter, Nesterov without momentum or with dampening, a
-        missing buffer, mismatched shapes/dtypes, or a ``param``/buffer that is not
-        a C-contiguous array of the backend where the update runs.
+        missing buffer, mismatched shapes, or a ``param``/buffer that is not a
+        C-contiguous array of the backend where the update runs.
+    TypeError
+        An array not float32/float64 or not of ``param``'s dtype, or a hyper-parameter
+        that is not a number.
 
     Examples
     --------
@@ -67,24 +70,31 @@ def sgd_update(
     >>> p, buf
     (array([0.5, 2.5]), array([ 1., -1.]))
     """
-    lr = check_range(lr, "lr", 0.0)
-    momentum = check_range(momentum, "momentum", 0.0)
-    dampening = check_range(dampening, "dampening", 0.0)
-    weight_decay = check_range(weight_decay, "weight_decay", 0.0)
+    op = "gk.kernels.sgd_update"
+    lr = check_range(op, lr, "lr", 0.0)
+    momentum = check_range(op, momentum, "momentum", 0.0)
+    dampening = check_range(op, dampening, "dampening", 0.0)
+    weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
     if nesterov and (momentum <= 0 or dampening != 0):
-        raise ValueError("Nesterov momentum requires momentum > 0 and dampening == 0")
+        raise ValueError(
+            f"{op}: Nesterov momentum requires momentum > 0 and dampening == 0, got "
+            f"momentum={momentum}, dampening={dampening}"
+        )
     if momentum and momentum_buffer is None:
-        raise ValueError("momentum_buffer is required when momentum != 0")
+        raise ValueError(f"{op}: momentum_buffer is required when momentum != 0")
     names = ("param", "grad", "momentum_buffer")
-    backend, (param, grad, buf) = place_inplace(
-        (param, grad, momentum_buffer if momentum else None), names, ("param", "momentum_buffer")
+    backend, (param, grad, buf) = place(
+        op,
+        (param, grad, momentum_buffer if momentum else None),
+        names,
+        (FLOATS,) * 3,
+        inplace=("param", "momentum_buffer"),
     )
-    check_float(param, "param")
-    check_contiguous(param, "param")
-    check_like(grad, "grad", param, "param")
+    check_contiguous(op, param, "param")
+    check_like(op, grad, "grad", param, "param")
     if buf is not None:
-        check_like(buf, "momentum_buffer", param, "param")
-        check_contiguous(buf, "momentum_buffer")
+        check_like(op, buf, "momentum_buffer", param, "param")
+        check_contiguous(op, buf, "momentum_buffer")
     backend.kernel("sgd_update")(
         param, grad, buf, lr, momentum, dampening, bool(nesterov), weight_decay, bool(first_step)
     )
@@ -135,8 +145,11 @@ def adam_update(
     Raises
     ------
     ValueError
-        A hyper-parameter out of range, ``step < 1``, mismatched shapes/dtypes, or an
-        updated array that is not a C-contiguous array of the backend where it runs.
+        A hyper-parameter out of range, ``step < 1``, mismatched shapes, or an updated
+        array that is not a C-contiguous array of the backend where it runs.
+    TypeError
+        An array not float32/float64 or not of ``param``'s dtype, ``step`` not an
+        integer, or a hyper-parameter that is not a number.
 
     Examples
     --------
@@ -147,26 +160,32 @@ def adam_update(
     >>> p.round(6)
     array([0.9, 2.1])
     """
+    op = "gk.kernels.adam_update"
     try:
         step = operator.index(step)
     except TypeError:
-        raise ValueError(f"step must be an integer >= 1, got {step!r}") from None
+        raise TypeError(f"{op}: step must be an integer >= 1, got {step!r}") from None
     if step < 1:
-        raise ValueError(f"step must be an integer >= 1 (1-based, after increment), got {step}")
-    lr = check_range(lr, "lr", 0.0)
-    beta1 = check_range(beta1, "beta1", 0.0, 1.0)
-    beta2 = check_range(beta2, "beta2", 0.0, 1.0)
-    eps = check_range(eps, "eps", 0.0)
-    weight_decay = check_range(weight_decay, "weight_decay", 0.0)
+        raise ValueError(
+            f"{op}: step must be an integer >= 1 (1-based, after increment), got {step}"
+        )
+    lr = check_range(op, lr, "lr", 0.0)
+    beta1 = check_range(op, beta1, "beta1", 0.0, 1.0)
+    beta2 = check_range(op, beta2, "beta2", 0.0, 1.0)
+    eps = check_range(op, eps, "eps", 0.0)
+    weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
     names = ("param", "grad", "exp_avg", "exp_avg_sq")
-    backend, (param, grad, m, v) = place_inplace(
-        (param, grad, exp_avg, exp_avg_sq), names, ("param", "exp_avg", "exp_avg_sq")
+    backend, (param, grad, m, v) = place(
+        op,
+        (param, grad, exp_avg, exp_avg_sq),
+        names,
+        (FLOATS,) * 4,
+        inplace=("param", "exp_avg", "exp_avg_sq"),
     )
-    check_float(param, "param")
-    check_like(grad, "grad", param, "param")
+    check_like(op, grad, "grad", param, "param")
     for arr, name in ((param, "param"), (m, "exp_avg"), (v, "exp_avg_sq")):
-        check_like(arr, name, param, "param")
-        check_contiguous(arr, name)
+        check_like(op, arr, name, param, "param")
+        check_contiguous(op, arr, name)
     backend.kernel("adam_update")(
         param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, bool(decoupled)
     )

@@ -13,8 +13,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtypes
+from .._dispatch import prepare
 from ..backend import Backend
 from ..errors import LinAlgError
+
+
+def place(op: str, arrays: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Backend, list[Any]]:
+    """Check the dtypes (TypeError, :mod:`gpukit._dtypes`), ``prepare`` once, and return
+    native arrays of the chosen backend."""
+    arrays = tuple(_dtypes.check(op, n, x) for x, n in zip(arrays, names, strict=True))
+    backend, out = prepare(*arrays, names=names)
+    return backend, [backend.xp.asarray(x) for x in out]
 
 
 def describe(x: Any) -> str:
@@ -36,8 +46,48 @@ def matrix(op: str, name: str, a: Any) -> None:
         raise ValueError(f"{op}: {name!r} must have at least 2 dimensions, got shape {a.shape}")
 
 
+_INF = float("inf")
+_INEXACT = frozenset(np.dtype(c) for c in "fdFD")
+_MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, _INF, -_INF)
+
+
+def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None:
+    """``numpy.linalg.norm``'s rules for ``ord`` and ``axis``, checked once for every
+    backend (NumPy and CuPy word their errors differently)."""
+    ndim = len(shape)
+    if axis is None:
+        if ord is not None and ndim not in (1, 2):
+            raise ValueError(
+                f"{op}: ord={ord!r} needs a 1-D or 2-D x or an explicit axis; x has shape {shape}"
+            )
+        axes = tuple(range(ndim))
+    else:
+        axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+        if len(axes) not in (1, 2) or any(not -ndim <= a < ndim for a in axes):
+            raise ValueError(
+                f"{op}: axis={axis!r} must name one axis (a vector norm) or two (a matrix "
+                f"norm) of x, which has shape {shape}"
+            )
+        if len(axes) == 2 and axes[0] % ndim == axes[1] % ndim:
+            raise ValueError(f"{op}: axis={axis!r} repeats an axis of x (shape {shape})")
+    if ord is None:
+        return
+    if len(axes) == 2:
+        if ord not in _MATRIX_ORDS:
+            raise ValueError(
+                f"{op}: ord={ord!r} is not a matrix norm; expected None, 'fro', 'nuc', 1, -1, "
+                "2, -2, inf or -inf"
+            )
+    elif isinstance(ord, str) or not np.isscalar(ord) or isinstance(ord, complex):
+        raise ValueError(
+            f"{op}: ord={ord!r} is not a vector norm; expected None, inf, -inf or a number"
+        )
+
+
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
     """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
+    if all(x.dtype in _INEXACT for x in arrays) and len({x.dtype for x in arrays}) == 1:
+        return list(arrays)  # the common case, without NumPy's promotion machinery
     dtype = np.result_type(*(x.dtype for x in arrays))
     if dtype.kind not in "fc":
         dtype = np.dtype(np.float64)
@@ -57,10 +107,12 @@ def rhs(op: str, xp: Any, a: Any, b: Any) -> tuple[Any, Any, bool]:
     ok = b.shape[-1] == m if b.ndim == 1 else b.ndim >= 2 and b.shape[-2] == m
     batch: tuple[int, ...] = ()
     if ok and b.ndim > 1:
-        try:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            ok = False
+        batch = a.shape[:-2]
+        if b.shape[:-2] != batch:  # equal batches (the common case) need no broadcasting
+            try:
+                batch = np.broadcast_shapes(batch, b.shape[:-2])
+            except ValueError:
+                ok = False
     if not ok:
         raise ValueError(
             f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape {tuple(b.shape)}; "
@@ -83,20 +135,25 @@ def guarded(
     op: str,
     backend: Backend,
     problem: str,
-    inputs: str,
+    matrix: Any,
     call: Callable[[], Any],
     *,
     check: Callable[[Any], list[Any]] | None = None,
 ) -> Any:
     """Run ``call``; raise :class:`LinAlgError` on a library error or non-finite result.
 
+    ``matrix`` (the input the problem is about) is described in the message, which is
+    built only on failure (formatting a dtype costs microseconds on every call).
     ``check`` picks the outputs to test for NaN/inf (none when omitted).
     """
-    message = f"{op}: {problem} ({inputs}), or it holds NaN/inf"
     try:
         out = call()
     except np.linalg.LinAlgError as exc:
-        raise LinAlgError(message) from exc
+        raise LinAlgError(_failure(op, problem, matrix)) from exc
     if check is not None and not all(backend.linalg_all_finite(x) for x in check(out)):
-        raise LinAlgError(message)
+        raise LinAlgError(_failure(op, problem, matrix))
     return out
+
+
+def _failure(op: str, problem: str, matrix: Any) -> str:
+    return f"{op}: {problem} ({describe(matrix)}), or it holds NaN/inf"

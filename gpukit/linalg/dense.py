@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dispatch import prepare
 from .._memory import operation
 from . import _checks
 
@@ -64,6 +63,9 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         ``a`` is singular (or, with ``"pos"``, not positive definite), on every backend.
     ValueError
@@ -80,9 +82,8 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
     """
     if assume_a not in _ASSUME:
         raise ValueError(f"gk.linalg.solve: assume_a must be one of {_ASSUME}, got {assume_a!r}")
-    backend, (a, b) = prepare(a, b, names=("a", "b"))
+    backend, (a, b) = _checks.place("gk.linalg.solve", (a, b), ("a", "b"))
     xp = backend.xp
-    a, b = xp.asarray(a), xp.asarray(b)
     _checks.square("gk.linalg.solve", "a", a)
     a, b, squeeze = _checks.rhs("gk.linalg.solve", xp, a, b)
     a, b = _checks.as_inexact(xp, a, b)
@@ -90,7 +91,7 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
         "gk.linalg.solve",
         backend,
         _PROBLEM[assume_a],
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_solve(a, b, assume_a),
         check=_finite,
     )
@@ -124,6 +125,9 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
 
     Raises
     ------
+    TypeError
+        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     ValueError
         ``a`` is not 2-D or ``b`` does not have M rows (the message names both shapes).
     LinAlgError
@@ -138,9 +142,8 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
     >>> x.round(6).tolist(), int(rank)
     ([1.0, 1.0], 2)
     """
-    backend, (a, b) = prepare(a, b, names=("a", "b"))
+    backend, (a, b) = _checks.place("gk.linalg.lstsq", (a, b), ("a", "b"))
     xp = backend.xp
-    a, b = xp.asarray(a), xp.asarray(b)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise ValueError(
             f"gk.linalg.lstsq: 'a' has shape {tuple(a.shape)} and 'b' has shape "
@@ -151,7 +154,7 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
         "gk.linalg.lstsq",
         backend,
         "the SVD of 'a' did not converge",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_lstsq(a, b, rcond),
     )
     return x, res, int(rank), s
@@ -173,6 +176,9 @@ def inv(a: Any) -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         ``a`` is singular.
     ValueError
@@ -190,16 +196,15 @@ def inv(a: Any) -> Any:
         "gk.linalg.inv",
         backend,
         "matrix 'a' is singular",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_inv(a),
         check=_finite,
     )
 
 
 def _square_input(op: str, a: Any) -> tuple[Any, Any]:
-    backend, (a,) = prepare(a, names=("a",))
+    backend, (a,) = _checks.place(op, (a,), ("a",))
     xp = backend.xp
-    a = xp.asarray(a)
     _checks.square(op, "a", a)
     (a,) = _checks.as_inexact(xp, a)
     return backend, a
@@ -219,6 +224,9 @@ def det(a: Any) -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     ValueError
         ``a`` is not a stack of square matrices.
 
@@ -250,6 +258,9 @@ def slogdet(a: Any) -> tuple[Any, Any]:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     ValueError
         ``a`` is not a stack of square matrices.
 
@@ -281,6 +292,9 @@ def cholesky(a: Any) -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         ``a`` is not positive definite, on every backend.
     ValueError
@@ -298,7 +312,7 @@ def cholesky(a: Any) -> Any:
         "gk.linalg.cholesky",
         backend,
         "matrix 'a' is not positive definite",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_cholesky(a),
         check=_finite,
     )
@@ -323,6 +337,9 @@ def cho_solve(c: Any, b: Any) -> Any:
 
     Raises
     ------
+    TypeError
+        ``c`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         ``c`` has a zero on its diagonal (the result is not finite).
     ValueError
@@ -336,9 +353,8 @@ def cho_solve(c: Any, b: Any) -> Any:
     >>> gk.linalg.cho_solve(gk.linalg.cholesky(a), np.array([6.0, 7.0])).tolist()
     [1.0, 1.0]
     """
-    backend, (c, b) = prepare(c, b, names=("c", "b"))
+    backend, (c, b) = _checks.place("gk.linalg.cho_solve", (c, b), ("c", "b"))
     xp = backend.xp
-    c, b = xp.asarray(c), xp.asarray(b)
     _checks.square("gk.linalg.cho_solve", "c", c)
     c, b, squeeze = _checks.rhs("gk.linalg.cho_solve", xp, c, b)
     c, b = _checks.as_inexact(xp, c, b)
@@ -346,7 +362,7 @@ def cho_solve(c: Any, b: Any) -> Any:
         "gk.linalg.cho_solve",
         backend,
         "factor 'c' is singular",
-        _checks.describe(c),
+        c,
         lambda: backend.linalg_cho_solve(c, b),
         check=_finite,
     )
@@ -371,6 +387,9 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     ValueError
         ``a`` has fewer than 2 dimensions or ``mode`` is unknown.
 
@@ -384,9 +403,8 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"gk.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, (a,) = prepare(a, names=("a",))
+    backend, (a,) = _checks.place("gk.linalg.qr", (a,), ("a",))
     xp = backend.xp
-    a = xp.asarray(a)
     _checks.matrix("gk.linalg.qr", "a", a)
     (a,) = _checks.as_inexact(xp, a)
     return backend.linalg_qr(a, mode)
@@ -411,6 +429,9 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         The eigensolver did not converge.
     ValueError
@@ -431,7 +452,7 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
         "gk.linalg.eigh",
         backend,
         "the eigensolver did not converge for 'a'",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_eigh(a, UPLO),
         check=list,
     )
@@ -456,6 +477,9 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
     Raises
     ------
+    TypeError
+        ``a`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     LinAlgError
         The SVD did not converge.
     ValueError
@@ -468,16 +492,15 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     >>> gk.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]]), compute_uv=False).tolist()
     [4.0, 3.0]
     """
-    backend, (a,) = prepare(a, names=("a",))
+    backend, (a,) = _checks.place("gk.linalg.svd", (a,), ("a",))
     xp = backend.xp
-    a = xp.asarray(a)
     _checks.matrix("gk.linalg.svd", "a", a)
     (a,) = _checks.as_inexact(xp, a)
     return _checks.guarded(
         "gk.linalg.svd",
         backend,
         "the SVD of 'a' did not converge",
-        _checks.describe(a),
+        a,
         lambda: backend.linalg_svd(a, full_matrices, compute_uv),
         check=(lambda out: list(out) if compute_uv else [out]),
     )
@@ -503,8 +526,12 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
     Raises
     ------
+    TypeError
+        ``x`` has a non-numeric dtype (string, object, ...) or is long
+        double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``ord`` is invalid for the number of axes.
+        ``ord`` is invalid for the number of axes, ``axis`` is out of range or repeated,
+        or ``x`` has more than 2 dimensions with ``ord`` given and ``axis`` None.
 
     Examples
     --------
@@ -515,6 +542,6 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> float(gk.linalg.norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1))
     6.0
     """
-    backend, (x,) = prepare(x, names=("x",))
-    x = backend.xp.asarray(x)
+    backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
+    _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
     return backend.linalg_norm(x, ord, axis, keepdims)

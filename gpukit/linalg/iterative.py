@@ -9,6 +9,7 @@ residual and reports non-convergence in :class:`IterativeInfo` and as a
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtypes
 from .._dispatch import owner_of, prepare
 from .._memory import operation
 from ..backend import Backend
@@ -72,14 +74,15 @@ def _placement_proxy(a: Any) -> Any:
     return a
 
 
-def _operator(backend: Backend, a: Any, name: str, n: int) -> Callable[[Any], Any]:
+def _operator(op: str, backend: Backend, a: Any, name: str, n: int) -> Callable[[Any], Any]:
     """``a`` as ``v -> a @ v`` on ``backend`` (a host sparse matrix moved there, counted)."""
     if hasattr(a, "shape") and tuple(a.shape) != (n, n):
         raise ValueError(
-            f"{name!r} has shape {tuple(a.shape)} but 'b' has shape ({n},); expected ({n}, {n})"
+            f"{op}: {name!r} has shape {tuple(a.shape)} but 'b' has shape ({n},); expected "
+            f"({n}, {n})"
         )
     if _is_sparse_like(a):
-        a = to_backend(backend, a, name)
+        a = to_backend(backend, a, name, op=op)
     elif not hasattr(a, "shape") and callable(a):
         return a
     return backend.linalg_matvec(a)
@@ -98,13 +101,15 @@ def _solve(
     **extra: Any,
 ) -> tuple[Any, IterativeInfo]:
     op = f"gk.linalg.{method}"
-    if rtol < 0 or atol < 0:
-        raise ValueError(f"{op}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
+    b, x0 = _dtypes.check(op, "b", b), None if x0 is None else _dtypes.check(op, "x0", x0)
+    for blk, name in _operators(a, m):
+        _dtypes.check_operator(op, name, blk)
     if _sharded.is_sharded_solve(a, b, x0, m):
         if method == "gmres":
             raise TypeError(
-                f"{op} does not take sharded operands (its Arnoldi basis is a dense block); "
-                "use cg, bicgstab or minres, or gather the arrays"
+                f"{op}: gmres does not take sharded operands (its Arnoldi basis is a dense "
+                "block); use cg, bicgstab or minres, or gather the arrays"
             )
         s = _sharded.setup(op, a, b, x0, m)
         xp, matvec, psolve, b, x, dtype = s.space, s.matvec, s.psolve, s.b, s.x, s.dtype
@@ -130,6 +135,37 @@ def _solve(
             stacklevel=3,
         )
     return out.x, info
+
+
+def _check_controls(
+    op: str, rtol: Any, atol: Any, maxiter: Any, callback: Any
+) -> tuple[float, float, int | None]:
+    """Validate the stopping controls: TypeError for a wrong type, ValueError for a value."""
+    try:
+        rtol, atol = float(rtol), float(atol)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{op}: rtol and atol must be real numbers, got {rtol!r}, {atol!r}"
+        ) from None
+    if not (rtol >= 0 and atol >= 0):  # `not >=` also refuses NaN
+        raise ValueError(f"{op}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    if maxiter is not None:
+        try:
+            maxiter = operator.index(maxiter)
+        except TypeError:
+            raise TypeError(f"{op}: maxiter must be an integer or None, got {maxiter!r}") from None
+        if maxiter < 0:
+            raise ValueError(f"{op}: maxiter must be >= 0, got {maxiter}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{op}: callback must be callable or None, got {type(callback).__name__}")
+    return rtol, atol, maxiter
+
+
+def _operators(a: Any, m: Any) -> list[tuple[Any, str]]:
+    """The operator arguments to dtype-check, row blocks of a list ``A`` one by one."""
+    blocks = list(enumerate(a)) if isinstance(a, list | tuple) else [(None, a)]
+    out = [(blk, "A" if i is None else f"A[{i}]") for i, blk in blocks]
+    return out if m is None else [*out, (m, "M")]
 
 
 def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
@@ -158,8 +194,8 @@ def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
     dtype = np.result_type(*dtypes)
     if dtype.kind not in "fc":
         dtype = np.dtype(np.float64)
-    matvec = _operator(backend, a, "A", n)
-    psolve = None if m is None else _operator(backend, m, "M", n)
+    matvec = _operator(op, backend, a, "A", n)
+    psolve = None if m is None else _operator(op, backend, m, "M", n)
     b = b.astype(dtype, copy=False)
     x = xp.zeros(n, dtype=dtype) if x0 is None else x0.astype(dtype, copy=True)
 

@@ -1,0 +1,95 @@
+"""The one dtype check of the numerical front-ends: the same TypeError on every backend.
+
+A front-end checks each array argument here *before* :func:`gpukit._dispatch.prepare`,
+so a dtype that not every backend computes with (strings, objects, datetimes, long
+double, ...) is refused by gpukit with one message, rather than by whichever library
+or host-to-device copy meets it first (a ``ValueError`` from NumPy's casts, a
+``UFuncTypeError``, CuPy's "Unsupported dtype", or silent success on the host only).
+docs/numerics.rst states the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NATIVE_NUMERIC", "NUMERIC", "NUMERIC_CHARS", "check", "check_operator", "words"]
+
+#: Type characters of the dtypes every backend computes with (CuPy's set): bool,
+#: integers, float16/32/64, complex64/128, in either byte order.
+NUMERIC_CHARS = frozenset("?bBhHiIlLqQefdFD")
+#: The same dtypes in native byte order, for hot paths (``dtype in`` a set of dtypes
+#: is cheaper than ``dtype.char in``).
+NATIVE_NUMERIC = frozenset(np.dtype(c) for c in NUMERIC_CHARS)
+#: What :data:`NUMERIC` accepts, in words (for messages).
+NUMERIC = "a numeric dtype (bool, integer, float16/32/64 or complex64/128)"
+
+
+def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = None) -> Any:
+    """Raise ``TypeError`` unless ``x``'s dtype is accepted; return ``x``.
+
+    Parameters
+    ----------
+    op : str
+        The public operation (``"gk.matmul"``), for the message.
+    name : str
+        The argument's name.
+    x : array_like
+        The argument; lists, scalars and other objects without a NumPy dtype are
+        converted with :func:`numpy.asarray` and returned converted.
+    accepted : collection of numpy.dtype, optional
+        The dtypes accepted; any numeric dtype (:data:`NUMERIC`) when omitted.
+
+    Returns
+    -------
+    object
+        ``x``; ``numpy.asarray(x)`` when ``x`` had no NumPy dtype; a native-byte-order
+        copy of a non-native (big-endian) NumPy array with a numeric dtype.
+
+    Raises
+    ------
+    TypeError
+        Naming ``op``, the argument, the dtype seen and what is accepted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check("gk.matmul", "a", [1, 2]).dtype
+    dtype('int64')
+    >>> check("gk.matmul", "a", np.array(["x"]))
+    Traceback (most recent call last):
+    ...
+    TypeError: gk.matmul: argument 'a' has dtype <U1; expected a numeric dtype (bool, integer, float16/32/64 or complex64/128)
+    """  # noqa: E501
+    dtype = getattr(x, "dtype", None)
+    if not isinstance(dtype, np.dtype):
+        x = np.asarray(x)
+        dtype = x.dtype
+    if accepted is None:
+        if dtype.char in NUMERIC_CHARS:
+            # CuPy reinterprets the bytes of a non-native (big-endian) host array
+            # instead of converting them (cupy/cupy#3652): convert here, once.
+            if not dtype.isnative and type(x) is np.ndarray:
+                x = x.astype(dtype.newbyteorder("="))
+            return x
+        expected = NUMERIC
+    else:
+        if dtype in accepted:
+            return x
+        expected = words(accepted)
+    raise TypeError(f"{op}: argument {name!r} has dtype {dtype}; expected {expected}")
+
+
+def words(dtypes: Collection[np.dtype]) -> str:
+    """``"float32, float64 or complex64"``."""
+    names = [str(np.dtype(d)) for d in dtypes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def check_operator(op: str, name: str, a: Any) -> None:
+    """:func:`check` for an operator argument that may carry no dtype (a callable, a
+    LinearOperator without one, a list of row blocks): only a NumPy dtype is checked."""
+    if isinstance(getattr(a, "dtype", None), np.dtype):
+        check(op, name, a)
