@@ -282,30 +282,15 @@ def test_poisson_example_runs_and_checks_itself():
     assert "backend numpy" in done.stdout and "residual" in done.stdout
 
 
-@pytest.mark.parametrize("engine_choice", ["auto", "scipy"])
-def test_numpy_backend_fft_does_not_import_cupy(engine_choice):
-    # pyFFTW (the auto engine when installed) imports dask.array, which imports CuPy;
-    # the engine hides dask.array from that import. Holds with or without pyFFTW.
+def test_numpy_backend_fft_does_not_import_cupy():
+    # gpukit's own FFT code never imports CuPy on the numpy backend. (pyFFTW, when it is
+    # the engine, imports dask.array, which imports the CuPy module -- no CUDA use; that
+    # is the third-party chain's cost, documented in docs/fft.rst, and not hidden.)
     code = (
         "import sys, numpy as np, gpukit as gk; gk.set_backend('numpy');"
         "y = gk.fft.fft2(np.ones((4, 6), np.complex64)); gk.fft.rfft(np.ones(5));"
-        "print(gk.fft.engine(), float(y[0, 0].real), 'cupy' in sys.modules,"
-        "      'dask.array' in sys.modules)"
+        "print(gk.fft.engine(), float(y[0, 0].real), 'cupy' in sys.modules)"
     )
-    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": engine_choice})
+    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": "scipy"})
     assert proc.returncode == 0, proc.stderr
-    engine, total, cupy_loaded, dask_loaded = proc.stdout.split()
-    assert total == "24.0"
-    assert engine == engine_choice if engine_choice != "auto" else engine in ("scipy", "pyfftw")
-    assert (cupy_loaded, dask_loaded) == ("False", "False")
-
-
-def test_pyfftw_dask_interface_still_importable_explicitly():
-    pytest.importorskip("pyfftw")
-    code = (
-        "import sys, numpy as np, gpukit as gk; gk.set_backend('numpy'); gk.fft.fft(np.ones(4));"
-        "import pyfftw.interfaces.dask_fft; print(sys.modules.get('dask.array.fft') is not None)"
-    )
-    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": "pyfftw"})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "True"
+    assert proc.stdout.split() == ["scipy", "24.0", "False"]

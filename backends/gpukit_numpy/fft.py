@@ -9,12 +9,9 @@ per shape, faster afterwards) and keeps plans in its interface cache.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import os
-import sys
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -31,33 +28,10 @@ def _have_pyfftw() -> bool:
     return importlib.util.find_spec("pyfftw") is not None
 
 
-@contextlib.contextmanager
-def _dask_array_hidden() -> Iterator[None]:
-    """Make ``dask.array.fft`` unimportable for the duration, unless dask.array is loaded.
-
-    ``import pyfftw`` always imports ``pyfftw.interfaces``, which imports
-    ``dask.array.fft`` when dask is installed, and ``dask.array`` imports CuPy when it
-    is importable: half a second, and CuPy in ``sys.modules`` of a numpy-backend
-    process. No pyFFTW module avoids it (the package ``__init__`` imports the
-    interfaces), so the dask interface is skipped instead, which pyFFTW supports (it
-    catches the ImportError); ``import pyfftw.interfaces.dask_fft`` still works later.
-    """
-    if "dask.array" in sys.modules or "dask.array.fft" in sys.modules:
-        yield  # already paid for: let pyFFTW wire its dask interface as usual
-        return
-    sys.modules["dask.array.fft"] = None  # type: ignore[assignment]  # import -> ImportError
-    try:
-        yield
-    finally:
-        if sys.modules.get("dask.array.fft", 0) is None:
-            del sys.modules["dask.array.fft"]
-
-
 @functools.cache
 def _pyfftw() -> ModuleType:
-    with _dask_array_hidden():
-        import pyfftw.interfaces.cache
-        import pyfftw.interfaces.scipy_fft
+    import pyfftw.interfaces.cache
+    import pyfftw.interfaces.scipy_fft
 
     pyfftw.interfaces.cache.enable()
     pyfftw.interfaces.cache.set_keepalive_time(_PLAN_KEEPALIVE)
