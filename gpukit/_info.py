@@ -63,7 +63,7 @@ def collect() -> dict[str, Any]:
     try:
         backend = _selection.get_backend()
         info["selected"] = {"name": backend.name, "reason": _selection.selection_reason()}
-    except GpukitError as exc:
+    except (GpukitError, ValueError) as exc:  # unknown/unusable backend, malformed setting
         info["selected"] = {"name": None, "reason": str(exc)}
     devices = []
     for name, status in info["backends"].items():
@@ -82,7 +82,10 @@ def collect() -> dict[str, Any]:
                 }
             )
     if "cupy" in sys.modules and "cupy" not in info["versions"]:
-        info["versions"]["cupy"] = sys.modules["cupy"].__version__
+        # CuPy imports but cannot run: its CUDA runtime and driver versions say why
+        from gpukit_cupy.backend import versions as cupy_versions
+
+        info["versions"].update(cupy_versions())
     info["devices"] = devices
     info["blas"] = _blas()
     return info
