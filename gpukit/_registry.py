@@ -165,6 +165,8 @@ def register_backend(
     ------
     ValueError
         If ``name`` is already registered and ``replace`` is False, or is not a valid name.
+    TypeError
+        If ``factory`` is not callable.
 
     Examples
     --------
