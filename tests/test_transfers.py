@@ -207,3 +207,17 @@ def test_numpy_backend_devices():
     with gk.use_backend("numpy"):
         (d,) = gk.devices()
         assert d.backend == "numpy" and d.index == 0 and d.memory_total > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_cupy_asarray_moves_an_array_to_the_device_asked_for(rng):
+    # the fix DeviceMismatchError suggests: cupy.asarray alone would keep it on device 0
+    host = rng.standard_normal(5)
+    with gk.use_backend("cupy"):
+        x = gk.asarray(host, device=0)
+        y = gk.asarray(x, device=1)
+        z = gk.asarray(x, dtype=np.float32, device=1)
+    assert (x.device.id, y.device.id, z.device.id) == (0, 1, 1)
+    np.testing.assert_array_equal(gk.to_numpy(y), host)
+    assert z.dtype == np.float32

@@ -84,6 +84,10 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
     def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
         if device is None:
             return cupy.asarray(obj, dtype=dtype)
+        if isinstance(obj, cupy.ndarray) and obj.device.id != device:
+            # cupy.asarray leaves an array on its own device; gk.asarray(x, device=i) moves it
+            obj.device.synchronize()  # a peer copy races the source's producer
+            obj = self.to_device(obj, device)
         with cupy.cuda.Device(device):
             return cupy.asarray(obj, dtype=dtype)
 
