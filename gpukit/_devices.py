@@ -103,6 +103,11 @@ def synchronize(device: int | None = None) -> None:
     device : int, optional
         Only this device; every device when omitted.
 
+    Raises
+    ------
+    ValueError
+        ``device`` is out of range for the active backend.
+
     Examples
     --------
     >>> import gpukit as gk

@@ -178,8 +178,10 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
         asynchronously on the current stream, so the host goes on (preparing the next
         batch) while the device copies; work queued later on that stream waits for it.
         A host array already in pinned memory (:func:`gpukit.empty_pinned`) is copied
-        without staging. Ignored on the numpy backend and for arrays already on the
-        device. Counted as a transfer like any other. See the Memory page.
+        without staging: do not overwrite it until the host has waited for the stream
+        (a result read on the host, :func:`gpukit.synchronize`). Ignored on the numpy
+        backend and for arrays already on the device. Counted as a transfer like any
+        other. See the Memory page.
 
     Returns
     -------

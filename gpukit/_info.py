@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from . import _registry, _selection
+from ._memstats import format_bytes, stats_for
 from ._version import __version__
 from .errors import GpukitError
 
@@ -33,8 +34,6 @@ def _blas() -> dict[str, Any]:
 
 def _memory(backend, index: int) -> dict[str, Any]:
     """The device's memory figures; an error becomes a reason, never a crash of ``info``."""
-    from ._memstats import stats_for
-
     try:
         stats = stats_for(backend, index)
     except Exception as exc:
@@ -64,7 +63,7 @@ def collect() -> dict[str, Any]:
     try:
         backend = _selection.get_backend()
         info["selected"] = {"name": backend.name, "reason": _selection.selection_reason()}
-    except GpukitError as exc:
+    except (GpukitError, ValueError) as exc:  # unknown/unusable backend, malformed setting
         info["selected"] = {"name": None, "reason": str(exc)}
     devices = []
     for name, status in info["backends"].items():
@@ -83,25 +82,25 @@ def collect() -> dict[str, Any]:
                 }
             )
     if "cupy" in sys.modules and "cupy" not in info["versions"]:
-        info["versions"]["cupy"] = sys.modules["cupy"].__version__
+        # CuPy imports but cannot run: its CUDA runtime and driver versions say why
+        from gpukit_cupy.backend import versions as cupy_versions
+
+        info["versions"].update(cupy_versions())
     info["devices"] = devices
     info["blas"] = _blas()
     return info
 
 
-def _gib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**30:.1f} GiB"
-
-
 def _render_memory(m: dict[str, Any]) -> str:
     if "error" in m:
         return f"memory figures unavailable: {m['error']}"
+    size = {k: format_bytes(v) for k, v in m.items()}
     if m["pool_held"] is None:
-        return f"free {_gib(m['free'])}; no memory pool"
-    limit = "none" if m["limit"] is None else _gib(m["limit"])
+        return f"free {size['free']}; no memory pool"
+    limit = "none" if m["limit"] is None else size["limit"]
     return (
-        f"free {_gib(m['free'])}, pool {_gib(m['pool_held'])} (in use {_gib(m['in_use'])}, "
-        f"unused {_gib(m['pool_unused'])}), limit {limit}"
+        f"free {size['free']}, pool {size['pool_held']} (in use {size['in_use']}, "
+        f"unused {size['pool_unused']}), limit {limit}"
     )
 
 
@@ -116,7 +115,9 @@ def render(info: dict[str, Any]) -> str:
     lines += ["", f"Selected: {sel['name']}  ({sel['reason']})", "", "Devices:"]
     for d in info["devices"]:
         cc = f", compute capability {d['compute_capability']}" if d["compute_capability"] else ""
-        lines.append(f"  {d['device']:<8} {d['name']}  memory {_gib(d['memory_total'])}{cc}")
+        lines.append(
+            f"  {d['device']:<8} {d['name']}  memory {format_bytes(d['memory_total'])}{cc}"
+        )
         lines.append(f"  {'':<8} {_render_memory(d['memory'])}")
     lines += ["", "Versions:"]
     lines += [f"  {k:<13} {v}" for k, v in info["versions"].items()]

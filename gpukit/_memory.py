@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import _registry
-from ._memstats import MemoryStats, stats_for
+from ._memstats import MemoryStats, format_bytes, stats_for
 from ._selection import get_backend
 from .backend import Backend
 from .errors import OutOfMemoryError
@@ -55,12 +55,7 @@ def _claim(exc: BaseException) -> tuple[Backend | None, int | None]:
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "an unknown number of bytes"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit} ({n:,} bytes)"
-    return f"{n:,} bytes"
+    return "an unknown number of bytes" if n is None else format_bytes(n, exact=True)
 
 
 def _explain(name: str, backend: Backend, requested: int | None, stats: MemoryStats) -> str:

@@ -14,7 +14,22 @@ from ._devices import check_device
 from ._selection import get_backend
 from .backend import Backend
 
-__all__ = ["MemoryStats", "empty_cache", "memory_stats", "stats_for"]
+__all__ = ["MemoryStats", "empty_cache", "format_bytes", "memory_stats", "stats_for"]
+
+
+def format_bytes(n: int | None, *, exact: bool = False) -> str:
+    """``n`` bytes in the largest binary unit it fills (``"1.50 GiB"``), for messages.
+
+    ``exact`` appends the byte count (``"1.50 GiB (1,610,612,736 bytes)"``), as error
+    messages do; ``None`` (a figure the backend cannot know) reads ``"unknown"``.
+    """
+    if n is None:
+        return "unknown"
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            text = f"{n / scale:.2f} {unit}"
+            return f"{text} ({n:,} bytes)" if exact else text
+    return f"{n:,} bytes"
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,12 @@ def empty_pinned(shape: int | tuple[int, ...], dtype: Any = np.float64) -> np.nd
     numpy.ndarray
         A host array; pass it to ``gk.asarray(x, pinned=True)`` to copy it without staging.
 
+    Raises
+    ------
+    OutOfMemoryError
+        No page-locked memory could be had, even after the pinned pool released its
+        unused blocks.
+
     Examples
     --------
     >>> import gpukit as gk

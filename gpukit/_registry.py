@@ -165,6 +165,8 @@ def register_backend(
     ------
     ValueError
         If ``name`` is already registered and ``replace`` is False, or is not a valid name.
+    TypeError
+        If ``factory`` is not callable.
 
     Examples
     --------
@@ -312,7 +314,9 @@ def loaded() -> list[Backend]:
 def available_backends() -> dict[str, BackendStatus]:
     """Every registered backend, whether it can run here, and why not.
 
-    Loading a backend to answer may import its library (CuPy), but never raises.
+    Loading a backend to answer may import its library (CuPy), but never raises: a
+    backend that cannot be created, or whose settings are malformed (``GPUKIT_MEMORY_LIMIT``),
+    is listed as unavailable with the reason.
 
     Returns
     -------
@@ -337,6 +341,8 @@ def available_backends() -> dict[str, BackendStatus]:
             backend = load(name)
         except BackendUnavailableError as exc:
             out[name] = BackendStatus(name, False, exc.reason, entry.source)
+        except ValueError as exc:  # a malformed setting (GPUKIT_MEMORY_LIMIT): say which
+            out[name] = BackendStatus(name, False, f"misconfigured: {exc}", entry.source)
         else:
             n = backend.device_count()
             out[name] = BackendStatus(name, True, f"{n} device(s)", entry.source)

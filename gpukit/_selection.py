@@ -51,6 +51,11 @@ def _auto() -> tuple[Backend, str]:
 
 
 def _resolve(name: str, how: str) -> tuple[Backend, str]:
+    if not isinstance(name, str):
+        raise TypeError(
+            f"backend name must be a str (or, for use_backend, a Backend); "
+            f"got {type(name).__name__} {name!r}"
+        )
     name = name.strip().lower()
     if name in ("", "auto"):
         return _auto()
@@ -146,6 +151,8 @@ def set_backend(name: str) -> Backend:
         No backend of that name is registered.
     BackendUnavailableError
         The backend cannot run here; the message says why and how to fix it.
+    TypeError
+        ``name`` is not a string.
 
     Examples
     --------
@@ -179,7 +186,7 @@ def use_backend(name: str | Backend) -> Iterator[Backend]:
 
     Raises
     ------
-    UnknownBackendError, BackendUnavailableError
+    UnknownBackendError, BackendUnavailableError, TypeError
         As for :func:`set_backend`.
 
     Examples

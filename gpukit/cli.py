@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     Returns
     -------
     argparse.ArgumentParser
-        The parser, with one sub-command per action (``info``).
+        The parser, with one sub-command per action (``info``, ``bench``).
 
     Examples
     --------

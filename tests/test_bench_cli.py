@@ -104,6 +104,26 @@ def test_plot_writes_a_png(quick_report):
     assert w > 800 and h > 400
 
 
+def test_plot_has_labelled_axes_and_a_legend(quick_report):
+    import matplotlib.pyplot as plt
+
+    from gpukit._bench.plot import figure
+
+    report, _ = quick_report
+    fig = figure(report)
+    try:
+        panels = [ax for ax in fig.axes if ax.get_visible()]
+        assert sorted(ax.get_title() for ax in panels) == ["cg", "matmul"]
+        for ax in panels:
+            assert ax.get_xlabel() and ax.get_ylabel() in ("GFLOP/s", "GB/s")
+        (legend,) = fig.legends
+        labels = {t.get_text() for t in legend.get_texts()}
+        assert {"numpy", "gpukit-numpy"} <= labels
+        assert any("ceiling" in label for label in labels)
+    finally:
+        plt.close(fig)
+
+
 def test_table_shows_ceilings_and_rows(capsys):
     assert main(["bench", "--quick", "--no-progress", "--cases", "solve", "--impls", "numpy"]) == 0
     text = capsys.readouterr().out

@@ -27,6 +27,10 @@ def test_info_json_has_every_field():
         info["devices"][0]
     )
     assert {"numpy", "scipy"} <= set(info["versions"])
+    if "cupy" in info["versions"]:  # CuPy imports: the CUDA versions it sees, even without a GPU
+        assert {"cuda_runtime", "cuda_driver"} <= set(info["versions"])
+        if not cupy["available"] and "InsufficientDriver" in cupy["reason"]:
+            assert info["versions"]["cuda_driver"] == "none"
     assert "threads" in info["blas"] and "name" in info["blas"]
 
 
@@ -60,3 +64,16 @@ def test_unknown_subcommand_exits_with_usage():
     proc = run_python("from gpukit.cli import main; main(['frobnicate'])")
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr
+
+
+def test_info_reports_a_malformed_memory_limit_instead_of_crashing():
+    proc = run_python(
+        "from gpukit.cli import main; main(['info', '--json'])",
+        env={"GPUKIT_MEMORY_LIMIT": "lots", "GPUKIT_BACKEND": "numpy"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    numpy = info["backends"]["numpy"]
+    assert not numpy["available"] and "GPUKIT_MEMORY_LIMIT" in numpy["reason"]
+    assert info["selected"]["name"] is None
+    assert "'lots'" in info["selected"]["reason"]

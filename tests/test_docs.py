@@ -109,6 +109,24 @@ def test_public_function_has_numpydoc_docstring(qualname, func):
     assert not problems, f"{qualname}: " + "; ".join(problems)
 
 
+def test_setup_commands_agree_across_readme_docs_and_ci():
+    """The README holds exactly two set-up commands; Getting started and CI use them verbatim."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", readme, re.S)
+    assert commands == [
+        'pip install -e ".[examples]" && python examples/showcase.py',
+        'pip install -e ".[test]" && python -m pytest',
+    ]
+    assert len(re.findall(r"pip install", readme)) == 2, "a third set-up command in the README"
+    guide = (ROOT / "docs" / "getting_started.rst").read_text()
+    for command in commands:
+        assert f"   $ {command}\n" in guide, f"docs/getting_started.rst lacks {command!r}"
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert commands[1] in ci, ".ci/run must run the README's test command verbatim"
+
+
 def test_check_covers_the_foundation():
     names = {q for q, _ in FUNCTIONS}
     assert {"gpukit.use_backend", "gpukit.asarray", "gpukit.cli.main"} <= names

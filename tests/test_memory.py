@@ -327,7 +327,28 @@ def test_pinned_on_host_backend(rng):
     assert type(y) is np.ndarray and rel_err(y, x) == 0
 
 
-# -- gpukit info ----------------------------------------------------------------------------
+# -- gpukit info and the one byte formatter -------------------------------------------------
+def test_format_bytes():
+    from gpukit._memstats import format_bytes
+
+    assert format_bytes(None) == "unknown"
+    assert format_bytes(1023) == "1,023 bytes"
+    assert format_bytes(1536) == "1.50 KiB"
+    assert format_bytes(3 * 2**30, exact=True) == "3.00 GiB (3,221,225,472 bytes)"
+    assert format_bytes(5 * 2**40) == "5.00 TiB"
+
+
+def test_info_renders_pool_figures_with_the_shared_formatter(fake):
+    info = _info.collect()
+    fake_rows = [d for d in info["devices"] if d["device"].startswith("fakedevice")]
+    assert [d["device"] for d in fake_rows] == ["fakedevice:0", "fakedevice:1"]
+    memory = {"free": 2**30, "in_use": 512 * MiB, "pool_held": 2**30, "limit": None}
+    info["devices"] = [{**fake_rows[0], "memory": {**memory, "pool_unused": 512 * MiB}}]
+    text = _info.render(info)
+    assert "memory 1.00 GiB" in text  # the fake device's total
+    assert "free 1.00 GiB, pool 1.00 GiB (in use 512.00 MiB, unused 512.00 MiB), limit none" in text
+
+
 def test_info_shows_memory_per_device():
     info = _info.collect()
     host = next(d for d in info["devices"] if d["device"] == "numpy:0")
@@ -366,7 +387,8 @@ def test_gpu_empty_cache_returns_memory(backend):
     assert before.pool_unused >= 2**30
     gk.empty_cache()
     after = gk.memory_stats()
-    assert after.pool_unused == 0
+    # free_all_blocks keeps blocks split with a live neighbour, so not necessarily 0
+    assert after.pool_unused <= before.pool_unused - 2**30
     assert after.free >= before.free + 2**30 * 9 // 10
 
 

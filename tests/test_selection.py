@@ -194,3 +194,28 @@ def test_xp_follows_the_active_backend():
 def test_selection_reason_names_the_scope():
     with gk.use_backend("fakedevice"):
         assert gk.selection_reason() == "use_backend('fakedevice')"
+
+
+def test_cupy_probe_reports_hidden_devices_with_the_variable(monkeypatch):
+    """cudaErrorNoDevice (CUDA_VISIBLE_DEVICES hides every GPU) names the variable, not raw CUDA."""
+    cupy = pytest.importorskip("cupy")
+    from gpukit_cupy import backend as cupy_backend
+
+    def no_device():
+        raise cupy.cuda.runtime.CUDARuntimeError(100)  # cudaErrorNoDevice
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", no_device)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(gk.BackendUnavailableError) as info:
+        cupy_backend.probe()
+    msg = str(info.value)
+    assert "no CUDA device is visible (CUDA_VISIBLE_DEVICES='')" in msg
+    assert "GPUKIT_BACKEND=numpy" in msg
+
+
+def test_names_must_be_strings():
+    with pytest.raises(TypeError, match=r"backend name must be a str .* got int"):
+        gk.set_backend(3)
+    with pytest.raises(TypeError, match="backend name"):
+        with gk.use_backend(None):
+            pass  # pragma: no cover

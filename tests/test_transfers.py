@@ -10,7 +10,26 @@ import pytest
 import gpukit as gk
 from gpukit._dispatch import prepare
 
-from fakedevice import FakeDeviceArray
+from fakedevice import FakeDeviceArray, FakeDeviceBackend
+
+
+class OtherArray(np.ndarray):
+    """The arrays of a second device backend (not FakeDeviceArray: its own owner)."""
+
+    device_id: int = 0
+
+    def __array_finalize__(self, obj):
+        self.device_id = getattr(obj, "device_id", 0)
+
+
+class OtherDevice(FakeDeviceBackend):
+    name = "otherdevice"
+
+    def owns(self, x):
+        return isinstance(x, OtherArray)
+
+    def asarray(self, obj, dtype=None, device=None):
+        return super().asarray(obj, dtype, device).view(OtherArray)
 
 
 @pytest.fixture(autouse=True)
@@ -69,6 +88,23 @@ def test_two_devices_never_mix(fake_device):
     msg = str(err.value)
     assert "'rhs' is on fakedevice:1" in msg and "'lhs' is on fakedevice:0" in msg
     assert isinstance(err.value, ValueError)
+
+
+def test_two_device_backends_never_mix(fake_device):
+    gk.register_backend("otherdevice", OtherDevice)
+    try:
+        a = gk.asarray(np.ones(2))
+        with gk.use_backend("otherdevice"):
+            b = gk.asarray(np.ones(2))
+        assert type(a) is FakeDeviceArray and type(b) is OtherArray
+        with pytest.raises(gk.DeviceMismatchError) as err:
+            prepare(a, b, names=("lhs", "rhs"))
+        msg = str(err.value)
+        assert "'rhs' is on otherdevice:0" in msg and "'lhs' is on fakedevice:0" in msg
+        with pytest.raises(gk.DeviceMismatchError, match="otherdevice"):
+            gk.namespace(a, b)
+    finally:
+        gk.unregister_backend("otherdevice")
 
 
 def test_guard_disallow_refuses_implicit_transfers(fake_device):
@@ -171,3 +207,17 @@ def test_numpy_backend_devices():
     with gk.use_backend("numpy"):
         (d,) = gk.devices()
         assert d.backend == "numpy" and d.index == 0 and d.memory_total > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_cupy_asarray_moves_an_array_to_the_device_asked_for(rng):
+    # the fix DeviceMismatchError suggests: cupy.asarray alone would keep it on device 0
+    host = rng.standard_normal(5)
+    with gk.use_backend("cupy"):
+        x = gk.asarray(host, device=0)
+        y = gk.asarray(x, device=1)
+        z = gk.asarray(x, dtype=np.float32, device=1)
+    assert (x.device.id, y.device.id, z.device.id) == (0, 1, 1)
+    np.testing.assert_array_equal(gk.to_numpy(y), host)
+    assert z.dtype == np.float32

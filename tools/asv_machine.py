@@ -34,8 +34,9 @@ def describe() -> dict[str, str]:
     gpus = [d for d in info["devices"] if not d["device"].startswith("numpy")]
     versions = info["versions"]
     entry["gpu"] = f"{len(gpus)}x {gpus[0]['name']}" if gpus else "none"
-    entry["gpu_driver"] = versions.get("cuda_driver", "none")
-    entry["cuda"] = versions.get("cuda_runtime", "none")
+    # a CPU machine's history is one series, whatever CUDA runtime CuPy ships
+    entry["gpu_driver"] = versions.get("cuda_driver", "none") if gpus else "none"
+    entry["cuda"] = versions.get("cuda_runtime", "none") if gpus else "none"
     entry["cupy"] = versions.get("cupy", "none")
     if os.environ.get("ASV_MACHINE"):
         entry["machine"] = os.environ["ASV_MACHINE"]

@@ -25,6 +25,9 @@ else:
     _import_error = None
 
 
+_CUDA_ERROR_NO_DEVICE = 100  # cudaErrorNoDevice (CuPy exports no constant for it)
+
+
 def probe() -> int:
     """Check that CuPy imports and a CUDA device is usable; return the device count.
 
@@ -36,9 +39,12 @@ def probe() -> int:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as exc:
-        raise BackendUnavailableError(
-            "cupy", f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", _fix_for(exc)
-        ) from None
+        # cudaErrorNoDevice: a working driver sees no GPU (CUDA_VISIBLE_DEVICES hides them)
+        if exc.status != _CUDA_ERROR_NO_DEVICE:
+            raise BackendUnavailableError(
+                "cupy", f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", _fix_for(exc)
+            ) from None
+        count = 0
     except Exception as exc:  # e.g. libcuda cannot be loaded at all
         raise BackendUnavailableError(
             "cupy", f"CUDA is not usable: {type(exc).__name__}: {exc}", GPU_FIX
@@ -78,6 +84,10 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
     def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
         if device is None:
             return cupy.asarray(obj, dtype=dtype)
+        if isinstance(obj, cupy.ndarray) and obj.device.id != device:
+            # cupy.asarray leaves an array on its own device; gk.asarray(x, device=i) moves it
+            obj.device.synchronize()  # a peer copy races the source's producer
+            obj = self.to_device(obj, device)
         with cupy.cuda.Device(device):
             return cupy.asarray(obj, dtype=dtype)
 
@@ -149,13 +159,29 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
         return PeerCopyCollectives(self, devices)
 
     def versions(self) -> dict[str, str]:
-        rt = cupy.cuda.runtime
+        return versions()
 
-        def fmt(v: int) -> str:
-            return f"{v // 1000}.{v % 1000 // 10}"
 
-        return {
-            "cupy": cupy.__version__,
-            "cuda_runtime": fmt(rt.runtimeGetVersion()),
-            "cuda_driver": fmt(rt.driverGetVersion()),
-        }
+def versions() -> dict[str, str]:
+    """CuPy's version and the CUDA runtime and driver versions it sees.
+
+    Needs no usable device, so ``gpukit info`` can show them when the backend is
+    unavailable: a driver older than the runtime is what ``cudaErrorInsufficientDriver``
+    means. A missing driver reads ``"none"``.
+    """
+    if cupy is None:
+        return {}
+    rt = cupy.cuda.runtime
+
+    def fmt(query) -> str:
+        try:
+            v = query()
+        except Exception as exc:  # e.g. libcudart cannot be loaded
+            return f"unknown ({type(exc).__name__})"
+        return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
+
+    return {
+        "cupy": cupy.__version__,
+        "cuda_runtime": fmt(rt.runtimeGetVersion),
+        "cuda_driver": fmt(rt.driverGetVersion),
+    }

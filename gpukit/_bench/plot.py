@@ -26,6 +26,21 @@ def plot(report: dict[str, Any], path: str) -> None:
     ImportError
         matplotlib is missing; the message names the ``bench`` extra.
     """
+    import matplotlib.pyplot as plt
+
+    fig = figure(report)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure(report: dict[str, Any]) -> Any:
+    """The report's throughput curves as a matplotlib Figure (one panel per case).
+
+    Raises
+    ------
+    ImportError
+        matplotlib is missing; the message names the ``bench`` extra.
+    """
     try:
         import matplotlib
 
@@ -80,5 +95,4 @@ def plot(report: dict[str, Any], path: str) -> None:
     )
     rows_of_legend = math.ceil(len(handles) / 4)
     fig.tight_layout(rect=(0, 0.04 + 0.035 * rows_of_legend, 1, 0.96))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
