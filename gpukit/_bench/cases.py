@@ -218,7 +218,7 @@ def _nn_step_gpukit(r: Runner, x_host, y_host) -> Call:
     def step():
         opt.zero_grad()
         loss = loss_fn(model(x), y)
-        model.backward(loss_fn.backward())
+        model.backward(loss_fn.backward(), need_input_grad=False)  # as PyTorch: no dL/dx
         opt.step()
         return loss
 
