@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import mlp
 from .runners import Runner
 
 Call = Callable[[], object]
@@ -187,92 +188,16 @@ def _bias_gelu(r: Runner, rows: int) -> Call:
     return unfused
 
 
-# -- one training step of a 784-256-10 ReLU MLP (forward, backward, SGD) --------------------
-IN, HIDDEN, OUT = 784, 256, 10
-
-
-def _mlp_flops(batch: int) -> float:
-    # forward GEMMs, then weight and input gradients of the second layer and the weight
-    # gradient of the first (the network's input gradient is never needed)
-    return 2 * batch * (IN * HIDDEN + HIDDEN * OUT) * 2 + 2 * batch * HIDDEN * OUT
-
-
+# -- one training step of a 784-256-10 ReLU MLP (forward, backward, SGD): see mlp.py -------
 def _nn_step(r: Runner, batch: int) -> Call:
-    x_host = _rand((batch, IN))
-    y_host = np.random.default_rng(2).integers(0, OUT, batch)
-    if r.family == "gpukit":
-        return _nn_step_gpukit(r, x_host, y_host)
+    x_host, y_host = mlp.data(batch)
     if r.family == "torch":
-        return _nn_step_torch(r, x_host, y_host)
-    return _nn_step_manual(r, x_host, y_host)
-
-
-def _nn_step_gpukit(r: Runner, x_host, y_host) -> Call:
-    nn, optim = _gk("nn"), _gk("optim")
-    with r.scope():
-        model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT))
-        loss_fn = nn.CrossEntropyLoss()
-        opt = optim.SGD(model.parameters(), lr=0.01)
+        return mlp.torch_step(r.xp, x_host, y_host, r.torch_device)
     x, y = r.put(x_host), r.put(y_host)
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        model.backward(loss_fn.backward(), need_input_grad=False)  # as PyTorch: no dL/dx
-        opt.step()
-        return loss
-
-    return step
-
-
-def _nn_step_torch(r: Runner, x_host, y_host) -> Call:
-    torch = r.xp
-    model = torch.nn.Sequential(
-        torch.nn.Linear(IN, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, OUT)
-    ).to(r.torch_device)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = r.put(x_host), r.put(y_host)
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
-
-
-def _nn_step_manual(r: Runner, x_host, y_host) -> Call:
-    """The hand-written step a NumPy (or CuPy) user would write: the bar gk.nn must meet."""
-    xp = r.xp
-    rng = np.random.default_rng(3)
-    w1 = r.put((rng.standard_normal((HIDDEN, IN)) / math.sqrt(IN)).astype("float32"))
-    b1 = r.put(np.zeros(HIDDEN, "float32"))
-    w2 = r.put((rng.standard_normal((OUT, HIDDEN)) / math.sqrt(HIDDEN)).astype("float32"))
-    b2 = r.put(np.zeros(OUT, "float32"))
-    x, y = r.put(x_host), r.put(y_host)
-    rows = xp.arange(len(y_host))
-    lr = np.float32(0.01)
-
-    def step():
-        h = xp.maximum(x @ w1.T + b1, 0)
-        z = h @ w2.T + b2
-        z = z - z.max(axis=1, keepdims=True)
-        p = xp.exp(z)
-        p /= p.sum(axis=1, keepdims=True)
-        loss = -xp.log(p[rows, y]).mean()
-        p[rows, y] -= 1
-        dz = p / np.float32(len(y_host))
-        dh = (dz @ w2) * (h > 0)
-        w2[...] -= lr * (dz.T @ h)
-        b2[...] -= lr * dz.sum(axis=0)
-        w1[...] -= lr * (dh.T @ x)
-        b1[...] -= lr * dh.sum(axis=0)
-        return loss
-
-    return step
+    if r.family == "gpukit":
+        with r.scope():
+            return mlp.gpukit_step(x, y)
+    return mlp.hand_step(r.xp, x, y, r.put)
 
 
 CASES = [
@@ -332,8 +257,8 @@ CASES = [
         (32, 256, 2048),
         (32, 256, 2048, 8192),
         "GFLOP/s",
-        _mlp_flops,
-        lambda b: f"MLP {IN}-{HIDDEN}-{OUT}, batch {b}, SGD",
+        mlp.flops,
+        lambda b: f"MLP {'-'.join(map(str, mlp.SIZES))}, batch {b}, SGD",
         _nn_step,
     ),
 ]
