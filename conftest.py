@@ -13,7 +13,7 @@ import importlib.util
 import pytest
 
 import gpukit as gk
-from gpukit import _selection
+from gpukit._select import selection as _selection
 
 # Without CuPy there is nothing to doctest in the CuPy backend, and its modules may
 # need CuPy at import.

@@ -8,7 +8,7 @@ but overhead shows, against the raw library's equivalent.
 from __future__ import annotations
 
 import gpukit as gk
-from gpukit._dispatch import prepare
+from gpukit._dispatch.inputs import prepare
 
 from . import common
 

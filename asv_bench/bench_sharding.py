@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 import gpukit as gk
-from gpukit import _registry
+from gpukit._select import registry as _registry
 
 from .common import BACKENDS, sync, use
 

@@ -10,6 +10,10 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
+
 def _info(args: argparse.Namespace) -> int:
     from ._info import collect, render
 

@@ -8,7 +8,7 @@ backend, cuFFT through ``cupyx.scipy.fft`` on cupy.
 Dtype rules (the same on every backend, as NumPy 2): float16, float32 and complex64
 inputs are transformed in single precision (complex64 spectra, float32 real outputs);
 integers, bools, float64 and complex128 in double precision. Other dtypes (strings,
-objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dtypes`).
+objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dispatch.dtypes`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes
-from ._dispatch import prepare
-from ._memory import operation
-from ._selection import get_backend
+from ._dispatch import dtypes as _dtypes
+from ._dispatch import operation
+from ._dispatch.inputs import prepare
+from ._select.selection import get_backend
 
 __all__ = [
     "engine",
@@ -45,6 +45,11 @@ __all__ = [
     "rfftfreq",
     "rfftn",
 ]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
 
 _NORMS = (None, "backward", "ortho", "forward")
 _SINGLE = frozenset(np.dtype(t) for t in ("float16", "float32", "complex64"))

@@ -1,7 +1,7 @@
 """Operations on :class:`gpukit.ShardedArray`: reductions, matmul, batched FFTs.
 
 Each runs one task per device on that device's worker thread and stream
-(:mod:`gpukit._workers`). Reductions combine the per-device partial results on the
+(:mod:`gpukit._runtime.workers`). Reductions combine the per-device partial results on the
 first device in device order (0, 1, ..., N-1), so a result is the same on every
 run with the same devices; they return a native 0-d array there, and the host
 waits only when it reads it.
@@ -25,12 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _transfer
-from ._dispatch import owner_of
-from ._memory import operation
-from ._selection import get_backend
-from ._sharding import ShardedArray, _check_devices, check_aligned
-from ._workers import map_devices
+from . import fft as gk_fft
+from ._dispatch import implements, operation
+from ._matmul import matmul as one_device
+from ._runtime import transfer as _transfer
+from ._runtime.placement import owner_of
+from ._runtime.workers import map_devices
+from ._select.selection import get_backend
+from ._sharding.array import ShardedArray, _check_devices, check_aligned
 from .backend import Backend
 from .errors import DeviceMismatchError
 
@@ -48,6 +50,10 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
+
 def _require_sharded(x: Any, name: str) -> ShardedArray:
     if not isinstance(x, ShardedArray):
         raise TypeError(f"argument {name!r} must be a ShardedArray (gk.shard(...)); got "
@@ -60,7 +66,7 @@ def _combine(x: ShardedArray, partials: list[Any]) -> Any:
     return x.backend.collectives(x.devices).reduce(partials)
 
 
-@operation("gk.sharding.sum")
+@operation("gk.sharding.sum", native=("sharded",))
 def sum(x: ShardedArray, axis: int | None = None) -> Any:
     """Sum of the elements of a sharded array, over all axes or one.
 
@@ -110,7 +116,7 @@ def sum(x: ShardedArray, axis: int | None = None) -> Any:
     return _combine(x, parts)
 
 
-@operation("gk.sharding.dot")
+@operation("gk.sharding.dot", native=("sharded",))
 def dot(x: ShardedArray, y: ShardedArray) -> Any:
     """Dot product ``sum(x * y)`` of two vectors sharded the same way (no conjugation).
 
@@ -152,7 +158,7 @@ def dot(x: ShardedArray, y: ShardedArray) -> Any:
     return _combine(x, map_devices(x.backend, x.devices, xp.dot, x.shards, y.shards))
 
 
-@operation("gk.sharding.norm")
+@operation("gk.sharding.norm", native=("sharded",))
 def norm(x: ShardedArray) -> Any:
     """Euclidean (Frobenius) norm of a sharded array.
 
@@ -230,7 +236,7 @@ class Replicated:
         )
 
 
-@operation("gk.sharding.replicate")
+@operation("gk.sharding.replicate", native=("sharded",))
 def replicate(b: Any, devices: Sequence[int] | None = None) -> Replicated:
     """Copy ``b`` once to every device, for reuse by :func:`matmul` across calls.
 
@@ -322,7 +328,7 @@ def _replicas_for(a: ShardedArray, b: Any) -> list[Any]:
     return [b.on(d) for d in a.devices]
 
 
-@operation("gk.sharding.matmul")
+@operation("gk.sharding.matmul", native=("sharded",))
 def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedArray:
     """``a @ b`` for ``a`` split along a row (or batch) axis, ``b`` replicated on every device.
 
@@ -380,8 +386,6 @@ def matmul(a: ShardedArray, b: Any, *, precision: str | None = None) -> ShardedA
             f"argument 'b' must be 1-d or 2-d with {a.shape[-1]} rows to multiply 'a' of "
             f"shape {a.shape}; got shape {shape_b}"
         )
-    from ._matmul import matmul as one_device
-
     replicas = _replicas_for(a, b)
     parts = map_devices(
         a.backend, a.devices, lambda x, y: one_device(x, y, precision=precision), a.shards, replicas
@@ -398,8 +402,6 @@ def _fft(kind: str, x: ShardedArray, n: int | None, axis: int, norm: str | None)
             f"axis {axis} is the split axis of x (shape {x.shape}, split along {x.axis}): a "
             "sharded FFT runs along any other axis; shard x along another axis, or gather it"
         )
-    from . import fft as gk_fft
-
     fn = getattr(gk_fft, kind)
     parts = map_devices(x.backend, x.devices, lambda s: fn(s, n=n, axis=axis, norm=norm), x.shards)
     return ShardedArray(x.backend, parts, x.axis, x.devices)
@@ -450,10 +452,21 @@ def _make_fft(kind: str, what: str):
 
     transform.__name__ = transform.__qualname__ = kind
     transform.__doc__ = _FFT_DOC.format(what=what, kind=kind)
-    return operation(f"gk.sharding.{kind}")(transform)
+    return operation(f"gk.sharding.{kind}", native=("sharded",))(transform)
 
 
 fft = _make_fft("fft", "Discrete Fourier transform")
 ifft = _make_fft("ifft", "Inverse discrete Fourier transform")
 rfft = _make_fft("rfft", "Discrete Fourier transform of real input")
 irfft = _make_fft("irfft", "Inverse of :func:`rfft`")
+
+
+# What the public operations do with a ShardedArray argument (gpukit._dispatch.kinds).
+@implements("gk.matmul", "sharded")
+def _matmul_sharded(a: Any, b: Any, precision: str | None = None) -> ShardedArray:
+    return matmul(a, b, precision=precision)
+
+
+@implements("gk.to_numpy", "sharded")
+def _to_numpy_sharded(x: ShardedArray) -> np.ndarray:
+    return x.to_numpy()

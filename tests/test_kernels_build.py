@@ -12,7 +12,7 @@ from kernel_cases import CASES
 
 import gpukit as gk
 import gpukit_numpy.kernels as references
-from gpukit.kernels._registry import KERNELS, cuda_sources
+from gpukit.backend.kernels import KERNELS, cuda_sources
 from gpukit_cupy.kernels._source import HERE, instantiations
 
 NVCC = shutil.which("nvcc")

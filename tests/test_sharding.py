@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpukit as gk
-from gpukit import _registry
-from gpukit._workers import run_on_devices
+from gpukit._runtime.workers import run_on_devices
+from gpukit._select import registry as _registry
 
 from helpers import TOL, rel_err
 

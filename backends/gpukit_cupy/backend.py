@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from gpukit.backend import Backend, Device
+from gpukit.backend.collectives import PeerCopyCollectives
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from .collectives import NcclCollectives
 from .fft import CupyFFT
 from .linalg import CupyLinalg
 from .matmul import CupyMatmul
@@ -152,8 +154,6 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
             return cupy.copy(x)  # a peer copy when x lives on another device
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
-        from gpukit._collectives import NcclCollectives, PeerCopyCollectives
-
         if NcclCollectives.usable(devices):
             return NcclCollectives(self, devices)
         return PeerCopyCollectives(self, devices)

@@ -10,7 +10,7 @@ from typing import Any
 
 
 class CupyFFT:
-    """Overrides :class:`gpukit._ops.fft.FFTOps` with cuFFT on the array's device."""
+    """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with cuFFT on the array's device."""
 
     def fft_engine(self) -> str:
         return "cufft"

@@ -58,7 +58,7 @@ def _planner() -> str:
 
 
 class NumpyFFT:
-    """Overrides :class:`gpukit._ops.fft.FFTOps` with a multi-threaded engine."""
+    """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with a multi-threaded engine."""
 
     def fft_engine(self) -> str:
         return engine_name()

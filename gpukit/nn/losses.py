@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
-from ._kernels import kernel
+from ..kernels._direct import kernel
 from .module import on_device_of
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]

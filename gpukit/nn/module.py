@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
-from .._selection import get_backend, use_backend
+from .._runtime import devices as _devices
+from .._select import registry as _registry
+from .._select.selection import get_backend, use_backend
 from ..errors import DeviceMismatchError
 
 __all__ = ["Module", "Parameter"]
@@ -206,8 +208,6 @@ class Module:
         >>> layer.weight.dtype
         dtype('float64')
         """
-        from .. import _devices
-
         with use_backend(backend if backend is not None else get_backend()) as target:
             if device is not None:
                 _devices.check_device(target, device)
@@ -342,6 +342,4 @@ def _place(x: Any, ref: Any) -> Any:
 
 
 def _host_backend():
-    from .. import _registry
-
     return _registry.load("numpy")

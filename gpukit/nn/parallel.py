@@ -27,9 +27,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _dispatch
-from .._selection import get_backend
-from .._sharding import ShardedArray, _check_devices, _split_sizes, split
-from .._workers import map_devices
+from .._runtime.workers import map_devices
+from .._select.selection import get_backend
+from .._sharding.array import ShardedArray, _check_devices, _split_sizes, split
 from .layers import Dropout
 from .module import Module, Parameter
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dispatch, _registry, _transfer
+from .. import _dispatch
+from .._runtime import transfer as _transfer
+from .._select import registry as _registry
 from ..errors import DeviceMismatchError
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
 from .module import Module

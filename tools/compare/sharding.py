@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import gpukit as gk
-from gpukit import _registry
+from gpukit._select import registry as _registry
 
 from .timing import compare, table
 

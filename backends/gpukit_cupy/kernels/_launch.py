@@ -8,7 +8,7 @@ from functools import cache
 import cupy
 import numpy as np
 
-from gpukit.kernels._registry import cuda_sources
+from gpukit.backend.kernels import cuda_sources
 
 from ._source import source
 

@@ -22,9 +22,9 @@ import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-from . import _registry
-from .backend import Backend
-from .errors import BackendUnavailableError
+from ..backend import Backend
+from ..errors import BackendUnavailableError
+from . import registry as _registry
 
 __all__ = ["get_backend", "selection_reason", "set_backend", "use_backend"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from ._selection import get_backend
-from .backend import Backend, Device
+from .._select.selection import get_backend
+from ..backend import Backend, Device
 
 __all__ = ["check_device", "device", "device_count", "devices", "synchronize"]
 

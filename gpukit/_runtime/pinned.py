@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._memory import operation
-from ._selection import get_backend
+from .._select.selection import get_backend
+from .memory import operation
 
 __all__ = ["empty_pinned"]
 

@@ -4,7 +4,7 @@ A :class:`ShardedArray` holds one native array (a *shard*) per device, split alo
 one axis, unevenly where the length does not divide (``numpy.array_split``'s
 rule: the first ``length % n`` shards get one more; with fewer rows than devices
 the last shards are empty). Work on shards runs on each device's worker thread
-(:mod:`gpukit._workers`); the host waits only in :meth:`ShardedArray.gather`,
+(:mod:`gpukit._runtime.workers`); the host waits only in :meth:`ShardedArray.gather`,
 :func:`gpukit.to_numpy` and reductions.
 """
 
@@ -16,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _transfer
-from ._devices import check_device
-from ._dispatch import owner_of
-from ._memory import operation
-from ._selection import get_backend
-from .backend import Backend
-from .errors import DeviceMismatchError
+from .._dispatch import operation, register_kind
+from .._runtime import transfer as _transfer
+from .._runtime.devices import check_device
+from .._runtime.placement import owner_of
+from .._runtime.workers import map_devices
+from .._select.selection import get_backend
+from ..backend import Backend
+from ..errors import DeviceMismatchError
 
 __all__ = ["ShardedArray", "map_shards", "shard"]
 
@@ -141,8 +142,6 @@ class ShardedArray:
         >>> t.shards[0] is s.shards[0], gk.to_numpy(t).tolist()
         (False, [0.0, 1.0, 2.0])
         """
-        from ._workers import map_devices
-
         parts = map_devices(self.backend, self.devices, lambda s: s.copy(), self.shards)
         return ShardedArray(self.backend, parts, self.axis, self.devices)
 
@@ -161,6 +160,22 @@ class ShardedArray:
             f"ShardedArray(shape={self.shape}, dtype={self.dtype}, axis={self.axis}, "
             f"devices={self.backend.name}:{self.devices}, sizes={self.sizes})"
         )
+
+
+def _describe(x: ShardedArray) -> str:
+    return (
+        f"ShardedArray (shape {x.shape}, {x.dtype}, split along axis {x.axis} over "
+        f"{x.backend.name}:{x.devices})"
+    )
+
+
+register_kind(
+    "sharded",
+    lambda t: issubclass(t, ShardedArray),
+    modules=("gpukit.sharding",),
+    describe=_describe,
+    advice="gather it to one device first (x.gather()), or use the gk.sharding functions",
+)
 
 
 def _split_sizes(length: int, n: int) -> list[int]:
@@ -233,8 +248,6 @@ def split(
     backend: Backend, x: Any, axis: int, devices: Sequence[int], sizes: Sequence[int]
 ) -> ShardedArray:
     """``x`` (native to ``backend`` or host data) cut into ``sizes`` along ``axis``, placed."""
-    from ._workers import map_devices
-
     owner = owner_of(x)
     if owner is None:
         x = np.asarray(x)
@@ -278,7 +291,7 @@ def check_aligned(arrays: Sequence[ShardedArray], names: Sequence[str]) -> None:
             )
 
 
-@operation("gk.map_shards")
+@operation("gk.map_shards", native=("sharded",))
 def map_shards(fn: Callable[..., Any], *sharded: ShardedArray) -> ShardedArray:
     """Apply ``fn`` to matching shards, each call on that shard's device and worker thread.
 
@@ -316,8 +329,6 @@ def map_shards(fn: Callable[..., Any], *sharded: ShardedArray) -> ShardedArray:
     >>> gk.to_numpy(t).tolist()
     [1.0, 3.0, 5.0, 7.0]
     """
-    from ._workers import map_devices
-
     if not sharded:
         raise TypeError("map_shards needs at least one ShardedArray argument")
     names = [f"sharded[{i}]" for i in range(len(sharded))]

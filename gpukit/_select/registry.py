@@ -23,8 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backend import Backend
-from .errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
+from ..backend import Backend
+from ..errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
+from .configure import configure
 
 __all__ = ["BackendStatus", "available_backends", "load", "loaded", "register_backend"]
 
@@ -284,9 +285,7 @@ def _create(entry: _Entry) -> None:
         )
         warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=4)
         return
-    from . import _memlimit
-
-    _memlimit.configure(backend)  # GPUKIT_MEMORY_LIMIT, before gpukit allocates with it
+    configure(backend)  # GPUKIT_MEMORY_LIMIT, before gpukit allocates with it
     entry.instance = backend
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from .errors import TransferGuardError
+from ..errors import TransferGuardError
 
 __all__ = ["TransferStats", "reset_transfer_stats", "transfer_guard", "transfer_stats"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DeviceMismatchError
+from ..errors import DeviceMismatchError
 
 __all__ = ["ENV_VAR", "VirtualDeviceArray", "cpu_device_count", "place"]
 
@@ -53,7 +53,7 @@ class VirtualDeviceArray(np.ndarray):
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> from gpukit._virtual import place
+    >>> from gpukit.backend.virtual import place
     >>> a, b = place(np.ones(2), 0), place(np.ones(2), 1)
     >>> (a + a).device_id
     0

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
-from .backend import Backend
+from ..backend import Backend
 
 __all__ = ["map_devices", "run_on_devices"]
 

@@ -1,11 +1,12 @@
-"""Capping the memory pool of each device: ``GPUKIT_MEMORY_LIMIT`` and ``set_memory_limit``.
+"""Settings applied to a backend when the registry creates it: ``GPUKIT_MEMORY_LIMIT``.
 
-``GPUKIT_MEMORY_LIMIT`` is read when a device backend is first created, before
-gpukit allocates anything with it, and applied to every device's pool. On CuPy the
-cap is ``MemoryPool.set_limit``: an allocation that would take the pool above it
-fails (and, inside a gpukit operation, becomes :class:`gpukit.OutOfMemoryError`).
-When set, it overrides ``CUPY_GPU_MEMORY_LIMIT`` (CuPy's own variable, applied when
-each device's pool is created); when unset, CuPy's applies and is reported.
+``GPUKIT_MEMORY_LIMIT`` is read when a device backend is first created, before gpukit
+allocates anything with it, and applied to every device's pool. On CuPy the cap is
+``MemoryPool.set_limit``: an allocation that would take the pool above it fails (and,
+inside a gpukit operation, becomes :class:`gpukit.OutOfMemoryError`). When set, it
+overrides ``CUPY_GPU_MEMORY_LIMIT`` (CuPy's own variable, applied when each device's
+pool is created); when unset, CuPy's applies and is reported. ``gk.set_memory_limit``
+(:mod:`gpukit._runtime.memlimit`) parses its argument with :func:`parse_limit` too.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ from __future__ import annotations
 import numbers
 import os
 import re
-import warnings
 
-from ._devices import check_device
-from ._selection import get_backend
-from .backend import Backend
-from .errors import GpukitWarning
+from ..backend import Backend
 
-__all__ = ["ENV_VAR", "configure", "parse_limit", "set_memory_limit"]
+__all__ = ["ENV_VAR", "Limit", "configure", "parse_limit", "resolve_limit"]
 
 ENV_VAR = "GPUKIT_MEMORY_LIMIT"
 
@@ -78,7 +75,7 @@ def parse_limit(value: object, source: str) -> Limit:
     return ("bytes", nbytes)
 
 
-def _resolve(limit: Limit, backend: Backend, device: int, source: str) -> int | None:
+def resolve_limit(limit: Limit, backend: Backend, device: int, source: str) -> int | None:
     """Bytes for ``limit`` on ``device``: percentages are of the device's total memory."""
     if limit is None:
         return None
@@ -105,58 +102,4 @@ def configure(backend: Backend) -> None:
     if limit is None or not backend.is_device:
         return
     for device in range(backend.device_count()):
-        backend.set_memory_limit(device, _resolve(limit, backend, device, ENV_VAR))
-
-
-def set_memory_limit(limit: int | str | None, device: int | None = None) -> None:
-    """Cap the memory pool of the active backend's devices.
-
-    An allocation that would take the pool above the cap fails; inside a gpukit
-    operation it becomes :class:`gpukit.OutOfMemoryError`. Arrays already allocated
-    are not touched. This overrides ``GPUKIT_MEMORY_LIMIT`` and ``CUPY_GPU_MEMORY_LIMIT``
-    for the devices it names.
-
-    Parameters
-    ----------
-    limit : int, str or None
-        Bytes (``4_000_000_000``), a size with a unit (``"4GiB"``, ``"512MB"``; kB, MB,
-        GB, TB are powers of 1000, KiB, MiB, GiB, TiB of 1024), a percentage of the
-        device's total memory (``"80%"``), or ``None`` to remove the cap.
-    device : int, optional
-        Only this device; every device of the active backend when omitted.
-
-    Raises
-    ------
-    ValueError
-        ``limit`` is not one of the forms above, or ``device`` is out of range.
-
-    Warns
-    -----
-    GpukitWarning
-        The active backend has no memory pool to cap (numpy): the limit is checked but
-        not enforced; bound host memory with the operating system (``ulimit``, cgroups).
-
-    Examples
-    --------
-    >>> import warnings
-    >>> import gpukit as gk
-    >>> with gk.use_backend("numpy"), warnings.catch_warnings(record=True) as w:
-    ...     warnings.simplefilter("always")
-    ...     gk.set_memory_limit("80%")
-    >>> "not enforced" in str(w[0].message)
-    True
-    """
-    parsed = parse_limit(limit, "set_memory_limit limit")
-    backend = get_backend()
-    indices = range(backend.device_count()) if device is None else [check_device(backend, device)]
-    applied = [
-        backend.set_memory_limit(i, _resolve(parsed, backend, i, "set_memory_limit limit"))
-        for i in indices
-    ]
-    if not all(applied):
-        warnings.warn(
-            f"gpukit: backend {backend.name!r} has no memory pool to cap; the limit "
-            f"{limit!r} is not enforced (bound host memory with ulimit or cgroups)",
-            GpukitWarning,
-            stacklevel=2,
-        )
+        backend.set_memory_limit(device, resolve_limit(limit, backend, device, ENV_VAR))

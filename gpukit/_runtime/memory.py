@@ -22,11 +22,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from . import _registry
-from ._memstats import MemoryStats, format_bytes, stats_for
-from ._selection import get_backend
-from .backend import Backend
-from .errors import OutOfMemoryError
+from .._select import registry as _registry
+from .._select.selection import get_backend
+from ..backend import Backend
+from ..errors import OutOfMemoryError
+from .memstats import MemoryStats, format_bytes, stats_for
+from .placement import namespace
 
 __all__ = ["FIX", "operation"]
 
@@ -99,8 +100,6 @@ def _deliver(out: Any, result: Any) -> Any:
     """Copy a finished ``result`` into ``out`` (a tuple of outputs for several results)."""
     if isinstance(out, tuple):
         return tuple(r if o is None else _deliver(o, r) for o, r in zip(out, result, strict=True))
-    from ._dispatch import namespace  # _dispatch wraps its own operations with this module
-
     namespace(out).copyto(out, result)  # same_kind casting, as NumPy's out= allows
     return out
 

@@ -24,8 +24,13 @@ import numpy as np
 from ._ops.fft import FFTOps
 from ._ops.linalg import LinalgOps
 from ._ops.matmul import MatmulOps
+from .collectives import PeerCopyCollectives
 
 __all__ = ["Backend", "Device"]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
     def synchronize(self, device: int | None = None) -> None:
         """Block until queued work on ``device`` (every device if None) is done."""
 
-    # -- several devices: see gpukit._workers, gpukit._collectives, gpukit._sharding -----------
+    # -- several devices: see gpukit._runtime.workers, .collectives, gpukit._sharding --------
     def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         """Context a per-device worker thread runs device ``index``'s work in.
 
@@ -130,16 +135,14 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         return self.asarray(x.copy() if copy else x, device=device)
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
-        """The :class:`gpukit._collectives.Collectives` for ``devices`` (peer copies)."""
-        from gpukit._collectives import PeerCopyCollectives
-
+        """The :class:`~gpukit.backend.collectives.Collectives` for ``devices`` (peer copies)."""
         return PeerCopyCollectives(self, devices)
 
     def versions(self) -> dict[str, str]:
         """Library versions worth reporting in ``gpukit info``."""
         return {}
 
-    # -- memory: see gpukit._memory, _memstats, _memlimit, _pinned ------------------------
+    # -- memory: see gpukit._runtime (memory, memstats, memlimit, pinned) -----------------
     def out_of_memory(self, exc: BaseException) -> int | None:
         """Bytes asked for if ``exc`` is our allocation failure (-1: unknown), else None."""
         return -1 if isinstance(exc, MemoryError) else None

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _registry
-from ._devices import check_device
-from ._selection import get_backend
-from .backend import Backend
+from .._select import registry as _registry
+from .._select.selection import get_backend
+from ..backend import Backend
+from .devices import check_device
 
 __all__ = ["MemoryStats", "empty_cache", "format_bytes", "memory_stats", "stats_for"]
 
