@@ -29,7 +29,8 @@ from typing import Any
 from .. import _dispatch
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray, _check_devices, _split_sizes, split
+from .._sharding.array import ShardedArray, split
+from .._sharding.layout import check_devices, split_sizes
 from .layers import Dropout
 from .module import Module, Parameter
 
@@ -99,7 +100,7 @@ class DataParallel(Module):
         if anchor is None:
             raise ValueError(f"DataParallel needs a module with parameters; {module!r} has none")
         backend = _dispatch.owner_of(anchor.data) or get_backend()
-        devs = _check_devices(backend, devices)
+        devs = check_devices(backend, devices)
         self.backend = backend
         self.devices = devs
         self.module = module.to(backend, device=devs[0])
@@ -169,7 +170,7 @@ class DataParallel(Module):
         if n == 0:
             raise ValueError(f"DataParallel needs a batch with at least one sample; got {x!r}")
         k = min(n, len(self.devices))
-        self._sizes = _split_sizes(n, k)
+        self._sizes = split_sizes(n, k)
         if k == 1:
             return self.module.forward(x)
         self.broadcast_parameters(k)
