@@ -184,6 +184,11 @@ def _advice(operation: str) -> str:
             "(x.gather(), or gk.to_numpy(x) for the host); for a system too large for one "
             "device, use gpukit's Dask support (gk.distributed)"
         )
+    if operation.startswith("gk.nn."):
+        return (
+            "gather it to one device first (x.gather()), or train on several devices with "
+            "gk.nn.DataParallel(model), which takes a batch sharded along its rows"
+        )
     return (
         "gather it to one device first (x.gather()); gk.reshard(x, axis=...) moves the "
         "split to another axis, gk.map_shards(fn, x) runs fn on each shard"

@@ -29,8 +29,10 @@ __all__ = ["InteropMixin"]
 
 _METHODS: dict[Callable[..., Any], str] = {
     np.sum: "sum", np.mean: "mean", np.max: "max", np.amax: "max", np.min: "min",
-    np.amin: "min", np.copy: "copy", np.astype: "astype", np.real: "real", np.imag: "imag",
+    np.amin: "min", np.copy: "copy", np.real: "real", np.imag: "imag",
 }  # fmt: skip
+if hasattr(np, "astype"):  # NumPy >= 2.1
+    _METHODS[np.astype] = "astype"
 _PROPERTIES = frozenset({"real", "imag"})
 
 

@@ -34,7 +34,7 @@ def _axes(x: Any, axis: Any, op: str) -> tuple[int, ...]:
         except TypeError:
             raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
         if not -x.ndim <= a < x.ndim:
-            raise np.exceptions.AxisError(a, x.ndim)
+            raise ValueError(f"{op}: axis {a} is out of range for an array of shape {x.shape}")
         out.append(a % x.ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: axis={axis!r} repeats an axis")

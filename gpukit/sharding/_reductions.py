@@ -48,8 +48,8 @@ def sum(x: ShardedArray, axis: Any = None, dtype: Any = None, keepdims: bool = F
     ------
     TypeError
         ``x`` is not a ShardedArray.
-    numpy.exceptions.AxisError
-        An axis is out of range (a ``ValueError``).
+    ValueError
+        An axis is out of range or repeated.
 
     Examples
     --------
