@@ -10,8 +10,10 @@ devices, peer copies or one NCCL group of send/receive pairs on GPUs), MPI's
 in :func:`gpukit.transfer_stats`.
 
 :func:`exchange` is the general form the distributed FFT uses: besides the axis and
-devices it sets the destination lengths, crops or zero-pads the split axis, or rolls
-it cyclically (``fftshift`` along the split axis), all in the same single exchange.
+devices it sets the destination lengths, crops or zero-pads the split axis, rolls it
+cyclically (``fftshift`` along the split axis), or stores the destination shards with
+one axis fastest in memory (the local transpose of FFTW-MPI's transposed layout, so the
+next transform runs along contiguous memory), all in the same single exchange.
 """
 
 from __future__ import annotations
@@ -97,12 +99,15 @@ def exchange(
     *,
     length: int | None = None,
     shift: int = 0,
+    fast_axis: int | None = None,
 ) -> ShardedArray:
     """``x`` split along ``axis`` into ``sizes`` over ``devices``, in one exchange.
 
     With ``axis == x.axis``, ``length`` crops or zero-pads the split axis to that
     length (keeping its start), and ``shift`` rolls it cyclically (``numpy.roll``'s
-    sign; with ``length`` unset). ``sizes`` must add up to the new length.
+    sign; with ``length`` unset). ``sizes`` must add up to the new length. With
+    ``fast_axis``, each new shard is a view of memory in which that axis is the
+    fastest-varying one (contiguous along it).
     """
     backend, src_devs, dst_devs = x.backend, x.devices, tuple(devices)
     same = axis == x.axis
@@ -114,7 +119,8 @@ def exchange(
         raise ValueError(f"exchange: sizes {tuple(sizes)} do not split length {new_len}")
     if len(set(src_devs)) != len(src_devs):
         raise ValueError(f"exchange: x has two shards on one device ({src_devs})")
-    if same and new_len == n and not shift and src_devs == dst_devs and tuple(sizes) == x.sizes:
+    unchanged = src_devs == dst_devs and tuple(sizes) == x.sizes
+    if same and new_len == n and not shift and unchanged and fast_axis is None:
         return x
     union = tuple(dict.fromkeys(src_devs + dst_devs))
     where = {d: k for k, d in enumerate(union)}
@@ -160,7 +166,13 @@ def exchange(
         if not parts:
             return backend.to_device(xp.empty(shape, x.dtype), d, copy=False)
         parts.sort(key=lambda p: p[0])
-        whole = xp.concatenate([p for _, p in parts], axis=x.axis)  # a fresh copy
+        blocks = [p for _, p in parts]
+        if fast_axis is None:
+            whole = xp.concatenate(blocks, axis=x.axis)  # a fresh copy
+        else:  # the same copy, written with fast_axis last in memory
+            moved = [xp.moveaxis(b, fast_axis, -1) for b in blocks]
+            at = -1 if x.axis == fast_axis else x.axis - (x.axis > fast_axis)
+            whole = xp.moveaxis(xp.concatenate(moved, axis=at), -1, fast_axis)
         return backend.to_device(whole, d, copy=False)
 
     shards = map_devices(backend, dst_devs, assemble, range(len(dst_devs)), dst_devs)
