@@ -172,7 +172,9 @@ def exchange(
         else:  # the same copy, written with fast_axis last in memory
             moved = [xp.moveaxis(b, fast_axis, -1) for b in blocks]
             at = -1 if x.axis == fast_axis else x.axis - (x.axis > fast_axis)
-            whole = xp.moveaxis(xp.concatenate(moved, axis=at), -1, fast_axis)
+            layout = [*shape[:fast_axis], *shape[fast_axis + 1 :], shape[fast_axis]]
+            out = xp.empty(layout, x.dtype)  # C order: fast_axis contiguous
+            whole = xp.moveaxis(xp.concatenate(moved, axis=at, out=out), -1, fast_axis)
         return backend.to_device(whole, d, copy=False)
 
     shards = map_devices(backend, dst_devs, assemble, range(len(dst_devs)), dst_devs)
