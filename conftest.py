@@ -31,3 +31,20 @@ def _doctests_on_numpy(request: pytest.FixtureRequest):
             yield
     finally:
         _selection._default, _selection._default_reason = saved
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skipped tests, one line per reason (``-ra`` printed one per test location: ~100
+    near-identical "cupy unavailable" lines on a machine without a GPU)."""
+    reports = terminalreporter.stats.get("skipped", [])
+    counts: dict[str, int] = {}
+    for report in reports:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    if not counts:
+        return
+    terminalreporter.write_sep("=", "skipped tests, by reason")
+    for reason, n in sorted(counts.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"SKIPPED [{n}] {reason}")
