@@ -278,3 +278,37 @@ def test_names_must_be_strings():
     with pytest.raises(TypeError, match="backend name"):
         with gk.use_backend(None):
             pass  # pragma: no cover
+
+
+def test_cupy_probe_loads_the_cuda_libraries_and_names_the_missing_ones(monkeypatch):
+    """A driver and a GPU but no CUDA libraries (no toolkit, no [ctk] wheels): the backend
+    is unavailable at once, naming each library and the install that brings them."""
+    cupy = pytest.importorskip("cupy")
+    import functools
+    import sys
+    import types
+
+    from gpukit_cupy import backend as cupy_backend
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 1)
+    monkeypatch.setattr(cupy.cuda.runtime, "runtimeGetVersion", lambda: 12080)
+    loaded = []
+    # cuFFT loads (a stand-in module: the real one cannot even import without libcufft)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.cufft", types.SimpleNamespace(getVersion=int))
+    for name, module, function in cupy_backend._LIBRARIES:
+        if name == "cuFFT":
+            continue
+
+        def missing(name=name):
+            loaded.append(name)
+            raise OSError(f"lib{name.lower()}.so.12: cannot open shared object file")
+
+        owner, _, attr = f"{module}.{function}".rpartition(".")
+        monkeypatch.setattr(functools.reduce(getattr, owner.split(".")[1:], cupy), attr, missing)
+    with pytest.raises(gk.BackendUnavailableError) as info:
+        cupy_backend.probe()
+    msg = str(info.value)
+    assert loaded == ["cuBLAS", "cuSOLVER", "NVRTC"]  # every library is tried
+    assert "cuBLAS (OSError: libcublas.so.12" in msg and "NVRTC (OSError" in msg
+    assert "cuFFT" not in msg
+    assert 'pip install "gpukit[cuda12]"' in msg and "GPUKIT_BACKEND=numpy" in msg

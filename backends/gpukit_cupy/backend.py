@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 from typing import Any
 
@@ -54,7 +56,41 @@ def probe() -> int:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
         raise BackendUnavailableError("cupy", f"no CUDA device is visible{hint}", GPU_FIX)
+    _check_libraries()
     return count
+
+
+# The CUDA libraries gpukit calls through CuPy, each with a call that loads it (CuPy loads
+# them lazily, so a driver without a CUDA toolkit or CuPy's [ctk] wheels fails only at the
+# first matmul, FFT, solve or kernel otherwise).
+_LIBRARIES: tuple[tuple[str, str, str], ...] = (
+    ("cuBLAS", "cupy.cuda.device", "get_cublas_handle"),
+    ("cuSOLVER", "cupy.cuda.device", "get_cusolver_handle"),
+    ("cuFFT", "cupy.cuda.cufft", "getVersion"),
+    ("NVRTC", "cupy.cuda", "nvrtc.getVersion"),  # cupy.cuda.nvrtc: an attribute, not a module
+)
+
+
+def _check_libraries() -> None:
+    """Load every CUDA library gpukit uses now, so a missing one is a clear error at once."""
+    failed = []
+    cause = None
+    for name, module, function in _LIBRARIES:
+        try:
+            functools.reduce(getattr, function.split("."), importlib.import_module(module))()
+        except Exception as exc:  # ImportError, OSError, pathfinder's not-found error...
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            failed.append(f"{name} ({type(exc).__name__}: {first_line})")
+            cause = cause or exc
+    if failed:
+        major = cupy.cuda.runtime.runtimeGetVersion() // 1000
+        raise BackendUnavailableError(
+            "cupy",
+            "CUDA libraries CuPy needs cannot be loaded: " + "; ".join(failed),
+            f'pip install "gpukit[cuda{major}]" (it brings them as wheels through CuPy\'s [ctk] '
+            f"extra), or install the CUDA {major}.x toolkit, or run on the CPU with "
+            "GPUKIT_BACKEND=numpy",
+        ) from cause
 
 
 def _cuda_version(v: int) -> str:
