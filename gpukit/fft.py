@@ -14,6 +14,7 @@ objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dtypes`).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtypes
+from ._devices import check_device
 from ._dispatch import prepare
 from ._memory import operation
 from ._selection import get_backend
@@ -97,6 +99,11 @@ def _lengths(name: str, s: Any, one_d: bool) -> tuple[int, ...]:
         items = tuple(s)
     except TypeError:
         raise TypeError(f"{name}: s must be a sequence of integers, got {s!r}") from None
+    if None in items:
+        raise TypeError(
+            f"{name}: s={s!r} contains None; use -1 for x's own length along that axis "
+            "(NumPy 2 deprecated None there)"
+        )
     return tuple(_index(name, "s", v) for v in items)
 
 
@@ -347,8 +354,8 @@ x : array_like
     Input{input_note}.
 s : sequence of int, optional
     Transform lengths along ``axes``{s_note}; ``x`` is cropped or zero-padded. An entry
-    ``-1`` keeps ``x``'s own length along that axis (NumPy 2's rule, also for the last
-    axis of a Hermitian input).
+    ``-1`` keeps ``x``'s own length along that axis, NumPy 2's rule (on the last axis of
+    a Hermitian input that length is ``m``, not the default ``2 * (m - 1)``).
 axes : sequence of int, optional
     Axes to transform, each at most once (default {axes_default}).
 """
@@ -509,7 +516,7 @@ ihfftn = _n_dim(
 )  # fmt: skip
 
 
-def _freq(name: str, n: Any, d: Any, real: bool) -> Any:
+def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
     n = _index(name, "n", n)
     if n < 1:
         raise ValueError(f"{name}: n must be at least 1, got {n}")
@@ -517,11 +524,21 @@ def _freq(name: str, n: Any, d: Any, real: bool) -> Any:
         raise TypeError(f"{name}: d must be a real number, got {d!r}")
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
-    return get_backend().fft_freq(n, d, real)
+    backend = get_backend()
+    if device is not None:
+        if isinstance(device, bool) or not isinstance(device, int | np.integer):
+            raise TypeError(
+                f"{name}: device must be a device index of the {backend.name} backend (an "
+                f"int), got {device!r}"
+            )
+        device = check_device(backend, int(device))
+    with contextlib.nullcontext() if device is None else backend.use_device(device):
+        # asarray places it on the current (virtual) device, as creation functions do
+        return backend.asarray(backend.fft_freq(n, d, real))
 
 
 @operation("gk.fft.fftfreq")
-def fftfreq(n: int, d: float = 1.0) -> Any:
+def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     """Sample frequencies of :func:`fft` for ``n`` points spaced ``d`` apart.
 
     Created on the active backend's current device, in float64.
@@ -532,6 +549,9 @@ def fftfreq(n: int, d: float = 1.0) -> Any:
         Window length, at least 1.
     d : float, optional
         Sample spacing (default 1.0), non-zero.
+    device : int, optional
+        Index of the active backend's device to create the result on (default the
+        current device). NumPy 2 takes only ``"cpu"`` here.
 
     Returns
     -------
@@ -541,9 +561,9 @@ def fftfreq(n: int, d: float = 1.0) -> Any:
     Raises
     ------
     ValueError
-        ``n`` is below 1 or ``d`` is zero.
+        ``n`` is below 1, ``d`` is zero or ``device`` is out of range.
     TypeError
-        ``n`` is not an integer or ``d`` is not a real number.
+        ``n`` or ``device`` is not an integer, or ``d`` is not a real number.
 
     Examples
     --------
@@ -552,11 +572,11 @@ def fftfreq(n: int, d: float = 1.0) -> Any:
     ...     gk.fft.fftfreq(4, d=0.5).tolist()
     [0.0, 0.5, -1.0, -0.5]
     """
-    return _freq("gk.fft.fftfreq", n, d, real=False)
+    return _freq("gk.fft.fftfreq", n, d, device, real=False)
 
 
 @operation("gk.fft.rfftfreq")
-def rfftfreq(n: int, d: float = 1.0) -> Any:
+def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     """Sample frequencies of :func:`rfft` for ``n`` points spaced ``d`` apart.
 
     Parameters
@@ -565,6 +585,9 @@ def rfftfreq(n: int, d: float = 1.0) -> Any:
         Window length, at least 1.
     d : float, optional
         Sample spacing (default 1.0), non-zero.
+    device : int, optional
+        Index of the active backend's device to create the result on (default the
+        current device). NumPy 2 takes only ``"cpu"`` here.
 
     Returns
     -------
@@ -574,9 +597,9 @@ def rfftfreq(n: int, d: float = 1.0) -> Any:
     Raises
     ------
     ValueError
-        ``n`` is below 1 or ``d`` is zero.
+        ``n`` is below 1, ``d`` is zero or ``device`` is out of range.
     TypeError
-        ``n`` is not an integer or ``d`` is not a real number.
+        ``n`` or ``device`` is not an integer, or ``d`` is not a real number.
 
     Examples
     --------
@@ -585,7 +608,7 @@ def rfftfreq(n: int, d: float = 1.0) -> Any:
     ...     gk.fft.rfftfreq(4).tolist()
     [0.0, 0.25, 0.5]
     """
-    return _freq("gk.fft.rfftfreq", n, d, real=True)
+    return _freq("gk.fft.rfftfreq", n, d, device, real=True)
 
 
 def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:

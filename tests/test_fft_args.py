@@ -111,10 +111,15 @@ def test_n_minus_one_is_refused_as_numpy_does(backend):
         gk.fft.fft(gk.asarray(np.ones(4, np.complex64)), n=-1)
 
 
-@pytest.mark.parametrize("s", [[None, 4], 4.0, "ab"])
-def test_non_integer_s_is_a_typeerror(backend, s):
-    with pytest.raises(TypeError, match=r"gk\.fft\.fftn: s must be"):
+@pytest.mark.parametrize(
+    ("s", "match"),
+    [([None, 4], "contains None; use -1 for x's own length"), (4.0, "s must be a sequence"),
+     ("ab", "s must be an integer, got 'a'"), ((4, 2.0), "s must be an integer, got 2.0")],
+)  # fmt: skip
+def test_non_integer_s_is_a_typeerror(backend, s, match):
+    with pytest.raises(TypeError, match=match) as info:
         gk.fft.fftn(gk.asarray(np.ones((4, 4))), s=s, axes=(0, 1))
+    assert str(info.value).startswith("gk.fft.fftn: s")
 
 
 def test_a_scalar_s_is_one_length_as_in_scipy(backend, rng):
@@ -312,3 +317,24 @@ def test_host_out_for_a_device_input_is_refused(fake_device):
     with pytest.raises(TypeError, match="out must be an array of the fakedevice backend"):
         gk.fft.fft(x, out=out)
     assert not out.any()
+
+
+# -- fftfreq / rfftfreq device ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_on_a_chosen_device(fake_device, name):
+    got = getattr(gk.fft, name)(6, 0.5, device=1)
+    assert fake_device.owns(got) and fake_device.device_of(got) == 1
+    assert rel_err(got, getattr(np.fft, name)(6, 0.5)) == 0
+
+
+@pytest.mark.parametrize(
+    ("device", "error", "match"),
+    [("cpu", TypeError, "device must be a device index of the numpy backend"),
+     (True, TypeError, "device must be a device index"),
+     (5, ValueError, "device 5 is out of range")],
+)  # fmt: skip
+def test_frequencies_reject_a_bad_device(device, error, match):
+    with gk.use_backend("numpy"), pytest.raises(error, match=match):
+        gk.fft.fftfreq(4, device=device)
