@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import numpy as np
@@ -338,3 +339,26 @@ def test_frequencies_on_a_chosen_device(fake_device, name):
 def test_frequencies_reject_a_bad_device(device, error, match):
     with gk.use_backend("numpy"), pytest.raises(error, match=match):
         gk.fft.fftfreq(4, device=device)
+
+
+# -- signatures: NumPy's and SciPy's, less the differences docs/differences.rst lists ---------
+
+#: SciPy parameters gk.fft does not take (docs/differences.rst says why).
+NOT_TAKEN = {"overwrite_x", "plan", "xp"}
+
+
+def _params(fn):
+    return inspect.signature(fn).parameters
+
+
+@pytest.mark.parametrize("name", [n for n in gk.fft.__all__ if n != "engine"])
+def test_signature_is_numpys_and_scipys(name):
+    ours = _params(getattr(gk.fft, name))
+    if hasattr(np.fft, name):  # same positional order and defaults; NumPy's "a" is our "x"
+        theirs = {("x" if k == "a" else k): p for k, p in _params(getattr(np.fft, name)).items()}
+        assert list(ours)[: len(theirs)] == list(theirs)
+        for key, param in theirs.items():
+            assert ours[key].default == param.default, key
+    for key, param in _params(getattr(scipy.fft, name)).items():
+        if key not in NOT_TAKEN:
+            assert key in ours and ours[key].default == param.default, key
