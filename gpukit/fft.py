@@ -116,6 +116,7 @@ def _plan(
     ``s``, a Hermitian input of length ``m`` on the last axis gives ``2 * (m - 1)``.
     """
     ax_label = "axis" if one_d else "axes"
+    given = s
     if not shape:
         raise ValueError(f"{name}: x must have at least one dimension, got a 0-d array")
     if s is not None:
@@ -139,8 +140,10 @@ def _plan(
         s = tuple(shape[a] if n == -1 else n for n, a in zip(s, axes, strict=True))
     for length, a in zip(s, axes, strict=True):
         if length < 1:
-            hint = " (pass n explicitly)" if kind in _REAL_OUT and one_d else ""
-            hint = hint or ("" if one_d else ", or -1 for x's own length")
+            if given is None and kind in _REAL_OUT:  # 2 * (m - 1) of a length-1 input
+                hint = f" (pass {'n' if one_d else 's'} explicitly)"
+            else:
+                hint = "" if one_d else ", or -1 for x's own length"
             raise ValueError(
                 f"{name}: the transform length along axis {a} is {length}, it must be at "
                 f"least 1{hint}; x has shape {shape}"
