@@ -693,8 +693,8 @@ def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
 def engine() -> str:
     """Name of the library computing transforms on the active backend.
 
-    ``"scipy"`` (``scipy.fft`` on all cores) or ``"pyfftw"`` (when installed, or
-    chosen with ``GPUKIT_FFT_ENGINE``) on the numpy backend, ``"cufft"`` on cupy.
+    ``"scipy"`` (``scipy.fft``, the default) or ``"pyfftw"`` (chosen with
+    ``GPUKIT_FFT_ENGINE=pyfftw``) on the numpy backend, ``"cufft"`` on cupy.
 
     Returns
     -------
