@@ -178,13 +178,15 @@ def _call(name, x, **kwargs):
     return fn(x, axis=0, **kwargs) if name in ONE_D else fn(x, axes=(0, 1), **kwargs)
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("workers", [None, 1, 2, -1])
 @pytest.mark.parametrize("name", TRANSFORMS)
-def test_every_transform_takes_workers(backend, engine, rng, name, workers):
-    x = _input(rng, name, (9, 5), "double")
+def test_every_transform_takes_workers(backend, engine, rng, name, workers, precision):
+    x = _input(rng, name, (9, 5), precision)
     got = _call(name, gk.asarray(x), workers=workers)
     ref = _reference(name, x, axis=0) if name in ONE_D else _reference(name, x, axes=(0, 1))
-    assert rel_err(got, ref) < 1e-12
+    assert got.dtype == _result_dtype(name, precision)
+    assert rel_err(got, ref) < TOL[got.dtype]
 
 
 @pytest.mark.parametrize("name", TRANSFORMS)
