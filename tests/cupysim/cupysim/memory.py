@@ -19,6 +19,7 @@ import bisect
 import ctypes
 import ctypes.util
 import threading
+import weakref
 
 import numpy as np
 
@@ -32,7 +33,7 @@ ALIGN = 512
 
 _lock = threading.Lock()
 _starts: list[int] = []
-_by_start: dict[int, Storage] = {}
+_by_start: dict[int, weakref.ref] = {}
 _used: dict[int, int] = {}
 
 _libc = None
@@ -76,11 +77,19 @@ class Storage:
             self.host = raw[start : start + nbytes]
             self.ptr = raw.ctypes.data + start
 
-    def release(self) -> None:
+    def __del__(self) -> None:
+        # Freed when nothing references the allocation any more. (Not from a finalizer of
+        # Memory: the garbage collector may run that while a pooled chunk of the same block
+        # is being resurrected into an arena; a Storage is never part of a cycle.)
+        if _unregister is None:  # interpreter shutdown
+            return
+        _unregister(self)
+        if self.kind == "device" and self.reserved:
+            with _lock:
+                _used[self.device] = _used.get(self.device, 0) - self.reserved
         if self._raw is not None:
             _c().free(self._raw)
             self._raw = None
-        self.host = None
 
     def region(self, ptr: int, nbytes: int, describe) -> Region:
         return Region(self.records, ptr, ptr + nbytes, describe)
@@ -88,7 +97,9 @@ class Storage:
 
 def allocate(nbytes: int, device: int) -> Storage:
     """Host memory for a ``nbytes`` allocation on ``device`` (the runtime interface)."""
-    return Storage(nbytes, device, "device")
+    s = Storage(nbytes, device, "device")
+    s.reserved = 0  # not counted against the device's memory
+    return s
 
 
 def _register(s: Storage) -> None:
@@ -96,17 +107,20 @@ def _register(s: Storage) -> None:
         return
     with _lock:
         bisect.insort(_starts, s.ptr)
-        _by_start[s.ptr] = s
+        _by_start[s.ptr] = weakref.ref(s)
 
 
 def _unregister(s: Storage) -> None:
     if s.size == 0:
         return
     with _lock:
+        ref = _by_start.get(s.ptr)
+        if ref is None or ref() not in (s, None):
+            return  # the address was reused by a newer allocation already
         i = bisect.bisect_left(_starts, s.ptr)
         if i < len(_starts) and _starts[i] == s.ptr:
             del _starts[i]
-        _by_start.pop(s.ptr, None)
+        del _by_start[s.ptr]
 
 
 def find(ptr: int) -> tuple[Storage, int] | None:
@@ -115,8 +129,8 @@ def find(ptr: int) -> tuple[Storage, int] | None:
         i = bisect.bisect_right(_starts, ptr) - 1
         if i < 0:
             return None
-        s = _by_start[_starts[i]]
-    if ptr < s.ptr + s.size:
+        s = _by_start[_starts[i]]()
+    if s is not None and ptr < s.ptr + s.size:
         return s, ptr - s.ptr
     return None
 
@@ -147,24 +161,12 @@ def device_malloc(nbytes: int, device: int, storage: bool = True) -> Storage:
     return s
 
 
-def device_free(s: Storage) -> None:
-    """``cudaFree``."""
-    _unregister(s)
-    with _lock:
-        _used[s.device] = _used.get(s.device, 0) - s.reserved
-    s.release()
-
-
 def exact(nbytes: int, device: int) -> Storage:
     """An array's own exact-size storage (address sanitizer mode), not counted twice."""
     s = Storage(nbytes, device, "device")
+    s.reserved = 0  # the pool's block already counts these bytes
     _register(s)
     return s
-
-
-def free_exact(s: Storage) -> None:
-    _unregister(s)
-    s.release()
 
 
 def host_alloc(nbytes: int) -> Storage:
@@ -173,11 +175,6 @@ def host_alloc(nbytes: int) -> Storage:
     s = Storage(nbytes, -1, "pinned")
     _register(s)
     return s
-
-
-def host_free(s: Storage) -> None:
-    _unregister(s)
-    s.release()
 
 
 def is_pinned(ptr: int) -> bool:
