@@ -186,9 +186,9 @@ class Stream(_BaseStream):
             ptr = _sim.create(device_id, bool(non_blocking)).handle
         super().__init__(ptr, device_id)
 
-    def __del__(self) -> None:
-        if getattr(self, "ptr", 0) not in (0, runtime.streamLegacy, runtime.streamPerThread):
-            _sim.destroy(self.ptr)
+    def __del__(self, _reserved=(0, 1, 2), _destroy=_sim.destroy) -> None:
+        if getattr(self, "ptr", 0) not in _reserved:
+            _destroy(self.ptr)
 
 
 Stream.null = Stream(null=True)

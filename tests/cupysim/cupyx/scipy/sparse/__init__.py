@@ -61,6 +61,15 @@ class csr_matrix(spmatrix):
                 data, indices, indptr = data.copy(), indices.copy(), indptr.copy()
             if shape is None:
                 shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
+        elif isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
+            # COO form (data, (row, col)): converted on the device, duplicates summed
+            found: list = []
+            host = _core._unwrap(arg1, found)
+            m = _sp.csr_matrix(host, shape=shape, dtype=dtype)
+            m.sum_duplicates()
+            data, indices, indptr = (_core._wrap("coo2csr", v, found) for v in
+                                     (m.data, m.indices, m.indptr))  # fmt: skip
+            shape = m.shape
         elif isinstance(arg1, tuple) and len(arg1) == 2:
             shape = tuple(int(n) for n in arg1)
             data = _cupy.zeros(0, dtype or "d")
