@@ -194,12 +194,21 @@ def _stream_identifier(ptr: int) -> int:
     return -threading.get_ident()
 
 
+def _return_chunk(pool: weakref.ref, chunk: _Chunk) -> None:
+    p = pool()
+    if p is not None:
+        p._free(chunk)
+
+
 class PooledMemory(BaseMemory):
-    """Memory from a pool: returns its chunk to the pool when freed."""
+    """Memory from a pool: returns its chunk to the pool when freed.
+
+    The return is a ``weakref.finalize`` callback, not ``__del__``: the finalizer registry
+    keeps the chunk (and its block) reachable, so the garbage collector never finalizes
+    a block whose chunk is about to go back into a live arena.
+    """
 
     def __init__(self, chunk: _Chunk, pool: weakref.ref, nbytes: int) -> None:
-        self.chunk = chunk
-        self.pool = pool
         self.size = chunk.size
         self.device_id = chunk.mem.device_id
         if _exact() and nbytes > 0:
@@ -208,17 +217,10 @@ class PooledMemory(BaseMemory):
         else:
             self._storage = chunk.mem._storage
             self.ptr = chunk.ptr
+        self._finalizer = weakref.finalize(self, _return_chunk, pool, chunk)
 
     def free(self) -> None:
-        chunk, self.chunk = self.chunk, None
-        if chunk is None:
-            return
-        pool = self.pool()
-        if pool is not None:
-            pool._free(chunk)
-
-    def __del__(self) -> None:
-        self.free()
+        self._finalizer()
 
 
 class MemoryPointer:

@@ -31,19 +31,20 @@ class PinnedMemory:
         return self.ptr
 
 
+def _return_block(pool: weakref.ref, mem: PinnedMemory) -> None:
+    p = pool()
+    if p is not None:
+        p._free(mem)
+
+
 class PooledPinnedMemory(PinnedMemory):
-    """Pinned memory from a pool: returned to it when freed."""
+    """Pinned memory from a pool: returned to it when freed (a weakref.finalize callback,
+    see cupy/cuda/memory.py PooledMemory)."""
 
     def __init__(self, mem: PinnedMemory, pool: weakref.ref) -> None:
-        self._mem = mem
-        self.ptr, self.size, self.pool = mem.ptr, mem.size, pool
+        self.ptr, self.size = mem.ptr, mem.size
         self._storage = None
-
-    def __del__(self) -> None:
-        pool = self.pool()
-        if pool is not None and self._mem is not None:
-            pool._free(self._mem)
-        self._mem = None
+        weakref.finalize(self, _return_block, pool, mem)
 
 
 class PinnedMemoryPointer:
