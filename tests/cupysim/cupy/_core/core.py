@@ -693,6 +693,9 @@ class _ndarray_base:
 
     def __getitem__(self, key):
         sync = _has_bool_index(key)
+        if _all_integers(key, self.ndim):
+            # CuPy returns a 0-d view where NumPy returns a scalar
+            key = (*(key if isinstance(key, tuple) else (key,)), Ellipsis)
         return _apply("getitem", operator.getitem, (self, key), {}, sync=sync)
 
     def __setitem__(self, key, value) -> None:
@@ -835,6 +838,13 @@ class _ndarray_base:
         from types import GenericAlias
 
         return GenericAlias(cls, item)
+
+
+def _all_integers(key, ndim: int) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return len(keys) == ndim and all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys
+    )
 
 
 def _has_bool_index(key) -> bool:
