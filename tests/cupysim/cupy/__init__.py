@@ -34,7 +34,7 @@ _MANUAL = {
 for _n in _names.FUNCTIONS - _MANUAL:
     globals()[_n] = _wrap.function(_n, getattr(_numpy, _n))
 for _n in _BLAS:
-    globals()[_n] = _wrap.blas(_n, getattr(_numpy, _n))
+    globals()[_n] = _wrap.blas(_n, getattr(_numpy, _n), takes_out=_n in ("dot", "matmul"))
 
 
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
@@ -60,9 +60,7 @@ def copy(a, order="K"):
     return a.copy(order=order)
 
 
-def astype(x, dtype, /, *, copy=True, device=None):
-    if device is not None:
-        raise NotImplementedError("device argument is not supported")
+def astype(x, dtype, /, *, copy=True):
     return x.astype(dtype, copy=copy)
 
 
@@ -161,7 +159,7 @@ def copyto(dst, src, casting="same_kind", where=None):
 def _inplace(name):
     npfn = getattr(_numpy, name)
 
-    def f(a, *args, **kwargs):
+    def f(a, /, *args, **kwargs):
         if not isinstance(a, ndarray):
             raise TypeError(f"Unsupported type {type(a)}")
         found: list = []

@@ -109,7 +109,7 @@ def _value_type(name: str, dtype: np.dtype) -> np.dtype:
 def transform(name: str, fn):
     """``name`` of cupy.fft / cupyx.scipy.fft, valued by ``fn`` (numpy.fft or scipy.fft)."""
 
-    def f(x, *args, **kwargs):
+    def f(x, /, *args, **kwargs):
         libs.require("cufft")
         if not isinstance(x, core.ndarray):
             raise TypeError("The input array a must be a cupy.ndarray")

@@ -21,6 +21,14 @@ import numpy as np
 
 from . import devices, memory, streams
 
+__all__ = [
+    "NCCL_AVG", "NCCL_BFLOAT16", "NCCL_CHAR", "NCCL_DOUBLE", "NCCL_FLOAT", "NCCL_FLOAT16",
+    "NCCL_FLOAT32", "NCCL_FLOAT64", "NCCL_HALF", "NCCL_INT", "NCCL_INT8", "NCCL_INT32",
+    "NCCL_INT64", "NCCL_MAX", "NCCL_MIN", "NCCL_PROD", "NCCL_SUM", "NCCL_UINT8",
+    "NCCL_UINT32", "NCCL_UINT64", "NcclCommunicator", "NcclError", "get_build_version",
+    "get_unique_id", "get_version", "groupEnd", "groupStart",
+]  # fmt: skip
+
 NCCL_INT8 = NCCL_CHAR = 0
 NCCL_UINT8 = 1
 NCCL_INT32 = NCCL_INT = 2

@@ -56,10 +56,10 @@ def _is_gemm(res, found) -> bool:
     return np.ndim(res) > 0 and all(x.dtype.kind in "fc" for x in found) and len(found) >= 2
 
 
-def blas(name: str, npfn):
+def blas(name: str, npfn, *, takes_out: bool = True):
     """A cuBLAS product: operands on the current device, TF32 requests recorded."""
 
-    def f(*args, out=None, **kwargs):
+    def compute(args, out, kwargs):
         found: list = []
         a = [core._unwrap(v, found) for v in args]
         res = npfn(*a, **kwargs)
@@ -94,6 +94,16 @@ def blas(name: str, npfn):
             kind="library" if library else "elementwise",
         )
         return out
+
+    if takes_out:
+
+        def f(*args, out=None, **kwargs):
+            return compute(args, out, kwargs)
+
+    else:
+
+        def f(*args, **kwargs):
+            return compute(args, None, kwargs)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"CuPy's ``{name}`` (cuBLAS on the current device; values by NumPy)."

@@ -8,7 +8,7 @@ from cupysim import devices as _devices
 from cupysim import profile as _profile
 from cupysim import streams as _streams
 
-from . import runtime
+from . import runtime as _runtime
 
 _thread_local = threading.local()
 
@@ -21,7 +21,7 @@ def _stack() -> list[int]:
 
 
 def get_device_id() -> int:
-    return runtime.getDevice()
+    return _runtime.getDevice()
 
 
 def get_compute_capability() -> str:
@@ -50,26 +50,26 @@ class Device:
     __hash__ = None  # device.pyx defines __richcmp__ only: Devices are unhashable
 
     def __init__(self, device=None) -> None:
-        self.id = runtime.getDevice() if device is None else int(device)
+        self.id = _runtime.getDevice() if device is None else int(device)
 
     def __int__(self) -> int:
         return self.id
 
     def __enter__(self) -> Device:
-        current = runtime.getDevice()
+        current = _runtime.getDevice()
         _stack().append(current)
         if self.id != current:
-            runtime.setDevice(self.id)
+            _runtime.setDevice(self.id)
         return self
 
     def __exit__(self, *args) -> None:
-        runtime.setDevice(_stack().pop())
+        _runtime.setDevice(_stack().pop())
 
     def __repr__(self) -> str:
         return f"<CUDA Device {self.id}>"
 
     def use(self) -> Device:
-        runtime.setDevice(self.id)
+        _runtime.setDevice(self.id)
         return self
 
     def synchronize(self) -> None:
@@ -88,12 +88,12 @@ class Device:
 
     @property
     def mem_info(self) -> tuple[int, int]:
-        prev = runtime.getDevice()
+        prev = _runtime.getDevice()
         try:
-            runtime.setDevice(self.id)
-            return runtime.memGetInfo()
+            _runtime.setDevice(self.id)
+            return _runtime.memGetInfo()
         finally:
-            runtime.setDevice(prev)
+            _runtime.setDevice(prev)
 
     @property
     def pci_bus_id(self) -> str:

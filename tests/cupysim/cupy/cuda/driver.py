@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from cupysim.errors import DRIVER_STATUS, CUDADriverError  # noqa: F401
+from cupysim.errors import DRIVER_STATUS as _STATUS
+from cupysim.errors import CUDADriverError  # noqa: F401
 
-CUDA_SUCCESS = 0
-CUDA_ERROR_INVALID_VALUE = DRIVER_STATUS["CUDA_ERROR_INVALID_VALUE"]
-CUDA_ERROR_NOT_FOUND = DRIVER_STATUS["CUDA_ERROR_NOT_FOUND"]
+CUDA_ERROR_INVALID_VALUE = _STATUS["CUDA_ERROR_INVALID_VALUE"]
 
 
 def get_build_version() -> int:
     from cupysim import profile
 
     return profile.RUNTIME_VERSION
-
-
-def driverGetVersion() -> int:
-    from . import runtime
-
-    return runtime.driverGetVersion()
 
 
 def check_status(status: int) -> None:

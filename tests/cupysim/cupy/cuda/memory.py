@@ -23,7 +23,7 @@ from cupysim import streams as _streams
 from cupysim.config import config as _config
 from cupysim.errors import CUDARuntimeError, OutOfMemoryError
 
-from . import runtime
+from . import runtime as _runtime
 
 __all__ = [
     "BaseMemory",
@@ -38,13 +38,13 @@ __all__ = [
     "set_allocator",
 ]
 
-ALLOCATION_UNIT_SIZE = 512
-_allocation_unit_size = ALLOCATION_UNIT_SIZE
+_ALLOCATION_UNIT_SIZE = 512
+_allocation_unit_size = _ALLOCATION_UNIT_SIZE
 
 
 def _round_size(size: int) -> int:
     """Round up to the cudaMalloc alignment CuPy assumes (memory.pyx ``_round_size``)."""
-    return (size + ALLOCATION_UNIT_SIZE - 1) // ALLOCATION_UNIT_SIZE * ALLOCATION_UNIT_SIZE
+    return (size + _ALLOCATION_UNIT_SIZE - 1) // _ALLOCATION_UNIT_SIZE * _ALLOCATION_UNIT_SIZE
 
 
 class BaseMemory:
@@ -189,7 +189,7 @@ class _Arena:
 
 def _stream_identifier(ptr: int) -> int:
     # memory.pyx _get_stream_identifier: the per-thread default stream is one per thread.
-    if ptr != runtime.streamPerThread:
+    if ptr != _runtime.streamPerThread:
         return ptr
     return -threading.get_ident()
 
@@ -438,7 +438,7 @@ class SingleDeviceMemoryPool:
             else:
                 if not 0 <= fraction <= 1:
                     raise ValueError(f"memory limit fraction out of range: {fraction}")
-                _, total = runtime.memGetInfo()
+                _, total = _runtime.memGetInfo()
                 size = fraction * total
             self.set_limit(size=size)
             return
@@ -482,7 +482,7 @@ class SingleDeviceMemoryPool:
                     mem = self._allocator(size).mem
                     break
                 except CUDARuntimeError as e:
-                    if e.status != runtime._errorMemoryAllocation:
+                    if e.status != _runtime._errorMemoryAllocation:
                         raise
                     if attempt:
                         gc.collect()
@@ -519,10 +519,10 @@ class MemoryPool:
         self._pools: tuple[SingleDeviceMemoryPool, ...] | None = None
         self._lock = threading.Lock()
 
-    def device_pool(self) -> SingleDeviceMemoryPool:
+    def _device_pool(self) -> SingleDeviceMemoryPool:
         dev = _devices.current()
         if self._pools is None:
-            n = runtime.getDeviceCount()
+            n = _runtime.getDeviceCount()
             prev = _devices.current()
             pools = []
             try:
@@ -537,28 +537,28 @@ class MemoryPool:
         return self._pools[dev]
 
     def malloc(self, size: int) -> MemoryPointer:
-        return self.device_pool().malloc(size)
+        return self._device_pool().malloc(size)
 
     def free_all_blocks(self, stream=None) -> None:
-        self.device_pool().free_all_blocks(stream=stream)
+        self._device_pool().free_all_blocks(stream=stream)
 
     def n_free_blocks(self) -> int:
-        return self.device_pool().n_free_blocks()
+        return self._device_pool().n_free_blocks()
 
     def used_bytes(self) -> int:
-        return self.device_pool().used_bytes()
+        return self._device_pool().used_bytes()
 
     def free_bytes(self) -> int:
-        return self.device_pool().free_bytes()
+        return self._device_pool().free_bytes()
 
     def total_bytes(self) -> int:
-        return self.device_pool().total_bytes()
+        return self._device_pool().total_bytes()
 
     def set_limit(self, size=None, fraction=None) -> None:
-        self.device_pool().set_limit(size=size, fraction=fraction)
+        self._device_pool().set_limit(size=size, fraction=fraction)
 
     def get_limit(self) -> int:
-        return self.device_pool().get_limit()
+        return self._device_pool().get_limit()
 
 
 def _malloc(size: int) -> MemoryPointer:

@@ -13,7 +13,7 @@ import weakref
 
 from cupysim import memory as _sim
 
-from . import runtime
+from . import runtime as _runtime
 
 
 class PinnedMemory:
@@ -98,8 +98,8 @@ class PinnedMemoryPool:
         if mem is None:
             try:
                 mem = self._alloc(size).mem
-            except runtime.CUDARuntimeError as e:
-                if e.status != runtime._errorMemoryAllocation:
+            except _runtime.CUDARuntimeError as e:
+                if e.status != _runtime._errorMemoryAllocation:
                     raise
                 self.free_all_blocks()
                 mem = self._alloc(size).mem
@@ -136,4 +136,4 @@ def set_pinned_memory_allocator(allocator=None) -> None:
 
 
 def is_memory_pinned(data: int) -> bool:
-    return runtime.pointerGetMemoryType(data) == runtime.memoryTypeHost
+    return _runtime.pointerGetMemoryType(data) == _runtime.memoryTypeHost

@@ -14,15 +14,15 @@ from cupysim import devices as _devices
 from cupysim import streams as _sim
 from cupysim.config import config as _config
 
-from . import runtime
+from . import runtime as _runtime
 
 _thread_local = threading.local()
 
 
 class _ThreadLocal:
     def __init__(self) -> None:
-        n = runtime.getDeviceCount()
-        default = get_default_stream()
+        n = _runtime.getDeviceCount()
+        default = _get_default_stream()
         self.current_stream = [default] * n
         self.current_stream_stack = [[default] for _ in range(n)]
         self.current_device_id_stack: list[int] = []
@@ -46,17 +46,17 @@ class _ThreadLocal:
 
     def set_current_stream(self, stream, device_id: int = -1) -> None:
         if device_id == -1:
-            device_id = stream.device_id if stream.device_id != -1 else runtime.getDevice()
+            device_id = stream.device_id if stream.device_id != -1 else _runtime.getDevice()
         _sim.set_current_handle(stream.ptr, device_id)
         self.current_stream[device_id] = stream
 
     def get_current_stream(self, device_id: int = -1):
         if device_id == -1:
-            device_id = runtime.getDevice()
+            device_id = _runtime.getDevice()
         return self.current_stream[device_id]
 
 
-def get_default_stream():
+def _get_default_stream():
     return Stream.ptds if _config.per_thread_default_stream else Stream.null
 
 
@@ -94,12 +94,12 @@ def get_elapsed_time(start_event, end_event) -> float:
     """Elapsed milliseconds between two recorded events (the simulator measures none: 0)."""
     for e in (start_event, end_event):
         if e._event.clock is None:
-            raise runtime.CUDARuntimeError(400)  # cudaErrorInvalidResourceHandle
+            raise _runtime.CUDARuntimeError(400)  # cudaErrorInvalidResourceHandle
     return 0.0
 
 
 def _check_stream_device_match(device_id: int) -> int:
-    curr = runtime.getDevice()
+    curr = _runtime.getDevice()
     if device_id == -1:
         device_id = curr
     if device_id != curr:
@@ -180,9 +180,9 @@ class Stream(_BaseStream):
         if null:
             ptr, device_id = 0, -1
         elif ptds:
-            ptr, device_id = runtime.streamPerThread, -1
+            ptr, device_id = _runtime.streamPerThread, -1
         else:
-            device_id = runtime.getDevice()
+            device_id = _runtime.getDevice()
             ptr = _sim.create(device_id, bool(non_blocking)).handle
         super().__init__(ptr, device_id)
 

@@ -117,8 +117,8 @@ def randint(low, high=None, size=None, dtype="l"):
     return get_random_state().randint(low, high, size, dtype)
 
 
-def permutation(num):
-    return get_random_state().permutation(num)
+def permutation(a):
+    return get_random_state().permutation(a)
 
 
 def choice(a, size=None, replace=True, p=None):

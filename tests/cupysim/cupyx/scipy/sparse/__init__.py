@@ -142,8 +142,8 @@ class csr_matrix(spmatrix):
         return csr_matrix((self.data.copy(), self.indices.copy(), self.indptr.copy()),
                           shape=self._shape)  # fmt: skip
 
-    def astype(self, t):
-        return csr_matrix((self.data.astype(t), self.indices, self.indptr), shape=self._shape)
+    def astype(self, dtype, copy=False):
+        return csr_matrix((self.data.astype(dtype), self.indices, self.indptr), shape=self._shape)
 
     def transpose(self, axes=None, copy=False):
         return _from_host(self._host().T.tocsr(), self._arrays())

@@ -42,11 +42,10 @@ def aslinearoperator(A):
     return LinearOperator(A.shape, matvec=lambda v: A @ v, dtype=A.dtype)
 
 
-def cg(A, b, x0=None, *, rtol=1e-5, tol=None, maxiter=None, M=None, callback=None, atol=None):
+def cg(A, b, x0=None, *, rtol=1e-5, atol=None, maxiter=None, M=None, callback=None):
     """Conjugate gradient (the iteration cupyx/scipy/sparse/linalg/_iterative.py runs)."""
     A = aslinearoperator(A)
     n = A.shape[0]
-    rtol = rtol if tol is None else tol
     maxiter = 10 * n if maxiter is None else maxiter
     Mop = None if M is None else aslinearoperator(M)
     x = _cupy.zeros(n, dtype=b.dtype) if x0 is None else x0.astype(b.dtype, copy=True)
