@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import gpukit as gk
+from gpukit import _selection
+
 SIM_PATH = str(Path(__file__).resolve().parent / "tests" / "cupysim")
 
 
@@ -55,8 +58,6 @@ def _use_simulator(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     _use_simulator(config)
 
-import gpukit as gk
-from gpukit import _selection
 
 # Without CuPy there is nothing to doctest in the CuPy backend, and its modules may
 # need CuPy at import.

@@ -9,11 +9,12 @@ docs/contributing_gpu.rst.
 from __future__ import annotations
 
 import numpy as _numpy
+from cupysim import _names
+from cupysim import wrap as _wrap
 
 from cupy import _core, cuda  # noqa: F401
 from cupy._core import core as _corem
-from cupy._core.core import ndarray  # noqa: F401
-from cupysim import _names, wrap as _wrap
+from cupy._core.core import ndarray
 
 __version__ = "14.2.0"
 
@@ -88,9 +89,9 @@ def ones(shape, dtype=float, order="C"):
 
 def full(shape, fill_value, dtype=None, order="C"):
     if dtype is None:
-        dtype = fill_value.dtype if isinstance(fill_value, ndarray) else _numpy.array(
-            fill_value
-        ).dtype
+        dtype = (
+            fill_value.dtype if isinstance(fill_value, ndarray) else _numpy.array(fill_value).dtype
+        )
     a = _corem._empty(_shape(shape), dtype, order)
     copyto(a, fill_value, casting="unsafe")
     return a

@@ -15,7 +15,6 @@ import threading
 from collections import OrderedDict
 
 import numpy as np
-
 from cupy._core import core
 
 from . import devices, libs, placement
@@ -101,7 +100,9 @@ def plan_cache(dev: int | None = None) -> PlanCache:
 
 def _value_type(name: str, dtype: np.dtype) -> np.dtype:
     if name in _REAL_IN:
-        return np.dtype(np.float32 if dtype in (np.float16, np.float32, np.complex64) else np.float64)
+        return np.dtype(
+            np.float32 if dtype in (np.float16, np.float32, np.complex64) else np.float64
+        )
     single = dtype in (np.float16, np.float32, np.complex64)
     return np.dtype(np.complex64 if single else np.complex128)
 

@@ -79,7 +79,7 @@ def enable_peer_access(device: int, peer: int) -> bool:
     return True
 
 
-def deviceEnablePeerAccess(device: int, peer: int) -> None:  # noqa: N802 (CUDA's name)
+def deviceEnablePeerAccess(device: int, peer: int) -> None:
     """``cudaDeviceEnablePeerAccess(peer)`` from ``device``: 217 / 704 as the runtime fails."""
     if not can_access_peer(device, peer):
         raise CUDARuntimeError(217)  # cudaErrorPeerAccessUnsupported
@@ -89,7 +89,7 @@ def deviceEnablePeerAccess(device: int, peer: int) -> None:  # noqa: N802 (CUDA'
         _enabled.add((device, peer))
 
 
-def deviceDisablePeerAccess(device: int, peer: int) -> None:  # noqa: N802
+def deviceDisablePeerAccess(device: int, peer: int) -> None:
     with _peers_lock:
         if (device, peer) not in _enabled:
             raise CUDARuntimeError(705)  # cudaErrorPeerAccessNotEnabled

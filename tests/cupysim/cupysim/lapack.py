@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 import scipy.linalg.lapack as lapack
-
 from cupy._core import core
 
 from . import devices, placement, streams

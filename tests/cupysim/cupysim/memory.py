@@ -53,7 +53,15 @@ class Storage:
     """Host bytes standing in for one device (or pinned host) allocation."""
 
     __slots__ = (
-        "__weakref__", "_raw", "device", "host", "kind", "ptr", "records", "reserved", "size",
+        "__weakref__",
+        "_raw",
+        "device",
+        "host",
+        "kind",
+        "ptr",
+        "records",
+        "reserved",
+        "size",
     )
 
     def __init__(self, nbytes: int, device: int, kind: str) -> None:

@@ -59,7 +59,8 @@ class NcclError(RuntimeError):
         self.status = status
         name, msg = _ERRORS.get(status, ("NCCL_ERROR_INTERNAL_ERROR", "internal error"))
         super().__init__(
-            f"{name}: {msg} (run with NCCL_DEBUG=WARN for details)" + (f" [{detail}]" if detail else "")
+            f"{name}: {msg} (run with NCCL_DEBUG=WARN for details)"
+            + (f" [{detail}]" if detail else "")
         )
 
     def __reduce__(self):
@@ -86,13 +87,13 @@ def get_unique_id() -> bytes:
 _tls = threading.local()
 
 
-def groupStart() -> None:  # noqa: N802 (NCCL's name)
+def groupStart() -> None:
     _tls.depth = getattr(_tls, "depth", 0) + 1
     if _tls.depth == 1:
         _tls.queue = []
 
 
-def groupEnd() -> None:  # noqa: N802
+def groupEnd() -> None:
     depth = getattr(_tls, "depth", 0)
     if depth == 0:
         raise NcclError(5, "groupEnd without groupStart")
@@ -234,11 +235,11 @@ def _execute(clique: _Clique, slot: dict[int, _Op]) -> None:
 class NcclCommunicator:
     """One rank of a communicator (made by ``initAll`` in a single process)."""
 
-    def __init__(self, ndev: int, commId: bytes, rank: int, config=None) -> None:  # noqa: N803
+    def __init__(self, ndev: int, commId: bytes, rank: int, config=None) -> None:
         raise NcclError(5, "multi-process communicators are not simulated; use initAll")
 
     @staticmethod
-    def initAll(devices_):  # noqa: N802
+    def initAll(devices_):
         if isinstance(devices_, list):
             devs = list(devices_)
         elif isinstance(devices_, int):
@@ -289,7 +290,7 @@ class NcclCommunicator:
             return
         self._clique._wait(self._clique._submit(o))
 
-    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):  # noqa: N802
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
         self._call("allReduce", sendbuf, recvbuf, count, datatype, op=op, stream=stream)
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream):
@@ -301,10 +302,10 @@ class NcclCommunicator:
     def bcast(self, buff, count, datatype, root, stream):
         self._call("broadcast", buff, buff, count, datatype, root=root, stream=stream)
 
-    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):  # noqa: N802
+    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):
         self._call("reduceScatter", sendbuf, recvbuf, recvcount, datatype, op=op, stream=stream)
 
-    def allGather(self, sendbuf, recvbuf, count, datatype, stream):  # noqa: N802
+    def allGather(self, sendbuf, recvbuf, count, datatype, stream):
         self._call("allGather", sendbuf, recvbuf, count, datatype, stream=stream)
 
 

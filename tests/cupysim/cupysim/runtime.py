@@ -96,7 +96,9 @@ def check_peer_access(x: Any, device: int) -> None:
     )
     if not devices.enable_peer_access(device, dev):
         raise ValueError(f"{msg} Peer access is unavailable between these devices.")
-    warnings.warn(f"{msg} Peer access has been activated automatically.", PerformanceWarning)
+    warnings.warn(
+        f"{msg} Peer access has been activated automatically.", PerformanceWarning, stacklevel=3
+    )
 
 
 def _raw_access(x: Any, device: int, name: str) -> None:

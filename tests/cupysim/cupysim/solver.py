@@ -13,7 +13,6 @@ CuPy reads ``devInfo`` back (a synchronisation of the current stream) and raises
 from __future__ import annotations
 
 import numpy as np
-
 from cupy._core import core
 
 from . import devices, libs, streams
@@ -81,7 +80,9 @@ def _nan_like(res):
     return res
 
 
-def routine(name: str, npfn, cusolver: str | None, batched: str | None = None, *, cublas_batched=False):
+def routine(
+    name: str, npfn, cusolver: str | None, batched: str | None = None, *, cublas_batched=False
+):
     """A cupy.linalg function computed by ``npfn``; ``cusolver`` names the routine CuPy
     calls (``{t}`` is the dtype prefix), ``batched`` the one for stacked matrices."""
 

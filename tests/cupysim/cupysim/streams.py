@@ -241,7 +241,9 @@ def _record(region: Region, stream: SimStream, tick: int, write: bool, op: str) 
         recs[:] = [r for r in recs if not (lo <= r.lo and r.hi <= hi)]
     else:
         recs[:] = [
-            r for r in recs if not (r.stream is stream and not r.write and lo <= r.lo and r.hi <= hi)
+            r
+            for r in recs
+            if not (r.stream is stream and not r.write and lo <= r.lo and r.hi <= hi)
         ]
     if len(recs) > 32:  # work the host has seen complete orders before anything enqueued later
         recs[:] = [r for r in recs if host_clock.get(r.stream.index, 0) < r.tick]
@@ -324,4 +326,3 @@ def synchronize_event(event: SimEvent) -> None:
     with lock:
         if event.clock is not None:
             _join(host_clock, event.clock)
-

@@ -15,9 +15,8 @@ simulator requires them there (cupysim.placement) and records the compute type a
 from __future__ import annotations
 
 import numpy as np
-
-from cupy._core import core
 from cupy._core import _routines_linalg as _compute
+from cupy._core import core
 
 from . import libs, placement, records
 
@@ -108,4 +107,3 @@ def blas(name: str, npfn, *, takes_out: bool = True):
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"CuPy's ``{name}`` (cuBLAS on the current device; values by NumPy)."
     return f
-

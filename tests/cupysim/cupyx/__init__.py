@@ -22,9 +22,12 @@ def empty_like_pinned(a, dtype=None, order="K", subok=None, shape=None):
         raise TypeError("subok is not supported yet")
     dtype = a.dtype if dtype is None else dtype
     shape = a.shape if shape is None else shape
-    order = "F" if order in ("F", "f") or (
-        order in ("K", "A") and a.flags.f_contiguous and not a.flags.c_contiguous
-    ) else "C"
+    order = (
+        "F"
+        if order in ("F", "f")
+        or (order in ("K", "A") and a.flags.f_contiguous and not a.flags.c_contiguous)
+        else "C"
+    )
     return empty_pinned(shape, dtype, order)
 
 

@@ -10,10 +10,9 @@ under ``cupyx.errstate(linalg='raise')``, as cupy/linalg/_util.py does.
 
 from __future__ import annotations
 
+import cupy as _cupy
 import numpy as _numpy
 import scipy.linalg as _sla
-
-import cupy as _cupy
 from cupysim import libs as _libs
 
 _libs.require("cublas")  # cupyx/lapack.py imports cuBLAS at module level

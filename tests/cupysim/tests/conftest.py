@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,13 +27,3 @@ def cp():
     assert cupy.__file__.startswith(str(SIM)), "not the simulator"
     yield cupy
     cupy.cuda.runtime.setDevice(0)
-
-
-def run_sim(code: str, **env: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter on the simulator configured by ``env``."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("CUPYSIM_", "CUPY_"))}
-    full["PYTHONPATH"] = os.pathsep.join([str(SIM), str(ROOT), str(ROOT / "backends")])
-    full.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120
-    )

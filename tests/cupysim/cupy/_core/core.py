@@ -21,7 +21,6 @@ import functools
 import operator
 
 import numpy as np
-
 from cupysim import devices as _devices
 from cupysim import libs as _libs
 from cupysim import streams as _streams
@@ -53,7 +52,9 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
         if any(n == 0 for n in shape):
             return np.ndarray(shape, dtype, buffer=_EMPTY, offset=0, strides=strides)
         raise RuntimeError(f"simulator bug: {mp.ptr:#x} has no host storage ({mp.mem!r})")
-    return np.ndarray(shape, dtype, buffer=storage.host, offset=mp.ptr - storage.ptr, strides=strides)
+    return np.ndarray(
+        shape, dtype, buffer=storage.host, offset=mp.ptr - storage.ptr, strides=strides
+    )
 
 
 def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
@@ -217,7 +218,9 @@ def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = Fals
         outs = list(out) if isinstance(out, tuple) else [out]
         if not all(isinstance(o, ndarray) for o in outs):
             raise TypeError("out must be a cupy.ndarray")
-        k = {key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()}
+        k = {
+            key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()
+        }
         res = _run(name, found, outs, lambda: fn(*a, **k))
         return _map_back(res, outs, found)
     k = {key: _unwrap(v, found) for key, v in kwargs.items()}
@@ -360,9 +363,7 @@ def _binary(ufunc, reflected: bool = False):
         if not isinstance(other, ndarray):
             y_ufunc = getattr(other, "__array_ufunc__", _MISSING)
             if y_ufunc is _MISSING:
-                if getattr(self, "__array_priority__", 0) < getattr(
-                    other, "__array_priority__", 0
-                ):
+                if getattr(self, "__array_priority__", 0) < getattr(other, "__array_priority__", 0):
                     return NotImplemented
             elif y_ufunc is None:
                 return NotImplemented
@@ -398,7 +399,7 @@ class _ndarray_base:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         dtype = np.dtype(dtype)
         if order not in ("C", "F"):
-            raise ValueError("order not understood. order=%s" % order)
+            raise ValueError(f"order not understood. order={order}")
         if memptr is None:
             a = _empty(shape, dtype, order)
             if strides is not None:
@@ -445,8 +446,10 @@ class _ndarray_base:
         try:
             v.shape = newshape
         except AttributeError as exc:  # needs a copy: CuPy refuses as NumPy does
-            raise AttributeError("Incompatible shape for in-place modification. Use "
-                                 "`.reshape()` to make a copy with the desired shape.") from exc
+            raise AttributeError(
+                "Incompatible shape for in-place modification. Use "
+                "`.reshape()` to make a copy with the desired shape."
+            ) from exc
         self._np = v
 
     @property
@@ -722,8 +725,10 @@ class _ndarray_base:
         if o == "A":
             o = "F" if self.flags.f_contiguous and not self.flags.c_contiguous else "C"
         if not copy and dtype == self.dtype:
-            if o == "K" or (o == "C" and self.flags.c_contiguous) or (
-                o == "F" and self.flags.f_contiguous
+            if (
+                o == "K"
+                or (o == "C" and self.flags.c_contiguous)
+                or (o == "F" and self.flags.f_contiguous)
             ):
                 return self
         r = self._np.astype(dtype, order=o, copy=True)

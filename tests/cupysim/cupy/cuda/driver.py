@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cupysim.errors import DRIVER_STATUS as _STATUS
-from cupysim.errors import CUDADriverError  # noqa: F401
+from cupysim.errors import CUDADriverError
 
 CUDA_ERROR_INVALID_VALUE = _STATUS["CUDA_ERROR_INVALID_VALUE"]
 

@@ -267,8 +267,9 @@ class MemoryPointer:
 
     def _region(self, size: int):
         s = self.mem._storage
-        return s.region(self.ptr, size, lambda: f"{size} bytes at {self.ptr:#x} on device "
-                        f"{self.device_id}")
+        return s.region(
+            self.ptr, size, lambda: f"{size} bytes at {self.ptr:#x} on device {self.device_id}"
+        )
 
     def _stream(self, stream):
         return _streams.resolve(

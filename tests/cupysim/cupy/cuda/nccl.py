@@ -27,5 +27,6 @@ else:
         "\nnccl library could not be loaded.\n\n"
         "Reason: ImportError (libnccl.so.2: cannot open shared object file: No such file or "
         "directory)\n\nYou can install the library by:\n"
-        '  $ pip install "nvidia-nccl-cu13>=2.27.7,<3"\n'
+        '  $ pip install "nvidia-nccl-cu13>=2.27.7,<3"\n',
+        stacklevel=2,
     )

@@ -148,7 +148,9 @@ cudaDevAttrTexturePitchAlignment = 51
 cudaDevAttrTotalConstantMemory = 9
 cudaDevAttrUnifiedAddressing = 41
 cudaDevAttrWarpSize = 10
-_ATTR_NAMES = {v: k[len("cudaDevAttr") :] for k, v in globals().items() if k.startswith("cudaDevAttr")}
+_ATTR_NAMES = {
+    v: k[len("cudaDevAttr") :] for k, v in globals().items() if k.startswith("cudaDevAttr")
+}
 _errorMemoryAllocation = 2
 _errorInvalidValue = 1
 

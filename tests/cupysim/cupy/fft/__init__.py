@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as _numpy
 import scipy.fft as _sfft
-
-from cupy.fft import config  # noqa: F401
 from cupysim import cufft as _cufft
 from cupysim import wrap as _wrap
+
+from cupy.fft import config  # noqa: F401
 
 for _n in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
            "irfft2", "rfftn", "irfftn", "hfft", "ihfft"):  # fmt: skip

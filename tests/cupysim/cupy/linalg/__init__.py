@@ -6,7 +6,6 @@ See cupysim/solver.py for the placement and error rules (copied from cupy/linalg
 from __future__ import annotations
 
 import numpy as _numpy
-
 from cupysim import solver as _solver
 from cupysim import wrap as _wrap
 

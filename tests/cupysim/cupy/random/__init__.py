@@ -7,7 +7,7 @@ import threading
 import numpy as _numpy
 
 from cupy._core import core as _core
-from cupy.random._generator_api import BitGenerator, Generator, XORWOW  # noqa: F401
+from cupy.random._generator_api import XORWOW, BitGenerator, Generator
 
 
 def default_rng(seed=None):

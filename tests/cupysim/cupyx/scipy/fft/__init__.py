@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import scipy.fft as _sfft
-
 from cupysim import cufft as _cufft
 from cupysim import wrap as _wrap
 

@@ -7,7 +7,6 @@ the import fails, as in CuPy.
 from __future__ import annotations
 
 import scipy.linalg as _sl
-
 from cupysim import libs as _libs
 from cupysim import solver as _solver
 from cupysim import wrap as _wrap

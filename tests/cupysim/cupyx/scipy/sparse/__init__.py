@@ -7,10 +7,9 @@ A SciPy sparse matrix given to the constructor is copied to the current device.
 
 from __future__ import annotations
 
+import cupy as _cupy
 import numpy as _numpy
 import scipy.sparse as _sp
-
-import cupy as _cupy
 from cupy._core import core as _core
 from cupysim import libs as _libs
 from cupysim import placement as _placement
@@ -88,8 +87,10 @@ class csr_matrix(spmatrix):
         if dtype is not None and data.dtype != _numpy.dtype(dtype):
             data = data.astype(dtype)
         if data.dtype.char not in "?fdFD":
-            raise ValueError(f"Only bool, float32, float64, complex64 and complex128 are "
-                             f"supported, but got {data.dtype}")
+            raise ValueError(
+                f"Only bool, float32, float64, complex64 and complex128 are "
+                f"supported, but got {data.dtype}"
+            )
         self.data, self.indices, self.indptr = data, indices, indptr
         self._shape = tuple(shape)
 
@@ -195,8 +196,10 @@ class csr_matrix(spmatrix):
         return csr_matrix((-self.data, self.indices, self.indptr), shape=self._shape)
 
     def __repr__(self):
-        return f"<{self._shape[0]}x{self._shape[1]} sparse matrix of type '{self.dtype}' " \
-               f"with {self.nnz} stored elements in Compressed Sparse Row format>"
+        return (
+            f"<{self._shape[0]}x{self._shape[1]} sparse matrix of type '{self.dtype}' "
+            f"with {self.nnz} stored elements in Compressed Sparse Row format>"
+        )
 
 
 def _from_host(m, found):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as _numpy
-
 import cupy as _cupy
+import numpy as _numpy
 
 
 class LinearOperator:
@@ -57,7 +56,7 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=None, maxiter=None, M=None, callback=No
     z = r if Mop is None else Mop.matvec(r)
     p = z.copy()
     rho = _cupy.dot(r.conj(), z)
-    for it in range(1, maxiter + 1):
+    for _ in range(maxiter):
         q = A.matvec(p)
         alpha = rho / _cupy.dot(p.conj(), q)
         x = x + alpha * p

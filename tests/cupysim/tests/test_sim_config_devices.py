@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from conftest import run_sim
+from simhelpers import run_sim
 
 
 def test_config_defaults_and_bad_values():
@@ -85,7 +84,10 @@ for f in (rt.getDeviceCount, rt.getDevice, lambda: cupy.zeros(3), cupy.cuda.Devi
     r = run_sim(code, CUPYSIM_FAIL="driver")
     lines = r.stdout.splitlines()
     assert lines[0] == "0 13020 False" and lines[1] == "0", r.stderr
-    msg = "35 cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
+    msg = (
+        "35 cudaErrorInsufficientDriver: "
+        "CUDA driver version is insufficient for CUDA runtime version"
+    )
     assert lines[2:] == [msg] * 4
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from conftest import run_sim
+from simhelpers import run_sim
 
 
 @pytest.fixture

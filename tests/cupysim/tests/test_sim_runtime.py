@@ -46,8 +46,7 @@ def test_launch_checks_placement_and_hazards_and_records_writes(cp):
 
 def test_raw_launch_without_peer_access_is_an_illegal_address(cp):
     from cupysim import runtime
-
-    from conftest import run_sim
+    from simhelpers import run_sim
 
     code = """
 import cupy
@@ -62,7 +61,9 @@ except cupy.cuda.driver.CUDADriverError as e:
     print(e)
 """
     r = run_sim(code, CUPYSIM_PEER_ACCESS="0")
-    assert r.stdout.strip() == "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+    assert (
+        r.stdout.strip() == "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+    )
     assert runtime.device_profile(0)["MaxSharedMemoryPerBlock"] == 49152
 
 

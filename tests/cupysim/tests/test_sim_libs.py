@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from conftest import run_sim
+from simhelpers import run_sim
 
 
 def test_fft_plan_cache_is_per_device(cp):
@@ -73,7 +72,9 @@ def test_tf32_requests_are_recorded(cp):
     cp.matmul(a, a)
     reqs = cupysim.tf32_requests()
     assert [(r.routine, r.tf32) for r in reqs] == [
-        ("gemm", True), ("gemmStridedBatched", False), ("gemm", False)
+        ("gemm", True),
+        ("gemmStridedBatched", False),
+        ("gemm", False),
     ]
 
 
@@ -109,9 +110,8 @@ except RuntimeError as e:
 
 
 def test_sparse_csr_on_the_device(cp, rng):
-    import scipy.sparse as sp
-
     import cupyx.scipy.sparse as csp
+    import scipy.sparse as sp
 
     h = sp.random(6, 6, density=0.5, random_state=1, format="csr") + sp.eye(6)
     m = csp.csr_matrix(h)

@@ -6,8 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-
-from conftest import run_sim
+from simhelpers import run_sim
 
 
 @pytest.fixture
