@@ -177,6 +177,16 @@ def exact(nbytes: int, device: int) -> Storage:
     return s
 
 
+def foreign(ptr: int, nbytes: int, device) -> Storage:
+    """Memory the simulator did not allocate, at ``ptr`` (not registered, not freed)."""
+    s = Storage.__new__(Storage)
+    s.size, s.reserved, s.device, s.kind, s.records, s._raw = nbytes, 0, device, "foreign", [], None
+    s.ptr = ptr
+    buf = (ctypes.c_uint8 * nbytes).from_address(ptr) if nbytes else None
+    s.host = np.frombuffer(buf, np.uint8) if nbytes else np.empty(0, np.uint8)
+    return s
+
+
 def host_alloc(nbytes: int) -> Storage:
     """``cudaHostAlloc``: page-locked host memory (registered so is_memory_pinned sees it)."""
     devices.check_driver()

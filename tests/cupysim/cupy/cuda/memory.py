@@ -89,11 +89,13 @@ class UnownedMemory(BaseMemory):
 
     def __init__(self, ptr: int, size: int, owner, device_id: int | None = None) -> None:
         found = _sim.find(ptr)
-        if found is None:
-            raise ValueError(f"{ptr:#x} is not an address of simulated device memory")
-        self._storage = found[0]
+        # memory outside the simulated pools (a kernel module's __device__ globals): wrapped
+        # as is, without access records
+        self._storage = found[0] if found else _sim.foreign(ptr, size, device_id)
         self.ptr, self.size, self._owner = ptr, size, owner
-        self.device_id = found[0].device if device_id is None else device_id
+        if device_id is None:
+            device_id = found[0].device if found else _devices.current()
+        self.device_id = device_id
 
 
 class _Chunk:
