@@ -126,8 +126,7 @@ def create(device: int, non_blocking: bool) -> SimStream:
 
 
 def destroy(handle: int) -> None:
-    with lock:
-        _by_handle.pop(handle, None)
+    _by_handle.pop(handle, None)  # atomic; called from __del__, also at interpreter exit
 
 
 def resolve(handle: int, device: int) -> SimStream:

@@ -154,3 +154,26 @@ def test_nccl_absent():
     r = run_sim("import cupy.cuda.nccl as n; print(n.available, hasattr(n, 'NcclCommunicator'))",
                 CUPYSIM_NCCL="0")  # fmt: skip
     assert r.stdout.strip() == "False False" and "nccl library could not be loaded" in r.stderr
+
+
+def test_cublas_module_routines(cp, rng):
+    import cupy.cublas
+
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 5))
+    c = cupy.cublas.gemm("T", "N", cp.asarray(a), cp.asarray(b))
+    np.testing.assert_allclose(c.get(), a.T @ b)
+    y = cp.ones(3)
+    cupy.cublas.axpy(2.0, cp.arange(3.0), y)
+    np.testing.assert_array_equal(y.get(), [1, 3, 5])
+
+
+def test_address_sanitizer_mode_gives_every_array_its_own_exact_allocation():
+    code = """
+import cupy
+pool = cupy.get_default_memory_pool()
+x = cupy.empty(100, dtype='u1')
+s = x.data.mem._storage
+print(s.size, s.ptr == x.data.ptr, pool.used_bytes())
+"""
+    r = run_sim(code, CUPYSIM_SANITIZE="address")
+    assert r.stdout.split() == ["100", "True", "512"], r.stderr
