@@ -21,9 +21,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def cp():
-    """The simulated cupy module (its devices are reset to device 0 afterwards)."""
+    """The simulated cupy module; afterwards every device is synchronised, device 0 current."""
     import cupy
 
     assert cupy.__file__.startswith(str(SIM)), "not the simulator"
     yield cupy
+    for d in range(cupy.cuda.runtime.getDeviceCount()):
+        cupy.cuda.Device(d).synchronize()  # a test's unfinished stream work ends with it
     cupy.cuda.runtime.setDevice(0)

@@ -116,3 +116,43 @@ def test_async_set_on_a_stream(cp):
     e = s.record()
     assert e.done
     np.testing.assert_array_equal(x.get(), np.arange(5))
+
+
+def test_pool_and_checker_under_concurrent_threads(cp, pool):
+    """Four threads allocate, compute and free on two devices and their own streams at once:
+    no two live arrays share memory, every result is right, the pool's counts balance."""
+    import threading
+
+    errors, live = [], []
+    lock = threading.Lock()
+
+    def work(tid):
+        try:
+            with cp.cuda.Device(tid % 2):
+                s = cp.cuda.Stream(non_blocking=True)
+                with s:
+                    for i in range(60):
+                        x = cp.full(100 + 37 * ((tid + i) % 5), float(tid))
+                        y = x * 2 + i
+                        with lock:
+                            live.append((y.data.ptr, y.nbytes))
+                        assert float(y[0].get(stream=s)) == 2.0 * tid + i
+                        with lock:
+                            live.remove((y.data.ptr, y.nbytes))
+                s.synchronize()
+        except BaseException as exc:
+            errors.append(exc)
+
+    used = [None, None]
+    for d in (0, 1):
+        with cp.cuda.Device(d):
+            used[d] = pool.used_bytes()
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for d in (0, 1):
+        with cp.cuda.Device(d):
+            assert pool.used_bytes() == used[d]

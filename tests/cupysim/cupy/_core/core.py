@@ -169,44 +169,57 @@ def _view_of(x: ndarray, r: np.ndarray) -> ndarray:
 _SCALARS = (np.generic, bool, int, float, complex)
 
 
+def _convert(r, found: list, new: list, meta: bool):
+    if isinstance(r, np.ndarray):
+        for x in found:
+            if r is x._np:
+                return x
+        view_of = _view_source(r, found)
+        if view_of is not None:
+            return _view_of(view_of, r)
+        _check_dtype(r.dtype)
+        a = _empty_like_layout(r)
+        new.append((a, r))
+        return a
+    if isinstance(r, tuple):
+        items = [_convert(v, found, new, meta) for v in r]
+        return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
+    if isinstance(r, list):
+        return [_convert(v, found, new, meta) for v in r]
+    if not meta and isinstance(r, _SCALARS):
+        v = np.asarray(r)
+        _check_dtype(v.dtype)
+        a = _empty((), v.dtype)
+        new.append((a, v))
+        return a
+    return r
+
+
 def _wrap(name: str, res, found: list, meta: bool = False, library: bool = False):
-    """NumPy's result as CuPy's: views stay views, new values become arrays (one launch)."""
+    """NumPy's result as CuPy's: views stay views, new values become arrays (one launch).
+
+    (No closures over the arrays: a reference cycle would keep them, and their pool
+    memory, alive until the garbage collector runs.)
+    """
     new: list[tuple[ndarray, np.ndarray]] = []
-
-    def conv(r):
-        if isinstance(r, np.ndarray):
-            for x in found:
-                if r is x._np:
-                    return x
-            view_of = _view_source(r, found)
-            if view_of is not None:
-                return _view_of(view_of, r)
-            _check_dtype(r.dtype)
-            a = _empty_like_layout(r)
-            new.append((a, r))
-            return a
-        if isinstance(r, tuple):
-            items = [conv(v) for v in r]
-            return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
-        if isinstance(r, list):
-            return [conv(v) for v in r]
-        if not meta and isinstance(r, _SCALARS):
-            v = np.asarray(r)
-            _check_dtype(v.dtype)
-            a = _empty((), v.dtype)
-            new.append((a, v))
-            return a
-        return r
-
-    out = conv(res)
+    out = _convert(res, found, new, meta)
     if new:
-
-        def body():
-            for a, r in new:
-                a._np[...] = r
-
-        _run(name, found, [a for a, _ in new], body, kind="library" if library else "elementwise")
+        _run(name, found, [a for a, _ in new], _Filler(new),
+             kind="library" if library else "elementwise")  # fmt: skip
     return out
+
+
+class _Filler:
+    """The body of a launch that writes NumPy's values into the new arrays."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs) -> None:
+        self.pairs = pairs
+
+    def __call__(self) -> None:
+        for a, r in self.pairs:
+            a._np[...] = r
 
 
 def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = False):
