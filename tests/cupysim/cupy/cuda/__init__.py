@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cupy.cuda import device, driver, memory, pinned_memory, runtime, stream  # noqa: F401
+from cupy.cuda import device, driver, memory, nvrtc, pinned_memory, runtime, stream  # noqa: F401
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
     BaseMemory,
@@ -44,8 +44,8 @@ def is_available() -> bool:
 
 
 def __getattr__(name):
-    if name == "cufft":
-        from cupysim import libs
+    if name == "cufft":  # cupy/cuda/__init__.py: loaded (and libcufft found) on first access
+        import importlib
 
-        libs.require("cufft")
+        return importlib.import_module("cupy.cuda.cufft")
     raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")
