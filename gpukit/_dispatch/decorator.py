@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._runtime import memory
+from .._select.registry import debug
+from ..errors import BackendUnavailableError
 from .kinds import find, implementation
 
 __all__ = ["operation"]
@@ -56,7 +58,14 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
             found = find(args, kwargs)
             if found is not None and found[0].name not in native:
                 return implementation(name, *found)(*args, **kwargs)
-            return guarded(*args, **kwargs)
+            try:
+                return guarded(*args, **kwargs)
+            except BackendUnavailableError as exc:
+                if debug():
+                    raise
+                # Show the user's call and the reason, not gpukit's frames (JAX filters
+                # its tracebacks the same way); GPUKIT_DEBUG=1 keeps them.
+                raise exc.with_traceback(None)  # noqa: B904 (the same exception, trimmed)
 
         return wrapper  # type: ignore[return-value]
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from .._select import registry as _registry
 from .._select.selection import get_backend
 from ..backend import Backend
-from ..errors import OutOfMemoryError
+from ..errors import GpukitError, OutOfMemoryError
 from .memstats import MemoryStats, format_bytes, stats_for
 from .placement import namespace
 
@@ -45,7 +45,11 @@ def _claim(exc: BaseException) -> tuple[Backend | None, int | None]:
 
     The active backend is asked first, then the other device backends, then the host
     ones (which claim any ``MemoryError``, so a device failure must not reach them first).
+    gpukit's own errors are never allocation failures: they pass through untouched (a
+    backend that cannot be selected must not be asked again from this error handler).
     """
+    if isinstance(exc, GpukitError):
+        return None, None
     candidates = [get_backend(), *_registry.loaded()]
     candidates.sort(key=lambda b: not b.is_device)  # stable: active first among equals
     for backend in candidates:

@@ -16,20 +16,26 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import logging
+import os
 import sys
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from ..backend import Backend
 from ..errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
 from .configure import configure
 
-__all__ = ["BackendStatus", "available_backends", "load", "loaded", "register_backend"]
+__all__ = ["BackendStatus", "available_backends", "debug", "load", "loaded", "register_backend"]
 
 ENTRY_POINT_GROUP = "gpukit.backends"
+#: Set to 1 to see the underlying exception chain of a backend that cannot run.
+DEBUG_VAR = "GPUKIT_DEBUG"
+logger = logging.getLogger("gpukit")
 
 # name -> (module, the array modules whose arrays this backend owns)
 _BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -249,12 +255,39 @@ def load(name: str) -> Backend:
         if entry.instance is None and entry.error is None:
             _create(entry)
     if entry.error is not None:
-        raise entry.error
+        _raise(entry.error)
     assert entry.instance is not None
     return entry.instance
 
 
+def _raise(error: BackendUnavailableError) -> NoReturn:
+    """Raise a fresh copy of a remembered failure: the reason and the fix, in a few lines.
+
+    Re-raising the stored exception itself would grow its traceback on every call (and
+    race between threads). The underlying exception chain (CUDA's error, an ImportError)
+    is shown only with ``GPUKIT_DEBUG=1``; it is always logged at DEBUG level on the
+    ``gpukit`` logger when the backend first fails.
+    """
+    fresh = BackendUnavailableError(error.backend, error.reason, error.fix)
+    if debug():
+        raise fresh from error
+    raise fresh from None
+
+
+def debug() -> bool:
+    """Whether ``GPUKIT_DEBUG`` asks for full exception chains and tracebacks."""
+    return os.environ.get(DEBUG_VAR, "").strip() not in ("", "0")
+
+
 def _create(entry: _Entry) -> None:
+    try:
+        _build(entry)
+    finally:
+        if entry.error is not None:
+            logger.debug("backend %r cannot run", entry.name, exc_info=entry.error)
+
+
+def _build(entry: _Entry) -> None:
     try:
         backend = entry.factory()
     except BackendUnavailableError as exc:
@@ -266,16 +299,18 @@ def _create(entry: _Entry) -> None:
             f"a library it needs is not installed ({exc})",
             GPU_FIX if entry.name == "cupy" else None,
         )
+        entry.error.__cause__ = exc
         return
     except Exception as exc:  # a broken plug-in must never break gpukit
         entry.error = BackendUnavailableError(
             entry.name, f"the backend failed to load: {type(exc).__name__}: {exc}"
         )
+        entry.error.__cause__ = exc
         warnings.warn(
             f"gpukit: backend {entry.name!r} ({entry.source}) is broken and was marked "
             f"unavailable: {type(exc).__name__}: {exc}",
             GpukitWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
         return
     if not isinstance(backend, Backend):
@@ -283,7 +318,7 @@ def _create(entry: _Entry) -> None:
             entry.name,
             f"its factory returned {type(backend).__name__}, not a gpukit.backend.Backend",
         )
-        warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=4)
+        warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=5)
         return
     configure(backend)  # GPUKIT_MEMORY_LIMIT, before gpukit allocates with it
     entry.instance = backend

@@ -92,12 +92,28 @@ def get_backend() -> Backend:
     ...     gk.get_backend().name
     'numpy'
     """
-    return _scoped.get() or _default or _default_backend()
+    backend = _scoped.get() or _default
+    if backend is not None:
+        return backend
+    try:
+        return _default_backend()
+    except BackendUnavailableError as exc:
+        if _registry.debug():
+            raise
+        raise exc.with_traceback(None)  # noqa: B904 (the same error, without inner frames)
 
 
 def active_is_host() -> bool:
-    """Fast check used by front-end fast paths: is the active backend the numpy one?"""
-    backend = _scoped.get() or _default or _default_backend()
+    """Fast check used by front-end fast paths: is the active backend the numpy one?
+
+    False when no backend can be selected, so the caller's checked path raises the error.
+    """
+    backend = _scoped.get() or _default
+    if backend is None:
+        try:
+            backend = _default_backend()
+        except BackendUnavailableError:
+            return False
     return backend.name == "numpy"
 
 

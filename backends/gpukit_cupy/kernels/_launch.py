@@ -10,7 +10,7 @@ import numpy as np
 
 from gpukit.backend.kernels import cuda_sources
 
-from ._source import source
+from ..cuda_sources import source
 
 BLOCK = 256
 #: Blocks per SM for grid-stride elementwise launches: enough to hide latency.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "kernels"
 _INCLUDE = '#include "gk_common.cuh"'
 
 

@@ -1,0 +1,51 @@
+"""``cupy.cuda``: devices, streams, memory (simulated)."""
+
+from __future__ import annotations
+
+from cupy.cuda import device, driver, memory, nvrtc, pinned_memory, runtime, stream  # noqa: F401
+from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
+from cupy.cuda.memory import (  # noqa: F401
+    BaseMemory,
+    Memory,
+    MemoryPointer,
+    MemoryPool,
+    UnownedMemory,
+    alloc,
+    get_allocator,
+    set_allocator,
+)
+from cupy.cuda.pinned_memory import (  # noqa: F401
+    PinnedMemory,
+    PinnedMemoryPointer,
+    PinnedMemoryPool,
+    alloc_pinned_memory,
+    set_pinned_memory_allocator,
+)
+from cupy.cuda.stream import (  # noqa: F401
+    Event,
+    ExternalStream,
+    Stream,
+    get_current_stream,
+    get_elapsed_time,
+)
+
+_available = None
+
+
+def is_available() -> bool:
+    global _available
+    if _available is None:
+        _available = False
+        try:
+            _available = runtime.getDeviceCount() > 0
+        except Exception:
+            pass
+    return _available
+
+
+def __getattr__(name):
+    if name == "cufft":  # cupy/cuda/__init__.py: loaded (and libcufft found) on first access
+        import importlib
+
+        return importlib.import_module("cupy.cuda.cufft")
+    raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")
