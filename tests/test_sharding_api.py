@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import scipy.fft
 
 import gpukit as gk
 from gpukit._select import registry as _registry
@@ -143,8 +144,9 @@ def _(env: Env) -> None:
 # -- gk.fft: every transform against numpy.fft, split along a transformed axis ---------------
 def _fft_case(fn: str) -> None:
     def check(env: Env) -> None:
-        ref_fn = getattr(np.fft, fn)
-        x = env.m if fn in ("rfft", "ihfft", "rfft2", "rfftn") else env.m + 1j * env.m[::-1]
+        ref_fn = getattr(scipy.fft, fn)  # NumPy's functions, and SciPy's hfft2/hfftn family
+        real_in = ("rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn")
+        x = env.m if fn in real_in else env.m + 1j * env.m[::-1]
         for axis in (0, 1):
             got = getattr(gk.fft, fn)(env.shard(x, axis=axis))
             assert got.axis == axis
@@ -154,7 +156,8 @@ def _fft_case(fn: str) -> None:
 
 
 for _fn in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-            "fftn", "ifftn", "rfftn", "irfftn", "fftshift", "ifftshift"):  # fmt: skip
+            "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn",
+            "fftshift", "ifftshift"):  # fmt: skip
     _fft_case(_fn)
 
 
@@ -299,7 +302,8 @@ def test_gk_sharding_functions_are_the_generic_ones(rng):
         for name in gk.sharding.__all__:
             generic = getattr(gk.fft, name, None)
             if generic is not None:
-                arg = s if name not in ("irfft", "hfft", "irfft2", "irfftn") else s + 1j
+                hermitian = ("irfft", "hfft", "irfft2", "irfftn", "hfft2", "hfftn")
+                arg = s + 1j if name in hermitian else s
                 assert np.array_equal(
                     gk.to_numpy(generic(arg)), gk.to_numpy(getattr(gk.sharding, name)(arg))
                 ), name

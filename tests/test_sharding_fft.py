@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.fft
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ def _quick_fftw_plans(monkeypatch):
 
 
 NORMS = [None, "backward", "ortho", "forward"]
-REAL_IN = ("rfft", "ihfft", "rfft2", "rfftn")
+REAL_IN = ("rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn")
 TIGHT = 1e-12  # float64 against numpy.fft, the issue's bar
 
 
@@ -44,13 +45,14 @@ def _sizes(length, n):
 
 
 @pytest.mark.parametrize("shape", [(7, 9), (12, 5), (3, 11), (16, 16)])
-@pytest.mark.parametrize("kind", ["fft2", "ifft2", "rfft2", "irfft2"])
+@pytest.mark.parametrize("kind", ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"])
 def test_fft2_split_along_either_axis(cpu_devices, rng, kind, shape):
-    """Odd sizes, uneven splits, fewer rows than devices, every norm: 1e-12."""
+    """Odd sizes, uneven splits, fewer rows than devices, every norm: 1e-12 against
+    numpy.fft (scipy.fft for the Hermitian 2-d transforms NumPy lacks)."""
     n = cpu_devices.device_count()
     x = _data(rng, shape, kind)
     for norm in NORMS:
-        want = getattr(np.fft, kind)(x, norm=norm)
+        want = getattr(scipy.fft if kind in ("hfft2", "ihfft2") else np.fft, kind)(x, norm=norm)
         for split in (0, 1):
             got = getattr(gk.fft, kind)(gk.shard(x, axis=split), norm=norm)
             assert isinstance(got, gk.ShardedArray) and got.shape == want.shape
@@ -58,14 +60,14 @@ def test_fft2_split_along_either_axis(cpu_devices, rng, kind, shape):
             assert got.dtype == want.dtype and rel_err(got, want) < TIGHT
 
 
-@pytest.mark.parametrize("kind", ["fftn", "ifftn", "rfftn", "irfftn"])
+@pytest.mark.parametrize("kind", ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"])
 @pytest.mark.parametrize(
     ("axes", "s"),
     [(None, None), ((0, 2), None), ((2, 0), (4, 9)), ((1,), (3,)), ((0, 1, 2), (5, 2, 6))],
 )
 def test_fftn_three_dims_any_split(cpu_devices, rng, kind, axes, s):
     x = _data(rng, (5, 6, 7), kind)
-    want = getattr(np.fft, kind)(x, s=s, axes=axes, norm="ortho")
+    want = getattr(scipy.fft, kind)(x, s=s, axes=axes, norm="ortho")
     for split in range(3):
         got = getattr(gk.fft, kind)(gk.shard(x, axis=split), s=s, axes=axes, norm="ortho")
         assert got.axis == split and rel_err(got, want) < TIGHT
@@ -156,6 +158,8 @@ def test_bad_arguments_raise_before_any_exchange(rng):
         with pytest.raises(ValueError, match="repeats an axis"):
             gk.fft.fftn(s, axes=(0, 0))
         with pytest.raises(TypeError, match="out= is not supported for a ShardedArray"):
+            gk.fft.fft2(s, out=s)
+        with pytest.raises(TypeError, match="out"):
             gk.sharding.fft2(s, out=s)
         with pytest.raises(TypeError, match=r"gk\.fft\.fft: argument 'x' must be a ShardedArray"):
             gk.sharding.fft(np.ones(4))
@@ -174,7 +178,7 @@ def test_numpy_fft_functions_run_the_distributed_fft(rng):
 @given(
     shape=st.lists(st.integers(1, 7), min_size=1, max_size=3),
     devices=st.integers(1, 4),
-    kind=st.sampled_from(["fftn", "ifftn", "rfftn", "irfftn"]),
+    kind=st.sampled_from(["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"]),
     data=st.data(),
 )
 def test_property_any_layout_any_axes(shape, devices, kind, data):
@@ -183,13 +187,13 @@ def test_property_any_layout_any_axes(shape, devices, kind, data):
     axes = data.draw(st.permutations(range(ndim)).map(lambda p: p[: max(1, len(p) - 1)]))
     axes = tuple(axes) if data.draw(st.booleans()) else None
     last = (axes or tuple(range(ndim)))[-1]
-    if kind == "irfftn" and shape[last] == 1:
-        shape[last] = 2  # irfftn's default output length 2 * (m - 1) must be positive
+    if kind in ("irfftn", "hfftn") and shape[last] == 1:
+        shape[last] = 2  # the default output length 2 * (m - 1) must be positive
     norm = data.draw(st.sampled_from(NORMS))
     transposed = data.draw(st.booleans())
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     x = _data(rng, tuple(shape), kind)
-    want = getattr(np.fft, kind)(x, axes=axes, norm=norm)
+    want = getattr(scipy.fft, kind)(x, axes=axes, norm=norm)
     with gk.use_backend(NumpyBackend(devices)):
         got = getattr(gk.sharding, kind)(
             gk.shard(x, axis=split), axes=axes, norm=norm, transposed_out=transposed

@@ -100,8 +100,11 @@ class NcclCollectives(PeerCopyCollectives):
 
         Blocks travel as bytes (``NCCL_UINT8``), so every dtype goes; a device's block
         for itself is kept as it is. Packing a strided block, the sends, the receives
-        and later work of each device are ordered on that device's stream.
+        and later work of each device are ordered on that device's stream. NCCL before
+        2.7 has no send/receive: peer copies then.
         """
+        if self._nccl.get_version() < 2700:
+            return super().all_to_all(blocks)
         import cupy
 
         n = self._nccl

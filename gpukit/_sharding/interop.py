@@ -105,8 +105,8 @@ def _metadata(func: Any, x: Any, args: Any, kwargs: Any) -> Any:
 def _gpukit_name(func: Any) -> str | None:
     """The gpukit operation a NumPy function has a sharded twin in, if any."""
     module = getattr(func, "__module__", "")
-    if module == "numpy.fft":
-        return f"gk.fft.{func.__name__}"
+    if module == "numpy.fft":  # gk.sharding's spelling takes NumPy's signature
+        return f"gk.sharding.{func.__name__}"
     if func is np.linalg.norm:
         return "gk.linalg.norm"
     return None

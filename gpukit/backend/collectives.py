@@ -72,6 +72,9 @@ class Collectives:
         with self.backend.use_device(root):  # CuPy computes on the current device
             for p in parts[1:]:
                 total = fold(total, self._fetch(p, root, copy=False), out=total)
+        # The peer copies read the parts on the root's stream: wait for them, or a part's
+        # memory could be reused (written) by its own device's stream while being read.
+        self.backend.synchronize(root)
         return total
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
@@ -82,8 +85,15 @@ class PeerCopyCollectives(Collectives):
     """Reduce on the first device in device order, then copy the result to the others."""
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
-        self.backend.synchronize(self.backend.device_of(x))
-        return super()._fetch(x, device, copy)
+        source = self.backend.device_of(x)
+        packed = source != device and not x.flags.c_contiguous
+        if packed:  # CuPy copies only contiguous arrays between devices
+            x = self._pack(x, source)
+        self.backend.synchronize(source)
+        out = super()._fetch(x, device, copy)
+        if packed:  # the copy reads the temporary, which is freed on return
+            self.backend.synchronize(device)
+        return out
 
     def all_reduce(self, parts: Sequence[Any]) -> list[Any]:
         return self.broadcast(self.reduce(parts))
@@ -108,11 +118,17 @@ class PeerCopyCollectives(Collectives):
         for d, row in zip(devs, packed, strict=True):
             if any(b is not None for b in row):
                 backend.synchronize(d)
-        return [
+        received = [
             [None if row[j] is None else backend.to_device(row[j], d, copy=i != j)
              for i, row in enumerate(packed)]
             for j, d in enumerate(devs)
         ]  # fmt: skip
+        # The copies run on the destinations' streams and read the packed blocks, which
+        # their source's stream may reuse once they are freed: wait for the copies.
+        for d, got in zip(devs, received, strict=True):
+            if any(b is not None for b in got):
+                backend.synchronize(d)
+        return received
 
     def _pack(self, block: Any, device: int) -> Any:
         if block is None or block.flags.c_contiguous:

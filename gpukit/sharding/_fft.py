@@ -27,12 +27,13 @@ from .._runtime.workers import map_devices
 from .._sharding.array import ShardedArray
 from .._sharding.layout import offsets, split_sizes
 from .._sharding.reshard import exchange, reshard
-from ..fft import _NORMS, _plan, _work_dtype
+from ..fft import _NORMS, _plan, _work_dtype, _workers
 from ._checks import require_sharded
 
 __all__ = [
-    "fft", "fft2", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn", "ifftshift", "ihfft",
-    "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftn",
+    "fft", "fft2", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn",
+    "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn", "rfft", "rfft2",
+    "rfftn",
 ]  # fmt: skip
 
 Step = tuple[frozenset[int], Callable[[Any], Any]]
@@ -41,7 +42,8 @@ Step = tuple[frozenset[int], Callable[[Any], Any]]
 _KIND = {
     "fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn", "hfft": "hfftn",
     "ihfft": "ihfftn", "fft2": "fftn", "ifft2": "ifftn", "rfft2": "rfftn", "irfft2": "irfftn",
-    "fftn": "fftn", "ifftn": "ifftn", "rfftn": "rfftn", "irfftn": "irfftn",
+    "fftn": "fftn", "ifftn": "ifftn", "rfftn": "rfftn", "irfftn": "irfftn", "hfft2": "hfftn",
+    "hfftn": "hfftn", "ihfft2": "ihfftn", "ihfftn": "ihfftn",
 }  # fmt: skip
 _SWAPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -54,16 +56,10 @@ def _local(kind: str, s: Sequence[int], axes: Sequence[int], norm: Any, options:
     library transforms contiguous rows instead of a strided batch.
     """
     s, axes = tuple(s), tuple(axes)
-    if kind in ("hfftn", "ihfftn"):  # one axis
-        one = gk_fft.hfft if kind == "hfftn" else gk_fft.ihfft
+    many = getattr(gk_fft, kind)
 
-        def call(x: Any, ax: tuple[int, ...]) -> Any:
-            return one(x, n=s[0], axis=ax[0], norm=norm, **options)
-    else:
-        many = getattr(gk_fft, kind)
-
-        def call(x: Any, ax: tuple[int, ...]) -> Any:
-            return many(x, s=s, axes=ax, norm=norm, **options)
+    def call(x: Any, ax: tuple[int, ...]) -> Any:
+        return many(x, s=s, axes=ax, norm=norm, **options)
 
     def run(x: Any) -> Any:
         if len(axes) != 1 or axes[0] == x.ndim - 1:
@@ -90,12 +86,10 @@ def _steps(kind: str, s: tuple[int, ...], axes: tuple[int, ...], split: int, nor
         if split != last:
             return step("rfftn", rest) + step("fftn", [split])
         return step("rfftn", [last]) + step("fftn", rest)
-    if kind == "irfftn":
-        middle = [a for a in rest if a != last]
-        if split != last:
-            return step("ifftn", middle) + step("ifftn", [split]) + step("irfftn", [last])
-        return step("ifftn", rest) + step("irfftn", [last])
-    return step(kind, [split])  # hfft, ihfft: one axis
+    middle = [a for a in rest if a != last]  # irfftn
+    if split != last:
+        return step("ifftn", middle) + step("ifftn", [split]) + step("irfftn", [last])
+    return step("ifftn", rest) + step("irfftn", [last])
 
 
 def _exchange_axis(x: ShardedArray, later: frozenset[int], now: frozenset[int]) -> int:
@@ -109,24 +103,39 @@ def _exchange_axis(x: ShardedArray, later: frozenset[int], now: frozenset[int]) 
 
 def _transform(
     fn_name: str, x: Any, s: Any, axes: Any, norm: Any, one_d: bool,
-    transposed_out: bool, options: dict[str, Any],
+    transposed_out: bool, out: Any, workers: Any,
 ) -> ShardedArray:  # fmt: skip
     name = f"gk.fft.{fn_name}"
     x = require_sharded(x, "x", name)
-    if options.get("out") is not None:
+    if out is not None:
         raise TypeError(f"{name}: out= is not supported for a ShardedArray; use the result")
-    options = {k: v for k, v in options.items() if k != "out"}
     if norm not in _NORMS:
         raise ValueError(
             f"{name}: norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}"
         )
+    options = {} if workers is None else {"workers": workers}
+    if workers is not None:
+        _workers(name, workers)
     _dtypes.check(name, "x", x)
     kind = _KIND[fn_name]
     s, axes = _plan(name, kind, x.shape, s, axes, one_d)
     _work_dtype(name, kind, np.dtype(x.dtype))  # a real transform refuses complex input
-    split = x.axis
-    if split not in axes or len(x.devices) == 1:  # every transformed axis is local
+    if x.axis not in axes or len(x.devices) == 1:  # every transformed axis is local
         return x._map(_local(kind, s, axes, norm, options)[1])
+    if kind == "hfftn":  # NumPy's and SciPy's definition: irfftn of the conjugate
+        x, kind, norm = np.conjugate(x), "irfftn", _SWAPPED[norm]
+    elif kind == "ihfftn":  # the conjugate of rfftn, the scaling on the other side
+        y = _distributed(name, "rfftn", x, s, axes, _SWAPPED[norm], transposed_out, options)
+        return np.conjugate(y, out=y)
+    return _distributed(name, kind, x, s, axes, norm, transposed_out, options)
+
+
+def _distributed(
+    name: str, kind: str, x: ShardedArray, s: tuple[int, ...], axes: tuple[int, ...],
+    norm: Any, transposed_out: bool, options: dict[str, Any],
+) -> ShardedArray:  # fmt: skip
+    """A complex or real transform over axes that include the split axis."""
+    split = x.axis
     if x.ndim == 1:
         return _vector(name, kind, x, s[0], norm, options)
     steps = _steps(kind, s, axes, split, norm, options)
@@ -155,10 +164,6 @@ def _vector(name: str, kind: str, x: ShardedArray, n: int, norm: Any, options: d
 
     if kind in ("fftn", "ifftn"):
         return _four_step(resized(x, n), kind == "ifftn", norm, options)
-    if kind == "hfftn":  # numpy.fft.hfft: irfft of the conjugate, norm swapped
-        return _vector(name, "irfftn", np.conjugate(x), n, _SWAPPED[norm], options)
-    if kind == "ihfftn":  # numpy.fft.ihfft: the conjugate of rfft, norm swapped
-        return np.conjugate(_vector(name, "rfftn", x, n, _SWAPPED[norm], options))
     if kind == "rfftn":
         _, spectrum = _work_dtype(name, kind, np.dtype(x.dtype))
         full = _four_step(resized(x, n).astype(spectrum), False, norm, options)
@@ -202,10 +207,8 @@ def _four_step(x: ShardedArray, inverse: bool, norm: Any, options: dict) -> Shar
     n2 = big_n // n1
     rows = split_sizes(n1, len(devs))
     aligned = exchange(x, 0, devs, [r * n2 for r in rows])
-    a = ShardedArray(
-        backend, [s.reshape(r, n2) for s, r in zip(aligned.shards, rows, strict=True)], 0, devs
-    )
-    a = reshard(a, axis=1)
+    pieces = [s.reshape(r, n2) for s, r in zip(aligned.shards, rows, strict=True)]
+    a = _move(ShardedArray(backend, pieces, 0, devs), 1, frozenset({0}))
     sign = 1.0 if inverse else -1.0
 
     def columns(s: Any, lo: int) -> Any:
@@ -247,10 +250,11 @@ def _shift(fn_name: str, x: Any, axes: Any) -> ShardedArray:
 # -- the public functions: gk.sharding.<name>, and gk.fft.<name> of a ShardedArray -------------
 _DOC = """{summary} of a sharded array: ``gk.fft.{fn}(x, ...)`` of a ShardedArray runs this.
 
-Arguments as :func:`gpukit.fft.{fn}`, plus ``transposed_out``. Axes other than the split
-axis are transformed on each device; when the split axis is transformed, the slab
-decomposition moves the split to another axis in one all-to-all exchange first (a 1-d
-array: four-step algorithm, three exchanges).
+Arguments as :func:`gpukit.fft.{fn}` but ``out`` (the result is a new ShardedArray;
+``gk.fft.{fn}`` of a ShardedArray with ``out`` raises), plus ``transposed_out``. Axes
+other than the split axis are transformed on each device; when the split axis is
+transformed, the slab decomposition moves the split to another axis in one all-to-all
+exchange first (a 1-d array: four-step algorithm, three exchanges).
 
 Parameters
 ----------
@@ -259,13 +263,13 @@ x : ShardedArray
 {size_doc}
 norm : {{None, "backward", "ortho", "forward"}}, optional
     As in NumPy.
+workers : int, optional
+    Passed to each device's call of :func:`gpukit.fft.{fn}`.
 transposed_out : bool, default False
     Leave the result split along the exchange axis (FFTW-MPI's transposed output),
     saving the exchange back; the result's ``axis`` says which. Without it, and
     always for a 1-d array, the result is split along ``x.axis``, lengths as
     ``numpy.array_split`` gives.
-**options
-    Passed to each device's call of :func:`gpukit.fft.{fn}`.
 
 Returns
 -------
@@ -275,19 +279,19 @@ ShardedArray
 Raises
 ------
 TypeError
-    ``x`` is not a ShardedArray or has a dtype the transform refuses, or ``out`` is
-    given.
+    ``x`` is not a ShardedArray or has a dtype the transform refuses.
 ValueError
     As for :func:`gpukit.fft.{fn}`.
 
 Examples
 --------
 >>> import numpy as np
+>>> import scipy.fft
 >>> import gpukit as gk
 >>> x = np.random.default_rng(0).standard_normal({shape})
 >>> with gk.use_backend("numpy"):
 ...     y = gk.sharding.{fn}(gk.shard(x, axis=0))
->>> bool(np.allclose(gk.to_numpy(y), np.fft.{fn}(x)))
+>>> bool(np.allclose(gk.to_numpy(y), scipy.fft.{fn}(x)))
 True
 """
 _ONE_SIZE = """n : int, optional
@@ -303,30 +307,37 @@ axes : sequence of int, optional
 def _one_d(fn: str, summary: str) -> Callable[..., ShardedArray]:
     def transform(
         x: ShardedArray, n: int | None = None, axis: int = -1, norm: str | None = None,
-        *, transposed_out: bool = False, **options: Any,
+        *, workers: int | None = None, transposed_out: bool = False,
     ) -> ShardedArray:  # fmt: skip
-        return _transform(fn, x, n, (axis,), norm, True, transposed_out, options)
+        return _transform(fn, x, n, (axis,), norm, True, transposed_out, None, workers)
 
-    return _publish(transform, fn, summary, _ONE_SIZE, "(12,)")
+    return _publish(transform, fn, summary, _ONE_SIZE, "(12,)", True)
 
 
 def _n_dim(fn: str, summary: str, default: tuple[int, ...] | None) -> Callable[..., ShardedArray]:
     def transform(
         x: ShardedArray, s: Sequence[int] | None = None, axes: Sequence[int] | None = default,
-        norm: str | None = None, *, transposed_out: bool = False, **options: Any,
+        norm: str | None = None, *, workers: int | None = None, transposed_out: bool = False,
     ) -> ShardedArray:  # fmt: skip
-        return _transform(fn, x, s, axes, norm, False, transposed_out, options)
+        return _transform(fn, x, s, axes, norm, False, transposed_out, None, workers)
 
     what = "every axis, or the last ``len(s)``" if default is None else "(-2, -1)"
-    return _publish(transform, fn, summary, _N_SIZE.format(default=what), "(6, 5)")
+    return _publish(transform, fn, summary, _N_SIZE.format(default=what), "(6, 5)", False)
 
 
-def _publish(transform: Any, fn: str, summary: str, size_doc: str, shape: str) -> Any:
+def _publish(transform: Any, fn: str, summary: str, size_doc: str, shape: str, one_d: bool):
     transform.__name__ = transform.__qualname__ = fn
     transform.__module__ = "gpukit.sharding"
     transform.__doc__ = _DOC.format(summary=summary, fn=fn, size_doc=size_doc, shape=shape)
     public = operation(f"gk.sharding.{fn}", native=("sharded",))(transform)
-    implements(f"gk.fft.{fn}", "sharded")(public)
+    implements(f"gk.sharding.{fn}", "sharded")(public)  # numpy.fft.<fn> of a ShardedArray
+
+    @implements(f"gk.fft.{fn}", "sharded")
+    def generic(x: Any, s: Any, axes: Any, norm: Any, out: Any, workers: Any) -> ShardedArray:
+        """``gk.fft.<fn>`` of a ShardedArray: its operation passes the resolved arguments
+        (``n`` as ``s``, ``(axis,)`` as ``axes``) to the same transform."""
+        return _transform(fn, x, s, axes, norm, one_d, False, out, workers)
+
     return public
 
 
@@ -344,6 +355,10 @@ fftn = _n_dim("fftn", "N-dimensional discrete Fourier transform", None)
 ifftn = _n_dim("ifftn", "N-dimensional inverse discrete Fourier transform", None)
 rfftn = _n_dim("rfftn", "N-dimensional transform of a real signal", None)
 irfftn = _n_dim("irfftn", "Inverse of :func:`rfftn`", None)
+hfft2 = _n_dim("hfft2", "Two-dimensional transform of a Hermitian-symmetric signal", (-2, -1))
+ihfft2 = _n_dim("ihfft2", "Inverse of :func:`hfft2`", (-2, -1))
+hfftn = _n_dim("hfftn", "N-dimensional transform of a Hermitian-symmetric signal", None)
+ihfftn = _n_dim("ihfftn", "Inverse of :func:`hfftn`", None)
 
 
 def _shifter(fn: str, summary: str) -> Callable[..., ShardedArray]:
@@ -387,6 +402,7 @@ def _shifter(fn: str, summary: str) -> Callable[..., ShardedArray]:
     """
     public = operation(f"gk.sharding.{fn}", native=("sharded",))(shift)
     implements(f"gk.fft.{fn}", "sharded")(public)
+    implements(f"gk.sharding.{fn}", "sharded")(public)  # numpy.fft.<fn> of a ShardedArray
     return public
 
 
