@@ -84,15 +84,23 @@ def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None
         )
 
 
+def solve_dtype(*dtypes: Any) -> np.dtype:
+    """The dtype linear algebra computes in: the common type, with bool and integers in
+    float64 and float16 in float32 (LAPACK, cuSOLVER and a tolerance of 1e-5 need at
+    least single precision)."""
+    dtype = np.result_type(*dtypes)
+    if dtype.kind not in "fc":
+        return np.dtype(np.float64)
+    if dtype.itemsize < 4:
+        return np.dtype(np.float32)
+    return dtype
+
+
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
-    """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
+    """Cast to one floating/complex dtype (:func:`solve_dtype`)."""
     if all(x.dtype in _INEXACT for x in arrays) and len({x.dtype for x in arrays}) == 1:
         return list(arrays)  # the common case, without NumPy's promotion machinery
-    dtype = np.result_type(*(x.dtype for x in arrays))
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
-    elif dtype.itemsize < 4:
-        dtype = np.dtype(np.float32)
+    dtype = solve_dtype(*(x.dtype for x in arrays))
     return [x.astype(dtype, copy=False) for x in arrays]
 
 
