@@ -199,6 +199,13 @@ def test_operator_producing_nan_ends_with_a_reason(backend, xp, rng, method, whe
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_convergence_warning_points_at_the_caller(backend, xp, method):
+    with pytest.warns(gk.ConvergenceWarning) as seen:
+        SOLVE[method](-xp.eye(4) if method == "cg" else xp.eye(4), xp.ones(4), maxiter=0)
+    assert seen[0].filename == __file__
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_nan_in_dense_operator(backend, xp, rng, method):
     a, _ = problem(rng, method, n=12)
     a[3, 5] = np.nan

@@ -204,7 +204,7 @@ def _solve(
             f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
             f"residual norm {out.residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=5,  # _solve, cg, the operation wrapper's two frames, then the caller
         )
     return out.x, info
 
