@@ -18,7 +18,7 @@ import numpy as np
 
 import gpukit as gk
 
-import upstream
+from . import upstream
 
 GPUKIT_SOLVERS = ("bicgstab", "cg", "gmres", "minres")
 
