@@ -162,9 +162,7 @@ def lstsq(
     rank : int
         Effective rank of ``a``.
     s : array, shape (min(M, N),)
-        Singular values of ``a``.
-
-    A plain tuple, as NumPy's.
+        Singular values of ``a``. The four come as a plain tuple, as NumPy's.
 
     Raises
     ------

@@ -37,7 +37,7 @@ class IterativeInfo:
     Attributes
     ----------
     converged : bool
-        Whether the stopping test ``||r|| <= max(rtol * ||b||, atol)`` was met.
+        Whether the true residual met ``||b - A x|| <= max(rtol * ||b||, atol)``.
     iterations : int
         Iterations done (inner Arnoldi steps for GMRES).
     residual_norm : float
@@ -47,7 +47,9 @@ class IterativeInfo:
     method : str
         ``"cg"``, ``"gmres"``, ``"bicgstab"`` or ``"minres"``.
     reason : str
-        ``"converged"``, ``"maxiter reached"`` or the breakdown seen.
+        ``"converged"``, ``"maxiter reached"``, ``"stagnation: ..."`` (the recurrence met
+        the tolerance, the true residual could not) or ``"breakdown: ..."`` naming what
+        broke down; docs/linalg.rst lists every reason.
     """
 
     converged: bool
@@ -321,15 +323,20 @@ _PARAMS = """
         The solution, on the backend of the inputs; sharded like ``b`` in a
         sharded solve.
     info : IterativeInfo
-        ``converged``, ``iterations``, ``residual_norm`` (true residual), ...
+        ``converged`` (judged on the true residual), ``iterations``, ``residual_norm``,
+        ``reason``, ...
+
 
     Raises
     ------
     ValueError
         ``b`` is not 1-D, or ``A``, ``M`` or ``x0`` do not match its length (or, sharded,
-        its shard lengths).
+        its shard lengths); ``b`` or ``x0`` holds NaN or inf; a callable returned an
+        array of the wrong shape.
     TypeError
-        A sharded solve with gmres or with a LinearOperator.
+        ``A`` or ``M`` is not an array, sparse matrix, LinearOperator or callable (the
+        message names it); a callable returned a dtype the solve cannot hold; a sharded
+        solve with gmres or with a LinearOperator.
     DeviceMismatchError
         Sharded arguments on different devices.
 
@@ -337,6 +344,13 @@ _PARAMS = """
     -----
     ConvergenceWarning
         The tolerance was not reached (also ``info.converged`` is False).
+
+    Notes
+    -----
+    The solve computes in the common dtype of its inputs, float16 in float32 and bool
+    or integers in float64. It writes only into its own buffers: what ``A`` and ``M``
+    return is only read (operators may return their input or a reused buffer), and
+    ``b`` and ``x0`` are never modified.
 """
 
 
@@ -447,8 +461,10 @@ def minres(
 ) -> tuple[Any, IterativeInfo]:
     """MINRES for Hermitian, possibly indefinite ``A`` (``M`` must be positive definite).
 
-    With a preconditioner the stopping test uses the residual in the ``M`` norm that
-    the recurrence provides; ``info.residual_norm`` is still the true 2-norm residual.
+    With a preconditioner the recurrence tracks the residual in the ``M`` norm; the solve
+    goes on (restarting with a tighter tolerance) until the true 2-norm residual meets
+    the tolerance. A singular ``A`` on the Krylov subspace (``A = 0``, or ``b`` outside
+    the range of a singular ``A``) is a breakdown, never "converged".
 
     Examples
     --------
