@@ -283,3 +283,21 @@ def test_cho_solve_takes_scipys_cho_factor(backend, xp, rng, lower, dtype):
     assert rel_err(x, ref) < 50 * TOL[np.dtype(dtype)]
     with pytest.raises(ValueError, match="a tuple 'c' must be"):
         gk.linalg.cho_solve((xp.asarray(c),), xp.asarray(b))
+
+
+@pytest.mark.parametrize(
+    ("ashape", "bshape"),
+    [((0, 0), (0,)), ((0, 0), (0, 3)), ((3, 0, 0), (3, 0, 1)), ((0, 2, 2), (0, 2, 1)),
+     ((0, 2, 2), (2,)), ((2, 2), (2, 0))],
+)  # fmt: skip
+@pytest.mark.parametrize("assume_a", [None, "pos", "diagonal", "sym"])
+def test_zero_size_systems(backend, xp, ashape, bshape, assume_a):
+    """Empty systems give empty answers of NumPy's shape (LAPACK refuses n = 0)."""
+    a = np.broadcast_to(np.eye(ashape[-1]), ashape)
+    b = np.zeros(bshape)
+    expected = np.linalg.solve(a, b)
+    x = gk.linalg.solve(xp.asarray(a), xp.asarray(b), assume_a=assume_a)
+    assert x.shape == expected.shape and x.dtype == expected.dtype
+    if assume_a == "pos":
+        x = gk.linalg.cho_solve(xp.asarray(a), xp.asarray(b))
+        assert x.shape == expected.shape

@@ -122,6 +122,9 @@ def solve(
     a, b, squeeze = _checks.rhs(op, xp, a, b)
     a, b = _checks.as_inexact(xp, a, b)
     _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
+    if a.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+        x = xp.zeros(b.shape, dtype=b.dtype)
+        return x[..., 0] if squeeze else x
     m, method = _structure.effective(xp, a, kind, lower, transposed)
     if method == "diagonal":
         run = functools.partial(_structure.solve_diagonal, xp, m, b)
@@ -435,6 +438,9 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
     c, b, squeeze = _checks.rhs(op, xp, c, b)
     c, b = _checks.as_inexact(xp, c, b)
     _checks.finite(op, backend, {"c": c, "b": b}, check_finite)
+    if c.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0)
+        x = xp.zeros(b.shape, dtype=b.dtype)
+        return x[..., 0] if squeeze else x
     # the backends read a lower factor: an upper one U gives L = U^H (its other
     # triangle, which cho_factor leaves unspecified, is never read)
     lower_factor = xp.tril(c) if lower else xp.conj(xp.swapaxes(xp.triu(c), -1, -2))
