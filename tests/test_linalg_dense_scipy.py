@@ -155,16 +155,33 @@ def test_ill_conditioned_warns_as_scipy(backend, xp, rng, assume_a, kappa):
         assert warned[0].filename == __file__  # attributed to the caller
 
 
+def hilbert(rng, n):
+    """The Hilbert matrix, symmetrically permuted at random: cond_1 about 1e17 for n = 12,
+    1e7 for n = 6 (ill-conditioned, yet LU never meets an exactly zero pivot)."""
+    p = rng.permutation(n)
+    return sl.hilbert(n)[np.ix_(p, p)]
+
+
 def test_ill_conditioned_member_of_a_stack_is_named(backend, xp, rng):
-    a = np.stack([conditioned(rng, 8, 10.0), conditioned(rng, 8, 1e19), np.eye(8)])
+    a = np.stack([conditioned(rng, 12, 10.0), hilbert(rng, 12), np.eye(12)])
+    assert scipy_warns_each(a) == [False, True, False]
     with pytest.warns(sl.LinAlgWarning, match=r"ill-conditioned \(at \(1,\) of the stack\)"):
-        gk.linalg.solve(xp.asarray(a), xp.ones((3, 8, 1)))
+        gk.linalg.solve(xp.asarray(a), xp.ones((3, 12, 1)))
+
+
+def scipy_warns_each(stack):
+    return [outcome(sl.solve, m, np.ones(len(m), m.dtype), "gen")[0] == "warn" for m in stack]
 
 
 def test_float32_threshold_is_float32_eps(backend, xp, rng):
-    a = conditioned(rng, 10, 1e9).astype(np.float32)  # fine in float64, not in float32
+    a = hilbert(rng, 6)  # fine in float64, not in float32
+    assert scipy_warns_each([a.astype(np.float32)]) == [True]
+    assert scipy_warns_each([a]) == [False]
     with pytest.warns(sl.LinAlgWarning, match="eps 1.19e-07 of float32"):
-        gk.linalg.solve(xp.asarray(a), xp.ones(10, dtype=np.float32))
+        gk.linalg.solve(xp.asarray(a.astype(np.float32)), xp.ones(6, dtype=np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gk.linalg.solve(xp.asarray(a), xp.ones(6))
 
 
 def test_well_conditioned_is_silent(backend, xp, rng):
