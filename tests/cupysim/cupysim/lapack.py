@@ -76,6 +76,15 @@ def _potrf(m: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def potrf_potrs(a, b, batched: bool):
+    """potrf then potrs with ``CUBLAS_FILL_MODE_LOWER``, as cupyx/lapack.py ``posv`` calls them.
+
+    cuSOLVER reads memory column-major. The 2-D path hands it an F-ordered copy: it reads
+    the lower triangle of ``a``. The batched path (``_batched_posv``) hands it C-ordered
+    copies: each matrix is read as its transpose, so the lower triangle cuSOLVER sees is
+    ``a``'s *upper* one, and the factor is written back transposed; CuPy conjugates ``b``
+    before and the solution after, so ``x`` solves the Hermitian matrix of ``a``'s upper
+    triangle. ``b`` is (batch, n, nrhs) in C order; each right-hand side is solved alone.
+    """
     t = _prefix(a.dtype)
     infos: list[int] = []
 
@@ -83,9 +92,10 @@ def potrf_potrs(a, b, batched: bool):
         mats = a._np.reshape(-1, a.shape[-1], a.shape[-1]) if batched else a._np[None]
         rhs = b._np if batched else b._np[None]
         for i in range(mats.shape[0]):
-            c, inf = _potrf(mats[i])
+            seen = mats[i].T if batched else mats[i]  # the column-major matrix in memory
+            c, inf = _potrf(seen)
             infos.append(inf)
-            mats[i][...] = c
+            seen[...] = c
             if inf > 0:
                 rhs[i][...] = np.nan
             else:

@@ -78,9 +78,11 @@ def posv(a, b):
         b_shape = b.shape
         n = a.shape[-1]
         batch = int(_numpy.prod(a.shape[:-2]))
-        b = b.reshape(batch, n, -1).astype(dtype, order="C", copy=True)
+        # cupyx/lapack.py _batched_posv: b.conj() in, .conj() out (cuSOLVER solves with
+        # the transpose of each C-ordered matrix)
+        b = b.conj().reshape(batch, n, -1).astype(dtype, order="C", copy=True)
         x = _lapack.potrf_potrs(a, b, batched=True)
-        return x.reshape(b_shape)
+        return x.conj().reshape(b_shape)
     a = a.astype(dtype, order="F", copy=True)
     b_shape = b.shape
     n = a.shape[0]

@@ -56,6 +56,26 @@ def test_lapack_posv_and_potrs(cp, rng):
     assert y.data.ptr == bf.data.ptr  # solved in b's memory, as cuSOLVER's potrs does
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_lapack_batched_posv_reads_the_upper_triangle(cp, rng, dtype):
+    # cupyx/lapack.py _batched_posv: a C-ordered copy given to cuSOLVER (column major) with
+    # CUBLAS_FILL_MODE_LOWER, b conjugated in and out; the 2-D posv reads the lower triangle.
+    import cupyx.lapack
+
+    q = rng.standard_normal((3, 4, 4)) + (
+        1j * rng.standard_normal((3, 4, 4)) if dtype is np.complex128 else 0
+    )
+    h = (q @ np.conj(np.swapaxes(q, -1, -2)) + 4 * np.eye(4)).astype(dtype)
+    b = rng.standard_normal((3, 4, 2)).astype(dtype)
+    garbage = -100 * np.ones((4, 4))
+    upper_only = np.triu(h) + np.tril(garbage, -1)
+    lower_only = np.tril(h) + np.triu(garbage, 1)
+    x = cupyx.lapack.posv(cp.asarray(upper_only), cp.asarray(b))
+    np.testing.assert_allclose(x.get(), np.linalg.solve(h, b), rtol=1e-10)
+    x2 = cupyx.lapack.posv(cp.asarray(lower_only[0]), cp.asarray(b[0]))
+    np.testing.assert_allclose(x2.get(), np.linalg.solve(h[0], b[0]), rtol=1e-10)
+
+
 def test_tf32_requests_are_recorded(cp):
     import cupysim
     from cupy._core import _routines_linalg as blas
