@@ -8,6 +8,12 @@ and ``groupEnd()`` are submitted at ``groupEnd()``; outside a group a call waits
 other ranks (called from other threads). One thread calling all ranks without a group
 would hang on real NCCL: here it raises after a timeout.
 
+Point-to-point ``send``/``recv`` (NCCL >= 2.7, cupy_backends/cuda/libs/nccl.pyx
+``NcclCommunicator.send``/``recv``) are matched per ordered pair of ranks: the k-th send
+from rank i to rank j is received by the k-th recv of rank j from rank i, with the same
+number of bytes. A matched pair runs when both are submitted and orders the two streams
+with each other (NCCL's send and receive kernels wait for each other).
+
 Each rank's part is an operation on its stream (checked by the stream checker), and a
 completed collective orders every participating stream after all of them (NCCL's kernels
 synchronise with each other).
@@ -116,8 +122,12 @@ class _Clique:
         self.cond = threading.Condition()
         self.seq = [0] * len(devs)
         self.slots: dict[int, dict[int, _Op]] = {}
+        # (sender, receiver) -> the sends and the recvs not matched yet, in call order
+        self.p2p: dict[tuple[int, int], tuple[list[_Op], list[_Op]]] = {}
 
     def _submit(self, op: _Op) -> _Op:
+        if op.kind in ("send", "recv"):
+            return self._submit_p2p(op)
         with self.cond:
             op.seq = self.seq[op.rank]
             self.seq[op.rank] += 1
@@ -133,6 +143,26 @@ class _Clique:
                 for o in slot.values():
                     o.done = True
                 self.cond.notify_all()
+        return op
+
+    def _submit_p2p(self, op: _Op) -> _Op:
+        with self.cond:
+            sending = op.kind == "send"
+            sends, recvs = self.p2p.setdefault(
+                (op.rank, op.peer) if sending else (op.peer, op.rank), ([], [])
+            )
+            mine, theirs = (sends, recvs) if sending else (recvs, sends)
+            op.seq = len(mine)
+            if not theirs:
+                mine.append(op)
+                return op
+            other = theirs.pop(0)
+            try:
+                _execute_p2p(self, *((op, other) if sending else (other, op)))
+            except BaseException as exc:  # both ranks see the failure
+                op.error = other.error = exc
+            op.done = other.done = True
+            self.cond.notify_all()
         return op
 
     def _wait(self, op: _Op) -> None:
@@ -232,6 +262,29 @@ def _execute(clique: _Clique, slot: dict[int, _Op]) -> None:
             streams._join(o.stream.clock, merged)
 
 
+def _execute_p2p(clique: _Clique, send: _Op, recv: _Op) -> None:
+    nbytes = send.count * np.dtype(_DTYPES[send.dtype]).itemsize
+    expected = recv.count * np.dtype(_DTYPES[recv.dtype]).itemsize
+    if nbytes != expected:
+        raise NcclError(
+            5, f"rank {send.rank} sends {nbytes} bytes to rank {recv.rank}, which receives "
+               f"{expected} bytes"
+        )  # fmt: skip
+    sv, sr = _region(send.send, nbytes, "sendbuff", clique.devices[send.rank])
+    rv, rr = _region(recv.recv, nbytes, "recvbuff", clique.devices[recv.rank])
+    sent = streams.check(send.stream, [sr], [], "ncclSend")
+    got = streams.check(recv.stream, [], [rr], "ncclRecv")
+    rv[...] = sv
+    streams.commit(send.stream, [sr], [], "ncclSend", sent)
+    streams.commit(recv.stream, [], [rr], "ncclRecv", got)
+    with streams.lock:  # sender and receiver wait for each other
+        merged: dict[int, int] = {}
+        for o in (send, recv):
+            streams._join(merged, o.stream.clock)
+        for o in (send, recv):
+            streams._join(o.stream.clock, merged)
+
+
 class NcclCommunicator:
     """One rank of a communicator (made by ``initAll`` in a single process)."""
 
@@ -273,14 +326,17 @@ class NcclCommunicator:
     def abort(self) -> None:
         self._alive = False
 
-    def _call(self, kind, send, recv, count, datatype, op=NCCL_SUM, root=0, stream=0):
+    def _call(self, kind, send, recv, count, datatype, op=NCCL_SUM, root=0, stream=0, peer=-1):
         if not self._alive:
             raise NcclError(4, "communicator destroyed")
         if datatype not in _DTYPES:
             raise NcclError(4, f"unsupported datatype {datatype}")
+        if kind in ("send", "recv") and not 0 <= peer < self.size():
+            raise NcclError(4, f"peer {peer} is not a rank of this communicator")
         o = _Op()
         o.clique, o.rank, o.kind, o.send, o.recv = self._clique, self._rank, kind, send, recv
         o.count, o.dtype, o.op, o.root, o.done, o.error = count, datatype, op, root, False, None
+        o.peer = peer
         o.stream = streams.resolve(stream, self.device_id())
         if o.stream.device != self.device_id():
             raise NcclError(4, f"stream of device {o.stream.device} for rank on "
@@ -307,6 +363,13 @@ class NcclCommunicator:
 
     def allGather(self, sendbuf, recvbuf, count, datatype, stream):
         self._call("allGather", sendbuf, recvbuf, count, datatype, stream=stream)
+
+    # NCCL >= 2.7 (this simulator reports 2.27.7, so both are present)
+    def send(self, sendbuf, count, datatype, peer, stream):
+        self._call("send", sendbuf, 0, count, datatype, stream=stream, peer=peer)
+
+    def recv(self, recvbuf, count, datatype, peer, stream):
+        self._call("recv", 0, recvbuf, count, datatype, stream=stream, peer=peer)
 
 
 NcclCommunicator.__module__ = "cupy_backends.cuda.libs.nccl"

@@ -170,6 +170,54 @@ def test_nccl_all_reduce_in_a_group_and_across_threads(cp):
     assert [y.get().tolist() for y in ys] == [[2.0] * 4] * 2
 
 
+def test_nccl_send_recv_pairs_in_a_group_and_across_threads(cp, monkeypatch):
+    # cupy_backends/cuda/libs/nccl.pyx NcclCommunicator.send/recv (NCCL >= 2.7): the k-th
+    # send from rank i to rank j meets the k-th recv of rank j from rank i.
+    import threading
+
+    import cupysim.nccl
+    from cupy.cuda import nccl
+
+    comms = nccl.NcclCommunicator.initAll([0, 1])
+    xs, ys = [], []
+    for d in (0, 1):
+        with cp.cuda.Device(d):
+            xs.append(cp.arange(6.0) + 10 * d)
+            ys.append(cp.zeros(6))
+    nccl.groupStart()
+    for r, c in enumerate(comms):  # an exchange: each rank sends half and receives half
+        c.send(xs[r].data.ptr + 24 * r, 3, nccl.NCCL_FLOAT64, 1 - r, 0)
+        c.recv(ys[r].data.ptr + 24 * (1 - r), 3, nccl.NCCL_FLOAT64, 1 - r, 0)
+    nccl.groupEnd()
+    assert ys[0].get().tolist() == [0.0, 0.0, 0.0, 13.0, 14.0, 15.0]
+    assert ys[1].get().tolist() == [0.0, 1.0, 2.0, 0.0, 0.0, 0.0]
+
+    def rank(r):  # outside a group, from a thread per rank: matched across threads
+        with cp.cuda.Device(r):
+            if r == 0:
+                comms[0].send(xs[0].data.ptr, 48, nccl.NCCL_UINT8, 1, 0)
+            else:
+                comms[1].recv(ys[1].data.ptr, 48, nccl.NCCL_UINT8, 0, 0)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert ys[1].get().tolist() == xs[0].get().tolist()
+
+    nccl.groupStart()  # sizes that do not match are refused on both ranks
+    comms[0].send(xs[0].data.ptr, 6, nccl.NCCL_FLOAT64, 1, 0)
+    comms[1].recv(ys[1].data.ptr, 5, nccl.NCCL_FLOAT64, 0, 0)
+    with pytest.raises(nccl.NcclError, match="sends 48 bytes to rank 1, which receives 40"):
+        nccl.groupEnd()
+    with pytest.raises(nccl.NcclError, match="peer 2 is not a rank"):
+        comms[0].send(xs[0].data.ptr, 6, nccl.NCCL_FLOAT64, 2, 0)
+    monkeypatch.setattr(cupysim.nccl, "TIMEOUT", 0.2)
+    with pytest.raises(nccl.NcclError, match="waited"):  # one thread, no group: a deadlock
+        comms[0].send(xs[0].data.ptr, 6, nccl.NCCL_FLOAT64, 1, 0)
+
+
 def test_nccl_absent():
     r = run_sim("import cupy.cuda.nccl as n; print(n.available, hasattr(n, 'NcclCommunicator'))",
                 CUPYSIM_NCCL="0")  # fmt: skip
