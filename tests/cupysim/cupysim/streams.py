@@ -125,8 +125,10 @@ def create(device: int, non_blocking: bool) -> SimStream:
         return s
 
 
-def destroy(handle: int) -> None:
-    _by_handle.pop(handle, None)  # atomic; called from __del__, also at interpreter exit
+def destroy(handle: int, _streams: dict = _by_handle) -> None:
+    # atomic; called from __del__, also at interpreter exit, when this module's globals
+    # may already be None (hence the table bound as a default)
+    _streams.pop(handle, None)
 
 
 def resolve(handle: int, device: int) -> SimStream:
