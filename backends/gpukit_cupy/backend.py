@@ -147,7 +147,6 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
             return cupy.asarray(obj, dtype=dtype)
         if isinstance(obj, cupy.ndarray) and obj.device.id != device:
             # cupy.asarray leaves an array on its own device; gk.asarray(x, device=i) moves it
-            obj.device.synchronize()  # a peer copy races the source's producer
             obj = self.to_device(obj, device)
         with cupy.cuda.Device(device):
             return cupy.asarray(obj, dtype=dtype)
@@ -192,13 +191,25 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
         for i in range(self._count) if device is None else (device,):
             cupy.cuda.Device(i).synchronize()
 
+    def record_event(self, device: int) -> Any:
+        with cupy.cuda.Device(device):
+            event = cupy.cuda.Event(disable_timing=True)
+            event.record(cupy.cuda.get_current_stream())
+        return event
+
+    def wait_event(self, event: Any, device: int) -> None:
+        if event is not None:
+            with cupy.cuda.Device(device):
+                cupy.cuda.get_current_stream().wait_event(event)
+
     def _stream(self, index: int) -> Any:
         stream = self._streams.get(index)
         if stream is None:
             with cupy.cuda.Device(index):
-                # Blocking (non_blocking=False): it orders with the legacy default stream, so
-                # arrays a worker produced are safe to use from the caller's default stream.
-                stream = self._streams.setdefault(index, cupy.cuda.Stream(non_blocking=False))
+                # Non-blocking: the legacy default stream's implicit synchronisation does
+                # not exist under the per-thread default stream; gpukit's workers order
+                # with the caller through events (gpukit._runtime.workers) in both modes.
+                stream = self._streams.setdefault(index, cupy.cuda.Stream(non_blocking=True))
         return stream
 
     @contextlib.contextmanager
@@ -207,10 +218,28 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
             yield
 
     def to_device(self, x: Any, device: int, copy: bool = True) -> Any:
-        if not copy and x.device.id == device:
-            return x
+        source = x.device.id
+        if source == device:
+            if not copy:
+                return x
+            with x.device:
+                return cupy.copy(x)
+        if x.size == 0:  # nothing to read on the source
+            with cupy.cuda.Device(device):
+                return cupy.empty(x.shape, x.dtype)
+        with x.device:
+            if not (x.flags.c_contiguous or x.flags.f_contiguous):
+                # CuPy copies only contiguous arrays between devices (core.pyx
+                # ndarray.copy); packing here, on the current stream, keeps it ordered
+                x = cupy.ascontiguousarray(x)
+        # The copy runs on the destination's current stream, which does not wait for the
+        # source's on its own (with or without peer access); the source's later work,
+        # which may reuse x's memory, must not overtake the copy either.
+        self.wait_event(self.record_event(source), device)
         with cupy.cuda.Device(device):
-            return cupy.copy(x)  # a peer copy when x lives on another device
+            out = cupy.copy(x)  # order 'K': C or F layout kept, one memcpy
+        self.wait_event(self.record_event(device), source)
+        return out
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
         if NcclCollectives.usable(devices):

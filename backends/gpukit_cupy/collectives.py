@@ -29,7 +29,12 @@ def _communicators(devices: tuple[int, ...]) -> list[Any]:
 
 
 class NcclCollectives(PeerCopyCollectives):
-    """NCCL ring collectives between GPUs (one communicator per device, made once)."""
+    """NCCL ring collectives between GPUs (one communicator per device, made once).
+
+    Every call runs on the calling thread's current stream of each device, where the
+    buffers it reads were made and the workers' results are ordered; later work on
+    those streams sees its results.
+    """
 
     def __init__(self, backend: Backend, devices: Sequence[int]) -> None:
         super().__init__(backend, devices)
@@ -69,7 +74,7 @@ class NcclCollectives(PeerCopyCollectives):
                 outs.append(cupy.empty_like(sends[-1]))
         self._nccl.groupStart()
         for comm, d, s, o in zip(self._comms, self.devices, sends, outs, strict=True):
-            with self.backend.worker_context(d):
+            with cupy.cuda.Device(d):
                 stream = cupy.cuda.get_current_stream().ptr
                 comm.allReduce(
                     s.data.ptr, o.data.ptr, s.size * per_item, code, self._nccl.NCCL_SUM, stream
@@ -89,14 +94,14 @@ class NcclCollectives(PeerCopyCollectives):
                 bufs.append(x if i == root else cupy.empty(x.shape, x.dtype))
         self._nccl.groupStart()
         for comm, d, b in zip(self._comms, self.devices, bufs, strict=True):
-            with self.backend.worker_context(d):
+            with cupy.cuda.Device(d):
                 stream = cupy.cuda.get_current_stream().ptr
                 comm.broadcast(b.data.ptr, b.data.ptr, b.size * per_item, code, root, stream)
         self._nccl.groupEnd()
         return bufs
 
     def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        """One NCCL group of send/receive pairs, each on its device's worker stream.
+        """One NCCL group of send/receive pairs, each on its device's current stream.
 
         Blocks travel as bytes (``NCCL_UINT8``), so every dtype goes; a device's block
         for itself is kept as it is. Packing a strided block, the sends, the receives
@@ -111,11 +116,11 @@ class NcclCollectives(PeerCopyCollectives):
         devs = self.devices
         packed: list[list[Any]] = []
         for d, row in zip(devs, blocks, strict=True):
-            with self.backend.worker_context(d):
+            with cupy.cuda.Device(d):
                 packed.append([None if b is None else cupy.ascontiguousarray(b) for b in row])
         received: list[list[Any]] = [[None] * len(devs) for _ in devs]
         for j, d in enumerate(devs):
-            with self.backend.worker_context(d):  # allocated for the stream that fills it
+            with cupy.cuda.Device(d):
                 for i, row in enumerate(packed):
                     b = row[j]
                     if b is not None:
@@ -123,7 +128,7 @@ class NcclCollectives(PeerCopyCollectives):
         n.groupStart()
         try:
             for i, (comm, d) in enumerate(zip(self._comms, devs, strict=True)):
-                with self.backend.worker_context(d):
+                with cupy.cuda.Device(d):
                     stream = cupy.cuda.get_current_stream().ptr
                     for j in range(len(devs)):
                         if i == j:

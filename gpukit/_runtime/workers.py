@@ -12,6 +12,12 @@ cancelled and the others are waited for, so no worker is left touching the data
 and nothing deadlocks. A task that itself fans out (a ``map_shards`` function
 calling a sharded operation) runs its sub-tasks inline, so a worker never waits
 on its own queue.
+
+A worker's stream is ordered with the caller's explicitly, never by blocking the
+host nor by relying on CUDA's legacy default stream (which CuPy's per-thread default
+stream, ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1``, does not have): each task waits
+for an event recorded on the caller's current stream of its device, and the caller's
+stream waits for an event the task recorded on its own stream when it returned.
 """
 
 from __future__ import annotations
@@ -47,12 +53,15 @@ def _pool(backend: Backend, device: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _run(backend: Backend, device: int, fn: Callable[[], T]) -> T:
+def _run(backend: Backend, device: int, fn: Callable[[], T], ready: Any) -> tuple[T, Any]:
+    """``fn()`` in device ``device``'s worker context, after ``ready``; with the event
+    marking the end of the work it queued."""
     outer = getattr(_local, "worker", False)
     _local.worker = True
     try:
         with backend.worker_context(device):
-            return fn()
+            backend.wait_event(ready, device)  # the caller's work on this device comes first
+            return fn(), backend.record_event(device)
     finally:
         _local.worker = outer
 
@@ -70,21 +79,31 @@ def run_on_devices(backend: Backend, tasks: Sequence[tuple[int, Callable[[], T]]
         The first (in task order) exception a task raised, after the other tasks
         finished or were cancelled.
     """
+    ready = [backend.record_event(device) for device, _ in tasks]
     if len(tasks) == 1 or getattr(_local, "worker", False):
-        return [_run(backend, device, fn) for device, fn in tasks]
-    futures: list[Future[T]] = [
-        _pool(backend, device).submit(contextvars.copy_context().run, _run, backend, device, fn)
-        for device, fn in tasks
+        results = []
+        for (device, fn), event in zip(tasks, ready, strict=True):
+            results.append(_run(backend, device, fn, event))
+            backend.wait_event(results[-1][1], device)
+        return [r for r, _ in results]
+    futures: list[Future[tuple[T, Any]]] = [
+        _pool(backend, device).submit(
+            contextvars.copy_context().run, _run, backend, device, fn, event
+        )
+        for (device, fn), event in zip(tasks, ready, strict=True)
     ]
     done, pending = wait(futures, return_when=FIRST_EXCEPTION)
     if pending and any(f.exception() is not None for f in done):
         for f in pending:
             f.cancel()
         wait(pending)  # the running ones finish their shard; none is left mid-write
+    for (device, _), f in zip(tasks, futures, strict=True):
+        if not f.cancelled() and f.exception() is None:  # what they wrote, also on failure
+            backend.wait_event(f.result()[1], device)
     for f in futures:
         if not f.cancelled() and f.exception() is not None:
             raise f.exception()  # type: ignore[misc]
-    return [f.result() for f in futures]
+    return [f.result()[0] for f in futures]
 
 
 def map_devices(

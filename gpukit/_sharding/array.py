@@ -132,10 +132,7 @@ class ShardedArray(ElementwiseMixin, ReductionMixin, InteropMixin):
             whole = self.to_numpy()
             return whole if device is None else backend.asarray(whole, device=device)
         target = backend.current_device() if device is None else device
-        parts = []
-        for d, s in zip(self.devices, self.shards, strict=True):
-            backend.synchronize(d)  # a peer copy does not wait for the source's stream
-            parts.append(backend.to_device(s, target, copy=False))
+        parts = [backend.to_device(s, target, copy=False) for s in self.shards]
         with backend.use_device(target):
             return backend.xp.concatenate(parts, axis=self.axis)
 
@@ -260,18 +257,17 @@ def split(
     if owner is None:
         x = np.asarray(x)
     pieces = cut(x, axis, sizes)
+    devs = tuple(devices)
+    if owner is not None:  # copies between devices are queued from this thread, in order
+        shards = [backend.to_device(p, d, copy=False) for p, d in zip(pieces, devs, strict=True)]
+        return ShardedArray(backend, shards, axis, devs)
 
     def place(piece: Any, device: int) -> Any:
-        if owner is not None:
-            return backend.to_device(piece, device, copy=False)
         out = backend.asarray(piece, device=device)
         if backend.is_device:
             _transfer.record("host_to_device", piece.nbytes)
         return out
 
-    if owner is not None:
-        backend.synchronize(backend.device_of(x))
-    devs = tuple(devices)
     shards = map_devices(backend, devs, place, pieces, devs)
     return ShardedArray(backend, shards, axis, devs)
 

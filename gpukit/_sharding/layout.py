@@ -129,8 +129,6 @@ def distribute(
         return [backend.to_device(p, d, copy=False) for p, d in zip(pieces, devices, strict=True)]
     if owner is backend:
         home = backend.device_of(value)
-        if any(d != home for d in devices):
-            backend.synchronize(home)  # a peer copy does not wait for value's stream
         out = []
         for p, d in zip(pieces, devices, strict=True):
             if d == home:

@@ -119,18 +119,36 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
     def synchronize(self, device: int | None = None) -> None:
         """Block until queued work on ``device`` (every device if None) is done."""
 
+    # -- ordering between streams of work -------------------------------------------------------
+    # A device backend queues work asynchronously on streams: the calling thread's current
+    # stream of each device, and each device's worker stream. Work that crosses streams is
+    # ordered with these two, never by blocking the host (CUDA events on CuPy).
+    def record_event(self, device: int) -> Any:
+        """A marker of the work queued so far on the calling thread's current stream of
+        ``device`` (None where work runs in program order, as on the host)."""
+        return None
+
+    def wait_event(self, event: Any, device: int) -> None:
+        """Make work the calling thread queues on ``device`` from now on wait for ``event``
+        (from :meth:`record_event`, on any device; None: nothing to wait for)."""
+
     # -- several devices: see gpukit._runtime.workers, .collectives, gpukit._sharding --------
     def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         """Context a per-device worker thread runs device ``index``'s work in.
 
-        CuPy adds the device's own stream, so work of different devices overlaps.
+        CuPy adds the device's own stream, so work of different devices overlaps;
+        :func:`gpukit._runtime.workers.run_on_devices` orders it with the caller's.
         """
         return self.use_device(index)
 
     def to_device(self, x: Any, device: int, copy: bool = True) -> Any:
-        """``x`` (a native array) on ``device``; ``copy=False`` may return ``x`` or a view.
+        """``x`` (a native array of any layout) on ``device``; ``copy=False`` may return
+        ``x`` or a view.
 
-        Callers synchronise the source device first (a peer copy races its producer).
+        Ordered on the calling thread's current streams without blocking the host: the
+        copy waits for the work queued on ``x``'s device, and work queued there later
+        (reusing ``x``'s memory) waits for the copy. Call it from the thread that owns
+        the data, not from a per-device worker.
         """
         return self.asarray(x.copy() if copy else x, device=device)
 

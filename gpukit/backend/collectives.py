@@ -5,15 +5,17 @@ One small interface, three implementations chosen by the backend
 
 * :class:`InMemoryCollectives` -- virtual CPU devices share host memory: plain
   NumPy arithmetic, each device still gets its own buffer;
-* :class:`PeerCopyCollectives` -- device-to-device copies (``cupy.copy`` inside
-  ``cupy.cuda.Device(dst)``), after synchronising the source device, since a peer
-  copy on the destination's stream does not wait for the source's stream (a race
-  gpu4pyscf fixed twice);
+* :class:`PeerCopyCollectives` -- device-to-device copies (``Backend.to_device``),
+  each ordered after the work queued on its source device and before that device's
+  later work by events, since a peer copy on the destination's stream does not wait
+  for the source's stream (a race gpu4pyscf fixed twice);
 * a backend's own, such as the CuPy backend's NCCL ring collectives
   (``gpukit_cupy.collectives``), built on :class:`PeerCopyCollectives`.
 
 Collectives are called by the host between per-device phases, never from inside a
-worker, so a failing worker cannot leave the others waiting at a barrier.
+worker, so a failing worker cannot leave the others waiting at a barrier. They queue
+their work on the calling thread's current stream of each device, where the workers'
+results are ordered (:mod:`gpukit._runtime.workers`); the host does not wait.
 ``parts[i]`` is the array on ``devices[i]``; results come back the same way.
 Reductions of the root implementations add in device order (0, 1, ..., N-1):
 deterministic, the same sum for every run with the same devices.
@@ -72,9 +74,6 @@ class Collectives:
         with self.backend.use_device(root):  # CuPy computes on the current device
             for p in parts[1:]:
                 total = fold(total, self._fetch(p, root, copy=False), out=total)
-        # The peer copies read the parts on the root's stream: wait for them, or a part's
-        # memory could be reused (written) by its own device's stream while being read.
-        self.backend.synchronize(root)
         return total
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
@@ -83,17 +82,6 @@ class Collectives:
 
 class PeerCopyCollectives(Collectives):
     """Reduce on the first device in device order, then copy the result to the others."""
-
-    def _fetch(self, x: Any, device: int, copy: bool) -> Any:
-        source = self.backend.device_of(x)
-        packed = source != device and not x.flags.c_contiguous
-        if packed:  # CuPy copies only contiguous arrays between devices
-            x = self._pack(x, source)
-        self.backend.synchronize(source)
-        out = super()._fetch(x, device, copy)
-        if packed:  # the copy reads the temporary, which is freed on return
-            self.backend.synchronize(device)
-        return out
 
     def all_reduce(self, parts: Sequence[Any]) -> list[Any]:
         return self.broadcast(self.reduce(parts))
@@ -110,38 +98,15 @@ class PeerCopyCollectives(Collectives):
         return [x if d == source else self._fetch(x, d, copy=True) for d in self.devices]
 
     def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        backend, devs = self.backend, self.devices
-        # CuPy copies a non-contiguous array to another device by first making it
-        # contiguous on the source's current stream, which the peer copy does not wait
-        # for (cupy/_core/core.pyx, ndarray.copy): pack on the source, then wait for it.
-        packed = [[self._pack(b, d) for b in row] for row, d in zip(blocks, devs, strict=True)]
-        for d, row in zip(devs, packed, strict=True):
-            if any(b is not None for b in row):
-                backend.synchronize(d)
-        received = [
-            [None if row[j] is None else backend.to_device(row[j], d, copy=i != j)
-             for i, row in enumerate(packed)]
-            for j, d in enumerate(devs)
+        return [
+            [None if row[j] is None else self._fetch(row[j], d, copy=i != j)
+             for i, row in enumerate(blocks)]
+            for j, d in enumerate(self.devices)
         ]  # fmt: skip
-        # The copies run on the destinations' streams and read the packed blocks, which
-        # their source's stream may reuse once they are freed: wait for the copies.
-        for d, got in zip(devs, received, strict=True):
-            if any(b is not None for b in got):
-                backend.synchronize(d)
-        return received
-
-    def _pack(self, block: Any, device: int) -> Any:
-        if block is None or block.flags.c_contiguous:
-            return block
-        with self.backend.use_device(device):
-            return self.backend.xp.ascontiguousarray(block)
 
 
 class InMemoryCollectives(PeerCopyCollectives):
     """Virtual devices: one memory space, nothing to synchronise; copies stay private."""
-
-    def _fetch(self, x: Any, device: int, copy: bool) -> Any:
-        return self.backend.to_device(x, device, copy=copy)
 
     def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
         # One memory space: a block is placed on its destination as a view, and the

@@ -199,11 +199,14 @@ def _blocks(op: str, a: Any, name: str, layout: Layout) -> list[Any]:
     def place(blk: Any, device: int) -> Any:
         if issparse(blk):
             return to_backend(backend, blk, name)  # on this worker's (current) device
-        if owner_of(blk) is not None:
-            backend.synchronize(backend.device_of(blk))
-            return backend.to_device(blk, device, copy=False)
+        if owner_of(blk) is not None:  # copied from the caller's thread, below
+            return blk
         return backend.asarray(np.asarray(blk), device=device)
 
+    blocks = [
+        backend.to_device(blk, d, copy=False) if owner_of(blk) is not None else blk
+        for blk, d in zip(blocks, devices, strict=True)
+    ]
     return map_devices(backend, devices, place, blocks, devices)
 
 

@@ -121,9 +121,7 @@ def replicate(b: Any, devices: Sequence[int] | None = None) -> Replicated:
         host.flags.writeable = False
         return Replicated(backend, [backend.to_device(host, d, copy=False) for d in devs], devs)
     if owner is backend:
-        backend.synchronize(backend.device_of(b))  # a peer copy does not wait for b's stream
-        made = map_devices(backend, devs, lambda d: backend.to_device(b, d), devs)
-        return Replicated(backend, made, devs)
+        return Replicated(backend, [backend.to_device(b, d) for d in devs], devs)
     host = np.asarray(b)
     made = map_devices(backend, devs, lambda d: backend.asarray(host, device=d), devs)
     for _ in devs:

@@ -1,0 +1,152 @@
+"""The cupy backend across devices: copies of any layout, and work ordered between streams.
+
+Every copy between two GPUs works for any memory layout (C, Fortran, strided, reversed,
+broadcast), with and without peer access; reductions over shards combine on the device
+that owns the result; work crossing streams (the workers', the caller's, another
+device's) is ordered by events, not by the host waiting. On the CuPy simulator an
+unordered read raises ``StreamHazard``, so these tests check the ordering too, in every
+stream mode (``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` included).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+
+from helpers import TOL, rel_err
+
+pytestmark = [pytest.mark.gpu, pytest.mark.multi_gpu(2)]
+
+# Views of a (6, 8) array on the device; each is a layout CuPy cannot peer-copy as is
+# unless it is C- or F-contiguous.
+LAYOUTS = {
+    "C": lambda a: a,
+    "F": lambda a: a.T,
+    "strided": lambda a: a[:, ::2],
+    "reversed": lambda a: a[::-1, ::-1],
+    "transposed-strided": lambda a: a.T[::3],
+    "broadcast": lambda a: gk.namespace(a).broadcast_to(a[1, ::3], (5, 3)),
+    "0-d": lambda a: a[2, 3],
+    "empty": lambda a: a[:0, ::2],
+}
+
+
+@pytest.fixture
+def cupy_backend():
+    status = gk.available_backends()["cupy"]
+    if not status.available:
+        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
+    with gk.use_backend("cupy") as backend:
+        yield backend
+
+
+@pytest.fixture
+def no_host_waits(cupy_backend, monkeypatch):
+    """Fail if gpukit makes the host wait for a device (it should order streams instead)."""
+    calls = []
+    monkeypatch.setattr(cupy_backend, "synchronize", lambda device=None: calls.append(device))
+    yield
+    assert calls == [], f"gpukit made the host wait for devices {calls}"
+
+
+def _on(backend, host, device, layout):
+    whole = backend.asarray(host, device=device)
+    return LAYOUTS[layout](whole), LAYOUTS[layout](host)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_asarray_moves_any_layout_between_devices(cupy_backend, rng, layout, no_host_waits):
+    x, want = _on(cupy_backend, rng.standard_normal((6, 8)), 1, layout)
+    with gk.device(1):
+        x = x * 1  # produced by a kernel still queued on device 1's stream
+    for current in (0, 1):
+        with gk.device(current):
+            y = gk.asarray(x, device=0)
+            assert y.device.id == 0 and y.shape == want.shape
+            assert np.array_equal(gk.to_numpy(y), want)
+            back = gk.asarray(y, device=1)
+        assert back.device.id == 1 and np.array_equal(gk.to_numpy(back), want)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "reversed", "transposed-strided"])
+def test_shard_gather_replicate_and_broadcast_any_layout(cupy_backend, rng, layout):
+    x, want = _on(cupy_backend, rng.standard_normal((6, 8)), 1, layout)
+    for axis in (0, 1):  # along axis 1 the shards of a C array are strided views
+        s = gk.shard(x, axis=axis, devices=[0, 1])
+        assert [sh.device.id for sh in s.shards] == [0, 1]
+        for target in (0, 1):
+            g = s.gather(target)
+            assert g.device.id == target and np.array_equal(gk.to_numpy(g), want)
+        assert np.array_equal(gk.to_numpy(gk.reshard(s, axis=1 - axis, devices=[1, 0])), want)
+    r = gk.sharding.replicate(x, devices=[0, 1])
+    assert [np.array_equal(gk.to_numpy(r.on(d)), want) for d in (0, 1)] == [True, True]
+    coll = cupy_backend.collectives((0, 1))
+    out = coll.broadcast(x, root=1)
+    assert [o.device.id for o in out] == [0, 1]
+    assert all(np.array_equal(gk.to_numpy(o), want) for o in out)
+
+
+def test_peer_copy_collectives_take_any_layout(cupy_backend, rng):
+    from gpukit.backend.collectives import PeerCopyCollectives
+
+    coll = PeerCopyCollectives(cupy_backend, (1, 0))
+    host = [rng.standard_normal((4, 6)) for _ in range(2)]
+    parts = [cupy_backend.asarray(h, device=d)[::-1, ::2] for h, d in zip(host, (1, 0))]
+    want = host[0][::-1, ::2] + host[1][::-1, ::2]
+    total = coll.reduce(parts)
+    assert total.device.id == 1 and rel_err(total, want) < 1e-15
+    summed = coll.all_reduce(parts)
+    assert [o.device.id for o in summed] == [1, 0] and all(rel_err(o, want) < 1e-15 for o in summed)
+    whole = coll.all_gather(parts, axis=1)
+    expected = np.concatenate([h[::-1, ::2] for h in host], axis=1)
+    assert all(np.array_equal(gk.to_numpy(w), expected) for w in whole)
+
+
+@pytest.mark.parametrize("devices", [(0, 1), (1, 0)])
+def test_reductions_over_shards_land_on_the_first_shards_device(
+    cupy_backend, rng, devices, no_host_waits
+):
+    x, y = rng.random((9, 5)) + 0.5, rng.random((9, 5)) + 0.5  # sums without cancellation
+    sx, sy = gk.shard(x, devices=devices), gk.shard(y, devices=devices)
+    v, w = gk.shard(x[:, 0], devices=devices), gk.shard(y[:, 0], devices=devices)
+    for current in (0, 1):
+        with gk.device(current):
+            results = {
+                "sum": (gk.sharding.sum(sx * 2), 2 * x.sum()),
+                "max": (sx.max(), x.max()),
+                "mean axis 0": (sx.mean(axis=0), x.mean(axis=0)),
+                "vdot": (gk.sharding.vdot(sx, sy), np.vdot(x, y)),
+                "dot": (gk.sharding.dot(v, w), x[:, 0] @ y[:, 0]),
+                "norm": (gk.sharding.norm(sx), np.linalg.norm(x)),
+            }
+        for name, (got, want) in results.items():
+            if name != "norm":  # a Python float: read on the host
+                assert got.device.id == devices[0], name
+            assert rel_err(got, want) < TOL[np.dtype("float64")], name
+
+
+def test_sharded_krylov_solve_on_devices_other_than_the_current(cupy_backend, rng):
+    n = 120
+    q = rng.standard_normal((n, n))
+    a, b = q @ q.T / n + 2 * np.eye(n), rng.standard_normal(n)
+    with gk.device(0):
+        x, info = gk.linalg.cg(gk.shard(a, devices=[1, 0]), b, rtol=1e-12)
+    assert info.converged and [s.device.id for s in x.shards] == [1, 0]
+    assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
+
+
+def test_worker_results_are_ordered_before_the_callers_stream(cupy_backend, rng):
+    """A shard a worker produced is read by the caller (another thread, another stream)
+    and by the next worker, without the host waiting in between."""
+    x = rng.standard_normal((64, 16))
+    s = gk.shard(x, devices=[0, 1])
+    for _ in range(3):
+        s = gk.map_shards(lambda a: a * 2 + 1, s)  # queued on the workers' streams
+        s = s - 1  # and again
+    assert rel_err(s, x * 8) < TOL[np.dtype("float64")]
+    t = gk.shard(x, devices=[0, 1])
+    u = t + 1  # the caller then writes into a shard the workers just read
+    t.shards[0][...] = 0
+    assert np.array_equal(gk.to_numpy(u), x + 1)
