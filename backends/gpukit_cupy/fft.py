@@ -11,7 +11,11 @@ from typing import Any
 
 
 class CupyFFT:
-    """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with cuFFT on the array's device."""
+    """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with cuFFT.
+
+    Called with the array's device current (every public operation runs on its input's
+    device), so plans and launches are made there.
+    """
 
     def fft_engine(self) -> str:
         return "cufft"
@@ -27,11 +31,9 @@ class CupyFFT:
     ) -> Any:
         import cupyx.scipy.fft
 
-        with x.device:  # plans and launches on the device the data lives on
-            return getattr(cupyx.scipy.fft, kind)(x, s=s, axes=axes, norm=norm)
+        return getattr(cupyx.scipy.fft, kind)(x, s=s, axes=axes, norm=norm)
 
     def fft_shift(self, x: Any, axes: tuple[int, ...], inverse: bool) -> Any:
         import cupy
 
-        with x.device:
-            return (cupy.fft.ifftshift if inverse else cupy.fft.fftshift)(x, axes)
+        return (cupy.fft.ifftshift if inverse else cupy.fft.fftshift)(x, axes)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._runtime import memory
+from .._runtime.placement import first_device
 from .._select.registry import debug
 from ..errors import BackendUnavailableError
 from .kinds import find, implementation
@@ -23,7 +25,10 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
     a Dask array) runs that kind's implementation of ``name``, or raises a TypeError
     with the way on (:mod:`gpukit._dispatch.kinds`); every other call runs ``fn`` under
     the out-of-memory policy of :func:`gpukit._runtime.memory.operation` (``policy`` is
-    passed to it).
+    passed to it), with the device of its first device-array argument current, so that
+    everything it computes, allocates, plans or measures happens on the device holding
+    the input, whichever device the caller has current (CuPy allocates on the current
+    device and hands library routines raw pointers).
 
     Parameters
     ----------
@@ -59,7 +64,11 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
             if found is not None and found[0].name not in native:
                 return implementation(name, *found)(*args, **kwargs)
             try:
-                return guarded(*args, **kwargs)
+                home = first_device(itertools.chain(args, kwargs.values()))
+                if home is None:
+                    return guarded(*args, **kwargs)
+                with home[0].use_device(home[1]):
+                    return guarded(*args, **kwargs)
             except BackendUnavailableError as exc:
                 if debug():
                     raise

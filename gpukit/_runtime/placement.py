@@ -11,7 +11,7 @@ loaded, or whose array module is already in ``sys.modules``, are asked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..backend import Backend
 from ..backend.virtual import VirtualDeviceArray
 from ..errors import DeviceMismatchError
 
-__all__ = ["namespace", "owner_of", "placement"]
+__all__ = ["first_device", "namespace", "owner_of", "placement"]
 
 _ndarray = np.ndarray
 _host_types = (np.ndarray, np.generic, int, float, complex, bool, list, tuple)
@@ -39,6 +39,20 @@ def owner_of(x: Any) -> Backend | None:
     for backend in _registry.loaded():
         if backend.is_device and backend.owns(x):
             return backend
+    return None
+
+
+def first_device(values: Iterable[Any]) -> tuple[Backend, int] | None:
+    """The (backend, device) of the first device array among ``values``, else None.
+
+    No mixture check: :func:`placement` refuses mixtures with the arguments' names.
+    """
+    for x in values:
+        if type(x) in _exact_host_types:
+            continue
+        backend = owner_of(x)
+        if backend is not None:
+            return backend, backend.device_of(x)
     return None
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from . import _act
 from .layers import Linear, _Activation
-from .module import Module, Parameter, on_device_of
+from .module import Module, Parameter, on_grad_device
 
 __all__ = ["Sequential"]
 
@@ -141,17 +139,11 @@ class Sequential(Module):
             x = step.forward(x)
         return x
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         steps = self._steps
         if steps is None:
             raise RuntimeError("Sequential.backward called before any forward pass")
-        if type(grad_output) is not np.ndarray:
-            with on_device_of(grad_output):  # CuPy computes on the current device
-                return self._backward(grad_output, need_input_grad)
-        return self._backward(grad_output, need_input_grad)
-
-    def _backward(self, grad_output: Any, need_input_grad: bool) -> Any:
-        steps = self._steps
         g, fresh = grad_output, False
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _dispatch
 from . import _act, _random
-from .module import Module, Parameter, on_device_of
+from .module import Module, Parameter, on_device_of, on_grad_device
 
 __all__ = [
     "GELU",
@@ -104,6 +104,7 @@ class Linear(Module):
             y += self.bias.data
         return y
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         return self._backward(grad_output, need_input_grad, None)
 
@@ -137,6 +138,7 @@ class _Activation(Module):
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
@@ -289,6 +291,7 @@ class Softmax(Module):
         self._y = y
         return y
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
@@ -360,6 +363,7 @@ class Dropout(Module):
         self._mask = mask
         return x * mask
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
@@ -439,6 +443,7 @@ class LayerNorm(Module):
             y += self.bias.data
         return y
 
+    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         xhat, rstd, axes = self._cache
         g = grad_output

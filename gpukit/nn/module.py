@@ -9,7 +9,8 @@ accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -129,6 +130,9 @@ class Module:
             if type(ref) is not _ndarray:
                 with on_device_of(ref):  # CuPy computes on the current device: the model's
                     return self.forward(x)
+        elif type(x) is not _ndarray:
+            with on_device_of(x):  # no parameters: computed where the input lives
+                return self.forward(x)
         return self.forward(x)
 
     def _call_kind(self, x: Any) -> Any:
@@ -320,6 +324,18 @@ def on_device_of(x: Any) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext() if owner is None else owner.use_device(owner.device_of(x))
 
 
+def on_grad_device(backward: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a module's ``backward``: it computes on the device holding ``grad_output``
+    (CuPy computes and allocates on the current device, whichever the caller has)."""
+
+    @functools.wraps(backward)
+    def wrapper(self: Module, grad_output: Any, *args: Any, **kwargs: Any) -> Any:
+        with on_device_of(grad_output):
+            return backward(self, grad_output, *args, **kwargs)
+
+    return wrapper
+
+
 def assign(dst: Any, value: Any, name: str) -> None:
     """``dst[...] = value`` for a parameter or optimizer state ``dst``, wherever it lives.
 
@@ -332,7 +348,8 @@ def assign(dst: Any, value: Any, name: str) -> None:
         if _dispatch.owner_of(value) is None:
             value = np.asarray(value)
         _, (value, _) = _dispatch.prepare(value, dst, names=(name, "parameter"))
-    dst[...] = value
+    with on_device_of(dst):  # the copy runs where dst lives
+        dst[...] = value
 
 
 def _place(x: Any, ref: Any) -> Any:
