@@ -93,7 +93,9 @@ def test_peer_copy_collectives_take_any_layout(cupy_backend, rng):
 
     coll = PeerCopyCollectives(cupy_backend, (1, 0))
     host = [rng.standard_normal((4, 6)) for _ in range(2)]
-    parts = [cupy_backend.asarray(h, device=d)[::-1, ::2] for h, d in zip(host, (1, 0))]
+    parts = [
+        cupy_backend.asarray(h, device=d)[::-1, ::2] for h, d in zip(host, (1, 0), strict=True)
+    ]
     want = host[0][::-1, ::2] + host[1][::-1, ::2]
     total = coll.reduce(parts)
     assert total.device.id == 1 and rel_err(total, want) < 1e-15

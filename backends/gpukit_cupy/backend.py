@@ -14,7 +14,7 @@ from gpukit.backend import Backend, Device
 from gpukit.backend.collectives import PeerCopyCollectives
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
-from .collectives import NcclCollectives
+from .collectives import NcclCollectives, communicators
 from .fft import CupyFFT
 from .linalg import CupyLinalg
 from .matmul import CupyMatmul
@@ -242,8 +242,9 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
         return out
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
-        if NcclCollectives.usable(devices):
-            return NcclCollectives(self, devices)
+        comms = communicators(tuple(devices))
+        if comms is not None:
+            return NcclCollectives(self, devices, comms)
         return PeerCopyCollectives(self, devices)
 
     def versions(self) -> dict[str, str]:

@@ -2,30 +2,57 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from gpukit.backend import Backend
 from gpukit.backend.collectives import PeerCopyCollectives
 
-__all__ = ["NcclCollectives"]
+__all__ = ["NcclCollectives", "communicators"]
 
+logger = logging.getLogger("gpukit")
 
-_comms: dict[tuple[int, ...], list[Any]] = {}  # device tuple -> its communicators
+# device tuple -> (its communicators, a lock serialising their use), or the reason NCCL
+# could not be set up for them
+_comms: dict[tuple[int, ...], tuple[list[Any], threading.Lock] | str] = {}
 _comms_lock = threading.Lock()
 
 
-def _communicators(devices: tuple[int, ...]) -> list[Any]:
-    """One communicator per device of ``devices``, made once per process and device tuple
-    (``ncclCommInitAll`` costs tens of milliseconds: too much for every exchange)."""
-    from cupy.cuda import nccl
+def communicators(devices: tuple[int, ...]) -> tuple[list[Any], threading.Lock] | None:
+    """One NCCL communicator per device of ``devices`` and the lock their calls take, or
+    None where NCCL cannot serve them.
 
+    Made once per process and device tuple (``ncclCommInitAll`` costs tens of
+    milliseconds: too much for every exchange). A failure to initialise is logged once
+    (WARNING, on the ``gpukit`` logger) with its reason and remembered: the collectives
+    of those devices then use peer copies.
+    """
+    if len(devices) < 2:
+        return None
+    try:
+        from cupy.cuda import nccl
+    except ImportError:
+        return None
+    if not nccl.available:  # CuPy without libnccl: peer copies, as documented
+        return None
     with _comms_lock:
-        comms = _comms.get(devices)
-        if comms is None:
-            comms = _comms[devices] = nccl.NcclCommunicator.initAll(list(devices))
-        return comms
+        found = _comms.get(devices)
+        if found is None:
+            try:
+                found = (nccl.NcclCommunicator.initAll(list(devices)), threading.Lock())
+            except Exception as exc:  # NcclError, a CUDA error, a missing symbol...
+                found = f"{type(exc).__name__}: {exc}"
+                logger.warning(
+                    "NCCL cannot initialise communicators for devices %s (%s); their "
+                    "collectives use peer copies instead",
+                    devices,
+                    found,
+                )
+            _comms[devices] = found
+    return None if isinstance(found, str) else found
 
 
 class NcclCollectives(PeerCopyCollectives):
@@ -33,24 +60,18 @@ class NcclCollectives(PeerCopyCollectives):
 
     Every call runs on the calling thread's current stream of each device, where the
     buffers it reads were made and the workers' results are ordered; later work on
-    those streams sees its results.
+    those streams sees its results. One group of calls at a time per communicator set:
+    NCCL matches the k-th call of each rank, so two threads' groups must not interleave.
     """
 
-    def __init__(self, backend: Backend, devices: Sequence[int]) -> None:
+    def __init__(
+        self, backend: Backend, devices: Sequence[int], comms: tuple[list[Any], threading.Lock]
+    ) -> None:
         super().__init__(backend, devices)
         from cupy.cuda import nccl
 
         self._nccl = nccl
-        self._comms = _communicators(self.devices)
-
-    @staticmethod
-    def usable(devices: Sequence[int]) -> bool:
-        """NCCL is present in this CuPy build and more than one device takes part."""
-        try:
-            from cupy.cuda import nccl
-        except ImportError:
-            return False
-        return len(devices) > 1 and nccl.available
+        self._comms, self._lock = comms
 
     def _nccl_dtype(self, dtype: Any) -> tuple[int, int]:
         """NCCL type code and elements per array item (complex is summed as two reals)."""
@@ -72,14 +93,14 @@ class NcclCollectives(PeerCopyCollectives):
             with cupy.cuda.Device(d):
                 sends.append(cupy.ascontiguousarray(p))
                 outs.append(cupy.empty_like(sends[-1]))
-        self._nccl.groupStart()
-        for comm, d, s, o in zip(self._comms, self.devices, sends, outs, strict=True):
-            with cupy.cuda.Device(d):
-                stream = cupy.cuda.get_current_stream().ptr
-                comm.allReduce(
-                    s.data.ptr, o.data.ptr, s.size * per_item, code, self._nccl.NCCL_SUM, stream
-                )
-        self._nccl.groupEnd()
+        with self._group():
+            for comm, d, s, o in zip(self._comms, self.devices, sends, outs, strict=True):
+                with cupy.cuda.Device(d):
+                    stream = cupy.cuda.get_current_stream().ptr
+                    comm.allReduce(
+                        s.data.ptr, o.data.ptr, s.size * per_item, code, self._nccl.NCCL_SUM,
+                        stream,
+                    )  # fmt: skip
         return outs
 
     def broadcast(self, x: Any, root: int = 0) -> list[Any]:
@@ -92,12 +113,11 @@ class NcclCollectives(PeerCopyCollectives):
         for i, d in enumerate(self.devices):
             with cupy.cuda.Device(d):
                 bufs.append(x if i == root else cupy.empty(x.shape, x.dtype))
-        self._nccl.groupStart()
-        for comm, d, b in zip(self._comms, self.devices, bufs, strict=True):
-            with cupy.cuda.Device(d):
-                stream = cupy.cuda.get_current_stream().ptr
-                comm.broadcast(b.data.ptr, b.data.ptr, b.size * per_item, code, root, stream)
-        self._nccl.groupEnd()
+        with self._group():
+            for comm, d, b in zip(self._comms, self.devices, bufs, strict=True):
+                with cupy.cuda.Device(d):
+                    stream = cupy.cuda.get_current_stream().ptr
+                    comm.broadcast(b.data.ptr, b.data.ptr, b.size * per_item, code, root, stream)
         return bufs
 
     def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -125,8 +145,7 @@ class NcclCollectives(PeerCopyCollectives):
                     b = row[j]
                     if b is not None:
                         received[j][i] = b if i == j else cupy.empty(b.shape, b.dtype)
-        n.groupStart()
-        try:
+        with self._group():
             for i, (comm, d) in enumerate(zip(self._comms, devs, strict=True)):
                 with cupy.cuda.Device(d):
                     stream = cupy.cuda.get_current_stream().ptr
@@ -138,6 +157,14 @@ class NcclCollectives(PeerCopyCollectives):
                             comm.send(sent.data.ptr, sent.nbytes, n.NCCL_UINT8, j, stream)
                         if got is not None:
                             comm.recv(got.data.ptr, got.nbytes, n.NCCL_UINT8, j, stream)
-        finally:
-            n.groupEnd()
         return received
+
+    @contextlib.contextmanager
+    def _group(self) -> Iterator[None]:
+        """One NCCL group, alone on these communicators."""
+        with self._lock:
+            self._nccl.groupStart()
+            try:
+                yield
+            finally:
+                self._nccl.groupEnd()
