@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from typing import Any
 
 from ._runtime.memstats import format_bytes, stats_for
+from ._select import configure as _configure
 from ._select import registry as _registry
 from ._select import selection as _selection
 from ._version import __version__
@@ -41,6 +43,16 @@ def _memory(backend, index: int) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
     keys = ("free", "in_use", "pool_held", "pool_unused", "limit")
     return {k: getattr(stats, k) for k in keys}
+
+
+def _settings() -> dict[str, Any]:
+    """Process-wide numerical settings: TF32 (``GPUKIT_TF32``; ``CUPY_TF32`` is not applied)."""
+    try:
+        tf32: bool | str = _configure.tf32()
+    except ValueError as exc:
+        tf32 = f"misconfigured: {exc}"
+    cupy_tf32 = os.environ.get("CUPY_TF32", "").strip()
+    return {"tf32": tf32, "cupy_tf32": cupy_tf32 or None}
 
 
 def collect() -> dict[str, Any]:
@@ -88,6 +100,7 @@ def collect() -> dict[str, Any]:
 
         info["versions"].update(cupy_versions())
     info["devices"] = devices
+    info["settings"] = _settings()
     info["blas"] = _blas()
     return info
 
@@ -120,6 +133,15 @@ def render(info: dict[str, Any]) -> str:
             f"  {d['device']:<8} {d['name']}  memory {format_bytes(d['memory_total'])}{cc}"
         )
         lines.append(f"  {'':<8} {_render_memory(d['memory'])}")
+    tf32, cupy_tf32 = info["settings"]["tf32"], info["settings"]["cupy_tf32"]
+    state = {True: "on (GPUKIT_TF32=1)", False: "off"}.get(tf32, tf32)
+    lines += [
+        "",
+        "Settings:",
+        f"  TF32 in float32/complex64 products that name no precision: {state}",
+    ]
+    if cupy_tf32 is not None:
+        lines.append(f"  CUPY_TF32={cupy_tf32} is set; gpukit does not apply it (GPUKIT_TF32 does)")
     lines += ["", "Versions:"]
     lines += [f"  {k:<13} {v}" for k, v in info["versions"].items()]
     blas = info["blas"]

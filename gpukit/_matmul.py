@@ -49,10 +49,12 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
         (``a``) or column (``b``) vector and the added dimension removed afterwards;
         leading (batch) dimensions broadcast.
     precision : {None, "highest", "tf32"}, optional
-        ``None`` and ``"highest"`` compute in the inputs' full precision. ``"tf32"``
-        lets float32 products use TensorFloat-32 tensor cores (about 10 mantissa bits)
-        for this call only, on GPUs that have them; on the CPU it is a documented
-        no-op and the result is full float32.
+        ``"highest"`` computes in the inputs' full precision. ``"tf32"`` lets float32
+        and complex64 products (batched ones too) use TensorFloat-32 tensor cores
+        (about 10 mantissa bits) for this call only, on GPUs that have them; on the CPU
+        it is a documented no-op and the result is full float32. ``None``: full
+        precision, unless the global ``GPUKIT_TF32=1`` was set (``gpukit info`` shows
+        it); CuPy's ``CUPY_TF32`` does not apply.
 
     Returns
     -------

@@ -1,4 +1,5 @@
-"""Settings applied to a backend when the registry creates it: ``GPUKIT_MEMORY_LIMIT``.
+"""Settings applied to a backend when the registry creates it: ``GPUKIT_MEMORY_LIMIT``,
+``GPUKIT_TF32``.
 
 ``GPUKIT_MEMORY_LIMIT`` is read when a device backend is first created, before gpukit
 allocates anything with it, and applied to every device's pool. On CuPy the cap is
@@ -7,6 +8,11 @@ inside a gpukit operation, becomes :class:`gpukit.OutOfMemoryError`). When set, 
 overrides ``CUPY_GPU_MEMORY_LIMIT`` (CuPy's own variable, applied when each device's
 pool is created); when unset, CuPy's applies and is reported. ``gk.set_memory_limit``
 (:mod:`gpukit._runtime.memlimit`) parses its argument with :func:`parse_limit` too.
+
+``GPUKIT_TF32`` (``1``/``0``, default ``0``) is gpukit's one global for reduced precision:
+whether float32 and complex64 matrix products whose call names no ``precision`` use
+TF32. It is read when a backend is created; ``gpukit info`` shows it. CuPy's own
+``CUPY_TF32`` does not turn TF32 on for gpukit's calls.
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import re
 
 from ..backend import Backend
 
-__all__ = ["ENV_VAR", "Limit", "configure", "parse_limit", "resolve_limit"]
+__all__ = ["ENV_VAR", "TF32_VAR", "Limit", "configure", "parse_limit", "resolve_limit", "tf32"]
 
 ENV_VAR = "GPUKIT_MEMORY_LIMIT"
+TF32_VAR = "GPUKIT_TF32"
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True,
+           "0": False, "false": False, "no": False, "off": False, "": False}  # fmt: skip
 
 _UNITS = {
     "": 1,
@@ -91,13 +100,30 @@ def resolve_limit(limit: Limit, backend: Backend, device: int, source: str) -> i
     return int(total * amount / 100)
 
 
+def tf32() -> bool:
+    """Whether ``GPUKIT_TF32`` turns TF32 on for products that name no precision.
+
+    Raises
+    ------
+    ValueError
+        The variable is set to something other than 1/0, true/false, yes/no or on/off.
+    """
+    value = os.environ.get(TF32_VAR, "").strip().lower()
+    if value not in _SWITCH:
+        raise ValueError(
+            f"{TF32_VAR} must be 1 or 0 (true/false, yes/no, on/off); got {os.environ[TF32_VAR]!r}"
+        )
+    return _SWITCH[value]
+
+
 def configure(backend: Backend) -> None:
-    """Apply ``GPUKIT_MEMORY_LIMIT`` to every device of a newly created backend.
+    """Apply ``GPUKIT_TF32`` and ``GPUKIT_MEMORY_LIMIT`` to a newly created backend.
 
     Called by the registry before the backend is handed out, so before gpukit's first
-    allocation with it. The value is checked for every backend, so a typo is an error
-    even on the numpy backend, where it has no pool to cap.
+    allocation with it. The values are checked for every backend, so a typo is an error
+    even on the numpy backend, where there is no pool to cap and no TF32.
     """
+    backend.set_tf32(tf32())
     limit = parse_limit(os.environ.get(ENV_VAR), ENV_VAR)
     if limit is None or not backend.is_device:
         return

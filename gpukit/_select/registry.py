@@ -320,7 +320,7 @@ def _build(entry: _Entry) -> None:
         )
         warnings.warn(f"gpukit: {entry.error}", GpukitWarning, stacklevel=5)
         return
-    configure(backend)  # GPUKIT_MEMORY_LIMIT, before gpukit allocates with it
+    configure(backend)  # GPUKIT_TF32, GPUKIT_MEMORY_LIMIT: before gpukit computes with it
     entry.instance = backend
 
 
@@ -375,7 +375,7 @@ def available_backends() -> dict[str, BackendStatus]:
             backend = load(name)
         except BackendUnavailableError as exc:
             out[name] = BackendStatus(name, False, exc.reason, entry.source)
-        except ValueError as exc:  # a malformed setting (GPUKIT_MEMORY_LIMIT): say which
+        except ValueError as exc:  # a malformed setting (GPUKIT_MEMORY_LIMIT...): say which
             out[name] = BackendStatus(name, False, f"misconfigured: {exc}", entry.source)
         else:
             n = backend.device_count()

@@ -160,6 +160,14 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         """Library versions worth reporting in ``gpukit info``."""
         return {}
 
+    # -- numerics: see gpukit._select.configure -----------------------------------------------
+    def set_tf32(self, enabled: bool) -> None:
+        """Whether matrix products whose call names no precision use TF32 (``GPUKIT_TF32``).
+
+        Applied once, when the backend is created. A backend without reduced-precision
+        products ignores it.
+        """
+
     # -- memory: see gpukit._runtime (memory, memstats, memlimit, pinned) -----------------
     def out_of_memory(self, exc: BaseException) -> int | None:
         """Bytes asked for if ``exc`` is our allocation failure (-1: unknown), else None."""

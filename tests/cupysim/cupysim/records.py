@@ -3,8 +3,10 @@
 TF32: ``cupy._core._routines_linalg.tensordot_core_v11`` asks cuBLAS for
 ``CUBLAS_COMPUTE_32F_FAST_TF32`` when ``get_compute_type(float32)`` is
 ``COMPUTE_TYPE_TF32``; batched matmul (``ndim > 2``) calls ``gemmStridedBatchedEx`` with the
-data type as compute type and never TF32. The simulator computes in full float32 either
-way and records each float32 GEMM's compute type here.
+data type as compute type, whatever the compute type. Either may still use TF32 when the
+thread's cuBLAS handle is in ``CUBLAS_TF32_TENSOR_OP_MATH`` (cupysim.mathmode). The
+simulator computes in full float32 either way and records here whether each
+float32/complex64 GEMM was allowed TF32.
 """
 
 from __future__ import annotations

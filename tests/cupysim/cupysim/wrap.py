@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 from cupy._core import _routines_linalg as _compute
 from cupy._core import core
+from cupy.cuda import device as _device
 
-from . import libs, placement, records
+from . import libs, mathmode, placement, records
 
 #: Functions whose result is metadata, not device data (Python values pass through).
 META = frozenset({
@@ -68,9 +69,13 @@ def blas(name: str, npfn, *, takes_out: bool = True):
             dtype = np.result_type(*(x.dtype for x in found))
             if dtype.char in "fF":
                 batched = name == "matmul" and max(x.ndim for x in found) > 2
-                tf32 = (not batched) and _compute.get_compute_type(
+                # the 2-D path asks for CUBLAS_COMPUTE_32F_FAST_TF32 under a TF32 compute
+                # type; both paths compute in CUBLAS_COMPUTE_32F otherwise, where the
+                # handle's math mode decides (cupysim.mathmode)
+                fast = (not batched) and _compute.get_compute_type(
                     dtype
                 ) == _compute.COMPUTE_TYPE_TF32
+                tf32 = fast or mathmode.allows_tf32(_device.get_cublas_handle())
                 routine = "gemmStridedBatched" if batched else "gemm"
                 records.record_gemm(routine, dtype, np.shape(res), tf32, dev)
             library = True

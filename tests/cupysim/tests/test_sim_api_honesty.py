@@ -15,6 +15,7 @@ from pathlib import Path
 MODULES = [
     "cupy", "cupy.cuda", "cupy.cuda.runtime", "cupy.cuda.driver", "cupy.cuda.device",
     "cupy.cuda.stream", "cupy.cuda.memory", "cupy.cuda.pinned_memory", "cupy.cuda.nccl",
+    "cupy.cuda.cublas",
     "cupy.linalg", "cupy.fft", "cupy.fft.config", "cupy.random", "cupy._core", "cupy.cublas",
     "cupy._core._routines_linalg", "cupy._util", "cupyx", "cupyx.lapack", "cupyx.scipy.fft",
     "cupyx.scipy.linalg", "cupyx.scipy.sparse", "cupyx.scipy.sparse.linalg",

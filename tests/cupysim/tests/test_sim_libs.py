@@ -56,6 +56,38 @@ def test_lapack_posv_and_potrs(cp, rng):
     assert y.data.ptr == bf.data.ptr  # solved in b's memory, as cuSOLVER's potrs does
 
 
+def test_math_mode_per_thread_handle_allows_tf32_in_every_gemm(cp):
+    # cuBLAS "cublasMath_t": CUBLAS_TF32_TENSOR_OP_MATH (3) lets CUBLAS_COMPUTE_32F GEMMs,
+    # the batched gemmStridedBatchedEx CuPy calls included, use TF32; handles are per
+    # thread (cupy/cuda/device.pyx), so the mode does not reach another thread's calls.
+    import threading
+
+    import cupysim
+    from cupy.cuda import cublas, device
+
+    a = cp.ones((2, 4, 4), dtype=np.complex64)
+    handle = device.get_cublas_handle()
+    assert cublas.getMathMode(handle) == cublas.CUBLAS_DEFAULT_MATH
+    cupysim.clear_tf32_requests()
+    cublas.setMathMode(handle, 3)
+    try:
+        cp.matmul(a, a)
+        cp.matmul(a[0], a[0])
+        other = threading.Thread(target=lambda: cp.matmul(a[0], a[0]))
+        other.start()
+        other.join()
+    finally:
+        cublas.setMathMode(handle, cublas.CUBLAS_DEFAULT_MATH)
+    cp.matmul(a, a)
+    reqs = cupysim.tf32_requests()
+    assert [(r.routine, r.tf32) for r in reqs] == [
+        ("gemmStridedBatched", True), ("gemm", True), ("gemm", False),
+        ("gemmStridedBatched", False),
+    ]  # fmt: skip
+    with pytest.raises(cublas.CUBLASError, match="CUBLAS_STATUS_INVALID_VALUE"):
+        cublas.setMathMode(handle, 9)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 def test_lapack_batched_posv_reads_the_upper_triangle(cp, rng, dtype):
     # cupyx/lapack.py _batched_posv: a C-ordered copy given to cuSOLVER (column major) with

@@ -44,8 +44,9 @@ def is_available() -> bool:
 
 
 def __getattr__(name):
-    if name == "cufft":  # cupy/cuda/__init__.py: loaded (and libcufft found) on first access
+    # cupy/cuda/__init__.py: loaded (and the library found) on first access
+    if name in ("cufft", "cublas"):
         import importlib
 
-        return importlib.import_module("cupy.cuda.cufft")
+        return importlib.import_module(f"cupy.cuda.{name}")
     raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")
