@@ -64,7 +64,10 @@ class CupyMemoryMixin:
     def release_unused(self) -> None:
         pool = cupy.get_default_memory_pool()
         for i in range(self.device_count()):
-            with cupy.cuda.Device(i):  # the pool frees the current device's arena
+            with cupy.cuda.Device(i):  # the cache and the pool of the current device
+                # cuFFT plans hold work areas from the pool; CuPy caches them per thread
+                # and device (cupy/fft/_cache.pyx), 16 plans with no memory bound
+                cupy.fft.config.get_plan_cache().clear()
                 pool.free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()
 

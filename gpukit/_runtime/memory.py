@@ -2,8 +2,9 @@
 
 Every public operation is wrapped with :func:`operation`. When its backend reports
 an out-of-memory failure (``Backend.out_of_memory``), gpukit drops the failed
-attempt's temporaries, returns the pool's unused blocks to the device
-(``Backend.release_unused``) and runs the operation once more, as PyTorch's caching
+attempt's temporaries, returns the pool's unused blocks and cached library plans to the
+devices (``Backend.release_unused``, in this thread and the device workers) and runs the
+operation once more, as PyTorch's caching
 allocator does; if that fails too it raises :class:`~gpukit.errors.OutOfMemoryError`
 naming the operation, the bytes asked for and what the device had, with the fixes.
 
@@ -26,8 +27,9 @@ from .._select import registry as _registry
 from .._select.selection import get_backend
 from ..backend import Backend
 from ..errors import GpukitError, OutOfMemoryError
-from .memstats import MemoryStats, format_bytes, stats_for
+from .memstats import MemoryStats, format_bytes, release, stats_for
 from .placement import namespace
+from .workers import failed_device
 
 __all__ = ["FIX", "operation"]
 
@@ -167,7 +169,7 @@ def operation(name: str) -> Callable[[F], F]:
                 # Leaving the except block drops the traceback, whose frames hold the
                 # failed attempt's temporaries; only then can the pool release them.
             gc.collect()
-            backend.release_unused()
+            release(backend)
             try:
                 return attempt(args, kwargs)
             except OutOfMemoryError:
@@ -177,7 +179,10 @@ def operation(name: str) -> Callable[[F], F]:
                 if backend is None:
                     raise
                 traceback.clear_frames(exc.__traceback__)  # a caught error must not pin memory
-                stats = stats_for(backend, backend.current_device())
+                # the device that ran out: a device worker's, else the one the operation
+                # ran on (its input's, made current by gpukit._dispatch.operation)
+                device = failed_device(exc)
+                stats = stats_for(backend, backend.current_device() if device is None else device)
                 raise OutOfMemoryError(
                     _explain(name, backend, requested, stats),
                     operation=name,

@@ -13,8 +13,9 @@ from .._select import registry as _registry
 from .._select.selection import get_backend
 from ..backend import Backend
 from .devices import check_device
+from .workers import on_every_worker
 
-__all__ = ["MemoryStats", "empty_cache", "format_bytes", "memory_stats", "stats_for"]
+__all__ = ["MemoryStats", "empty_cache", "format_bytes", "memory_stats", "release", "stats_for"]
 
 
 def format_bytes(n: int | None, *, exact: bool = False) -> str:
@@ -124,10 +125,12 @@ def empty_cache() -> None:
     """Return the memory pools' unused blocks to the devices.
 
     Frees the cached, unused blocks of CuPy's default memory pool on every device and
-    of its pinned host-memory pool, for every backend in use; live arrays are not
-    touched. Other processes (and libraries not allocating through the pool) can then
-    use that memory. gpukit does this by itself before retrying an operation that ran
-    out of memory. A no-op on the numpy backend, which has no pool.
+    of its pinned host-memory pool, and the cuFFT plans CuPy caches per device (in the
+    calling thread and in gpukit's device workers, which hold work areas from the pool),
+    for every backend in use; live arrays are not touched. Other processes (and
+    libraries not allocating through the pool) can then use that memory. gpukit does
+    this by itself before retrying an operation that ran out of memory. A no-op on the
+    numpy backend, which has no pool.
 
     Examples
     --------
@@ -136,4 +139,11 @@ def empty_cache() -> None:
     """
     backends = {id(b): b for b in (get_backend(), *_registry.loaded())}
     for backend in backends.values():
-        backend.release_unused()
+        release(backend)
+
+
+def release(backend: Backend) -> None:
+    """``backend.release_unused()`` in this thread and in each of its device workers
+    (caches such as cuFFT's plans are kept per thread and hold pool memory)."""
+    backend.release_unused()
+    on_every_worker(backend, backend.release_unused)

@@ -22,6 +22,7 @@ stream waits for an event the task recorded on its own stream when it returned.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 import weakref
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 from ..backend import Backend
 
-__all__ = ["map_devices", "run_on_devices"]
+__all__ = ["failed_device", "map_devices", "on_every_worker", "run_on_devices"]
 
 T = TypeVar("T")
 
@@ -62,8 +63,32 @@ def _run(backend: Backend, device: int, fn: Callable[[], T], ready: Any) -> tupl
         with backend.worker_context(device):
             backend.wait_event(ready, device)  # the caller's work on this device comes first
             return fn(), backend.record_event(device)
+    except BaseException as exc:
+        if failed_device(exc) is None:  # the innermost device a nested task failed on
+            with contextlib.suppress(AttributeError):  # an exception type without __dict__
+                exc.gpukit_device = device
+        raise
     finally:
         _local.worker = outer
+
+
+def failed_device(exc: BaseException) -> int | None:
+    """The device whose worker task raised ``exc`` (None: not raised in a device's task)."""
+    return getattr(exc, "gpukit_device", None)
+
+
+def on_every_worker(backend: Backend, fn: Callable[[], Any]) -> None:
+    """Run ``fn()`` once on each worker thread ``backend`` has started, and wait.
+
+    For state a library keeps per thread (CuPy's cuFFT plan caches). From inside a
+    worker it does nothing: waiting on the workers' queues there could deadlock.
+    """
+    if getattr(_local, "worker", False):
+        return
+    with _lock:
+        pools = list(_pools.get(backend, {}).values())
+    for future in [pool.submit(fn) for pool in pools]:
+        future.result()
 
 
 def run_on_devices(backend: Backend, tasks: Sequence[tuple[int, Callable[[], T]]]) -> list[T]:

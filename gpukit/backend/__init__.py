@@ -174,7 +174,9 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         return -1 if isinstance(exc, MemoryError) else None
 
     def release_unused(self) -> None:
-        """Return pooled, unused memory of every device to the system (``gk.empty_cache``)."""
+        """Return pooled, unused memory of every device to the system (``gk.empty_cache``),
+        with what the calling thread's library caches (FFT plans) hold; gpukit calls it in
+        each of its device workers too."""
 
     def memory_stats(self, device: int) -> dict[str, int | None]:
         """Memory figures of ``device`` in bytes, ``None`` where unknown.

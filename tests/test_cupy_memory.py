@@ -1,0 +1,130 @@
+"""Out of memory on the cupy backend: the retry frees cuFFT's cached plans too, and the
+error describes the device that ran out, not the current one.
+
+The pools are capped with :func:`gpukit.set_memory_limit` (CuPy's ``MemoryPool.set_limit``),
+so the tests run the same on a real GPU and on the simulator; one more runs a simulated
+device that is itself small (``CUPYSIM_MEMORY``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from subproc import ROOT, run_python
+
+import gpukit as gk
+
+from helpers import rel_err
+
+pytestmark = pytest.mark.gpu
+
+MiB = 2**20
+
+
+@pytest.fixture
+def cupy_backend():
+    status = gk.available_backends()["cupy"]
+    if not status.available:
+        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
+    with gk.use_backend("cupy") as backend:
+        yield backend
+        for d in range(backend.device_count()):
+            gk.set_memory_limit(None, device=d)
+        gk.empty_cache()
+
+
+def _device(count: int) -> int:
+    return 1 if count > 1 else 0
+
+
+def test_the_retry_releases_cached_fft_plans(cupy_backend, rng):
+    """Plans cached by earlier transforms hold pool memory; the retry gives it back."""
+    import cupy
+
+    dev = _device(cupy_backend.device_count())
+    gk.empty_cache()
+    gk.set_memory_limit(64 * MiB, device=dev)
+    for k in range(15):  # 15 plans of ~3 MiB outputs, each shape its own plan
+        gk.fft.fft(gk.asarray(np.ones(196_608 + 64 * k, np.complex128), device=dev))
+    with gk.device(dev):
+        held = cupy.fft.config.get_plan_cache().get_curr_memsize()
+    host = rng.standard_normal(MiB // 2) + 0j  # 8 MiB in, 8 MiB out
+    x = gk.asarray(host, device=dev)
+    with gk.device(0):
+        y = gk.fft.fft(x)
+    assert y.device.id == dev and rel_err(y, np.fft.fft(host)) < 1e-12
+    with gk.device(dev):
+        assert cupy.fft.config.get_plan_cache().get_curr_memsize() <= max(held, 16 * MiB)
+
+
+def test_empty_cache_clears_the_plans_of_every_device_and_worker(cupy_backend, rng):
+    import cupy
+
+    devs = list(range(cupy_backend.device_count()))
+    x = rng.standard_normal((4 * len(devs), 64)) + 0j
+    gk.sharding.fft(gk.shard(x, devices=devs), axis=1)  # plans in the device workers
+    for d in devs:
+        gk.fft.fft(gk.asarray(x, device=d))  # and in this thread
+    gk.empty_cache()
+    for d in devs:
+        with gk.device(d):
+            assert cupy.fft.config.get_plan_cache().get_curr_size() == 0
+            assert gk.memory_stats(d).pool_unused == 0
+
+    seen = []
+    gk.map_shards(
+        lambda s: seen.append(cupy.fft.config.get_plan_cache().get_curr_size()) or s,
+        gk.shard(x, devices=devs),
+    )
+    assert seen == [0] * len(devs)
+
+
+@pytest.mark.multi_gpu(2)
+def test_the_error_describes_the_device_that_ran_out(cupy_backend):
+    gk.set_memory_limit(100 * MiB, device=0)
+    gk.set_memory_limit(64 * MiB, device=1)
+    filler = gk.asarray(np.zeros(50 * MiB // 8), device=0)
+    x = gk.asarray(np.ones(40 * MiB // 16, np.complex128), device=1)
+    with gk.device(0), pytest.raises(gk.OutOfMemoryError) as caught:
+        gk.fft.fft(x)  # 40 MiB more on device 1: over its cap, twice
+    err = caught.value
+    assert "gk.fft.fft ran out of memory on cupy:1" in str(err)
+    assert err.stats.device == 1 and err.stats.limit == 64 * MiB
+    assert err.stats.in_use >= x.nbytes and err.stats.in_use < filler.nbytes
+
+
+@pytest.mark.multi_gpu(2)
+def test_a_sharded_operation_names_the_device_whose_shard_ran_out(cupy_backend):
+    gk.set_memory_limit(64 * MiB, device=1)
+    filler = gk.asarray(np.zeros(40 * MiB // 8), device=1)
+    s = gk.shard(np.ones((2, 10 * MiB // 16), np.complex128), devices=[0, 1])
+    with pytest.raises(gk.OutOfMemoryError) as caught:
+        gk.sharding.fft(s, axis=1)
+    assert "on cupy:1" in str(caught.value) and caught.value.stats.device == 1
+    del filler
+
+
+def test_a_small_simulated_device_reports_its_own_figures():
+    """The device itself is full (not a pool cap): the figures are device 1's."""
+    pytest.importorskip("cupysim", reason="CUPYSIM_MEMORY sizes simulated devices only")
+    code = """
+import numpy as np, gpukit as gk
+MiB = 2**20
+with gk.use_backend("cupy"):
+    keep = gk.asarray(np.zeros(56 * MiB // 8), device=0)
+    x = gk.asarray(np.ones(24 * MiB // 16, np.complex128), device=1)
+    try:
+        gk.fft.fft(x)  # 24 MiB out and a 24 MiB plan: more than device 1 has
+    except gk.OutOfMemoryError as err:
+        s = err.stats
+        print(s.device, s.total, s.free, gk.memory_stats(0).free)
+        print(err)
+"""
+    r = run_python(code, env={"CUPYSIM_MEMORY": str(64 * MiB), "CUPYSIM_DEVICES": "2"},
+                   extra_path=[str(ROOT / "backends")])  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    figures, message = r.stdout.splitlines()[0], r.stdout
+    device, total, free, free0 = (int(v) for v in figures.split())
+    assert device == 1 and total == 64 * MiB
+    assert free >= 12 * MiB and free0 <= 8 * MiB  # device 1's free memory, not device 0's
+    assert "ran out of memory on cupy:1" in message
