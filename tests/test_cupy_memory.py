@@ -128,3 +128,35 @@ with gk.use_backend("cupy"):
     assert device == 1 and total == 64 * MiB
     assert free >= 12 * MiB and free0 <= 8 * MiB  # device 1's free memory, not device 0's
     assert "ran out of memory on cupy:1" in message
+
+
+PINNED_INPUTS = {
+    "big-endian": lambda h: h.astype(">f8"),
+    "big-endian int": lambda h: (h * 10).astype(">i4"),
+    "strided": lambda h: h[:, ::2],
+    "F-order": lambda h: np.asfortranarray(h),
+    "reversed": lambda h: h[::-1],
+    "big-endian strided": lambda h: h.astype(">c16")[::2, 1::2],
+    "empty": lambda h: h[:0],
+    "0-d": lambda h: h[1, 1].copy(),
+}
+
+
+@pytest.mark.parametrize("kind", PINNED_INPUTS)
+def test_pinned_staging_takes_what_the_pageable_path_takes(cupy_backend, rng, kind):
+    host = PINNED_INPUTS[kind](rng.standard_normal((6, 8)))
+    dev = _device(cupy_backend.device_count())
+    pageable = gk.asarray(host, device=dev)
+    with gk.device(0):
+        pinned = gk.asarray(host, device=dev, pinned=True)
+    assert pinned.device.id == dev and pinned.shape == host.shape
+    assert pinned.dtype == pageable.dtype and pinned.dtype.isnative
+    assert np.array_equal(gk.to_numpy(pinned), host)
+
+
+def test_pinned_staging_of_a_view_of_pinned_memory(cupy_backend, rng):
+    buf = gk.empty_pinned((6, 8), np.float32)
+    buf[...] = rng.standard_normal((6, 8))
+    for view in (buf, buf[:, ::3], buf.T):
+        got = gk.asarray(view, pinned=True)
+        assert np.array_equal(gk.to_numpy(got), view)

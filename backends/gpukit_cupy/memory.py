@@ -46,8 +46,10 @@ def oom_bytes(exc: BaseException) -> int | None:
 
 
 def _pinned(host: np.ndarray) -> bool:
+    """Whether ``host`` can be copied as it is: pinned, C-ordered, native byte order."""
     return (
         host.flags.c_contiguous
+        and host.dtype.isnative
         and host.size > 0
         and cupy.cuda.pinned_memory.is_memory_pinned(host.ctypes.data)
     )
@@ -94,13 +96,16 @@ class CupyMemoryMixin:
     def asarray_pinned(self, host: np.ndarray, device: int | None = None) -> Any:
         if host.size == 0:
             return self.asarray(host, device=device)
+        # CuPy arrays are little-endian (cupy.asarray byte-swaps host data, _dtype.pxd
+        # normalize_dtype): the staging copy does the same, and packs a strided host array
+        dtype = host.dtype.newbyteorder("<")
         with cupy.cuda.Device(self.current_device() if device is None else device):
             if _pinned(host):
                 staged = host
             else:
-                staged = cupyx.empty_pinned(host.shape, dtype=host.dtype)
+                staged = cupyx.empty_pinned(host.shape, dtype=dtype)
                 np.copyto(staged, host)
-            out = cupy.empty(host.shape, dtype=host.dtype)
+            out = cupy.empty(host.shape, dtype=dtype)
             stream = cupy.cuda.get_current_stream()
             out.set(staged, stream=stream)  # async: the source is page-locked
             self._hold_until(stream.record(), staged)

@@ -140,3 +140,15 @@ def test_item_bool_float_synchronise(cp):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert repr(x) == "array([0., 1., 2.])"
+
+
+def test_big_endian_host_data_is_byte_swapped_and_never_allocated(cp):
+    # _dtype.pxd normalize_dtype (host data uploaded little-endian), _dtype.pyx
+    # check_supported_dtype (a new array of a big-endian dtype is refused)
+    host = np.arange(6.0).astype(">f8").reshape(2, 3)
+    x = cp.asarray(host)
+    assert x.dtype == np.dtype("<f8") and x.get().tolist() == host.tolist()
+    with pytest.raises(ValueError, match="Unsupported dtype >f8 with big-endian byte-order"):
+        cp.empty(3, dtype=">f8")
+    with pytest.raises(TypeError, match="cannot be set"):
+        x.set(host)  # ndarray.set does not convert: the dtypes must match

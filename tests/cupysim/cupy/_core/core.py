@@ -69,6 +69,8 @@ def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
 def _empty(shape, dtype, order: str = "C") -> ndarray:
     """A new uninitialised array on the current device (``_ndarray_init``)."""
     dtype = np.dtype(dtype)
+    if dtype.byteorder == ">":  # _dtype.pyx check_supported_dtype: new arrays are native
+        raise ValueError(f"Unsupported dtype {dtype} with big-endian byte-order")
     shape = tuple(int(n) for n in shape)
     if order not in ("C", "F"):
         order = "C"
@@ -257,6 +259,8 @@ def _map_back(res, outs, found):
 def _host_to_device(host: np.ndarray, order: str = "C") -> ndarray:
     """A copy of host data on the current device (core.pyx ``_array_default``)."""
     _check_dtype(host.dtype)
+    # _dtype.pxd normalize_dtype: host data is byte-swapped to little-endian on the way
+    host = host.astype(host.dtype.newbyteorder("<"), copy=False)
     a = _empty(host.shape, host.dtype, "F" if order == "F" else "C")
     stream = _streams.current(_devices.current())
     w = [a._region()]
