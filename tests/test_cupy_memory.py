@@ -8,6 +8,8 @@ device that is itself small (``CUPYSIM_MEMORY``).
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from subproc import ROOT, run_python
@@ -65,6 +67,7 @@ def test_empty_cache_clears_the_plans_of_every_device_and_worker(cupy_backend, r
     gk.sharding.fft(gk.shard(x, devices=devs), axis=1)  # plans in the device workers
     for d in devs:
         gk.fft.fft(gk.asarray(x, device=d))  # and in this thread
+    gc.collect()  # arrays earlier tests left in reference cycles: freed now, not later
     gk.empty_cache()
     for d in devs:
         with gk.device(d):

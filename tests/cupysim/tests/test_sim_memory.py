@@ -156,3 +156,23 @@ def test_pool_and_checker_under_concurrent_threads(cp, pool):
     for d in (0, 1):
         with cp.cuda.Device(d):
             assert pool.used_bytes() == used[d]
+
+
+def test_an_arena_holding_free_chunks_survives_garbage_collection(cp):
+    # memory.pyx _Arena: the pool keeps arenas by weak reference, but an arena's free
+    # chunks sit in a C++ std::set the collector cannot traverse, so it lives until
+    # free_all_blocks empties it; the pool's figures never lose track of its bytes.
+    import gc
+
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    base = pool.total_bytes()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.ones(1000)
+    del x  # a free chunk in the stream's arena
+    stream.synchronize()
+    gc.collect()
+    assert pool.total_bytes() == base + 8192 and pool.used_bytes() == 0
+    pool.free_all_blocks()
+    assert pool.total_bytes() == base

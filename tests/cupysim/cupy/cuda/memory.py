@@ -133,11 +133,19 @@ _seq = itertools.count()
 
 
 class _Arena:
-    """Free chunks of one stream, ordered by (size, insertion) like memory.pyx's std::set."""
+    """Free chunks of one stream, ordered by (size, insertion) like memory.pyx's std::set.
 
-    __slots__ = ("__weakref__", "index", "keys")
+    memory.pyx ``_Arena``: its lifetime is tied to its chunks and "only an empty Arena can
+    be free'd"; the index is a C++ ``std::set`` the garbage collector cannot see into, so
+    an arena holding free chunks is never collected (the pool only has a weak reference).
+    Here the index is a Python list the collector would traverse, so the pool's ``held``
+    set keeps every arena with free chunks alive.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("__weakref__", "held", "index", "keys")
+
+    def __init__(self, held: set) -> None:
+        self.held = held
         self.index: list[tuple[int, int, _Chunk]] = []
         self.keys: dict[int, tuple[int, int, _Chunk]] = {}
 
@@ -145,6 +153,11 @@ class _Arena:
         key = (chunk.size, next(_seq), chunk)
         bisect.insort(self.index, key, key=lambda k: k[:2])
         self.keys[id(chunk)] = key
+        self.held.add(self)
+
+    def _emptied(self) -> None:
+        if not self.index:
+            self.held.discard(self)
 
     def _remove(self, chunk: _Chunk) -> bool:
         key = self.keys.pop(id(chunk), None)
@@ -152,6 +165,7 @@ class _Arena:
             return False
         i = bisect.bisect_left(self.index, key[:2], key=lambda k: k[:2])
         del self.index[i]
+        self._emptied()
         return True
 
     def insert_chunk(self, chunk: _Chunk, merge: bool = True) -> None:
@@ -169,6 +183,7 @@ class _Arena:
             return None
         chunk = self.index.pop(i)[2]
         del self.keys[id(chunk)]
+        self._emptied()
         rest = chunk.split(size)
         if rest is not None:
             self.insert_chunk(rest, merge=False)
@@ -186,6 +201,7 @@ class _Arena:
             chunk.arena = None
             freed += chunk.size
         self.index = keep
+        self._emptied()
         return freed
 
 
@@ -363,6 +379,7 @@ class SingleDeviceMemoryPool:
     def __init__(self, allocator=None) -> None:
         self._allocator = _malloc if allocator is None else allocator
         self._arenas: dict[int, weakref.ref] = {}
+        self._held: set[_Arena] = set()  # arenas holding free chunks (see _Arena)
         self._lock = threading.RLock()
         self._total_bytes = 0
         self._in_use_bytes = 0
@@ -377,7 +394,7 @@ class SingleDeviceMemoryPool:
         if arena is None:
             for key in [k for k, r in self._arenas.items() if r() is None]:
                 del self._arenas[key]
-            arena = _Arena()
+            arena = _Arena(self._held)
             self._arenas[ident] = weakref.ref(arena)
         return arena
 
