@@ -140,8 +140,9 @@ def test_threads_get_identical_results(host_engine):
     expected = gk.fft.ifft(a)
     results = [None] * THREADS
 
-    def work(i):
-        results[i] = gk.fft.ifft(a)
+    def work(i):  # a new thread starts from the default backend, not the caller's
+        with gk.use_backend("numpy"):
+            results[i] = gk.fft.ifft(a)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
     for t in threads:

@@ -288,6 +288,14 @@ def test_empty_inputs(backend):
 F32 = np.ones(3, np.float32)
 F64 = np.ones(3)
 V, T = ValueError, TypeError
+
+
+def _own(a):
+    """``a`` as an array of the active backend: the arguments a kernel updates in place
+    must be (a host array given for one is refused before any other check on cupy)."""
+    return gk.xp.asarray(a)
+
+
 # (kernel, call, exception type, message): a dtype problem is a TypeError, as in every
 # numerical front-end; a shape, layout or value problem a ValueError.
 BAD_CALLS = [
@@ -314,8 +322,9 @@ BAD_CALLS = [
      "momentum_buffer is required"),
     ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr=1.0, nesterov=True), V,
      "Nesterov"),
-    ("sgd_update", lambda: gk.kernels.sgd_update(F64, np.ones(4), lr=1.0), V, "grad has shape"),
-    ("sgd_update", lambda: gk.kernels.sgd_update(np.ones((3, 2))[:, 0], F64, lr=1.0), V,
+    ("sgd_update", lambda: gk.kernels.sgd_update(_own(F64), np.ones(4), lr=1.0), V,
+     "grad has shape"),
+    ("sgd_update", lambda: gk.kernels.sgd_update(_own(np.ones((3, 2)))[:, 0], F64, lr=1.0), V,
      "C-contiguous"),
     ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64.astype(np.float16), lr=1.0), T,
      "argument 'grad' has dtype float16"),
@@ -325,7 +334,8 @@ BAD_CALLS = [
      "step must be"),
     ("adam_update",
      lambda: gk.kernels.adam_update(F64, F64, F64, F64, step=1, lr=1, beta2=1.0), V, "beta2"),
-    ("adam_update", lambda: gk.kernels.adam_update(F64, F64, F32, F64, step=1, lr=1.0), T,
+    ("adam_update",
+     lambda: gk.kernels.adam_update(*map(_own, (F64, F64, F32, F64)), step=1, lr=1.0), T,
      "exp_avg has dtype"),
     ("softmax_cross_entropy",
      lambda: gk.kernels.softmax_cross_entropy(np.ones((2, 3)), np.ones(2)), T,

@@ -31,7 +31,7 @@ def test_round_trip(backend, rng, tmp_path):
     assert rel_err(other(x), gk.to_numpy(model(x))) == 0.0
 
 
-def test_pytorch_interop_both_ways(rng):
+def test_pytorch_interop_both_ways(backend, rng):
     torch = pytest.importorskip("torch")
     net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
     model = _model()
@@ -41,7 +41,9 @@ def test_pytorch_interop_both_ways(rng):
         expected = net(torch.from_numpy(x).double().float()).numpy()
     assert rel_err(model(x), expected) < 1e-6
     back = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
-    back.load_state_dict({k: torch.from_numpy(v) for k, v in model.state_dict().items()})
+    back.load_state_dict(
+        {k: torch.from_numpy(gk.to_numpy(v)) for k, v in model.state_dict().items()}
+    )
     with torch.no_grad():
         assert rel_err(back(torch.from_numpy(x)).numpy(), expected) == 0.0
 

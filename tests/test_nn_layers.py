@@ -48,8 +48,8 @@ ACTS = {
 
 def _randomise(module, rng):
     """Give LayerNorm's ones/zeros random values so their gradients are exercised."""
-    for p in module.parameters():
-        p.data[...] = gk.asarray(rng.standard_normal(p.shape).astype(p.dtype))
+    for p in module.parameters():  # in the parameter's own namespace, whatever is active
+        p.data[...] = gk.namespace(p.data).asarray(rng.standard_normal(p.shape).astype(p.dtype))
 
 
 def _torch_twin(torch, module, torch_module):
