@@ -107,7 +107,7 @@ def test_a_sharded_operation_names_the_device_whose_shard_ran_out(cupy_backend):
     del filler
 
 
-def test_a_small_simulated_device_reports_its_own_figures():
+def test_a_small_simulated_device_reports_its_own_figures(cupy_backend):
     """The device itself is full (not a pool cap): the figures are device 1's."""
     pytest.importorskip("cupysim", reason="CUPYSIM_MEMORY sizes simulated devices only")
     code = """
