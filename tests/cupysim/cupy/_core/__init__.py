@@ -1,0 +1,1 @@
+"""``cupy._core``: the kernel classes (``raw``, ``_kernel``, ``_reduction``)."""

@@ -1,0 +1,863 @@
+// cupysim's CUDA-thread scheduler: runs a grid of blocks on the host.
+//
+// Blocks are shared out among `workers` OS threads (the launching thread and a
+// reused pool); one worker runs one block at a time, so per-worker storage is
+// per-block storage (static __shared__ is thread_local in the kernel library).
+// The threads of a block run as fibers on their worker: user-mode stacks switched
+// by a hand-written x86-64 routine (ucontext's swapcontext makes a signal-mask
+// system call per switch, ~30x slower). A fiber is a *runner*: it executes CUDA
+// threads one after another until one blocks, so a barrier-free kernel needs one
+// stack and no switch at all; a thread that blocks (__syncthreads, a warp
+// exchange) keeps its runner, and another runner starts the next thread.
+//
+// __syncthreads is a counting barrier; the last thread to arrive wakes the others.
+// Warp operations collect the lanes of their mask; the last lane computes every
+// lane's result. If nothing can run while threads still wait, the block can never
+// finish on a GPU either (CUDA C++ Programming Guide, "Synchronization Functions":
+// __syncthreads in conditional code only if the condition is uniform across the
+// block; "Warp Shuffle Functions": every lane of the mask must execute the same
+// intrinsic): the launch stops with a description instead of hanging.
+//
+// Sanitizer builds (CUPYSIM_ASAN / CUPYSIM_TSAN) run blocks on one worker and tell
+// the sanitizer about every stack switch; under ThreadSanitizer each CUDA thread
+// gets its own fiber and a switch implies no ordering, so only the barriers (an
+// explicit release/acquire per barrier generation) order shared-memory accesses:
+// a missing __syncthreads is a reported data race.
+
+#include "cupysim_abi.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(CUPYSIM_ASAN)
+extern "C" {
+void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
+                                     size_t* size_old);
+void __asan_poison_memory_region(void const volatile* addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile* addr, size_t size);
+}
+#endif
+#if defined(CUPYSIM_TSAN)
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+void __tsan_acquire(void* addr);
+void __tsan_release(void* addr);
+}
+#define TSAN_ACQUIRE(p) __tsan_acquire((void*)(p))
+#define TSAN_RELEASE(p) __tsan_release((void*)(p))
+#else
+#define TSAN_ACQUIRE(p) ((void)0)
+#define TSAN_RELEASE(p) ((void)0)
+#endif
+
+#if defined(CUPYSIM_ASAN) || defined(CUPYSIM_TSAN)
+#define CUPYSIM_SERIAL 1
+static const size_t kStackSize = 1 << 20;
+#else
+static const size_t kStackSize = 256 << 10;
+#endif
+
+// H100: cudaDevAttrMaxSharedMemoryPerBlockOptin (the launcher checks the limits).
+static const size_t kDynamicSmemCapacity = 232448;
+static const unsigned kMaxThreads = 1024;
+
+extern "C" {
+__attribute__((tls_model("initial-exec"))) __thread cupysim_thread_view* cupysim_cur = nullptr;
+}
+
+// --- context switch ---------------------------------------------------------------
+// Saves the callee-saved registers of the System V x86-64 ABI on the current stack,
+// stores the stack pointer in *save, loads `next` and restores its registers.
+extern "C" void cupysim_switch(void** save, void* next);
+#if defined(__x86_64__)
+asm(R"(
+  .text
+  .globl cupysim_switch
+  .hidden cupysim_switch
+  .type cupysim_switch,@function
+cupysim_switch:
+  .cfi_startproc
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .cfi_endproc
+  .size cupysim_switch, .-cupysim_switch
+)");
+#else
+#error "cupysim's fiber switch is written for x86-64"
+#endif
+
+namespace {
+
+enum State : unsigned char { UNSTARTED, RUNNING, READY, AT_BARRIER, AT_WARP, DONE };
+
+struct Fiber;
+
+struct Thread {
+  cupysim_thread_view view;  // first: kernel code reads it through cupysim_cur
+  unsigned linear, lane, warp;
+  State state;
+  Fiber* fiber;
+  uint64_t post;  // this lane's operand of the pending warp operation
+  int post_arg;
+  uint64_t result;  // what the warp operation or barrier returns to it
+};
+
+struct Fiber {
+  void* sp = nullptr;
+  char* map = nullptr;  // mmap'd region: guard page + stack
+  size_t map_size = 0;
+  Thread* thread = nullptr;
+  void* asan_fake_stack = nullptr;
+  void* tsan = nullptr;
+  size_t color = 0;  // bytes left unused at the top of the stack
+  char* stack_lo() const { return map + getpagesize(); }
+  size_t stack_size() const { return map_size - getpagesize(); }
+};
+
+struct WarpOp {
+  unsigned arrived = 0, mask = 0;
+  int op = 0;
+  const char* file = nullptr;
+  int line = 0;
+  unsigned first_lane = 0;
+  unsigned char tsan_sync = 0;
+};
+
+struct Launch {
+  const cupysim_launch_cfg* cfg;
+  cupysim_body_fn body;
+  void* args;
+  unsigned long long total;
+  std::atomic<unsigned long long> next{0};
+  std::atomic<int> failed{0};
+  std::mutex mu;
+  int code = CUPYSIM_OK;
+  std::string message;
+
+  void fail(int c, const std::string& m) {
+    std::lock_guard<std::mutex> g(mu);
+    if (code == CUPYSIM_OK) {
+      code = c;
+      message = m;
+    }
+    failed.store(1);
+  }
+};
+
+const char* op_name(int op) {
+  switch (op) {
+    case CUPYSIM_WARP_SHFL_IDX: return "__shfl_sync";
+    case CUPYSIM_WARP_SHFL_UP: return "__shfl_up_sync";
+    case CUPYSIM_WARP_SHFL_DOWN: return "__shfl_down_sync";
+    case CUPYSIM_WARP_SHFL_XOR: return "__shfl_xor_sync";
+    case CUPYSIM_WARP_BALLOT: return "__ballot_sync";
+    case CUPYSIM_WARP_ANY: return "__any_sync";
+    case CUPYSIM_WARP_ALL: return "__all_sync";
+    case CUPYSIM_WARP_SYNC: return "__syncwarp";
+    case CUPYSIM_WARP_REDUCE_ADD: return "__reduce_add_sync";
+    case CUPYSIM_WARP_REDUCE_MIN: return "__reduce_min_sync";
+    case CUPYSIM_WARP_REDUCE_MAX: return "__reduce_max_sync";
+    case CUPYSIM_WARP_REDUCE_AND: return "__reduce_and_sync";
+    case CUPYSIM_WARP_REDUCE_OR: return "__reduce_or_sync";
+    case CUPYSIM_WARP_REDUCE_XOR: return "__reduce_xor_sync";
+    case CUPYSIM_WARP_MATCH_ANY: return "__match_any_sync";
+  }
+  return "warp operation";
+}
+
+const char* barrier_name(int op) {
+  static const char* names[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                                "__syncthreads_or"};
+  return names[op & 3];
+}
+
+std::string format(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string lanes_text(unsigned mask) {
+  std::string out;
+  for (unsigned l = 0; l < 32; ++l)
+    if (mask >> l & 1u) out += (out.empty() ? "" : ",") + std::to_string(l);
+  return "{" + out + "}";
+}
+
+#if defined(CUPYSIM_SERIAL)
+// One worker at a time: one dynamic shared memory buffer for the process (with a
+// tail that stays poisoned under AddressSanitizer, past the largest launch).
+alignas(256) unsigned char g_dynamic_smem[kDynamicSmemCapacity + 256];
+#endif
+
+struct Worker {
+  void* sched_sp = nullptr;
+  void* sched_asan_fake_stack = nullptr;
+  const void* main_stack_lo = nullptr;
+  size_t main_stack_size = 0;
+  void* tsan_main = nullptr;
+  std::vector<Fiber*> fibers, idle, spent;
+  Fiber* starting = nullptr;
+  Thread threads[kMaxThreads];
+  WarpOp warps[kMaxThreads / 32];
+  unsigned warp_lanes[kMaxThreads / 32];  // the lanes each warp of the block has
+  Fiber* queue[kMaxThreads];  // ring of runnable fibers (each thread is in it at most once)
+  unsigned q_head = 0, q_size = 0;
+
+  Launch* launch = nullptr;
+  cupysim_xyz block{}, block_dim{}, grid_dim{};
+  unsigned n = 0, next_unstarted = 0, finished = 0;
+  unsigned bar_arrived = 0, bar_gen = 0;
+  int bar_op = 0;
+  long long bar_acc = 0;
+  const char* bar_file = nullptr;
+  int bar_line = 0;
+  unsigned bar_first = 0;
+  std::vector<Thread*> bar_waiters;
+  bool aborted = false;
+  unsigned char tsan_start = 0, tsan_end = 0, tsan_bar[2] = {0, 0};
+#if !defined(CUPYSIM_SERIAL)
+  unsigned char* dynamic_smem = nullptr;
+#endif
+
+  Worker() {
+#if !defined(CUPYSIM_SERIAL)
+    dynamic_smem = static_cast<unsigned char*>(aligned_alloc(256, kDynamicSmemCapacity));
+#endif
+    bar_waiters.reserve(kMaxThreads);
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* lo;
+      size_t size;
+      pthread_attr_getstack(&attr, &lo, &size);
+      main_stack_lo = lo;
+      main_stack_size = size;
+      pthread_attr_destroy(&attr);
+    }
+#if defined(CUPYSIM_TSAN)
+    tsan_main = __tsan_get_current_fiber();
+#endif
+  }
+  ~Worker() {
+    for (Fiber* f : fibers) {
+      munmap(f->map, f->map_size);
+      delete f;
+    }
+#if !defined(CUPYSIM_SERIAL)
+    free(dynamic_smem);
+#endif
+  }
+
+  std::string where() const {
+    return format("block (%u,%u,%u)", block.x, block.y, block.z);
+  }
+  std::string thread_text(const Thread* t) const {
+    return format("thread (%u,%u,%u)", t->view.thread_idx.x, t->view.thread_idx.y,
+                  t->view.thread_idx.z);
+  }
+};
+
+// Kept small: the library's whole TLS block is static (cupysim_cur is initial-exec),
+// so the worker itself lives on the heap.
+__attribute__((tls_model("initial-exec"))) thread_local Worker* tls_worker = nullptr;
+thread_local std::unique_ptr<Worker> tls_worker_owner;
+
+Worker* worker() {
+  if (!tls_worker) {
+    tls_worker_owner.reset(new Worker);
+    tls_worker = tls_worker_owner.get();
+  }
+  return tls_worker;
+}
+
+void fiber_entry();
+
+void fiber_reset(Fiber* f) {
+  // The first switch to a fresh fiber pops six zero registers and "returns" into
+  // fiber_entry with a 16-byte aligned stack minus the return-address slot. Stack
+  // tops are staggered by a few cache lines per fiber: equally aligned tops would
+  // all fall in the same cache sets and evict each other at every switch.
+  uintptr_t top = reinterpret_cast<uintptr_t>(f->map + f->map_size) - f->color;
+  top &= ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;  // fiber_entry's (never used) return address
+  *--sp = reinterpret_cast<void*>(&fiber_entry);
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;
+  f->sp = sp;
+  f->thread = nullptr;
+  f->asan_fake_stack = nullptr;
+}
+
+Fiber* fiber_new(Worker* w) {
+  Fiber* f = new Fiber;
+  size_t page = getpagesize();
+  f->map_size = kStackSize + page;
+  void* p = mmap(nullptr, f->map_size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "cupysim: cannot map a fiber stack\n");
+    abort();
+  }
+  f->map = static_cast<char*>(p);
+  mprotect(f->map, page, PROT_NONE);  // a stack overflow faults instead of corrupting
+  f->color = (w->fibers.size() % 128) * 9 * 64;
+#if defined(CUPYSIM_TSAN)
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  fiber_reset(f);
+  w->fibers.push_back(f);
+  return f;
+}
+
+// Switch from `from` (nullptr: the worker's own stack) to `to` (idem).
+void switch_to(Worker* w, Fiber* from, Fiber* to) {
+  void** save = from ? &from->sp : &w->sched_sp;
+  void* next = to ? to->sp : w->sched_sp;
+#if defined(CUPYSIM_ASAN)
+  void** fake = from ? &from->asan_fake_stack : &w->sched_asan_fake_stack;
+  __sanitizer_start_switch_fiber(fake, to ? to->stack_lo() : w->main_stack_lo,
+                                 to ? to->stack_size() : w->main_stack_size);
+#endif
+#if defined(CUPYSIM_TSAN)
+  __tsan_switch_to_fiber(to ? to->tsan : w->tsan_main, 1 /* __tsan_switch_to_fiber_no_sync */);
+#endif
+  if (to) w->starting = to;
+  cupysim_switch(save, next);
+#if defined(CUPYSIM_ASAN)
+  __sanitizer_finish_switch_fiber(*fake, nullptr, nullptr);
+#endif
+}
+
+Fiber* idle_runner(Worker* w) {
+  if (!w->idle.empty()) {
+    Fiber* f = w->idle.back();
+    w->idle.pop_back();
+    return f;
+  }
+  return fiber_new(w);
+}
+
+void enqueue(Worker* w, Fiber* f) {
+  w->queue[(w->q_head + w->q_size++) % kMaxThreads] = f;
+}
+
+// Lanes woken by a warp operation run next, so a warp runs through a sequence of
+// shuffles with the stacks of its 32 lanes hot in cache, not the whole block's.
+void enqueue_front(Worker* w, Fiber* f) {
+  w->q_head = (w->q_head + kMaxThreads - 1) % kMaxThreads;
+  w->queue[w->q_head] = f;
+  ++w->q_size;
+}
+
+Fiber* dequeue(Worker* w) {
+  Fiber* f = w->queue[w->q_head];
+  w->q_head = (w->q_head + 1) % kMaxThreads;
+  --w->q_size;
+  return f;
+}
+
+std::string describe_stall(Worker* w) {
+  std::string msg = format("cupysim: %s of a %ux%ux%u block can never finish:", w->where().c_str(),
+                           w->block_dim.x, w->block_dim.y, w->block_dim.z);
+  if (w->bar_arrived) {
+    msg += format(" %u of %u threads wait at %s() (%s:%d), which every thread of the block "
+                  "must reach;",
+                  w->bar_arrived, w->n, barrier_name(w->bar_op), w->bar_file, w->bar_line);
+  }
+  if (w->finished) msg += format(" %u threads have exited;", w->finished);
+  for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
+    const WarpOp& op = w->warps[k];
+    if (!op.arrived) continue;
+    msg += format(" warp %u: lanes %s wait in %s(mask 0x%08x) (%s:%d) for lanes %s;", k,
+                  lanes_text(op.arrived).c_str(), op_name(op.op), op.mask, op.file, op.line,
+                  lanes_text(op.mask & ~op.arrived).c_str());
+  }
+  msg += " (CUDA C++ Programming Guide: __syncthreads() in conditional code only if the "
+         "condition is the same in the whole block; every lane named in a *_sync mask must "
+         "execute the same intrinsic)";
+  return msg;
+}
+
+// Give up the block: the launch fails, the worker's stack takes over, and this
+// fiber is never resumed (run_block resets every fiber).
+[[noreturn, gnu::cold, gnu::noinline]] void abort_block(Worker* w, Fiber* self, int code,
+                                                      const std::string& msg) {
+  w->aborted = true;
+  w->launch->fail(code, msg);
+  switch_to(w, self, nullptr);
+  __builtin_trap();  // unreachable: aborted fibers are reset, not resumed
+}
+
+// The error paths, out of line so the hot paths keep small stack frames (every
+// fiber's frames are touched at each switch).
+[[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Worker* w, Fiber* self) {
+  abort_block(w, self, CUPYSIM_FAULT, describe_stall(w));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_barrier(Worker* w, Thread* t, int op,
+                                                       const char* file, int line) {
+  abort_block(w, t->fiber, CUPYSIM_FAULT,
+              format("cupysim: threads of %s reached different barriers: %s at %s() "
+                     "(%s:%d), %s at %s() (%s:%d) (CUDA C++ Programming Guide, "
+                     "\"Synchronization Functions\": a barrier in conditional code must be "
+                     "reached by the whole block)",
+                     w->where().c_str(), w->thread_text(&w->threads[w->bar_first]).c_str(),
+                     barrier_name(w->bar_op), w->bar_file, w->bar_line,
+                     w->thread_text(t).c_str(), barrier_name(op), file, line));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_warp(Worker* w, Thread* t, int opcode,
+                                                    unsigned mask, int width, const char* file,
+                                                    int line) {
+  const unsigned lane = t->lane;
+  const unsigned existing = w->warp_lanes[t->warp];
+  const WarpOp& op = w->warps[t->warp];
+  std::string msg;
+  if (!(mask >> lane & 1u)) {
+    msg = format("cupysim: %s(mask 0x%08x) called by lane %u of warp %u in %s, which is not in "
+                 "its mask (%s:%d); undefined on a GPU (CUDA C++ Programming Guide, \"Warp "
+                 "Shuffle Functions\")",
+                 op_name(opcode), mask, lane, t->warp, w->where().c_str(), file, line);
+  } else if (mask & ~existing) {
+    msg = format("cupysim: %s(mask 0x%08x) in %s: warp %u has only lanes %s (a block of %u "
+                 "threads), so lanes %s can never take part (%s:%d)",
+                 op_name(opcode), mask, w->where().c_str(), t->warp,
+                 lanes_text(existing).c_str(), w->n, lanes_text(mask & ~existing).c_str(), file,
+                 line);
+  } else if (op.arrived && (op.mask != mask || op.op != opcode)) {
+    msg = format("cupysim: lanes of warp %u in %s disagree: lane %u is in %s(mask 0x%08x) "
+                 "(%s:%d), lane %u calls %s(mask 0x%08x) (%s:%d) (CUDA C++ Programming Guide, "
+                 "\"Warp Shuffle Functions\")",
+                 t->warp, w->where().c_str(), op.first_lane, op_name(op.op), op.mask, op.file,
+                 op.line, lane, op_name(opcode), mask, file, line);
+  } else {
+    msg = format("cupysim: %s width %d is not a power of two in [1, 32] (%s:%d)",
+                 op_name(opcode), width, file, line);
+  }
+  abort_block(w, t->fiber, CUPYSIM_FAULT, msg);
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_source_lane(Worker* w, Thread* caller,
+                                                           const WarpOp& op, unsigned lane,
+                                                           long src) {
+  abort_block(w, caller->fiber, CUPYSIM_FAULT,
+              format("cupysim: %s: in %s, warp %u, lane %u reads lane %ld, which is not in the "
+                     "mask 0x%08x (%s:%d); the value is undefined on a GPU (CUDA C++ "
+                     "Programming Guide, \"Warp Shuffle Functions\")",
+                     op_name(op.op), w->where().c_str(), caller->warp, lane, src, op.mask,
+                     op.file, op.line));
+}
+
+// The fiber to run when the current one cannot continue; nullptr: the worker's own
+// stack (the block is finished or stalled).
+Fiber* pick_next(Worker* w, Fiber* self) {
+  if (w->q_size) return dequeue(w);
+  if (w->next_unstarted < w->n) return idle_runner(w);
+  if (w->finished == w->n) return nullptr;
+  fail_stall(w, self);
+}
+
+Thread* current_thread() { return reinterpret_cast<Thread*>(cupysim_cur); }
+
+void block_current(Worker* w, Thread* t) {
+  Fiber* self = t->fiber;
+  switch_to(w, self, pick_next(w, self));
+  cupysim_cur = &t->view;
+  t->state = RUNNING;
+}
+
+void run_thread(Worker* w, Fiber* self, Thread* t) {
+  t->fiber = self;
+  self->thread = t;
+  t->state = RUNNING;
+  cupysim_cur = &t->view;
+  TSAN_ACQUIRE(&w->tsan_start);
+  w->launch->body(w->launch->args);
+  TSAN_RELEASE(&w->tsan_end);
+  t->state = DONE;
+  ++w->finished;
+  self->thread = nullptr;
+  cupysim_cur = nullptr;
+}
+
+void init_thread(Worker* w, Thread* t, unsigned linear) {
+  t->linear = linear;
+  t->lane = linear % 32;
+  t->warp = linear / 32;
+  t->view.thread_idx.x = linear % w->block_dim.x;
+  t->view.thread_idx.y = (linear / w->block_dim.x) % w->block_dim.y;
+  t->view.thread_idx.z = linear / (w->block_dim.x * w->block_dim.y);
+  t->view.block_idx = w->block;
+  t->view.block_dim = w->block_dim;
+  t->view.grid_dim = w->grid_dim;
+  t->state = UNSTARTED;
+}
+
+[[noreturn]] void runner_loop(Worker* w, Fiber* self) {
+  for (;;) {
+    while (w->next_unstarted < w->n) {
+      Thread* t = &w->threads[w->next_unstarted];
+      init_thread(w, t, w->next_unstarted++);
+      run_thread(w, self, t);
+#if defined(CUPYSIM_TSAN)
+      break;  // one CUDA thread per fiber, so ThreadSanitizer tells them apart
+#endif
+    }
+#if defined(CUPYSIM_TSAN)
+    w->spent.push_back(self);
+#else
+    w->idle.push_back(self);
+#endif
+    switch_to(w, self, pick_next(w, self));
+  }
+}
+
+void fiber_entry() {
+#if defined(CUPYSIM_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+  Worker* w = worker();
+  runner_loop(w, w->starting);
+}
+
+void run_block(Worker* w, Launch* L, unsigned long long index) {
+  const cupysim_launch_cfg* c = L->cfg;
+  w->launch = L;
+  w->block.x = static_cast<unsigned>(index % c->grid[0]);
+  w->block.y = static_cast<unsigned>(index / c->grid[0] % c->grid[1]);
+  w->block.z = static_cast<unsigned>(index / (1ull * c->grid[0] * c->grid[1]));
+  w->block_dim = {c->block[0], c->block[1], c->block[2]};
+  w->grid_dim = {c->grid[0], c->grid[1], c->grid[2]};
+  w->n = c->block[0] * c->block[1] * c->block[2];
+  w->next_unstarted = w->finished = 0;
+  w->bar_arrived = 0;
+  w->bar_waiters.clear();
+  for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
+    w->warps[k].arrived = 0;
+    const unsigned lanes = w->n - 32 * k;
+    w->warp_lanes[k] = lanes >= 32 ? ~0u : (1u << lanes) - 1;
+  }
+  w->q_head = w->q_size = 0;
+  w->aborted = false;
+  TSAN_RELEASE(&w->tsan_start);
+  switch_to(w, nullptr, idle_runner(w));
+  TSAN_ACQUIRE(&w->tsan_end);
+  for (Fiber* f : w->spent) w->idle.push_back(f);
+  w->spent.clear();
+  if (w->aborted) {
+    // Fibers stopped mid-kernel hold dead frames: restart every one from the top.
+    w->idle.clear();
+    for (Fiber* f : w->fibers) {
+#if defined(CUPYSIM_ASAN)
+      __asan_unpoison_memory_region(f->stack_lo(), f->stack_size());
+#endif
+      fiber_reset(f);
+      w->idle.push_back(f);
+    }
+  }
+}
+
+void run_blocks(Launch* L) {
+  Worker* w = worker();
+  for (;;) {
+    if (L->failed.load(std::memory_order_relaxed)) return;
+    unsigned long long b = L->next.fetch_add(1);
+    if (b >= L->total) return;
+    run_block(w, L, b);
+  }
+}
+
+// --- the pool of helper OS threads ----------------------------------------------
+struct Pool {
+  std::mutex launch_mu;  // one launch at a time
+  std::mutex mu;
+  std::condition_variable wake, done;
+  std::vector<std::thread> threads;
+  Launch* current = nullptr;
+  int wanted = 0, active = 0;
+
+  void helper() {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      wake.wait(lk, [&] { return wanted > 0; });
+      --wanted;
+      ++active;
+      Launch* L = current;
+      lk.unlock();
+      run_blocks(L);
+      lk.lock();
+      if (--active == 0) done.notify_all();
+    }
+  }
+
+  void run(Launch* L, int helpers) {
+    if (helpers > 0) {
+      std::lock_guard<std::mutex> g(mu);
+      while (static_cast<int>(threads.size()) < helpers) {
+        threads.emplace_back([this] { helper(); });
+        threads.back().detach();
+      }
+      current = L;
+      wanted = helpers;
+      wake.notify_all();
+    }
+    run_blocks(L);
+    if (helpers > 0) {
+      std::unique_lock<std::mutex> lk(mu);
+      wanted = 0;  // helpers that have not started have nothing left to do
+      done.wait(lk, [&] { return active == 0; });
+      current = nullptr;
+    }
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: helpers outlive static destruction
+  return *p;
+}
+
+}  // namespace
+
+extern "C" {
+
+int cupysim_run(const cupysim_launch_cfg* cfg, cupysim_body_fn body, void* args, char* err,
+                size_t errlen) {
+  Launch L;
+  L.cfg = cfg;
+  L.body = body;
+  L.args = args;
+  L.total = 1ull * cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+  int helpers = 0;
+#if !defined(CUPYSIM_SERIAL)
+  unsigned long long extra = L.total - 1;
+  helpers = cfg->workers - 1;
+  if (static_cast<unsigned long long>(helpers) > extra) helpers = static_cast<int>(extra);
+#endif
+  Pool& p = pool();
+  {
+    std::lock_guard<std::mutex> g(p.launch_mu);
+#if defined(CUPYSIM_ASAN)
+    // Bytes past the launch's dynamic shared memory are unaddressable.
+    __asan_unpoison_memory_region(g_dynamic_smem, sizeof g_dynamic_smem);
+    __asan_poison_memory_region(g_dynamic_smem + cfg->dynamic_smem,
+                                sizeof g_dynamic_smem - cfg->dynamic_smem);
+#endif
+    p.run(&L, helpers);
+  }
+  if (L.code != CUPYSIM_OK && err && errlen) snprintf(err, errlen, "%s", L.message.c_str());
+  return L.code;
+}
+
+void* cupysim_dynamic_shared(void) {
+#if defined(CUPYSIM_SERIAL)
+  return g_dynamic_smem;
+#else
+  return worker()->dynamic_smem;
+#endif
+}
+
+int cupysim_syncthreads(int op, int pred, const char* file, int line) {
+  Worker* w = tls_worker;
+  Thread* t = current_thread();
+  if (w->bar_arrived == 0) {
+    w->bar_op = op;
+    w->bar_file = file;
+    w->bar_line = line;
+    w->bar_first = t->linear;
+    w->bar_acc = op == 2 ? 1 : 0;
+  } else if (__builtin_expect(w->bar_line != line || w->bar_op != op ||
+                                  (w->bar_file != file && strcmp(w->bar_file, file) != 0),
+                              0)) {
+    fail_barrier(w, t, op, file, line);
+  }
+  if (op == 1) w->bar_acc += pred != 0;
+  if (op == 2) w->bar_acc = w->bar_acc && pred;
+  if (op == 3) w->bar_acc = w->bar_acc || pred;
+  [[maybe_unused]] unsigned gen = w->bar_gen;
+  TSAN_RELEASE(&w->tsan_bar[gen & 1]);
+  if (++w->bar_arrived == w->n) {
+    const int result = static_cast<int>(w->bar_acc);
+    w->bar_arrived = 0;
+    ++w->bar_gen;
+    for (Thread* u : w->bar_waiters) {
+      u->result = static_cast<uint64_t>(result);
+      u->state = READY;
+      enqueue(w, u->fiber);
+    }
+    w->bar_waiters.clear();
+    TSAN_ACQUIRE(&w->tsan_bar[gen & 1]);
+    return result;
+  }
+  t->state = AT_BARRIER;
+  w->bar_waiters.push_back(t);
+  block_current(w, t);
+  TSAN_ACQUIRE(&w->tsan_bar[gen & 1]);
+  return static_cast<int>(t->result);
+}
+
+static uint64_t reduce(int op, int is_signed, uint64_t a, uint64_t b) {
+  const int32_t sa = static_cast<int32_t>(a), sb = static_cast<int32_t>(b);
+  const uint32_t ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
+  switch (op) {
+    case CUPYSIM_WARP_REDUCE_ADD: return static_cast<uint32_t>(ua + ub);
+    case CUPYSIM_WARP_REDUCE_MIN:
+      return is_signed ? static_cast<uint32_t>(sa < sb ? sa : sb) : (ua < ub ? ua : ub);
+    case CUPYSIM_WARP_REDUCE_MAX:
+      return is_signed ? static_cast<uint32_t>(sa > sb ? sa : sb) : (ua > ub ? ua : ub);
+    case CUPYSIM_WARP_REDUCE_AND: return ua & ub;
+    case CUPYSIM_WARP_REDUCE_OR: return ua | ub;
+    default: return ua ^ ub;
+  }
+}
+
+// Every lane of the mask has posted its operand: compute each lane's result.
+static void complete_warp_op(Worker* w, Thread* caller, WarpOp& op, int width) {
+  Thread* lanes = &w->threads[caller->warp * 32];
+  const unsigned mask = op.mask;
+  uint64_t combined = 0;
+  bool first = true;
+  if (op.op == CUPYSIM_WARP_BALLOT || op.op == CUPYSIM_WARP_ANY || op.op == CUPYSIM_WARP_ALL) {
+    for (unsigned l = 0; l < 32; ++l)
+      if ((mask >> l & 1u) && lanes[l].post) combined |= 1ull << l;
+  } else if (op.op >= CUPYSIM_WARP_REDUCE_ADD && op.op <= CUPYSIM_WARP_REDUCE_XOR) {
+    for (unsigned l = 0; l < 32; ++l) {
+      if (!(mask >> l & 1u)) continue;
+      combined = first ? static_cast<uint32_t>(lanes[l].post)
+                       : reduce(op.op, lanes[l].post_arg, combined, lanes[l].post);
+      first = false;
+    }
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1u)) continue;
+    Thread* u = &lanes[l];
+    const unsigned seg = l & ~static_cast<unsigned>(width - 1);
+    const unsigned in_seg = l & static_cast<unsigned>(width - 1);
+    long src = l;
+    switch (op.op) {
+      case CUPYSIM_WARP_SHFL_IDX:
+        src = seg + (static_cast<unsigned>(u->post_arg) & static_cast<unsigned>(width - 1));
+        break;
+      case CUPYSIM_WARP_SHFL_UP:
+        if (in_seg >= static_cast<unsigned>(u->post_arg)) src = l - u->post_arg;
+        break;
+      case CUPYSIM_WARP_SHFL_DOWN:
+        if (in_seg + static_cast<unsigned>(u->post_arg) < static_cast<unsigned>(width))
+          src = l + u->post_arg;
+        break;
+      case CUPYSIM_WARP_SHFL_XOR:
+        src = l ^ static_cast<unsigned>(u->post_arg);
+        if (src >= static_cast<long>(seg + width)) src = l;
+        break;
+      case CUPYSIM_WARP_BALLOT: u->result = combined; continue;
+      case CUPYSIM_WARP_ANY: u->result = combined != 0; continue;
+      case CUPYSIM_WARP_ALL: u->result = combined == mask; continue;
+      case CUPYSIM_WARP_SYNC: u->result = 0; continue;
+      case CUPYSIM_WARP_MATCH_ANY: {
+        unsigned same = 0;
+        for (unsigned k = 0; k < 32; ++k)
+          if ((mask >> k & 1u) && lanes[k].post == u->post) same |= 1u << k;
+        u->result = same;
+        continue;
+      }
+      default: u->result = combined; continue;
+    }
+    if (__builtin_expect(!(mask >> src & 1u), 0)) fail_source_lane(w, caller, op, l, src);
+    u->result = lanes[src].post;
+  }
+}
+
+uint64_t cupysim_warp(int opcode, unsigned mask, uint64_t value, int arg, int width,
+                      const char* file, int line) {
+  Worker* w = tls_worker;
+  Thread* t = current_thread();
+  const unsigned lane = t->lane;
+  WarpOp& op = w->warps[t->warp];
+  const bool bad_width =
+      opcode <= CUPYSIM_WARP_SHFL_XOR && (width < 1 || width > 32 || (width & (width - 1)));
+  if (__builtin_expect(!(mask >> lane & 1u) || (mask & ~w->warp_lanes[t->warp]) || bad_width ||
+                           (op.arrived && (op.mask != mask || op.op != opcode)),
+                       0)) {
+    fail_warp(w, t, opcode, mask, width, file, line);
+  }
+  if (op.arrived == 0) {
+    op.mask = mask;
+    op.op = opcode;
+    op.file = file;
+    op.line = line;
+    op.first_lane = lane;
+  }
+  t->post = value;
+  t->post_arg = arg;
+  op.arrived |= 1u << lane;
+  if (opcode == CUPYSIM_WARP_SYNC) TSAN_RELEASE(&op.tsan_sync);
+  if (op.arrived == mask) {
+    complete_warp_op(w, t, op, width);
+    op.arrived = 0;
+    for (unsigned l = 32; l-- > 0;) {
+      if (l == lane || !(mask >> l & 1u)) continue;
+      Thread* u = &w->threads[t->warp * 32 + l];
+      u->state = READY;
+      enqueue_front(w, u->fiber);
+    }
+  } else {
+    t->state = AT_WARP;
+    block_current(w, t);
+  }
+  if (opcode == CUPYSIM_WARP_SYNC) TSAN_ACQUIRE(&op.tsan_sync);
+  return t->result;
+}
+
+void cupysim_assert_fail(const char* expr, const char* file, int line, const char* func) {
+  Worker* w = tls_worker;
+  Thread* t = current_thread();
+  // The message CUDA's device runtime prints for a failed assert().
+  std::string msg = format("%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` "
+                           "failed.",
+                           file, line, func, w->block.x, w->block.y, w->block.z,
+                           t->view.thread_idx.x, t->view.thread_idx.y, t->view.thread_idx.z,
+                           expr);
+  fprintf(stderr, "%s\n", msg.c_str());
+  abort_block(w, t->fiber, CUPYSIM_ASSERT, msg);
+}
+
+void cupysim_trap(const char* file, int line) {
+  Worker* w = tls_worker;
+  Thread* t = current_thread();
+  abort_block(w, t->fiber, CUPYSIM_TRAP,
+              format("__trap() in %s, %s (%s:%d)", w->where().c_str(), w->thread_text(t).c_str(),
+                     file, line));
+}
+
+}  // extern "C"
