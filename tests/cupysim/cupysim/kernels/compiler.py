@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -194,11 +196,62 @@ class KernelSpec:
     launch: object  # _LAUNCH
 
 
+_SECTION = re.compile(r"^Relocation section '\.rela\.text\.(\S+)'")
+_LOCAL_NAME = re.compile(r"E(\d+)(\w+)$")
+
+
+def static_shared_memory(obj: Path, dynamic: frozenset[str]) -> dict[str, int]:
+    """Static ``__shared__`` bytes of each function of an object file.
+
+    ``__shared__`` variables are function-local statics (``_ZZ<function>E<name>``);
+    a kernel uses those its own code and every function it calls refer to, which
+    the object's relocations tell (one section per function). The pointers that
+    replace ``extern __shared__`` arrays are not shared memory.
+    """
+    out = subprocess.run(["readelf", "-Wsr", str(obj)], capture_output=True, text=True,
+                         check=True).stdout
+    sizes: dict[str, int] = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[3] in ("TLS", "OBJECT") and f[7].startswith("_ZZ"):
+            name = f[7]
+            local = _LOCAL_NAME.search(name)
+            if "cupysim" in name or (local and local.group(2) in dynamic):
+                continue
+            sizes[name] = int(f[2], 0)
+    refs: dict[str, set[str]] = {}
+    current = None
+    for line in out.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            current = refs.setdefault(m.group(1), set())
+        elif line.startswith("Relocation section"):
+            current = None
+        elif current is not None:
+            f = line.split()
+            if len(f) >= 5 and f[2].startswith("R_X86_64_"):
+                current.add(f[4])
+    totals: dict[str, int] = {}
+    for fn in refs:
+        seen, stack, used = {fn}, [fn], set()
+        while stack:
+            for sym in refs.get(stack.pop(), ()):
+                if sym in sizes:
+                    used.add(sym)
+                elif sym in refs and sym not in seen:
+                    seen.add(sym)
+                    stack.append(sym)
+        totals[fn] = sum(sizes[v] for v in used)
+    return totals
+
+
 class Binary:
     """A loaded kernel library."""
 
     def __init__(self, path: Path, unit: TranslationUnit) -> None:
         self.path = path
+        meta = json.loads(path.with_suffix(".json").read_text())
+        self.static_smem: dict[str, int] = meta["static_smem"]
         self._lib = ctypes.CDLL(str(path))
         self._lib.cupysim_kernel.restype = ctypes.POINTER(_KernelInfo)
         self.kernels: list[KernelSpec] = []
@@ -230,6 +283,27 @@ class Binary:
 _binaries: dict[Path, Binary] = {}
 
 
+def _build(unit: TranslationUnit, flags: list[str], rt: Path, path: Path) -> None:
+    """Compile to an object (one section per function, for the shared-memory
+    accounting), write its metadata, link; the library appears last."""
+    src = path.with_suffix(".cu.cpp")
+    fd, tmp = tempfile.mkstemp(dir=src.parent, prefix=src.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(unit.text)
+    os.replace(tmp, src)
+    obj = path.with_suffix(".o")
+    compile_flags = [f for f in flags if f != "-shared"]
+    _compile([*compile_flags, "-c", "-ffunction-sections", "-fdata-sections", "-x", "c++",
+              str(src)], obj, "kernel compilation")
+    meta = {"static_smem": static_shared_memory(obj, unit.dynamic_shared)}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(meta, f)
+    os.replace(tmp, path.with_suffix(".json"))
+    _compile([*flags, str(obj), str(rt)], path, "kernel link")
+    obj.unlink(missing_ok=True)
+
+
 def build(
     code: str,
     options: tuple[str, ...] = (),
@@ -248,15 +322,6 @@ def build(
         binary = _binaries.get(path)
         if binary is None:
             if not path.exists():
-                src = cache_dir() / f"{key}.cu.cpp"
-                fd, tmp = tempfile.mkstemp(dir=src.parent, prefix=src.name, suffix=".tmp")
-                with os.fdopen(fd, "w") as f:
-                    f.write(unit.text)
-                os.replace(tmp, src)
-                _compile(
-                    [*flags, "-x", "c++", str(src), "-x", "none", str(rt)],
-                    path,
-                    "kernel compilation",
-                )
+                _build(unit, flags, rt, path)
             binary = _binaries[path] = Binary(path, unit)
     return binary

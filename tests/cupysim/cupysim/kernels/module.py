@@ -53,7 +53,8 @@ class Module:
                 spec = self._by_name.get(name)
                 if spec is None:
                     runtime.raise_cuda_driver_error("CUDA_ERROR_NOT_FOUND", "named symbol not found")
-                fn = self._functions[name] = Function(self.binary, spec, self.device, 0)
+                static = self.binary.static_smem.get(spec.symbol or "", 0)
+                fn = self._functions[name] = Function(self.binary, spec, self.device, static)
             return fn
 
     def get_global_var(self, name: str) -> int:

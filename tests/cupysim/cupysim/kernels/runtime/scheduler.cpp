@@ -126,10 +126,17 @@ struct Thread {
   unsigned linear, lane, warp;
   State state;
   Fiber* fiber;
-  uint64_t post;  // this lane's operand of the pending warp operation
+  uint64_t post;  // this lane's operand of the pending (partial-mask) warp operation
   int post_arg;
   uint64_t result;  // what the warp operation or barrier returns to it
+  // Full-warp operations (see eager_warp_op): how many this lane has posted and
+  // completed, the lanes waiting for its next post, and what it waits for.
+  unsigned long long posted_ops, done_ops, wait_k;
+  unsigned waiters, wait_src;
+  unsigned char wait_kind;
 };
+
+enum WaitKind : unsigned char { WAIT_NONE, WAIT_SOURCE, WAIT_ALL, WAIT_SLOT };
 
 struct Fiber {
   void* sp = nullptr;
@@ -150,6 +157,27 @@ struct WarpOp {
   int line = 0;
   unsigned first_lane = 0;
   unsigned char tsan_sync = 0;
+};
+
+// One full-warp operation instance: every lane's operand, kept until all lanes
+// have completed it. Lanes run ahead of each other by up to kHistory operations.
+static const unsigned kHistory = 16;
+
+struct alignas(64) WarpSlot {
+  unsigned epoch = 0;  // the block it belongs to
+  unsigned long long seq = 0;
+  int op = 0, width = 0, is_signed = 0;
+  unsigned mask = 0, first_lane = 0, posted = 0, waiting = 0;
+  const char* file = nullptr;
+  int line = 0;
+  unsigned char tsan_sync = 0;
+  uint64_t value[32];
+};
+
+struct EagerWarp {
+  unsigned long long min_done = 0;  // a lower bound of the lanes' completed operations
+  unsigned slot_waiters = 0;
+  WarpSlot slots[kHistory];
 };
 
 struct Launch {
@@ -233,6 +261,8 @@ struct Worker {
   Thread threads[kMaxThreads];
   WarpOp warps[kMaxThreads / 32];
   unsigned warp_lanes[kMaxThreads / 32];  // the lanes each warp of the block has
+  EagerWarp eager[kMaxThreads / 32];
+  unsigned epoch = 0;
   Fiber* queue[kMaxThreads];  // ring of runnable fibers (each thread is in it at most once)
   unsigned q_head = 0, q_size = 0;
 
@@ -397,6 +427,27 @@ std::string describe_stall(Worker* w) {
                   w->bar_arrived, w->n, barrier_name(w->bar_op), w->bar_file, w->bar_line);
   }
   if (w->finished) msg += format(" %u threads have exited;", w->finished);
+  for (unsigned i = 0; i < w->n; ++i) {
+    const Thread& t = w->threads[i];
+    if (t.state != AT_WARP || t.wait_kind == WAIT_NONE) continue;
+    const WarpSlot& slot = w->eager[t.warp].slots[t.wait_k % kHistory];
+    const Thread& src = w->threads[t.warp * 32 + t.wait_src];
+    if (t.wait_kind == WAIT_SOURCE) {
+      msg += format(" warp %u, lane %u waits in %s(mask 0x%08x) (%s:%d) for lane %u, which %s "
+                    "after %llu of the warp's operations;",
+                    t.warp, t.lane, op_name(slot.op), slot.mask, slot.file, slot.line,
+                    t.wait_src, src.state == DONE ? "exited" : "is blocked", src.posted_ops);
+    } else if (t.wait_kind == WAIT_ALL) {
+      msg += format(" warp %u, lane %u waits in %s(mask 0x%08x) (%s:%d) for lanes %s;", t.warp,
+                    t.lane, op_name(slot.op), slot.mask, slot.file, slot.line,
+                    lanes_text(slot.mask & ~slot.posted).c_str());
+    } else {
+      msg += format(" warp %u, lane %u is %u warp operations ahead of a lane that exited or "
+                    "waits;",
+                    t.warp, t.lane, kHistory);
+    }
+    break;  // the first waiter tells the story
+  }
   for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
     const WarpOp& op = w->warps[k];
     if (!op.arrived) continue;
@@ -523,13 +574,24 @@ void init_thread(Worker* w, Thread* t, unsigned linear) {
   t->view.block_dim = w->block_dim;
   t->view.grid_dim = w->grid_dim;
   t->state = UNSTARTED;
+  t->posted_ops = t->done_ops = 0;
+  t->waiters = 0;
+  t->wait_kind = WAIT_NONE;
+}
+
+// Threads start warp by warp, each warp's lanes from the highest down: then a
+// __shfl_down_sync finds its source lane's operand already posted and nobody waits.
+unsigned start_order(const Worker* w, unsigned i) {
+  const unsigned base = i & ~31u, lanes = w->n - base < 32 ? w->n - base : 32;
+  return base + lanes - 1 - (i & 31u);
 }
 
 [[noreturn]] void runner_loop(Worker* w, Fiber* self) {
   for (;;) {
     while (w->next_unstarted < w->n) {
-      Thread* t = &w->threads[w->next_unstarted];
-      init_thread(w, t, w->next_unstarted++);
+      const unsigned linear = start_order(w, w->next_unstarted++);
+      Thread* t = &w->threads[linear];
+      init_thread(w, t, linear);
       run_thread(w, self, t);
 #if defined(CUPYSIM_TSAN)
       break;  // one CUDA thread per fiber, so ThreadSanitizer tells them apart
@@ -552,6 +614,35 @@ void fiber_entry() {
   runner_loop(w, w->starting);
 }
 
+// Every lane of a warp must have executed the same full-warp operations: a lane
+// that exits early leaves the others' operations without it (undefined on a GPU).
+void check_warp_ops(Worker* w) {
+  for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
+    const Thread* lanes = &w->threads[k * 32];
+    unsigned long long most = 0, fewest = ~0ull;
+    for (unsigned l = 0; l < 32; ++l) {
+      if (!(w->warp_lanes[k] >> l & 1u)) continue;
+      most = lanes[l].posted_ops > most ? lanes[l].posted_ops : most;
+      fewest = lanes[l].posted_ops < fewest ? lanes[l].posted_ops : fewest;
+    }
+    if (most == fewest) continue;
+    unsigned short_lanes = 0;
+    for (unsigned l = 0; l < 32; ++l)
+      if ((w->warp_lanes[k] >> l & 1u) && lanes[l].posted_ops < most) short_lanes |= 1u << l;
+    const WarpSlot& last = w->eager[k].slots[(most - 1) % kHistory];
+    w->launch->fail(CUPYSIM_FAULT,
+                    format("cupysim: %s, warp %u: lanes %s exited after %llu full-warp "
+                           "operations, while the others executed %llu (the last: %s(mask "
+                           "0x%08x) at %s:%d); every lane named in a *_sync mask must execute "
+                           "the operation (CUDA C++ Programming Guide, \"Warp Shuffle "
+                           "Functions\")",
+                           w->where().c_str(), k, lanes_text(short_lanes).c_str(), fewest, most,
+                           op_name(last.op), last.mask, last.file, last.line));
+    w->aborted = true;
+    return;
+  }
+}
+
 void run_block(Worker* w, Launch* L, unsigned long long index) {
   const cupysim_launch_cfg* c = L->cfg;
   w->launch = L;
@@ -564,8 +655,11 @@ void run_block(Worker* w, Launch* L, unsigned long long index) {
   w->next_unstarted = w->finished = 0;
   w->bar_arrived = 0;
   w->bar_waiters.clear();
+  ++w->epoch;
   for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
     w->warps[k].arrived = 0;
+    w->eager[k].min_done = 0;
+    w->eager[k].slot_waiters = 0;
     const unsigned lanes = w->n - 32 * k;
     w->warp_lanes[k] = lanes >= 32 ? ~0u : (1u << lanes) - 1;
   }
@@ -576,6 +670,7 @@ void run_block(Worker* w, Launch* L, unsigned long long index) {
   TSAN_ACQUIRE(&w->tsan_end);
   for (Fiber* f : w->spent) w->idle.push_back(f);
   w->spent.clear();
+  if (!w->aborted) check_warp_ops(w);
   if (w->aborted) {
     // Fibers stopped mid-kernel hold dead frames: restart every one from the top.
     w->idle.clear();
@@ -798,10 +893,182 @@ static void complete_warp_op(Worker* w, Thread* caller, WarpOp& op, int width) {
   }
 }
 
+static long source_lane(int op, unsigned l, int arg, int width) {
+  const unsigned seg = l & ~static_cast<unsigned>(width - 1);
+  const unsigned in_seg = l & static_cast<unsigned>(width - 1);
+  switch (op) {
+    case CUPYSIM_WARP_SHFL_IDX:
+      return seg + (static_cast<unsigned>(arg) & static_cast<unsigned>(width - 1));
+    case CUPYSIM_WARP_SHFL_UP:
+      return in_seg >= static_cast<unsigned>(arg) ? static_cast<long>(l) - arg : l;
+    case CUPYSIM_WARP_SHFL_DOWN:
+      return in_seg + static_cast<unsigned>(arg) < static_cast<unsigned>(width) ? l + arg : l;
+    default: {
+      const long src = l ^ static_cast<unsigned>(arg);
+      return src >= static_cast<long>(seg + width) ? l : src;
+    }
+  }
+}
+
+static bool slot_free_slow(Worker* w, EagerWarp& ew, unsigned warp, unsigned long long k) {
+  unsigned long long m = ~0ull;
+  const Thread* lanes = &w->threads[warp * 32];
+  for (unsigned l = 0; l < 32; ++l)
+    if ((w->warp_lanes[warp] >> l & 1u) && lanes[l].done_ops < m) m = lanes[l].done_ops;
+  ew.min_done = m;
+  return m > k - kHistory;
+}
+
+static inline bool slot_free(Worker* w, EagerWarp& ew, unsigned warp, unsigned long long k) {
+  return k < kHistory || ew.min_done > k - kHistory || slot_free_slow(w, ew, warp, k);
+}
+
+static inline void wake(Worker* w, Thread* u) {
+  u->state = READY;
+  u->wait_kind = WAIT_NONE;
+  enqueue_front(w, u->fiber);
+}
+
+static void wait_for(Worker* w, Thread* t, unsigned char kind, unsigned long long k) {
+  t->wait_kind = kind;
+  t->wait_k = k;
+  t->state = AT_WARP;
+  block_current(w, t);
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] static void fail_eager(Worker* w, Thread* t, const WarpSlot& s,
+                                                     int opcode, int width, const char* file,
+                                                     int line) {
+  abort_block(w, t->fiber, CUPYSIM_FAULT,
+              format("cupysim: lanes of warp %u in %s disagree at their warp operation #%llu: "
+                     "lane %u calls %s(mask 0x%08x, width %d) (%s:%d), lane %u calls %s(mask "
+                     "0x%08x, width %d) (%s:%d) (CUDA C++ Programming Guide, \"Warp Shuffle "
+                     "Functions\")",
+                     t->warp, w->where().c_str(), s.seq, s.first_lane, op_name(s.op), s.mask,
+                     s.width, s.file, s.line, t->lane, op_name(opcode), s.mask, width, file,
+                     line));
+}
+
+// A warp operation over every lane of the warp, run as dataflow: a lane posts its
+// operand in the operation's slot and goes on as soon as what it reads is there
+// (its shuffle source's operand; every operand for a vote, reduction or
+// __syncwarp), instead of waiting for all 32 lanes at every shuffle. Lanes pair up
+// by their count of such operations, which all lanes execute in the same order.
+// A shuffle orders no memory, so letting a lane run ahead changes nothing a
+// race-free kernel can observe.
+static uint64_t eager_warp_op(Worker* w, Thread* t, int opcode, unsigned mask, uint64_t value, int arg,
+                       int width, const char* file, int line) {
+  const unsigned lane = t->lane, warp = t->warp;
+  EagerWarp& ew = w->eager[warp];
+  Thread* lanes = &w->threads[warp * 32];
+  const unsigned long long k = t->posted_ops;
+  WarpSlot& s = ew.slots[k % kHistory];
+  while (!slot_free(w, ew, warp, k)) {
+    ew.slot_waiters |= 1u << lane;
+    wait_for(w, t, WAIT_SLOT, k);
+  }
+  if (s.epoch != w->epoch || s.seq != k) {
+    s.epoch = w->epoch;
+    s.seq = k;
+    s.op = opcode;
+    s.width = width;
+    s.mask = mask;
+    s.file = file;
+    s.line = line;
+    s.first_lane = lane;
+    s.is_signed = arg;
+    s.posted = s.waiting = 0;
+  } else if (__builtin_expect(s.op != opcode || s.width != width, 0)) {
+    fail_eager(w, t, s, opcode, width, file, line);
+  }
+  s.value[lane] = value;
+  s.posted |= 1u << lane;
+  t->posted_ops = k + 1;
+  if (t->waiters) {
+    for (unsigned ws = t->waiters; ws; ws &= ws - 1) {
+      Thread* u = &lanes[__builtin_ctz(ws)];
+      if (u->wait_k <= k) {
+        t->waiters &= ~(1u << u->lane);
+        wake(w, u);
+      }
+    }
+  }
+  uint64_t result = 0;
+  if (opcode <= CUPYSIM_WARP_SHFL_XOR) {
+    const long src = source_lane(opcode, lane, arg, width);
+    if (src == static_cast<long>(lane)) {
+      result = value;
+    } else {
+      if (__builtin_expect(!(mask >> src & 1u), 0)) {
+        WarpOp op;
+        op.op = opcode;
+        op.mask = mask;
+        op.file = file;
+        op.line = line;
+        fail_source_lane(w, t, op, lane, src);
+      }
+      Thread* from = &lanes[src];
+      while (from->posted_ops <= k) {
+        from->waiters |= 1u << lane;
+        t->wait_src = static_cast<unsigned>(src);
+        wait_for(w, t, WAIT_SOURCE, k);
+      }
+      result = s.value[src];
+    }
+  } else {
+    if (opcode == CUPYSIM_WARP_SYNC) TSAN_RELEASE(&s.tsan_sync);
+    if (s.posted != mask) {
+      s.waiting |= 1u << lane;
+      while (s.posted != mask) wait_for(w, t, WAIT_ALL, k);
+    } else {
+      for (unsigned ws = s.waiting; ws; ws &= ws - 1) wake(w, &lanes[__builtin_ctz(ws)]);
+      s.waiting = 0;
+    }
+    if (opcode == CUPYSIM_WARP_SYNC) TSAN_ACQUIRE(&s.tsan_sync);
+    uint64_t acc = 0;
+    bool first = true;
+    for (unsigned l = 0; l < 32; ++l) {
+      if (!(mask >> l & 1u)) continue;
+      const uint64_t v = s.value[l];
+      switch (opcode) {
+        case CUPYSIM_WARP_BALLOT:
+        case CUPYSIM_WARP_ANY:
+        case CUPYSIM_WARP_ALL:
+          if (v) acc |= 1ull << l;
+          break;
+        case CUPYSIM_WARP_MATCH_ANY:
+          if (v == value) acc |= 1ull << l;
+          break;
+        case CUPYSIM_WARP_SYNC: break;
+        default:
+          acc = first ? static_cast<uint32_t>(v) : reduce(opcode, s.is_signed, acc, v);
+          first = false;
+      }
+    }
+    result = opcode == CUPYSIM_WARP_ANY ? acc != 0 : opcode == CUPYSIM_WARP_ALL ? acc == mask : acc;
+  }
+  t->done_ops = k + 1;
+  if (ew.slot_waiters) {
+    for (unsigned ws = ew.slot_waiters; ws; ws &= ws - 1) {
+      Thread* u = &lanes[__builtin_ctz(ws)];
+      if (slot_free(w, ew, warp, u->wait_k)) {
+        ew.slot_waiters &= ~(1u << u->lane);
+        wake(w, u);
+      }
+    }
+  }
+  return result;
+}
+
 uint64_t cupysim_warp(int opcode, unsigned mask, uint64_t value, int arg, int width,
                       const char* file, int line) {
   Worker* w = tls_worker;
   Thread* t = current_thread();
+  const bool good_width = opcode > CUPYSIM_WARP_SHFL_XOR ||
+                          (width >= 1 && width <= 32 && (width & (width - 1)) == 0);
+  if (mask == w->warp_lanes[t->warp] && good_width) {
+    return eager_warp_op(w, t, opcode, mask, value, arg, width, file, line);
+  }
   const unsigned lane = t->lane;
   WarpOp& op = w->warps[t->warp];
   const bool bad_width =
