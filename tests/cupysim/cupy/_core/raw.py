@@ -17,9 +17,10 @@ from cupysim.kernels.module import compile_with_cache
 __all__ = ["RawKernel", "RawModule"]
 
 
-def _typed(name: str, value, kind: type, allow_none: bool = False):
-    # Cython's check of typed arguments (`str code`, `tuple options` in raw.pyx).
-    if value is None and allow_none:
+def _typed(name: str, value, kind: type):
+    # Cython's check of typed arguments (`str code`, `tuple options` in raw.pyx),
+    # which let None through.
+    if value is None:
         return value
     if not isinstance(value, kind):
         raise TypeError(
@@ -206,8 +207,8 @@ class RawModule:
     def __init__(self, *, code=None, path=None, options=(), backend="nvrtc",
                  translate_cucomplex=False, enable_cooperative_groups=False,
                  name_expressions=None, jitify=None):
-        _typed("code", code, str, allow_none=True)
-        _typed("path", path, str, allow_none=True)
+        _typed("code", code, str)
+        _typed("path", path, str)
         _typed("options", options, tuple)
         _typed("backend", backend, str)
         if (code is None) == (path is None):

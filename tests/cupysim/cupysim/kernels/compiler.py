@@ -49,8 +49,11 @@ _MODE_FLAGS = {
     ),
     "thread": (["-O1", "-g", "-fsanitize=thread", "-DCUPYSIM_SERIAL"], ["-DCUPYSIM_TSAN"]),
 }
+# -fno-gnu-unique: template statics (an Entry's parameter table, a templated
+# device function's __shared__ array) would otherwise be one object for the
+# whole process, shared by every kernel library that instantiates the same name.
 _COMMON = ["-std=c++17", "-fPIC", "-shared", "-w", "-fno-strict-aliasing", "-fno-ipa-icf",
-           "-pthread"]
+           "-fno-gnu-unique", "-pthread"]
 
 
 def cache_dir() -> Path:
@@ -121,29 +124,47 @@ def runtime_library(mode: str | None) -> Path:
     return path
 
 
-def _host_options(options: tuple[str, ...]) -> list[str]:
-    """The NVRTC options that mean something on the host: macros, include paths, the
-    C++ standard (CuPy adds ``--std=c++17`` when none is given,
-    ``cupy/_core/core.pyx: assemble_cupy_compiler_options``). Code-generation
-    options (``-arch``, ``--use_fast_math``, ``-ftz`` ...) have no host meaning."""
-    out, std = [], "-std=c++17"
+def host_options(options: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The NVRTC options that mean something on the host: (compiler flags, preamble).
+
+    Macros (``-D``/``-U``/``-include``) become preamble lines placed after the
+    simulator's own header, so a user macro such as ``-DT=float`` reaches the kernel
+    source (and CuPy's headers) as it would under NVRTC, without rewriting the
+    simulator's header. Include paths and the C++ standard are compiler flags (CuPy
+    adds ``--std=c++17`` when none is given, ``cupy/_core/core.pyx:
+    assemble_cupy_compiler_options``). Code-generation options (``-arch``,
+    ``--use_fast_math``, ``-ftz`` ...) have no host meaning and are ignored.
+    """
+    flags, preamble, std = [], [], "-std=c++17"
+    spellings = {"-D": "-D", "--define-macro": "-D", "-U": "-U", "--undefine-macro": "-U",
+                 "-I": "-I", "--include-path": "-I", "-include": "-include",
+                 "--pre-include": "-include"}
     it = iter(options)
     for opt in it:
-        for flag, gxx in (("-D", "-D"), ("--define-macro", "-D"), ("-U", "-U"),
-                          ("--undefine-macro", "-U"), ("-I", "-I"), ("--include-path", "-I"),
-                          ("-include", "-include"), ("--pre-include", "-include")):
-            if opt == flag:
-                out += [gxx, next(it)]
+        kind = value = None
+        for spelling, canonical in spellings.items():
+            if opt == spelling:
+                kind, value = canonical, next(it)
+            elif opt.startswith(spelling + "="):
+                kind, value = canonical, opt[len(spelling) + 1 :]
+            elif len(spelling) == 2 and opt.startswith(spelling):
+                kind, value = canonical, opt[2:]
+            if kind:
                 break
-            if opt.startswith(flag + "=") or (len(flag) == 2 and opt.startswith(flag)):
-                value = opt[len(flag) + 1 :] if opt.startswith(flag + "=") else opt[len(flag) :]
-                out += [gxx, value]
-                break
+        if kind == "-D":
+            name, _, body = value.partition("=")
+            preamble.append(f"#define {name} {body if _ else 1}")
+        elif kind == "-U":
+            preamble.append(f"#undef {value}")
+        elif kind == "-include":
+            preamble.append(f'#include "{value}"')
+        elif kind == "-I":
+            flags += ["-I", value]
         else:
             for prefix in ("--std=", "-std="):
                 if opt.startswith(prefix):
                     std = "-std=" + opt[len(prefix) :]
-    return [std, *out]
+    return [std, *flags], preamble
 
 
 @dataclass(frozen=True)
@@ -314,8 +335,9 @@ def build(
 ) -> Binary:
     """Compile (or find in the cache) and load ``code``."""
     rt = runtime_library(sanitize)
-    unit = translation_unit(code, name_expressions, cupy_headers)
-    flags = [*_COMMON, *_host_options(options), *_MODE_FLAGS[sanitize][0], "-I", str(INCLUDE)]
+    host_flags, preamble = host_options(options)
+    unit = translation_unit(code, name_expressions, cupy_headers, preamble)
+    flags = [*_COMMON, *host_flags, *_MODE_FLAGS[sanitize][0], "-I", str(INCLUDE)]
     key = _digest(_FORMAT, unit.text, flags, sanitize, _headers_digest(), rt.name, _compiler_id())
     path = cache_dir() / f"{key}.so"
     with _lock_for(str(path)):

@@ -165,12 +165,16 @@ def _bounds_call(expr: str, decls: dict[str, KernelDecl]) -> str:
 
 
 def translation_unit(
-    code: str, name_expressions: tuple[str, ...] | None, cupy_headers: bool
+    code: str,
+    name_expressions: tuple[str, ...] | None,
+    cupy_headers: bool,
+    preamble: list[str] = (),  # type: ignore[assignment]
 ) -> TranslationUnit:
     """The host translation unit for ``code`` (see the module docstring).
 
     ``cupy_headers``: prepend CuPy's kernel headers, as ``compile_with_cache``
     does for elementwise and reduction kernels (``cupy/_core/core.pyx``).
+    ``preamble``: the option macros (``compiler.host_options``).
     """
     scan = blank(code)
     body, dynamic = _rewrite_extern_shared(code, scan)
@@ -187,6 +191,7 @@ def translation_unit(
     first = {name: ds[-1] for name, ds in by_name.items()}
     lines = [
         "#include <cupysim_cuda.h>",
+        *preamble,
         _CUPY_HEADERS if cupy_headers else "",
         '#line 1 "kernel.cu"',
         body,

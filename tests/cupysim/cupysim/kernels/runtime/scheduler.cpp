@@ -574,9 +574,6 @@ void init_thread(Worker* w, Thread* t, unsigned linear) {
   t->view.block_dim = w->block_dim;
   t->view.grid_dim = w->grid_dim;
   t->state = UNSTARTED;
-  t->posted_ops = t->done_ops = 0;
-  t->waiters = 0;
-  t->wait_kind = WAIT_NONE;
 }
 
 // Threads start warp by warp, each warp's lanes from the highest down: then a
@@ -656,6 +653,14 @@ void run_block(Worker* w, Launch* L, unsigned long long index) {
   w->bar_arrived = 0;
   w->bar_waiters.clear();
   ++w->epoch;
+  // Lanes read each other's operation counts before those lanes start: reset all.
+  for (unsigned i = 0; i < w->n; ++i) {
+    Thread* t = &w->threads[i];
+    t->posted_ops = t->done_ops = 0;
+    t->waiters = 0;
+    t->wait_kind = WAIT_NONE;
+    t->state = UNSTARTED;
+  }
   for (unsigned k = 0; k < (w->n + 31) / 32; ++k) {
     w->warps[k].arrived = 0;
     w->eager[k].min_done = 0;
