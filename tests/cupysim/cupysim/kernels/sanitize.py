@@ -24,13 +24,18 @@ What it sets, and why:
   instrumented; NumPy's and BLAS's memcpy calls are not races to report.
 * ``log_path``: reports go to a file the launcher reads after each launch, so a
   report becomes a :class:`SanitizerError` naming the kernel, in the test that
-  launched it (the exit status stays non-zero: TSan's ``exitcode``).
+  launched it (the exit status stays non-zero: TSan's ``exitcode``). GCC's
+  sanitizers symbolize with libbacktrace, which knows only the libraries loaded
+  at their first report; frames of kernel libraries loaded later are symbolized
+  here with ``addr2line``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -111,6 +116,26 @@ _seen: dict[Path, int] = {}
 _seen_lock = threading.Lock()
 
 
+_FRAME = re.compile(r"(0x[0-9a-f]+) +\((/\S+\.so)\+(0x[0-9a-f]+)\)")
+
+
+def _symbolize(text: str) -> str:
+    """Name the unsymbolized frames ``0xADDR (/path/lib.so+0xOFF)`` with addr2line."""
+    addr2line = shutil.which("addr2line")
+    if addr2line is None:
+        return text
+
+    def name(m: re.Match) -> str:
+        out = subprocess.run([addr2line, "-Cfe", m.group(2), m.group(3)], capture_output=True,
+                             text=True)
+        lines = out.stdout.split("\n")
+        if out.returncode or len(lines) < 2 or lines[0].startswith("??"):
+            return m.group(0)
+        return f"{m.group(1)} in {lines[0]} {lines[1]}"
+
+    return _FRAME.sub(name, text)
+
+
 def raise_new_reports(kernel: str) -> None:
     """Raise :class:`SanitizerError` if the sanitizer reported since the last launch."""
     mode = sanitizer_mode()
@@ -128,7 +153,7 @@ def raise_new_reports(kernel: str) -> None:
     if text.strip():
         raise SanitizerError(
             f"{'AddressSanitizer/UBSan' if mode == 'address' else 'ThreadSanitizer'} report "
-            f"during kernel {kernel}:\n{text.decode(errors='replace')}"
+            f"during kernel {kernel}:\n{_symbolize(text.decode(errors='replace'))}"
         )
 
 

@@ -49,12 +49,22 @@ void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_
                                      size_t* size_old);
 void __asan_poison_memory_region(void const volatile* addr, size_t size);
 void __asan_unpoison_memory_region(void const volatile* addr, size_t size);
+void __asan_set_error_report_callback(void (*callback)(const char*));
 }
+// A report does not stop the faulting access (kernels build with
+// -fsanitize-recover), so the launch stops at its next scheduling point instead of
+// letting the rest of the grid write through a bad index.
+static std::atomic<bool> g_sanitizer_report{false};
+static void on_sanitizer_report(const char*) { g_sanitizer_report.store(true); }
+#define SANITIZER_REPORTED() g_sanitizer_report.load(std::memory_order_relaxed)
+#else
+#define SANITIZER_REPORTED() false
 #endif
 #if defined(CUPYSIM_TSAN)
 extern "C" {
 void* __tsan_get_current_fiber(void);
 void* __tsan_create_fiber(unsigned flags);
+void __tsan_set_fiber_name(void* fiber, const char* name);
 void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 void __tsan_acquire(void* addr);
 void __tsan_release(void* addr);
@@ -146,6 +156,7 @@ struct Fiber {
   void* asan_fake_stack = nullptr;
   void* tsan = nullptr;
   size_t color = 0;  // bytes left unused at the top of the stack
+  char name[64];      // the CUDA thread it runs, for ThreadSanitizer's reports
   char* stack_lo() const { return map + getpagesize(); }
   size_t stack_size() const { return map_size - getpagesize(); }
 };
@@ -554,6 +565,12 @@ void run_thread(Worker* w, Fiber* self, Thread* t) {
   self->thread = t;
   t->state = RUNNING;
   cupysim_cur = &t->view;
+#if defined(CUPYSIM_TSAN)
+  snprintf(self->name, sizeof self->name, "CUDA block (%u,%u,%u) thread (%u,%u,%u)",
+           w->block.x, w->block.y, w->block.z, t->view.thread_idx.x, t->view.thread_idx.y,
+           t->view.thread_idx.z);
+  __tsan_set_fiber_name(self->tsan, self->name);
+#endif
   TSAN_ACQUIRE(&w->tsan_start);
   w->launch->body(w->launch->args);
   TSAN_RELEASE(&w->tsan_end);
@@ -583,9 +600,14 @@ unsigned start_order(const Worker* w, unsigned i) {
   return base + lanes - 1 - (i & 31u);
 }
 
+[[noreturn, gnu::cold]] void stop_after_report(Worker* w, Fiber* self) {
+  abort_block(w, self, CUPYSIM_FAULT, "cupysim: launch stopped after a sanitizer report");
+}
+
 [[noreturn]] void runner_loop(Worker* w, Fiber* self) {
   for (;;) {
     while (w->next_unstarted < w->n) {
+      if (SANITIZER_REPORTED()) stop_after_report(w, self);
       const unsigned linear = start_order(w, w->next_unstarted++);
       Thread* t = &w->threads[linear];
       init_thread(w, t, linear);
@@ -670,6 +692,11 @@ void run_block(Worker* w, Launch* L, unsigned long long index) {
   }
   w->q_head = w->q_size = 0;
   w->aborted = false;
+#if defined(CUPYSIM_TSAN)
+  // ThreadSanitizer orders a new fiber after its creator: created by a runner in
+  // mid-block, it would hide that runner's races. Create them all from here.
+  while (w->fibers.size() < w->n) w->idle.push_back(fiber_new(w));
+#endif
   TSAN_RELEASE(&w->tsan_start);
   switch_to(w, nullptr, idle_runner(w));
   TSAN_ACQUIRE(&w->tsan_end);
@@ -769,6 +796,9 @@ int cupysim_run(const cupysim_launch_cfg* cfg, cupysim_body_fn body, void* args,
   {
     std::lock_guard<std::mutex> g(p.launch_mu);
 #if defined(CUPYSIM_ASAN)
+    static std::once_flag registered;
+    std::call_once(registered, [] { __asan_set_error_report_callback(&on_sanitizer_report); });
+    g_sanitizer_report.store(false);
     // Bytes past the launch's dynamic shared memory are unaddressable.
     __asan_unpoison_memory_region(g_dynamic_smem, sizeof g_dynamic_smem);
     __asan_poison_memory_region(g_dynamic_smem + cfg->dynamic_smem,
@@ -791,6 +821,7 @@ void* cupysim_dynamic_shared(void) {
 int cupysim_syncthreads(int op, int pred, const char* file, int line) {
   Worker* w = tls_worker;
   Thread* t = current_thread();
+  if (SANITIZER_REPORTED()) stop_after_report(w, t->fiber);
   if (w->bar_arrived == 0) {
     w->bar_op = op;
     w->bar_file = file;
@@ -1069,6 +1100,7 @@ uint64_t cupysim_warp(int opcode, unsigned mask, uint64_t value, int arg, int wi
                       const char* file, int line) {
   Worker* w = tls_worker;
   Thread* t = current_thread();
+  if (SANITIZER_REPORTED()) stop_after_report(w, t->fiber);
   const bool good_width = opcode > CUPYSIM_WARP_SHFL_XOR ||
                           (width >= 1 && width <= 32 && (width & (width - 1)) == 0);
   if (mask == w->warp_lanes[t->warp] && good_width) {
