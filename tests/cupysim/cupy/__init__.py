@@ -9,14 +9,25 @@ imports the four kernel classes from ``cupy._core``.
 from __future__ import annotations
 
 import numpy as _np
+from cupysim import runtime as _rt
 from numpy import (  # noqa: F401
-    bool_, complex64, complex128, dtype, float16, float32, float64, int8, int16, int32,
-    int64, uint8, uint16, uint32, uint64,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 
-from cupysim import runtime as _rt
-
-from . import cuda  # noqa: F401
+from . import cuda
 from ._core._kernel import ElementwiseKernel  # noqa: F401
 from ._core._reduction import ReductionKernel  # noqa: F401
 from ._core.raw import RawKernel, RawModule  # noqa: F401
@@ -24,7 +35,7 @@ from ._core.raw import RawKernel, RawModule  # noqa: F401
 __version__ = "14.2.0"
 
 
-class ndarray(_np.ndarray):  # noqa: N801
+class ndarray(_np.ndarray):
     def __array_finalize__(self, obj):
         self._device_id = getattr(obj, "_device_id", _rt.current_device())
 
@@ -34,8 +45,9 @@ class ndarray(_np.ndarray):  # noqa: N801
 
     @property
     def data(self):
-        return cuda.MemoryPointer(cuda.memory.UnownedMemory(self.ctypes.data, self.nbytes, None,
-                                                            self._device_id), 0)
+        return cuda.MemoryPointer(
+            cuda.memory.UnownedMemory(self.ctypes.data, self.nbytes, None, self._device_id), 0
+        )
 
     def get(self):
         return _np.array(self.view(_np.ndarray))
@@ -87,6 +99,9 @@ def ascontiguousarray(a, dtype=None):
 
 def asnumpy(a):
     return _np.array(_np.asarray(a))
+
+
+dtype = _np.dtype
 
 
 def __getattr__(name):

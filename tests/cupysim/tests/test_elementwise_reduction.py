@@ -8,7 +8,6 @@ import contextlib
 import cupy
 import numpy as np
 import pytest
-
 from cupysim import runtime
 
 AXPY = cupy.ElementwiseKernel("T x, T y, T a", "T z", "z = a * x + y", "axpy")
@@ -66,8 +65,7 @@ def test_outputs_allocated_on_the_current_device():
 
 
 def test_raw_parameters_index_and_size():
-    k = cupy.ElementwiseKernel(
-        "raw T x, int32 n", "T y", "y = x[n - 1 - i] + _ind.size()", "rev")
+    k = cupy.ElementwiseKernel("raw T x, int32 n", "T y", "y = x[n - 1 - i] + _ind.size()", "rev")
     x = cupy.asarray(np.arange(6, dtype=np.float64))
     y = cupy.zeros(6)
     k(x, np.int32(6), y)
@@ -86,7 +84,8 @@ def test_size_argument_when_every_array_is_raw():
 
 def test_preamble_loop_prep_after_loop_and_options():
     k = cupy.ElementwiseKernel(
-        "T x", "raw T y",
+        "T x",
+        "raw T y",
         "atomicAdd(&y[0], sq(x) * SCALE);",
         "sumsq",
         preamble="__device__ float sq(float v) { return v * v; }",
@@ -102,6 +101,7 @@ def test_preamble_loop_prep_after_loop_and_options():
 def test_return_modes_and_zero_size():
     k = cupy.ElementwiseKernel("T x", "T y, T z", "y = x; z = -x", "two")
     y, z = k(cupy.asarray(np.ones(3)))
+    assert cupy.asnumpy(y).tolist() == [1, 1, 1]
     assert cupy.asnumpy(z).tolist() == [-1, -1, -1]
     one = cupy.ElementwiseKernel("T x", "T y", "y = x", "one", return_tuple=True)
     assert isinstance(one(cupy.asarray(np.ones(2))), tuple)
@@ -156,15 +156,18 @@ def test_reduction_map_post_map_and_two_inputs(rng):
     norm = cupy.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2")
     dot = cupy.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "vdot")
     a, b = rng.standard_normal((40, 3)), rng.standard_normal(3)
-    np.testing.assert_allclose(cupy.asnumpy(norm(cupy.asarray(a), axis=0)),
-                               np.sqrt((a * a).sum(0)), rtol=1e-12)
-    np.testing.assert_allclose(cupy.asnumpy(dot(cupy.asarray(a), cupy.asarray(b), axis=1)),
-                               a @ b, rtol=1e-12)
+    np.testing.assert_allclose(
+        cupy.asnumpy(norm(cupy.asarray(a), axis=0)), np.sqrt((a * a).sum(0)), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        cupy.asnumpy(dot(cupy.asarray(a), cupy.asarray(b), axis=1)), a @ b, rtol=1e-12
+    )
 
 
 def test_reduction_identity_reduce_type_and_out(rng):
-    amax = cupy.ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", "-1e300", "amax",
-                                reduce_type="double")
+    amax = cupy.ReductionKernel(
+        "T x", "T y", "x", "max(a, b)", "y = a", "-1e300", "amax", reduce_type="double"
+    )
     a = rng.standard_normal((4, 1000)).astype(np.float32)
     out = cupy.zeros(4, dtype=np.float32)
     assert amax(cupy.asarray(a), axis=1, out=out) is out

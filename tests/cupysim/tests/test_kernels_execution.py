@@ -7,7 +7,6 @@ from __future__ import annotations
 import cupy
 import numpy as np
 import pytest
-
 from cupysim.kernels import KernelFault
 
 DriverError = cupy.cuda.driver.CUDADriverError
@@ -116,8 +115,14 @@ def _shfl_reference(x: np.ndarray) -> np.ndarray:
             xor = lane ^ 5 if (lane ^ 5) < s16 + 16 else lane
             idx = s16 + (35 & 15)
             ballot = sum(1 << k for k in range(32) if w[k] % 2)
-            out[base + lane] = [w[down], w[up], w[xor], w[idx], ballot,
-                                1 + 2 * (w >= 0).all() + 4 * int(w.sum())]
+            out[base + lane] = [
+                w[down],
+                w[up],
+                w[xor],
+                w[idx],
+                ballot,
+                1 + 2 * (w >= 0).all() + 4 * int(w.sum()),
+            ]
             del width
     return out
 
@@ -161,25 +166,37 @@ def test_partial_mask_shuffle():
     "body, block, match",
     [
         # a barrier some threads never reach (they exit first)
-        ("if (threadIdx.x < 100) return; __syncthreads();", 128,
-         "100 threads have exited"),
+        ("if (threadIdx.x < 100) return; __syncthreads();", 128, "100 threads have exited"),
         # two different barriers
-        ("if (threadIdx.x < 64) {\n __syncthreads();\n} else {\n __syncthreads();\n}", 128,
-         "reached different barriers"),
+        (
+            "if (threadIdx.x < 64) {\n __syncthreads();\n} else {\n __syncthreads();\n}",
+            128,
+            "reached different barriers",
+        ),
         # a full-mask shuffle in a block of 16 threads: lanes 16-31 do not exist
-        ("int v = __shfl_down_sync(0xffffffffu, 1, 1); (void)v;", 16,
-         "warp 0 has only lanes"),
+        ("int v = __shfl_down_sync(0xffffffffu, 1, 1); (void)v;", 16, "warp 0 has only lanes"),
         # the calling lane is not in the mask
         ("int v = __shfl_sync(0x1u, 1, 0); (void)v;", 32, "not in its mask"),
         # lanes of one warp disagree on the operation
-        ("int v = threadIdx.x < 8 ? __shfl_down_sync(0xffffffffu, 1, 1)"
-         " : __shfl_xor_sync(0xffffffffu, 1, 1); (void)v;", 32, "disagree"),
+        (
+            "int v = threadIdx.x < 8 ? __shfl_down_sync(0xffffffffu, 1, 1)"
+            " : __shfl_xor_sync(0xffffffffu, 1, 1); (void)v;",
+            32,
+            "disagree",
+        ),
         # a lane reads another that is not in the mask
-        ("if (threadIdx.x < 16) { int v = __shfl_down_sync(0xffffu, 1, 8); (void)v; }", 32,
-         "not in the mask"),
+        (
+            "if (threadIdx.x < 16) { int v = __shfl_down_sync(0xffffu, 1, 8); (void)v; }",
+            32,
+            "not in the mask",
+        ),
         # lanes exit before a full-warp shuffle the others execute
-        ("if (threadIdx.x % 32 == 3) return; int v = __shfl_down_sync(0xffffffffu, 1, 1);"
-         " (void)v;", 64, "lane 2 waits|exited after"),
+        (
+            "if (threadIdx.x % 32 == 3) return; int v = __shfl_down_sync(0xffffffffu, 1, 1);"
+            " (void)v;",
+            64,
+            "lane 2 waits|exited after",
+        ),
     ],
 )
 def test_undefined_synchronization_is_a_kernel_fault(body, block, match):
@@ -188,8 +205,13 @@ def test_undefined_synchronization_is_a_kernel_fault(body, block, match):
     with pytest.raises(KernelFault, match=match):
         run(code, "bad", (2,), (block,), (out,))
     # the scheduler recovers: the next launch runs
-    run('extern "C" __global__ void ok(int* out) { __syncthreads(); out[0] = 7; }', "ok",
-        (2,), (block,), (out,))
+    run(
+        'extern "C" __global__ void ok(int* out) { __syncthreads(); out[0] = 7; }',
+        "ok",
+        (2,),
+        (block,),
+        (out,),
+    )
     assert cupy.asnumpy(out)[0] == 7
 
 
@@ -205,8 +227,10 @@ def test_atomics_across_parallel_blocks():
       int old;
       do { old = *cas; } while (atomicCAS(cas, old, old + 3) != old);
     }"""
-    bufs = [cupy.zeros(1, dtype=t) for t in (np.int32, np.uint64, np.float32, np.float64,
-                                              np.int32, np.int32)]
+    bufs = [
+        cupy.zeros(1, dtype=t)
+        for t in (np.int32, np.uint64, np.float32, np.float64, np.int32, np.int32)
+    ]
     run(code, "count", (64,), (128,), tuple(bufs))
     got = [cupy.asnumpy(b)[0] for b in bufs]
     assert got == [8192, 16384, 4096.0, 2048.0, 8191, 3 * 8192]

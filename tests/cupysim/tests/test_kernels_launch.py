@@ -8,7 +8,6 @@ import contextlib
 import cupy
 import numpy as np
 import pytest
-
 from cupysim import runtime
 from cupysim.kernels import KernelArgumentError
 
@@ -127,7 +126,7 @@ def test_array_passed_by_value_is_an_argument_error(mod):
 
 def test_numpy_arrays_larger_than_one_are_refused_as_in_cupy(mod):
     y = cupy.zeros(1, dtype=np.float32)
-    with pytest.raises(TypeError, match="Only numpy.ndarrays of size one"):
+    with pytest.raises(TypeError, match=r"Only numpy\.ndarrays of size one"):
         _args(mod, np.zeros(3, np.float32), y, np.int32(1), np.float32(1), 1, True, 1.0)
 
 

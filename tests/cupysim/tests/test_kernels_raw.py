@@ -12,7 +12,6 @@ from pathlib import Path
 import cupy
 import numpy as np
 import pytest
-
 from cupysim.kernels import compiler
 
 SAXPY = r"""
@@ -120,9 +119,17 @@ def test_attributes_match_the_driver_view():
     k = mod.get_function("k<64>")
     attrs = k.attributes
     assert set(attrs) == {
-        "max_threads_per_block", "shared_size_bytes", "const_size_bytes", "local_size_bytes",
-        "num_regs", "ptx_version", "binary_version", "cache_mode_ca",
-        "max_dynamic_shared_size_bytes", "preferred_shared_memory_carveout"}
+        "max_threads_per_block",
+        "shared_size_bytes",
+        "const_size_bytes",
+        "local_size_bytes",
+        "num_regs",
+        "ptx_version",
+        "binary_version",
+        "cache_mode_ca",
+        "max_dynamic_shared_size_bytes",
+        "preferred_shared_memory_carveout",
+    }
     assert attrs["max_threads_per_block"] == 128  # __launch_bounds__(N * 2)
     assert attrs["shared_size_bytes"] == 64 * 8 + 64 * 4  # its own and its callee's
     assert attrs["max_dynamic_shared_size_bytes"] == 49152 - 768
@@ -166,8 +173,7 @@ def test_second_process_loads_the_cached_library(tmp_path):
         f"cupy.RawKernel({code!r}, 'k')((1,), (1,), (y,))\n"
         "assert int(cupy.asnumpy(y)[0]) == 42\n"
     )
-    env = {**os.environ, "CUPYSIM_CACHE": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "CUPYSIM_CACHE": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     for _ in range(2):
         subprocess.run([sys.executable, "-c", script], env=env, check=True)
     libraries = [p for p in tmp_path.iterdir() if p.suffix == ".so" and "rt" not in p.name]

@@ -37,14 +37,27 @@ def run_sanitized(mode: str, body: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     script = PRELUDE + textwrap.dedent(body)
     return subprocess.run(
-        [sys.executable, "-m", "cupysim.kernels.sanitize", mode, "--", sys.executable, "-c",
-         script],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "cupysim.kernels.sanitize",
+            mode,
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
 def test_address_mode_reports_out_of_bounds_writes():
-    proc = run_sanitized("address", """
+    proc = run_sanitized(
+        "address",
+        """
         oob = r'''extern "C" __global__ void k(float* y, int n) {
           int i = blockIdx.x * blockDim.x + threadIdx.x;
           y[i] = 1.0f;  // no bounds check: the last block writes past n
@@ -69,12 +82,15 @@ def test_address_mode_reports_out_of_bounds_writes():
         }'''
         assert reported(ok, "k", (2,), (256,), (y, np.int32(500))) == ""
         print("CHECKED")
-    """)
+    """,
+    )
     assert "CHECKED" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_thread_mode_reports_a_missing_syncthreads():
-    proc = run_sanitized("thread", """
+    proc = run_sanitized(
+        "thread",
+        """
         template = r'''extern "C" __global__ void k(const float* x, float* y) {
           __shared__ float tile[256];
           tile[threadIdx.x] = x[threadIdx.x];
@@ -91,7 +107,8 @@ def test_thread_mode_reports_a_missing_syncthreads():
                         (x, y)) == ""
         assert (cupy.asnumpy(y) == np.arange(256)[::-1]).all()
         print("CHECKED")
-    """)
+    """,
+    )
     assert "CHECKED" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -104,7 +121,9 @@ def test_sanitized_kernels_need_the_preloaded_runtime():
         except RuntimeError as exc:
             print("REFUSED", exc)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
     assert "REFUSED" in proc.stdout and "python -m cupysim.kernels.sanitize address" in (
-        proc.stdout), proc.stdout + proc.stderr
+        proc.stdout
+    ), proc.stdout + proc.stderr

@@ -19,7 +19,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-
 from cupysim import runtime
 from cupysim.kernels.module import compile_with_cache
 
@@ -112,8 +111,15 @@ class _View:
         op = runtime.operand(array)
         size = int(np.prod(op.shape, dtype=np.int64))
         c = size == 0 or _c_contiguity(op.shape, op.strides, op.dtype.itemsize)
-        return cls(array, op.ptr, op.shape, op.strides, op.dtype, c,
-                   max(op.nbytes, size * op.dtype.itemsize) <= 2**31)
+        return cls(
+            array,
+            op.ptr,
+            op.shape,
+            op.strides,
+            op.dtype,
+            c,
+            max(op.nbytes, size * op.dtype.itemsize) <= 2**31,
+        )
 
     def view(self, shape, strides, update_c_contiguity: bool) -> _View:
         c = self.c_contiguous
@@ -132,8 +138,7 @@ class _View:
 
     def _cupysim_kernel_arg(self):
         """The CArray struct (``cupy/_core/_carray.pyx``), read or written by the kernel."""
-        data = struct.pack(f"<Qq{2 * self.ndim}q", self.ptr, self.size, *self.shape,
-                           *self.strides)
+        data = struct.pack(f"<Qq{2 * self.ndim}q", self.ptr, self.size, *self.shape, *self.strides)
         return data, f"{self.dtype} array", self.array, self.writes
 
 
@@ -250,8 +255,10 @@ class ParameterInfo:
         return isinstance(other, ParameterInfo) and self._key() == other._key()
 
     def __repr__(self):
-        return (f"<ParameterInfo(name={self.name!r} dtype={self.dtype!r} ctype={self.ctype!r} "
-                f"raw={self.raw!r} is_const={self.is_const!r})>")
+        return (
+            f"<ParameterInfo(name={self.name!r} dtype={self.dtype!r} ctype={self.ctype!r} "
+            f"raw={self.raw!r} is_const={self.is_const!r})>"
+        )
 
 
 @_memoize
@@ -282,7 +289,7 @@ def _decide_params_type_core(in_params, out_params, in_args_dtype, out_args_dtyp
     type_dict = {}
     if out_args_dtype:
         assert len(out_params) == len(out_args_dtype)
-        for p, a in zip(out_params, out_args_dtype):
+        for p, a in zip(out_params, out_args_dtype, strict=True):
             if a is None:
                 raise TypeError("Output arguments must be cupy.ndarray")
             if p.dtype is not None:
@@ -295,7 +302,7 @@ def _decide_params_type_core(in_params, out_params, in_args_dtype, out_args_dtyp
             else:
                 type_dict[p.ctype] = a
     assert len(in_params) == len(in_args_dtype)
-    for p, a in zip(in_params, in_args_dtype):
+    for p, a in zip(in_params, in_args_dtype, strict=True):
         if a is None:
             continue
         if p.dtype is not None:
@@ -352,11 +359,11 @@ class _ArgInfo:
 
     def get_c_type(self) -> str:
         if self.kind == self.NDARRAY:
-            return "CArray<%s, %d, %d, %d>" % (
-                get_typename(self.dtype), self.ndim, self.c_contiguous, self.index_32_bits)
+            typename = get_typename(self.dtype)
+            return f"CArray<{typename}, {self.ndim}, {self.c_contiguous:d}, {self.index_32_bits:d}>"
         if self.kind == self.SCALAR:
             return get_typename(self.dtype)
-        return "CIndexer<%d, %d>" % (self.ndim, self.index_32_bits)
+        return f"CIndexer<{self.ndim}, {self.index_32_bits:d}>"
 
     def get_param_c_type(self, p: ParameterInfo) -> str:
         ctyp = self.get_c_type()
@@ -374,8 +381,10 @@ def _get_arginfos(args) -> tuple:
 
 def _get_kernel_params(params, arginfos) -> str:
     assert len(params) == len(arginfos)
-    return ", ".join(f"{a.get_param_c_type(p)} {a.get_c_var_name(p)}"
-                     for p, a in zip(params, arginfos))
+    return ", ".join(
+        f"{a.get_param_c_type(p)} {a.get_c_var_name(p)}"
+        for p, a in zip(params, arginfos, strict=True)
+    )
 
 
 # --- shapes -----------------------------------------------------------------------------
@@ -383,7 +392,10 @@ def _get_kernel_params(params, arginfos) -> str:
 
 def _broadcast(args: list, params: tuple, use_size: bool) -> tuple[list, tuple]:
     """``_kernel.pyx: _broadcast`` + ``internal.pyx: _broadcast_core``."""
-    value = [a if (not p.raw and isinstance(a, _View)) else None for a, p in zip(args, params)]
+    value = [
+        a if (not p.raw and isinstance(a, _View)) else None
+        for a, p in zip(args, params, strict=False)
+    ]
     any_nonraw_array = any(v is not None for v in value)
     if use_size:
         if any_nonraw_array:
@@ -407,7 +419,8 @@ def _broadcast(args: list, params: tuple, use_size: bool) -> tuple[list, tuple]:
                     continue
                 raise ValueError(
                     "operands could not be broadcast together with shapes "
-                    + " ".join(str(x.shape) if x is not None else "()" for x in value))
+                    + " ".join(str(x.shape) if x is not None else "()" for x in value)
+                )
             shape.append(s)
         for i, a in enumerate(value):
             if a is None or a.shape == tuple(shape):
@@ -420,14 +433,14 @@ def _broadcast(args: list, params: tuple, use_size: bool) -> tuple[list, tuple]:
             if v.size * v.dtype.itemsize > 2**31:
                 v.index_32_bits = False
             value[i] = v
-    return [v if v is not None else a for v, a in zip(value, args)], tuple(shape)
+    return [v if v is not None else a for v, a in zip(value, args, strict=True)], tuple(shape)
 
 
 def _reduced_dims_of(shape, strides, itemsize):
     """``internal.pyx: get_reduced_dims``."""
     rshape, rstrides = [], []
     prev_st, index = 0, -1
-    for sh, st in zip(shape, strides):
+    for sh, st in zip(shape, strides, strict=True):
         if sh == 0:
             return [0], [itemsize]
         if sh == 1:
@@ -471,7 +484,7 @@ def _reduce_dims(args: list, params: tuple, shape: tuple) -> tuple:
         return r.shape
     ndim = len(shape)
     array_indexes, strides_indexes = [], []
-    for i, (a, p) in enumerate(zip(args, params)):
+    for i, (a, p) in enumerate(zip(args, params, strict=False)):
         if p.raw or not isinstance(a, _View):
             continue
         array_indexes.append(i)
@@ -526,7 +539,7 @@ def _get_out_args_with_params(out_args, out_types, out_shape, out_params, is_siz
             if p.raw and not is_size_specified:
                 raise ValueError("Output array size is Undecided")
         return [_new_array(out_shape, t) for t in out_types]
-    for p, a in zip(out_params, out_args):
+    for p, a in zip(out_params, out_args, strict=True):
         if not _is_ndarray(a):
             raise TypeError("Output arguments type must be cupy.ndarray")
         if not p.raw and tuple(a.shape) != tuple(out_shape):
@@ -537,8 +550,9 @@ def _get_out_args_with_params(out_args, out_types, out_shape, out_params, is_siz
 # --- code generation ---------------------------------------------------------------------
 
 
-def _get_simple_elementwise_kernel_code(params, arginfos, operation, name, type_map, preamble,
-                                        loop_prep="", after_loop=""):
+def _get_simple_elementwise_kernel_code(
+    params, arginfos, operation, name, type_map, preamble, loop_prep="", after_loop=""
+):
     """``_kernel.pyx: _get_simple_elementwise_kernel_code``."""
     return string.Template("""
     ${typedef_preamble}
@@ -564,23 +578,29 @@ def _get_simple_elementwise_kernel_code(params, arginfos, operation, name, type_
 
 
 @_memoize
-def _get_elementwise_kernel_code(arginfos, type_map, params, operation, name, preamble,
-                                 loop_prep="", after_loop="", options=()):
+def _get_elementwise_kernel_code(
+    arginfos, type_map, params, operation, name, preamble, loop_prep="", after_loop="", options=()
+):
     """``_kernel.pyx: _get_elementwise_kernel_code``: bind each non-raw array to a
     reference of its element at the loop index."""
     op = []
-    for p, arginfo in zip(params, arginfos):
+    for p, arginfo in zip(params, arginfos, strict=True):
         if arginfo.is_ndarray() and not p.raw:
-            fmt = ("const {t} &{n} = _raw_{n}[_ind.get()];" if p.is_const
-                   else "{t} &{n} = _raw_{n}[_ind.get()];")
+            fmt = (
+                "const {t} &{n} = _raw_{n}[_ind.get()];"
+                if p.is_const
+                else "{t} &{n} = _raw_{n}[_ind.get()];"
+            )
             op.append(fmt.format(t=p.ctype, n=p.name))
     op.append(operation)
     return _get_simple_elementwise_kernel_code(
-        params, arginfos, "\n".join(op), name, type_map, preamble, loop_prep, after_loop)
+        params, arginfos, "\n".join(op), name, type_map, preamble, loop_prep, after_loop
+    )
 
 
-def _launch_kernel(code: str, name: str, options: tuple, args: list, size: int, block_size: int,
-                   stream) -> None:
+def _launch_kernel(
+    code: str, name: str, options: tuple, args: list, size: int, block_size: int, stream
+) -> None:
     kern = compile_with_cache(code, tuple(options)).get_function(name)
     kern.linear_launch(size, args, shared_mem=0, block_max_size=block_size, stream=stream)
 
@@ -598,8 +618,18 @@ class ElementwiseKernel:
     dtypes, dimensions and layouts, on each device.
     """
 
-    def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True,
-                 preamble="", no_return=False, return_tuple=False, **kwargs):
+    def __init__(
+        self,
+        in_params,
+        out_params,
+        operation,
+        name="kernel",
+        reduce_dims=True,
+        preamble="",
+        no_return=False,
+        return_tuple=False,
+        **kwargs,
+    ):
         if not _is_valid_kernel_name(name):
             raise ValueError(f'Invalid kernel name: "{name}"')
         self.in_params = _get_param_info(in_params, True)
@@ -640,24 +670,27 @@ class ElementwiseKernel:
         if n_args != self.nin and n_args != self.nargs:
             raise TypeError(
                 f"Wrong number of arguments for {self.name!r}. It must be either {self.nin} "
-                f"or {self.nargs} (with outputs), but given {n_args}.")
+                f"or {self.nargs} (with outputs), but given {n_args}."
+            )
         for arg in args:
             if hasattr(arg, "__cupy_override_elementwise_kernel__"):
                 return arg.__cupy_override_elementwise_kernel__(self, *args, **kwargs)
         arg_list = _preprocess_args(args)
-        out_views = arg_list[self.nin:]
+        out_views = arg_list[self.nin :]
         broadcast, shape = _broadcast(arg_list, self.params, size != -1)
         in_args = broadcast[: self.nin]
         in_ndarray_types = tuple(a.dtype if isinstance(a, _View) else None for a in in_args)
         out_ndarray_types = tuple(a.dtype for a in out_views)
         in_types, out_types, type_map = self._decide_params_type(
-            in_ndarray_types, out_ndarray_types)
+            in_ndarray_types, out_ndarray_types
+        )
         is_size_specified = False
         if size != -1:
             shape = (size,)
             is_size_specified = True
         out_arrays = _get_out_args_with_params(
-            list(args[self.nin:]), out_types, shape, self.out_params, is_size_specified)
+            list(args[self.nin :]), out_types, shape, self.out_params, is_size_specified
+        )
         if self.no_return:
             ret = None
         elif not self.return_tuple and self.nout == 1:
@@ -679,8 +712,15 @@ class ElementwiseKernel:
         inout_args.append(indexer)
         arginfos = _get_arginfos(inout_args)
         code = self._get_elementwise_kernel_code(arginfos, type_map)
-        _launch_kernel(code, self.name, self.kwargs.get("options", ()), inout_args,
-                       indexer.size, block_size, stream)
+        _launch_kernel(
+            code,
+            self.name,
+            self.kwargs.get("options", ()),
+            inout_args,
+            indexer.size,
+            block_size,
+            stream,
+        )
         return ret
 
     def _decide_params_type(self, in_args_dtype, out_args_dtype):
@@ -688,15 +728,23 @@ class ElementwiseKernel:
         ret = self._params_type_memo.get(key)
         if ret is None:
             ret = _decide_params_type_core(
-                self.in_params, self.out_params, in_args_dtype, out_args_dtype)
+                self.in_params, self.out_params, in_args_dtype, out_args_dtype
+            )
             self._params_type_memo[key] = ret
         return ret
 
     def _get_elementwise_kernel_code(self, arginfos, type_map) -> str:
         kw = {k: v for k, v in self.kwargs.items() if k in ("loop_prep", "after_loop")}
         code = _get_elementwise_kernel_code(
-            arginfos, type_map, self.params, self.operation, self.name, self.preamble,
-            kw.get("loop_prep", ""), kw.get("after_loop", ""))
+            arginfos,
+            type_map,
+            self.params,
+            self.operation,
+            self.name,
+            self.preamble,
+            kw.get("loop_prep", ""),
+            kw.get("after_loop", ""),
+        )
         in_types = tuple(a.dtype for a in arginfos if a.is_ndarray())
         self._cached_codes.setdefault(in_types, code)
         return code
@@ -705,14 +753,20 @@ class ElementwiseKernel:
     def cached_codes(self):
         """Input types -> generated code (for debugging, as in CuPy)."""
         if len(self._cached_codes) == 0:
-            warnings.warn("No codes are cached because compilation is deferred until the "
-                          "first function call.")
+            warnings.warn(
+                "No codes are cached because compilation is deferred until the first "
+                "function call.",
+                stacklevel=2,
+            )
         return dict(self._cached_codes.items())
 
     @property
     def cached_code(self):
         codes = self._cached_codes
         if len(codes) > 1:
-            warnings.warn("The input types of the kernel could not be inferred. Please use "
-                          "`.cached_codes` instead.")
+            warnings.warn(
+                "The input types of the kernel could not be inferred. Please use "
+                "`.cached_codes` instead.",
+                stacklevel=2,
+            )
         return next(iter(codes.values()))

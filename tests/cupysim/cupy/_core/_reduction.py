@@ -19,7 +19,6 @@ import string
 from collections.abc import Sequence
 
 import numpy as np
-
 from cupysim.kernels.module import compile_with_cache
 
 from ._kernel import (
@@ -42,9 +41,22 @@ from ._kernel import (
 __all__ = ["ReductionKernel"]
 
 
-def _create_reduction_function_code(name, block_size, reduce_type, params, arginfos, identity,
-                                    pre_map_expr, reduce_expr, post_map_expr, type_map,
-                                    input_expr, output_expr, preamble, options):
+def _create_reduction_function_code(
+    name,
+    block_size,
+    reduce_type,
+    params,
+    arginfos,
+    identity,
+    pre_map_expr,
+    reduce_expr,
+    post_map_expr,
+    type_map,
+    input_expr,
+    output_expr,
+    preamble,
+    options,
+):
     """``_reduction.pyx: _create_reduction_function_code`` (verbatim template)."""
     return string.Template("""
 ${type_preamble}
@@ -100,29 +112,74 @@ extern "C" __global__ void ${name}(${params}) {
     }
   }
 }""").substitute(
-        name=name, block_size=block_size, reduce_type=reduce_type,
-        params=_get_kernel_params(params, arginfos), identity=identity,
-        reduce_expr=reduce_expr, pre_map_expr=pre_map_expr, post_map_expr=post_map_expr,
-        type_preamble=type_map.get_typedef_code(), input_expr=input_expr,
-        output_expr=output_expr, preamble=preamble)
+        name=name,
+        block_size=block_size,
+        reduce_type=reduce_type,
+        params=_get_kernel_params(params, arginfos),
+        identity=identity,
+        reduce_expr=reduce_expr,
+        pre_map_expr=pre_map_expr,
+        post_map_expr=post_map_expr,
+        type_preamble=type_map.get_typedef_code(),
+        input_expr=input_expr,
+        output_expr=output_expr,
+        preamble=preamble,
+    )
 
 
 @_memoize
-def _reduction_kernel_code(nin, nout, params, arginfos, type_map, name, block_size, reduce_type,
-                           identity, map_expr, reduce_expr, post_map_expr, preamble, options):
+def _reduction_kernel_code(
+    nin,
+    nout,
+    params,
+    arginfos,
+    type_map,
+    name,
+    block_size,
+    reduce_type,
+    identity,
+    map_expr,
+    reduce_expr,
+    post_map_expr,
+    preamble,
+    options,
+):
     """``_reduction.pyx: _ReductionKernel_get_cached_function_code``."""
-    in_arrays = [p for p, a in zip(params[:nin], arginfos[:nin]) if not p.raw and a.is_ndarray()]
-    out_arrays = [p for p, a in zip(params[nin:nin + nout], arginfos[nin:nin + nout])
-                  if not p.raw and a.is_ndarray()]
+    in_arrays = [
+        p for p, a in zip(params[:nin], arginfos[:nin], strict=True) if not p.raw and a.is_ndarray()
+    ]
+    out_arrays = [
+        p
+        for p, a in zip(params[nin : nin + nout], arginfos[nin : nin + nout], strict=True)
+        if not p.raw and a.is_ndarray()
+    ]
     input_expr = "\n".join(
-        (("const {0} {1}" if p.is_const else "{0}& {1}") + " = _raw_{1}[_in_ind.get()];")
-        .format(p.ctype, p.name) for p in in_arrays)
+        (("const {0} {1}" if p.is_const else "{0}& {1}") + " = _raw_{1}[_in_ind.get()];").format(
+            p.ctype, p.name
+        )
+        for p in in_arrays
+    )
     output_expr = "\n".join(
-        "{0} &{1} = _raw_{1}[_out_ind.get()];".format(p.ctype, p.name)
-        for p in out_arrays if not p.is_const)
+        f"{p.ctype} &{p.name} = _raw_{p.name}[_out_ind.get()];"
+        for p in out_arrays
+        if not p.is_const
+    )
     return _create_reduction_function_code(
-        name, block_size, reduce_type, params, arginfos, identity, map_expr, reduce_expr,
-        post_map_expr, type_map, input_expr, output_expr, preamble, options)
+        name,
+        block_size,
+        reduce_type,
+        params,
+        arginfos,
+        identity,
+        map_expr,
+        reduce_expr,
+        post_map_expr,
+        type_map,
+        input_expr,
+        output_expr,
+        preamble,
+        options,
+    )
 
 
 def _normalize_axis_index(axis: int, ndim: int) -> int:
@@ -162,8 +219,9 @@ def _set_permuted_args(args: list, axis_permutes: tuple, shape: tuple, params: t
             raise NotImplementedError("Illegal conditions")
     for i, a in enumerate(args):
         if isinstance(a, _View):
-            args[i] = a.view([a.shape[k] for k in axis_permutes],
-                             [a.strides[k] for k in axis_permutes], True)
+            args[i] = a.view(
+                [a.shape[k] for k in axis_permutes], [a.strides[k] for k in axis_permutes], True
+            )
     return tuple(shape[i] for i in axis_permutes)
 
 
@@ -171,7 +229,7 @@ def _get_contiguous_size(args, params, out_shape, ndim) -> int:
     """``_reduction.pyx: _get_contiguous_size``: contiguous run along the output axes."""
     out_ndim = len(out_shape)
     contiguous_size = 1
-    for a, p in zip(args, params):
+    for a, p in zip(args, params, strict=True):
         if not isinstance(a, _View) or p.raw:
             continue
         tmp, itemsize = 1, a.dtype.itemsize
@@ -222,22 +280,38 @@ class ReductionKernel:
     and ``b``, ``post_map_expr`` writes the reduced ``a`` to the outputs.
     """
 
-    def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity,
-                 name="reduce_kernel", reduce_type=None, reduce_dims=True, preamble="",
-                 options=()):
+    def __init__(
+        self,
+        in_params,
+        out_params,
+        map_expr,
+        reduce_expr,
+        post_map_expr,
+        identity,
+        name="reduce_kernel",
+        reduce_type=None,
+        reduce_dims=True,
+        preamble="",
+        options=(),
+    ):
         for arg, value in (("in_params", in_params), ("out_params", out_params)):
             if not isinstance(value, str):
-                raise TypeError(f"Argument '{arg}' has incorrect type (expected str, got "
-                                f"{type(value).__name__})")
+                raise TypeError(
+                    f"Argument '{arg}' has incorrect type (expected str, got "
+                    f"{type(value).__name__})"
+                )
         if not _is_valid_kernel_name(name):
             raise ValueError(f'Invalid kernel name: "{name}"')
         self.name = name
         self.identity = "" if identity is None else str(identity)
         self.in_params = _get_param_info(in_params, True)
         self.out_params = _get_param_info(out_params, False)
-        self._params = (self.in_params + self.out_params
-                        + _get_param_info("CIndexer _in_ind, CIndexer _out_ind", False)
-                        + _get_param_info("int32 _block_stride", True))
+        self._params = (
+            self.in_params
+            + self.out_params
+            + _get_param_info("CIndexer _in_ind, CIndexer _out_ind", False)
+            + _get_param_info("int32 _block_stride", True)
+        )
         self.__name__ = name
         self._cached_codes = {}
         self.nin = len(self.in_params)
@@ -265,7 +339,7 @@ class ReductionKernel:
         n_args = len(args)
         if n_args != self.nin and n_args != self.nargs:
             raise TypeError(f"Wrong number of arguments for {self.name}")
-        out_args = list(args[self.nin:])
+        out_args = list(args[self.nin :])
         if out is not None:
             if self.nout != 1:
                 raise NotImplementedError("")
@@ -280,9 +354,11 @@ class ReductionKernel:
     def _call(self, in_args, out_args, a_shape, axis, keepdims, stream):
         """``_AbstractReductionKernel._call`` (without the CUB and optimizer paths)."""
         in_types, out_types, type_map = _decide_params_type(
-            self.in_params, self.out_params,
+            self.in_params,
+            self.out_params,
             tuple(a.dtype.type if isinstance(a, _View) else None for a in in_args),
-            tuple(a.dtype.type if isinstance(a, _View) else None for a in out_args))
+            tuple(a.dtype.type if isinstance(a, _View) else None for a in out_args),
+        )
         reduce_axis, out_axis = _get_axis(axis, len(a_shape))
         if len(in_args) == 1 and len(out_axis) <= 1 and not in_args[0].c_contiguous:
             strides = in_args[0].strides
@@ -290,19 +366,24 @@ class ReductionKernel:
             out_axis = _sort_axis(out_axis, strides)
         out_shape = _get_out_shape(a_shape, reduce_axis, out_axis, keepdims)
         out_arrays = _get_out_args_with_params(
-            [v.array if isinstance(v, _View) else v for v in out_args], out_types, out_shape,
-            self.out_params, False)
+            [v.array if isinstance(v, _View) else v for v in out_args],
+            out_types,
+            out_shape,
+            self.out_params,
+            False,
+        )
         ret = out_arrays[0]
         if ret.size == 0:
             return ret
         if self.identity == "" and 0 in a_shape:
-            raise ValueError("zero-size array to reduction operation %s which has no identity"
-                             % self.name)
+            raise ValueError(
+                f"zero-size array to reduction operation {self.name} which has no identity"
+            )
         a_size = int(np.prod(a_shape, dtype=np.int64))
         o_size = int(np.prod(out_shape, dtype=np.int64))
         index_type = ("IndexT", "int64") if a_size / o_size > 0x7FFFFFFF else ("IndexT", "int32")
-        type_map = _TypeMap(type_map._pairs + (index_type,))
-        for x, t in zip(in_args, in_types):
+        type_map = _TypeMap((*type_map._pairs, index_type))
+        for x, t in zip(in_args, in_types, strict=True):
             if isinstance(x, _CScalar):
                 x.apply_dtype(t)
         out_views = [_View.of(a) for a in out_arrays]
@@ -314,18 +395,38 @@ class ReductionKernel:
         if self.reduce_dims:
             in_shape = _reduce_dims(in_args, self.in_params, in_shape)
             out_shape = _reduce_dims(out_views, self.out_params, out_shape)
-        contiguous_size = _get_contiguous_size(in_args, self.in_params, list(out_shape),
-                                               len(in_shape))
+        contiguous_size = _get_contiguous_size(
+            in_args, self.in_params, list(out_shape), len(in_shape)
+        )
         block_size, block_stride, out_block_num = _get_block_specs(
-            int(np.prod(in_shape, dtype=np.int64)), int(np.prod(out_shape, dtype=np.int64)),
-            contiguous_size)
-        inout_args = [*in_args, *out_views, _Indexer(in_shape), _Indexer(out_shape),
-                      _Int32Scalar(block_stride)]
+            int(np.prod(in_shape, dtype=np.int64)),
+            int(np.prod(out_shape, dtype=np.int64)),
+            contiguous_size,
+        )
+        inout_args = [
+            *in_args,
+            *out_views,
+            _Indexer(in_shape),
+            _Indexer(out_shape),
+            _Int32Scalar(block_stride),
+        ]
         arginfos = _get_arginfos(inout_args)
         code = _reduction_kernel_code(
-            self.nin, self.nout, self._params, arginfos, type_map, self.name, block_size,
-            self.reduce_type, self.identity, self.map_expr, self.reduce_expr,
-            self.post_map_expr, self.preamble, self.options)
+            self.nin,
+            self.nout,
+            self._params,
+            arginfos,
+            type_map,
+            self.name,
+            block_size,
+            self.reduce_type,
+            self.identity,
+            self.map_expr,
+            self.reduce_expr,
+            self.post_map_expr,
+            self.preamble,
+            self.options,
+        )
         in_types_key = tuple(a.dtype.char for a in arginfos if a.is_ndarray())
         self._cached_codes.setdefault(in_types_key, code)
         func = compile_with_cache(code, tuple(self.options)).get_function(self.name)

@@ -40,8 +40,17 @@ _raw_modules: dict[tuple, object] = {}
 _raw_lock = threading.Lock()
 
 
-def _get_raw_module(code, path, options, backend, translate_cucomplex,
-                    enable_cooperative_groups, jitify, name_expressions, log_stream):
+def _get_raw_module(
+    code,
+    path,
+    options,
+    backend,
+    translate_cucomplex,
+    enable_cooperative_groups,
+    jitify,
+    name_expressions,
+    log_stream,
+):
     """``raw.pyx: _get_raw_module`` (memoized for each device)."""
     if path is not None:
         raise NotImplementedError(
@@ -52,7 +61,10 @@ def _get_raw_module(code, path, options, backend, translate_cucomplex,
     if jitify:
         raise NotImplementedError("cupysim does not run Jitify")
     return compile_with_cache(
-        code, options, prepend_cupy_headers=False, name_expressions=name_expressions,
+        code,
+        options,
+        prepend_cupy_headers=False,
+        name_expressions=name_expressions,
         log_stream=log_stream,
     )
 
@@ -65,8 +77,17 @@ class RawKernel:
 
     raw_ver = 2
 
-    def __init__(self, code, name, options=(), backend="nvrtc", *, translate_cucomplex=False,
-                 enable_cooperative_groups=False, jitify=None):
+    def __init__(
+        self,
+        code,
+        name,
+        options=(),
+        backend="nvrtc",
+        *,
+        translate_cucomplex=False,
+        enable_cooperative_groups=False,
+        jitify=None,
+    ):
         self.code = _typed("code", code, str)
         self.name = _typed("name", name, str)
         self.options = _typed("options", options, tuple)
@@ -84,8 +105,9 @@ class RawKernel:
 
         Compiles and invokes the kernel.
         """
-        self.kernel(grid, block, args,
-                    enable_cooperative_groups=self.enable_cooperative_groups, **kwargs)
+        self.kernel(
+            grid, block, args, enable_cooperative_groups=self.enable_cooperative_groups, **kwargs
+        )
 
     @property
     def kernel(self):
@@ -98,24 +120,40 @@ class RawKernel:
         ker = self._kernel_cache[dev]
         if ker is None:
             mod = _get_raw_module(
-                self.code, self.file_path, self.options, self.backend, self.translate_cucomplex,
-                self.enable_cooperative_groups, self.jitify, self.name_expressions, log_stream)
+                self.code,
+                self.file_path,
+                self.options,
+                self.backend,
+                self.translate_cucomplex,
+                self.enable_cooperative_groups,
+                self.jitify,
+                self.name_expressions,
+                log_stream,
+            )
             ker = mod.get_function(self.name)
             self._kernel_cache[dev] = ker
         return ker
 
     def __getstate__(self):
-        return {"code": self.code, "name": self.name, "options": self.options,
-                "backend": self.backend, "translate_cucomplex": self.translate_cucomplex,
-                "file_path": self.file_path, "name_expressions": self.name_expressions,
-                "enable_cooperative_groups": self.enable_cooperative_groups,
-                "jitify": self.jitify, "raw_ver": self.raw_ver}
+        return {
+            "code": self.code,
+            "name": self.name,
+            "options": self.options,
+            "backend": self.backend,
+            "translate_cucomplex": self.translate_cucomplex,
+            "file_path": self.file_path,
+            "name_expressions": self.name_expressions,
+            "enable_cooperative_groups": self.enable_cooperative_groups,
+            "jitify": self.jitify,
+            "raw_ver": self.raw_ver,
+        }
 
     def __setstate__(self, args):
         if args.get("raw_ver") != self.raw_ver:
             raise pickle.UnpicklingError(
                 "The pickled RawKernel object is not supported by the current CuPy version. "
-                "It should not be used. Please recompile.")
+                "It should not be used. Please recompile."
+            )
         self.code = args["code"]
         self.name = self.__name__ = args["name"]
         self.options = args["options"]
@@ -130,10 +168,18 @@ class RawKernel:
     @property
     def attributes(self):
         """The kernel's attributes (``raw.pyx: RawKernel.attributes``)."""
-        keys = ["max_threads_per_block", "shared_size_bytes", "const_size_bytes",
-                "local_size_bytes", "num_regs", "ptx_version", "binary_version",
-                "cache_mode_ca", "max_dynamic_shared_size_bytes",
-                "preferred_shared_memory_carveout"]
+        keys = [
+            "max_threads_per_block",
+            "shared_size_bytes",
+            "const_size_bytes",
+            "local_size_bytes",
+            "num_regs",
+            "ptx_version",
+            "binary_version",
+            "cache_mode_ca",
+            "max_dynamic_shared_size_bytes",
+            "preferred_shared_memory_carveout",
+        ]
         return {k: getattr(self, k) for k in keys}
 
     @property
@@ -204,22 +250,32 @@ class RawModule:
     The source compiles when a kernel (or global) is first retrieved, once per device.
     """
 
-    def __init__(self, *, code=None, path=None, options=(), backend="nvrtc",
-                 translate_cucomplex=False, enable_cooperative_groups=False,
-                 name_expressions=None, jitify=None):
+    def __init__(
+        self,
+        *,
+        code=None,
+        path=None,
+        options=(),
+        backend="nvrtc",
+        translate_cucomplex=False,
+        enable_cooperative_groups=False,
+        name_expressions=None,
+        jitify=None,
+    ):
         _typed("code", code, str)
         _typed("path", path, str)
         _typed("options", options, tuple)
         _typed("backend", backend, str)
         if (code is None) == (path is None):
-            raise TypeError(
-                "Exactly one of `code` and `path` keyword arguments must be given.")
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given.")
         if name_expressions is not None:
             if code is None:
                 raise ValueError("need CUDA C++ code for the requested kernels")
             if backend != "nvrtc":
-                raise ValueError("only nvrtc supports retrieving the mangled names for the "
-                                 "given name expressions")
+                raise ValueError(
+                    "only nvrtc supports retrieving the mangled names for the "
+                    "given name expressions"
+                )
             self.name_expressions = tuple(name_expressions)
         else:
             self.name_expressions = None
@@ -247,8 +303,16 @@ class RawModule:
 
     def _module(self, log_stream=None):
         return _get_raw_module(
-            self.code, self.file_path, self.options, self.backend, self.translate_cucomplex,
-            self.enable_cooperative_groups, self.jitify, self.name_expressions, log_stream)
+            self.code,
+            self.file_path,
+            self.options,
+            self.backend,
+            self.translate_cucomplex,
+            self.enable_cooperative_groups,
+            self.jitify,
+            self.name_expressions,
+            log_stream,
+        )
 
     def compile(self, log_stream=None):
         """Compile the current module (it compiles implicitly when first used)."""
@@ -262,10 +326,15 @@ class RawModule:
             mangled = self.module.mapping.get(name)
             if mangled is not None:
                 name = mangled
-        ker = RawKernel(self.code, name, self.options, self.backend,
-                        translate_cucomplex=self.translate_cucomplex,
-                        enable_cooperative_groups=self.enable_cooperative_groups,
-                        jitify=self.jitify or None)
+        ker = RawKernel(
+            self.code,
+            name,
+            self.options,
+            self.backend,
+            translate_cucomplex=self.translate_cucomplex,
+            enable_cooperative_groups=self.enable_cooperative_groups,
+            jitify=self.jitify or None,
+        )
         ker.file_path = self.file_path
         ker.name_expressions = self.name_expressions
         ker.kernel  # noqa: B018  (compile and look it up now, as CuPy does)

@@ -66,13 +66,22 @@ def _set_device(i):
 
 
 def _props(i):
-    return {"name": b"NVIDIA H100 80GB HBM3 (cupysim)", "totalGlobalMem": _rt.config.memory,
-            "major": 9, "minor": 0, "warpSize": 32}
+    return {
+        "name": b"NVIDIA H100 80GB HBM3 (cupysim)",
+        "totalGlobalMem": _rt.config.memory,
+        "major": 9,
+        "minor": 0,
+        "warpSize": 32,
+    }
 
 
 runtime = types.SimpleNamespace(
-    getDeviceCount=_count, getDevice=_get_device, setDevice=_set_device,
-    CUDARuntimeError=CUDARuntimeError, getDeviceProperties=_props, deviceCanAccessPeer=lambda a, b: 1,
+    getDeviceCount=_count,
+    getDevice=_get_device,
+    setDevice=_set_device,
+    CUDARuntimeError=CUDARuntimeError,
+    getDeviceProperties=_props,
+    deviceCanAccessPeer=lambda a, b: 1,
 )
 
 

@@ -42,12 +42,12 @@ class CompileException(Exception):
 
     def dump(self, f):
         lines = self.source.split("\n")
-        digits = int(math.floor(math.log10(len(lines)))) + 1
-        linum_fmt = "{{:0{}d}} ".format(digits)
-        f.write("{} ".format(self.backend.upper()))
-        f.write("compilation error: {}\n".format(self))
+        digits = math.floor(math.log10(len(lines))) + 1
+        linum_fmt = f"{{:0{digits}d}} "
+        f.write(f"{self.backend.upper()} ")
+        f.write(f"compilation error: {self}\n")
         f.write("-----\n")
-        f.write("Name: {}\n".format(self.name))
+        f.write(f"Name: {self.name}\n")
         f.write("Options: {}\n".format(" ".join(self.options)))
         f.write("CUDA source:\n")
         for i, line in enumerate(lines):

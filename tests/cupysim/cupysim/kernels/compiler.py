@@ -43,8 +43,14 @@ _FORMAT = 1  # bump when the library layout changes
 _MODE_FLAGS = {
     None: (["-O2"], []),
     "address": (
-        ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-         "-fsanitize-recover=address,undefined", "-DCUPYSIM_SERIAL"],
+        [
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fsanitize-recover=address,undefined",
+            "-DCUPYSIM_SERIAL",
+        ],
         ["-DCUPYSIM_ASAN"],
     ),
     "thread": (["-O1", "-g", "-fsanitize=thread", "-DCUPYSIM_SERIAL"], ["-DCUPYSIM_TSAN"]),
@@ -52,8 +58,16 @@ _MODE_FLAGS = {
 # -fno-gnu-unique: template statics (an Entry's parameter table, a templated
 # device function's __shared__ array) would otherwise be one object for the
 # whole process, shared by every kernel library that instantiates the same name.
-_COMMON = ["-std=c++17", "-fPIC", "-shared", "-w", "-fno-strict-aliasing", "-fno-ipa-icf",
-           "-fno-gnu-unique", "-pthread"]
+_COMMON = [
+    "-std=c++17",
+    "-fPIC",
+    "-shared",
+    "-w",
+    "-fno-strict-aliasing",
+    "-fno-ipa-icf",
+    "-fno-gnu-unique",
+    "-pthread",
+]
 
 
 def cache_dir() -> Path:
@@ -136,9 +150,16 @@ def host_options(options: tuple[str, ...]) -> tuple[list[str], list[str]]:
     ``--use_fast_math``, ``-ftz`` ...) have no host meaning and are ignored.
     """
     flags, preamble, std = [], [], "-std=c++17"
-    spellings = {"-D": "-D", "--define-macro": "-D", "-U": "-U", "--undefine-macro": "-U",
-                 "-I": "-I", "--include-path": "-I", "-include": "-include",
-                 "--pre-include": "-include"}
+    spellings = {
+        "-D": "-D",
+        "--define-macro": "-D",
+        "-U": "-U",
+        "--undefine-macro": "-U",
+        "-I": "-I",
+        "--include-path": "-I",
+        "-include": "-include",
+        "--pre-include": "-include",
+    }
     it = iter(options)
     for opt in it:
         kind = value = None
@@ -185,13 +206,22 @@ class ParamSpec:
 
 
 class _ParamInfo(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint), ("align", ctypes.c_uint), ("offset", ctypes.c_uint),
-                ("kind", ctypes.c_int), ("type", ctypes.c_char_p)]
+    _fields_ = [
+        ("size", ctypes.c_uint),
+        ("align", ctypes.c_uint),
+        ("offset", ctypes.c_uint),
+        ("kind", ctypes.c_int),
+        ("type", ctypes.c_char_p),
+    ]
 
 
 class LaunchConfig(ctypes.Structure):
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
-                ("dynamic_smem", ctypes.c_size_t), ("workers", ctypes.c_int)]
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("dynamic_smem", ctypes.c_size_t),
+        ("workers", ctypes.c_int),
+    ]
 
 
 _LAUNCH = ctypes.CFUNCTYPE(
@@ -200,9 +230,15 @@ _LAUNCH = ctypes.CFUNCTYPE(
 
 
 class _KernelInfo(ctypes.Structure):
-    _fields_ = [("fn", ctypes.c_void_p), ("symbol", ctypes.c_char_p), ("nparams", ctypes.c_int),
-                ("params", ctypes.POINTER(_ParamInfo)), ("param_bytes", ctypes.c_uint),
-                ("launch", _LAUNCH), ("max_threads", ctypes.c_int)]
+    _fields_ = [
+        ("fn", ctypes.c_void_p),
+        ("symbol", ctypes.c_char_p),
+        ("nparams", ctypes.c_int),
+        ("params", ctypes.POINTER(_ParamInfo)),
+        ("param_bytes", ctypes.c_uint),
+        ("launch", _LAUNCH),
+        ("max_threads", ctypes.c_int),
+    ]
 
 
 @dataclass(frozen=True)
@@ -229,8 +265,9 @@ def static_shared_memory(obj: Path, dynamic: frozenset[str]) -> dict[str, int]:
     the object's relocations tell (one section per function). The pointers that
     replace ``extern __shared__`` arrays are not shared memory.
     """
-    out = subprocess.run(["readelf", "-Wsr", str(obj)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["readelf", "-Wsr", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
     sizes: dict[str, int] = {}
     for line in out.splitlines():
         f = line.split()
@@ -314,8 +351,11 @@ def _build(unit: TranslationUnit, flags: list[str], rt: Path, path: Path) -> Non
     os.replace(tmp, src)
     obj = path.with_suffix(".o")
     compile_flags = [f for f in flags if f != "-shared"]
-    _compile([*compile_flags, "-c", "-ffunction-sections", "-fdata-sections", "-x", "c++",
-              str(src)], obj, "kernel compilation")
+    _compile(
+        [*compile_flags, "-c", "-ffunction-sections", "-fdata-sections", "-x", "c++", str(src)],
+        obj,
+        "kernel compilation",
+    )
     meta = {"static_smem": static_shared_memory(obj, unit.dynamic_shared)}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".json.tmp")
     with os.fdopen(fd, "w") as f:

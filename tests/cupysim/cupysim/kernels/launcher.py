@@ -61,8 +61,15 @@ class _Arg:
 
     __slots__ = ("array", "data", "dtype", "pointer_like", "role", "what")
 
-    def __init__(self, data: bytes, what: str, array: Any = None, pointer_like: bool = False,
-                 dtype: np.dtype | None = None, role: str | None = None):
+    def __init__(
+        self,
+        data: bytes,
+        what: str,
+        array: Any = None,
+        pointer_like: bool = False,
+        dtype: np.dtype | None = None,
+        role: str | None = None,
+    ):
         self.data, self.what, self.array, self.pointer_like = data, what, array, pointer_like
         self.dtype, self.role = dtype, role
 
@@ -113,8 +120,9 @@ def _convert(x: Any) -> _Arg:
                 "meant to pass a pointer to __global__ memory, you need to pass a "
                 "cupy.ndarray instead."
             )
-        return _Arg(np.ascontiguousarray(x).tobytes(), f"a numpy.ndarray of {x.dtype}",
-                    dtype=x.dtype)
+        return _Arg(
+            np.ascontiguousarray(x).tobytes(), f"a numpy.ndarray of {x.dtype}", dtype=x.dtype
+        )
     # _scalar.CScalar: the value stored in its dtype (PyArray_Pack: out-of-range
     # Python ints raise OverflowError).
     dtype = _scalar_dtype(x)
@@ -189,7 +197,7 @@ def _dims(name: str, value: Any) -> tuple[int, int, int]:
         raise TypeError(
             f"Argument '{name}' has incorrect type (expected tuple, got {type(value).__name__})"
         )
-    v = (value + (1, 1))[:3]
+    v = (*value, 1, 1)[:3]
     return tuple(max(1, int(d)) for d in v)  # type: ignore[return-value]
 
 

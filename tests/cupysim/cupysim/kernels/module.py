@@ -52,7 +52,9 @@ class Module:
             if fn is None:
                 spec = self._by_name.get(name)
                 if spec is None:
-                    runtime.raise_cuda_driver_error("CUDA_ERROR_NOT_FOUND", "named symbol not found")
+                    runtime.raise_cuda_driver_error(
+                        "CUDA_ERROR_NOT_FOUND", "named symbol not found"
+                    )
                 static = self.binary.static_smem.get(spec.symbol or "", 0)
                 fn = self._functions[name] = Function(self.binary, spec, self.device, static)
             return fn
@@ -95,8 +97,9 @@ def compile_with_cache(
     if module is not None:
         return module
     try:
-        binary = build(source, options, name_expressions, sanitize=mode,
-                       cupy_headers=prepend_cupy_headers)
+        binary = build(
+            source, options, name_expressions, sanitize=mode, cupy_headers=prepend_cupy_headers
+        )
     except CompileError as exc:
         from cupy.cuda.compiler import CompileException
 

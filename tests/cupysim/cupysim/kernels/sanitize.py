@@ -108,7 +108,7 @@ def _report_file(mode: str) -> Path | None:
     var = "ASAN_OPTIONS" if mode == "address" else "TSAN_OPTIONS"
     for opt in os.environ.get(var, "").split(":"):
         if opt.startswith("log_path="):
-            return Path(f"{opt[len('log_path='):]}.{os.getpid()}")
+            return Path(f"{opt[len('log_path=') :]}.{os.getpid()}")
     return None
 
 
@@ -126,8 +126,9 @@ def _symbolize(text: str) -> str:
         return text
 
     def name(m: re.Match) -> str:
-        out = subprocess.run([addr2line, "-Cfe", m.group(2), m.group(3)], capture_output=True,
-                             text=True)
+        out = subprocess.run(
+            [addr2line, "-Cfe", m.group(2), m.group(3)], capture_output=True, text=True
+        )
         lines = out.stdout.split("\n")
         if out.returncode or len(lines) < 2 or lines[0].startswith("??"):
             return m.group(0)
@@ -159,8 +160,10 @@ def raise_new_reports(kernel: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in MODES:
-        print(f"usage: python -m cupysim.kernels.sanitize {{{'|'.join(MODES)}}} [--] command ...",
-              file=sys.stderr)
+        print(
+            f"usage: python -m cupysim.kernels.sanitize {{{'|'.join(MODES)}}} [--] command ...",
+            file=sys.stderr,
+        )
         return 2
     mode, command = argv[0], argv[1:]
     if command and command[0] == "--":

@@ -30,8 +30,16 @@ _EXTERN_SHARED = re.compile(
 )
 _GLOBAL = re.compile(r"\b__global__\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_SKIP_WORDS = {"void", "static", "inline", "__noinline__", "__forceinline__", "__host__",
-               "__device__", "extern"}
+_SKIP_WORDS = {
+    "void",
+    "static",
+    "inline",
+    "__noinline__",
+    "__forceinline__",
+    "__host__",
+    "__device__",
+    "extern",
+}
 
 
 def blank(src: str) -> str:
@@ -160,7 +168,7 @@ def _bounds_call(expr: str, decls: dict[str, KernelDecl]) -> str:
     if decl is None or decl.launch_bounds is None:
         return "1024"
     if decl.template:
-        return f"cupysim_lb_{base}{expr[expr.index('<'):]}()"
+        return f"cupysim_lb_{base}{expr[expr.index('<') :]}()"
     return f"cupysim_lb_{base}"
 
 
@@ -201,8 +209,10 @@ def translation_unit(
         if d.launch_bounds is None:
             continue
         if d.template:
-            lines.append(f"{d.template} constexpr int cupysim_lb_{d.name}() "
-                         f"{{ return ({d.launch_bounds}); }}")
+            lines.append(
+                f"{d.template} constexpr int cupysim_lb_{d.name}() "
+                f"{{ return ({d.launch_bounds}); }}"
+            )
         else:
             lines.append(f"static constexpr int cupysim_lb_{d.name} = ({d.launch_bounds});")
     lines.append(f'extern "C" int cupysim_kernel_count(void) {{ return {len(entries)}; }}')
