@@ -29,7 +29,6 @@ from .errors import KernelArgumentError, KernelFault
 __all__ = ["Function", "to_args"]
 
 _ERRLEN = 8192
-_INT_MAX = 2**31 - 1
 
 
 @cache
