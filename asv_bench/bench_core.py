@@ -8,7 +8,7 @@ but overhead shows, against the raw library's equivalent.
 from __future__ import annotations
 
 import gpukit as gk
-from gpukit._dispatch import prepare
+from gpukit._dispatch.inputs import prepare
 
 from . import common
 
@@ -149,3 +149,12 @@ class HostAsarray:
 
     def peakmem_asarray_list(self, name, n):
         self.asarray(self.data)
+
+
+def timeraw_import_gpukit():
+    """``import gpukit`` in a fresh interpreter (after NumPy, which every user has loaded)."""
+    return "import gpukit", "import numpy"
+
+
+timeraw_import_gpukit.number = 1
+timeraw_import_gpukit.repeat = 10

@@ -20,16 +20,22 @@ import importlib
 from typing import Any
 
 from . import errors
-from ._devices import device, device_count, devices, synchronize
 from ._dispatch import asarray, namespace, to_numpy
 from ._matmul import matmul
-from ._memlimit import set_memory_limit
-from ._memstats import MemoryStats, empty_cache, memory_stats
-from ._pinned import empty_pinned
-from ._registry import BackendStatus, available_backends, register_backend, unregister_backend
-from ._selection import get_backend, selection_reason, set_backend, use_backend
-from ._sharding import ShardedArray, map_shards, shard
-from ._transfer import reset_transfer_stats, transfer_guard, transfer_stats
+from ._runtime.devices import device, device_count, devices, synchronize
+from ._runtime.memlimit import set_memory_limit
+from ._runtime.memstats import MemoryStats, empty_cache, memory_stats
+from ._runtime.pinned import empty_pinned
+from ._runtime.transfer import reset_transfer_stats, transfer_guard, transfer_stats
+from ._select.registry import (
+    BackendStatus,
+    available_backends,
+    register_backend,
+    unregister_backend,
+)
+from ._select.selection import get_backend, selection_reason, set_backend, use_backend
+from ._sharding.array import ShardedArray, map_shards, shard
+from ._sharding.reshard import reshard
 from ._version import __version__
 from .backend import Backend, Device
 from .errors import (
@@ -75,6 +81,7 @@ __all__ = [
     "namespace",
     "register_backend",
     "reset_transfer_stats",
+    "reshard",
     "selection_reason",
     "set_backend",
     "set_memory_limit",
@@ -104,5 +111,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _LAZY_SUBMODULES)
+def __dir__() -> list[str]:  # the public API and public submodules, not the imports
+    return sorted({*__all__, *_LAZY_SUBMODULES, "backend"})

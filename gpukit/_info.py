@@ -6,8 +6,9 @@ import platform
 import sys
 from typing import Any
 
-from . import _registry, _selection
-from ._memstats import format_bytes, stats_for
+from ._runtime.memstats import format_bytes, stats_for
+from ._select import registry as _registry
+from ._select import selection as _selection
 from ._version import __version__
 from .errors import GpukitError
 

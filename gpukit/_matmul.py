@@ -6,11 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes
-from ._dispatch import prepare
-from ._memory import operation
-from ._selection import active_is_host
-from ._sharding import ShardedArray
+from ._dispatch import dtypes as _dtypes
+from ._dispatch import operation, prepare
+from ._select.selection import active_is_host
 
 __all__ = ["matmul"]
 
@@ -108,10 +106,6 @@ def _matmul(a: Any, b: Any, precision: str | None) -> Any:
         )
     a = _dtypes.check("gk.matmul", "a", a)
     b = _dtypes.check("gk.matmul", "b", b)
-    if isinstance(a, ShardedArray):  # row-split a: one product per device (gk.sharding)
-        from .sharding import matmul as sharded_matmul
-
-        return sharded_matmul(a, b, precision=precision)
     backend, (a, b) = prepare(a, b, names=("a", "b"))
     problem = _shape_problem(np.shape(a), np.shape(b))
     if problem is not None:

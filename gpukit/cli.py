@@ -7,7 +7,13 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ._version import __version__
+
 __all__ = ["build_parser", "main"]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -18,9 +24,25 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_list() -> str:
+    """The names ``--cases`` and ``--impls`` accept, with what each case times."""
+    from ._bench.cases import CASES
+    from ._bench.runners import NAMES
+
+    width = max(len(c.name) for c in CASES)
+    lines = ["cases (--cases):"]
+    lines += [f"  {c.name:<{width}}  {c.shape(c.quick[-1])}  [{c.unit}]" for c in CASES]
+    lines += ["implementations (--impls):", *(f"  {name}" for name in NAMES)]
+    return "\n".join(lines)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from ._bench import run
     from ._bench.report import render
+
+    if args.list:
+        print(_bench_list())
+        return 0
 
     split = lambda text: [s for s in text.split(",") if s] if text else None  # noqa: E731
     try:
@@ -63,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpukit", description="gpukit: scientific computing on NumPy/SciPy and CuPy"
     )
+    parser.add_argument("--version", action="version", version=f"gpukit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="backends, devices, versions and BLAS of this machine")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -74,8 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="small sizes, under a minute")
     bench.add_argument("--json", action="store_true", help="print machine-readable JSON")
     bench.add_argument("--plot", metavar="FILE.png", help="draw throughput vs size")
-    bench.add_argument("--cases", metavar="A,B", help="only these cases, comma-separated")
-    bench.add_argument("--impls", metavar="A,B", help="only these implementations, comma-separated")
+    bench.add_argument(
+        "--cases", metavar="A,B", help="only these cases, comma-separated (see --list)"
+    )
+    bench.add_argument(
+        "--impls", metavar="A,B", help="only these implementations, comma-separated (see --list)"
+    )
+    bench.add_argument(
+        "--list", action="store_true", help="list the cases and implementations, and exit"
+    )
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     bench.set_defaults(func=_bench)
     return parser

@@ -21,6 +21,11 @@ __all__ = [
     "UnknownBackendError",
 ]
 
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
+
 #: The fix printed with every "cannot use the GPU" message.
 GPU_FIX = (
     'install the CuPy build matching your CUDA driver (pip install "gpukit[cuda12]" '

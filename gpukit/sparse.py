@@ -17,13 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes, _transfer
-from ._dispatch import owner_of, prepare
-from ._memory import operation
-from ._selection import get_backend
+from ._dispatch import dtypes as _dtypes
+from ._dispatch import operation, prepare
+from ._runtime import transfer as _transfer
+from ._runtime.placement import owner_of
+from ._select.selection import get_backend
 from .backend import Backend
 
 __all__ = ["csr_matrix", "issparse", "poisson2d"]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
 
 #: Entry dtypes of a sparse matrix on every backend (cuSPARSE's set, which CuPy enforces).
 ENTRY_DTYPES = tuple(np.dtype(c) for c in "?fdFD")

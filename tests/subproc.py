@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_python(code: str, env: dict[str, str] | None = None, extra_path: list[str] = ()):
     """Run ``code`` with ``python -c`` from the repository root; return the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKIT_")}
-    full_env["PYTHONPATH"] = os.pathsep.join([*extra_path, str(ROOT)])
+    sim = [os.environ["CUPYSIM_PATH"]] if os.environ.get("CUPYSIM_PATH") else []  # --cupy=sim
+    full_env["PYTHONPATH"] = os.pathsep.join([*sim, *extra_path, str(ROOT)])
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", code],

@@ -30,6 +30,7 @@ FIELDS = {
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory) -> tuple[dict, str]:
     """One ``--quick --json --plot`` run of two cases on NumPy and gpukit-numpy."""
+    pytest.importorskip("matplotlib", reason='the plot needs matplotlib: pip install -e ".[bench]"')
     png = str(tmp_path_factory.mktemp("bench") / "bench.png")
     import contextlib
     import io

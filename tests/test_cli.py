@@ -77,3 +77,27 @@ def test_info_reports_a_malformed_memory_limit_instead_of_crashing():
     assert not numpy["available"] and "GPUKIT_MEMORY_LIMIT" in numpy["reason"]
     assert info["selected"]["name"] is None
     assert "'lots'" in info["selected"]["reason"]
+
+
+def test_version_flag_prints_the_package_version(capsys):
+    import pytest
+
+    from gpukit.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpukit {gk.__version__}"
+
+
+def test_bench_list_names_every_case_and_implementation(capsys):
+    from gpukit._bench.cases import CASES
+    from gpukit._bench.runners import NAMES
+    from gpukit.cli import main
+
+    assert main(["bench", "--list"]) == 0
+    out = capsys.readouterr().out
+    cases = out.split("implementations (--impls):")[0]
+    impls = out.split("implementations (--impls):")[1].split()
+    assert [line.split()[0] for line in cases.splitlines()[1:]] == [c.name for c in CASES]
+    assert impls == NAMES

@@ -124,7 +124,7 @@ def test_sparse_entries_are_those_every_backend_stores(backend):
 
 def test_big_endian_host_data_is_converted_before_dispatch():
     # CuPy would reinterpret big-endian bytes (cupy/cupy#3652); gpukit converts first.
-    from gpukit import _dtypes
+    from gpukit._dispatch import dtypes as _dtypes
 
     a = np.arange(6.0).astype(">f8")
     got = _dtypes.check("gk.fft.fft", "x", a)

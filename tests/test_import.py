@@ -1,10 +1,7 @@
-"""`import gpukit` is cheap: no CuPy, no heavy SciPy submodules, under 300 ms."""
+"""`import gpukit` is cheap: no CuPy, no heavy SciPy submodules, nothing beyond NumPy."""
 
 from __future__ import annotations
 
-import re
-
-import pytest
 from subproc import run_python
 
 HEAVY = ["cupy", "cupyx", "torch", "scipy.linalg", "scipy.sparse", "scipy.fft", "matplotlib"]
@@ -27,21 +24,20 @@ def test_selecting_numpy_does_not_import_cupy():
     assert proc.stdout.strip() == "False"
 
 
-def _cumulative_us(stderr: str) -> int:
-    # -X importtime lines: "import time: self [us] | cumulative | name"
-    for line in stderr.splitlines():
-        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| gpukit$", line)
-        if m:
-            return int(m.group(1))
-    raise AssertionError(f"no importtime line for gpukit in:\n{stderr[-2000:]}")
-
-
-def test_cumulative_import_time_under_300_ms():
-    # Best of three: the budget is for gpukit's own cost, not for a busy machine's noise.
-    times = []
-    for _ in range(3):
-        proc = run_python("import gpukit", env={"PYTHONPROFILEIMPORTTIME": "1"})
-        assert proc.returncode == 0, proc.stderr
-        times.append(_cumulative_us(proc.stderr))
-    if min(times) >= 300_000:
-        pytest.fail(f"import gpukit took {min(times) / 1000:.0f} ms cumulative (budget 300 ms)")
+def test_import_loads_only_gpukit_and_the_standard_library_beyond_numpy():
+    """Deterministic stand-in for an import-time budget (timing lives in asv:
+    ``bench_core.timeraw_import_gpukit``): after NumPy, ``import gpukit`` may load its own
+    modules and standard-library ones, nothing from site-packages."""
+    code = (
+        "import sys, sysconfig, numpy\n"
+        "before = set(sys.modules)\n"
+        "import gpukit\n"
+        "stdlib = sysconfig.get_paths()['stdlib']\n"
+        "for name in sorted(set(sys.modules) - before):\n"
+        "    origin = getattr(sys.modules[name], '__file__', None) or ''\n"
+        "    if not name.startswith('gpukit') and 'site-packages' in origin:\n"
+        "        print(name)\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"import gpukit loaded third-party modules: {proc.stdout}"

@@ -12,8 +12,8 @@ from kernel_cases import CASES
 
 import gpukit as gk
 import gpukit_numpy.kernels as references
-from gpukit.kernels._registry import KERNELS, cuda_sources
-from gpukit_cupy.kernels._source import HERE, instantiations
+from gpukit.backend.kernels import KERNELS, cuda_sources
+from gpukit_cupy.cuda_sources import HERE, instantiations
 
 NVCC = shutil.which("nvcc")
 TESTS = Path(__file__).parent

@@ -19,7 +19,7 @@ ERR = {np.float32: 1e-5, np.float64: 1e-10}
 
 def problem(rng, method, n=64):
     """A well-conditioned matrix of the kind each method needs (SPD, general, indefinite)."""
-    lap = gk.sparse.poisson2d(int(np.sqrt(n))).toarray()
+    lap = gk.to_numpy(gk.sparse.poisson2d(int(np.sqrt(n))).toarray())  # host, on any backend
     base = lap / 8 + np.eye(n)  # SPD, condition number ~2
     noise = rng.standard_normal((n, n)) * 0.1 / np.sqrt(n)
     if method == "cg":
@@ -104,7 +104,7 @@ def test_preconditioner_forms(backend, xp, rng, method, form):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_non_convergence_warns_and_reports(backend, xp, rng, method):
-    a = gk.sparse.poisson2d(16).toarray()
+    a = gk.to_numpy(gk.sparse.poisson2d(16).toarray())  # host, on any backend
     b = rng.standard_normal(a.shape[0])
     with pytest.warns(gk.ConvergenceWarning, match=f"gk.linalg.{method} did not converge"):
         x, info = getattr(gk.linalg, method)(xp.asarray(a), xp.asarray(b), maxiter=3)

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import gpukit as gk
-from gpukit import _info, _memlimit, _registry
-from gpukit._dispatch import prepare
-from gpukit._memory import operation
+from gpukit import _info
+from gpukit._dispatch.inputs import prepare
+from gpukit._runtime.memory import operation
+from gpukit._select import configure as _memlimit
+from gpukit._select import registry as _registry
 from gpukit.errors import GpukitWarning
 
 from fakedevice import FakeDeviceBackend, FakeOutOfMemory
@@ -329,7 +331,7 @@ def test_pinned_on_host_backend(rng):
 
 # -- gpukit info and the one byte formatter -------------------------------------------------
 def test_format_bytes():
-    from gpukit._memstats import format_bytes
+    from gpukit._runtime.memstats import format_bytes
 
     assert format_bytes(None) == "unknown"
     assert format_bytes(1023) == "1,023 bytes"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gpukit as gk
-from gpukit import _registry
+from gpukit._select import registry as _registry
 
 from helpers import rel_err
 

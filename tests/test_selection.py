@@ -54,10 +54,69 @@ def test_env_cupy_without_driver_raises_with_cause_and_fix():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("RAISED backend 'cupy' cannot run here")
-    # CuPy is installed in the test environment, so this is the real no-driver path.
-    assert "cudaErrorInsufficientDriver" in out or "CuPy is not installed" in out
-    assert 'pip install "gpukit[cuda12]"' in out and "GPUKIT_BACKEND=numpy" in out
+    # CuPy is installed in the test environment: the real path of a machine without a GPU
+    # (no driver) or with an old one.
+    assert any(r in out for r in ("no NVIDIA driver found", "too old", "CuPy is not installed"))
+    assert "GPUKIT_BACKEND=numpy" in out
     assert "Traceback" not in proc.stderr
+
+
+_FAIL_TWICE = (
+    "import numpy as np, gpukit as gk\n"
+    "try:\n    gk.fft.fft(np.ones(4))\nexcept gk.BackendUnavailableError:\n    pass\n"
+    "gk.matmul(np.ones((2, 2)), np.ones((2, 2)))\n"
+)
+
+
+def test_backend_failure_is_a_short_paragraph_every_time():
+    """The reason and the fix from the user's own call: no inner frames, no CUDA chain,
+    and a second failure is no longer than the first (a re-raised stored exception grew)."""
+    if CUPY.available:
+        pytest.skip("a GPU is usable here")
+    proc = run_python(_FAIL_TWICE, env={"GPUKIT_BACKEND": "cupy"})
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and lines[-1].startswith("gpukit.errors.BackendUnavailableError")
+    assert "Fix:" in lines[-1] and "GPUKIT_BACKEND=numpy" in lines[-1]
+    assert len(lines) <= 10, proc.stderr
+    assert "During handling" not in proc.stderr and "direct cause" not in proc.stderr
+
+
+def test_gpukit_debug_shows_the_whole_chain():
+    if CUPY.available:
+        pytest.skip("a GPU is usable here")
+    proc = run_python(_FAIL_TWICE, env={"GPUKIT_BACKEND": "cupy", "GPUKIT_DEBUG": "1"})
+    assert "The above exception was the direct cause" in proc.stderr
+    assert "gpukit/_select/registry.py" in proc.stderr  # inner frames are kept
+    if "CuPy is not installed" not in proc.stderr:
+        assert "CUDARuntimeError" in proc.stderr  # CUDA's own error, the root of the chain
+
+
+@pytest.mark.parametrize(
+    ("driver", "expected"),
+    [
+        (0, "no NVIDIA driver found (CuPy {v} is built for CUDA 13.2)"),
+        (12020, "the NVIDIA driver is too old for this CuPy: it supports CUDA 12.2, CuPy {v}"),
+    ],
+)
+def test_cupy_probe_tells_no_driver_from_an_old_driver(monkeypatch, driver, expected):
+    """cudaErrorInsufficientDriver means either; the driver version tells which."""
+    cupy = pytest.importorskip("cupy")
+    from gpukit_cupy import backend as cupy_backend
+
+    def insufficient():
+        raise cupy.cuda.runtime.CUDARuntimeError(35)  # cudaErrorInsufficientDriver
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", insufficient)
+    monkeypatch.setattr(cupy.cuda.runtime, "driverGetVersion", lambda: driver)
+    monkeypatch.setattr(cupy.cuda.runtime, "runtimeGetVersion", lambda: 13020)
+    with pytest.raises(gk.BackendUnavailableError) as info:
+        cupy_backend.probe()
+    msg = str(info.value)
+    assert expected.format(v=cupy.__version__) in msg
+    assert "GPUKIT_BACKEND=numpy" in msg
+    if driver:
+        assert 'pip install "gpukit[cuda12]"' in msg
+    assert isinstance(info.value.__cause__, cupy.cuda.runtime.CUDARuntimeError)
 
 
 def test_env_unknown_name_lists_registered_backends():
@@ -219,3 +278,37 @@ def test_names_must_be_strings():
     with pytest.raises(TypeError, match="backend name"):
         with gk.use_backend(None):
             pass  # pragma: no cover
+
+
+def test_cupy_probe_loads_the_cuda_libraries_and_names_the_missing_ones(monkeypatch):
+    """A driver and a GPU but no CUDA libraries (no toolkit, no [ctk] wheels): the backend
+    is unavailable at once, naming each library and the install that brings them."""
+    cupy = pytest.importorskip("cupy")
+    import functools
+    import sys
+    import types
+
+    from gpukit_cupy import backend as cupy_backend
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 1)
+    monkeypatch.setattr(cupy.cuda.runtime, "runtimeGetVersion", lambda: 12080)
+    loaded = []
+    # cuFFT loads (a stand-in module: the real one cannot even import without libcufft)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.cufft", types.SimpleNamespace(getVersion=int))
+    for name, module, function in cupy_backend._LIBRARIES:
+        if name == "cuFFT":
+            continue
+
+        def missing(name=name):
+            loaded.append(name)
+            raise OSError(f"lib{name.lower()}.so.12: cannot open shared object file")
+
+        owner, _, attr = f"{module}.{function}".rpartition(".")
+        monkeypatch.setattr(functools.reduce(getattr, owner.split(".")[1:], cupy), attr, missing)
+    with pytest.raises(gk.BackendUnavailableError) as info:
+        cupy_backend.probe()
+    msg = str(info.value)
+    assert loaded == ["cuBLAS", "cuSOLVER", "NVRTC"]  # every library is tried
+    assert "cuBLAS (OSError: libcublas.so.12" in msg and "NVRTC (OSError" in msg
+    assert "cuFFT" not in msg
+    assert 'pip install "gpukit[cuda12]"' in msg and "GPUKIT_BACKEND=numpy" in msg

@@ -13,8 +13,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import gpukit as gk
-from gpukit import _registry
-from gpukit._sharding import split
+from gpukit._select import registry as _registry
+from gpukit._sharding.array import split
 
 from helpers import rel_err
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpukit as gk
-from gpukit._dispatch import prepare
+from gpukit._dispatch.inputs import prepare
 
 from fakedevice import FakeDeviceArray, FakeDeviceBackend
 

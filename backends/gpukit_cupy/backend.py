@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 from typing import Any
 
 import numpy as np
 
 from gpukit.backend import Backend, Device
+from gpukit.backend.collectives import PeerCopyCollectives
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from .collectives import NcclCollectives
 from .fft import CupyFFT
 from .linalg import CupyLinalg
 from .matmul import CupyMatmul
@@ -31,8 +35,9 @@ _CUDA_ERROR_NO_DEVICE = 100  # cudaErrorNoDevice (CuPy exports no constant for i
 def probe() -> int:
     """Check that CuPy imports and a CUDA device is usable; return the device count.
 
-    Every CUDA failure becomes a ``BackendUnavailableError`` naming the CUDA error
-    (``cudaErrorInsufficientDriver``, ``cudaErrorNoDevice``) and the fix.
+    Every CUDA failure becomes a ``BackendUnavailableError`` whose reason says what is
+    wrong in words (no NVIDIA driver at all, a driver too old for this CuPy, no visible
+    device) and whose fix says what to do; the CUDA error stays attached as the cause.
     """
     if cupy is None:
         raise BackendUnavailableError("cupy", f"CuPy is not installed ({_import_error})", GPU_FIX)
@@ -41,30 +46,86 @@ def probe() -> int:
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         # cudaErrorNoDevice: a working driver sees no GPU (CUDA_VISIBLE_DEVICES hides them)
         if exc.status != _CUDA_ERROR_NO_DEVICE:
-            raise BackendUnavailableError(
-                "cupy", f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", _fix_for(exc)
-            ) from None
+            raise BackendUnavailableError("cupy", *_driver_problem(exc)) from exc
         count = 0
     except Exception as exc:  # e.g. libcuda cannot be loaded at all
         raise BackendUnavailableError(
             "cupy", f"CUDA is not usable: {type(exc).__name__}: {exc}", GPU_FIX
-        ) from None
+        ) from exc
     if count == 0:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
         raise BackendUnavailableError("cupy", f"no CUDA device is visible{hint}", GPU_FIX)
+    _check_libraries()
     return count
 
 
-def _fix_for(exc: Exception) -> str:
-    text = str(exc)
-    if "InsufficientDriver" in text:
+# The CUDA libraries gpukit calls through CuPy, each with a call that loads it (CuPy loads
+# them lazily, so a driver without a CUDA toolkit or CuPy's [ctk] wheels fails only at the
+# first matmul, FFT, solve or kernel otherwise).
+_LIBRARIES: tuple[tuple[str, str, str], ...] = (
+    ("cuBLAS", "cupy.cuda.device", "get_cublas_handle"),
+    ("cuSOLVER", "cupy.cuda.device", "get_cusolver_handle"),
+    ("cuFFT", "cupy.cuda.cufft", "getVersion"),
+    ("NVRTC", "cupy.cuda", "nvrtc.getVersion"),  # cupy.cuda.nvrtc: an attribute, not a module
+)
+
+
+def _check_libraries() -> None:
+    """Load every CUDA library gpukit uses now, so a missing one is a clear error at once."""
+    failed = []
+    cause = None
+    for name, module, function in _LIBRARIES:
+        try:
+            functools.reduce(getattr, function.split("."), importlib.import_module(module))()
+        except Exception as exc:  # ImportError, OSError, pathfinder's not-found error...
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            failed.append(f"{name} ({type(exc).__name__}: {first_line})")
+            cause = cause or exc
+    if failed:
+        major = cupy.cuda.runtime.runtimeGetVersion() // 1000
+        raise BackendUnavailableError(
+            "cupy",
+            "CUDA libraries CuPy needs cannot be loaded: " + "; ".join(failed),
+            f'pip install "gpukit[cuda{major}]" (it brings them as wheels through CuPy\'s [ctk] '
+            f"extra), or install the CUDA {major}.x toolkit, or run on the CPU with "
+            "GPUKIT_BACKEND=numpy",
+        ) from cause
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _driver_problem(exc: Exception) -> tuple[str, str]:
+    """(reason, fix) for a CUDA runtime failure at the first device query.
+
+    ``cudaErrorInsufficientDriver`` means two different things: no driver at all
+    (``cudaDriverGetVersion`` reports 0, as on a machine without an NVIDIA GPU) or a
+    driver older than the CUDA runtime CuPy was built for.
+    """
+    rt = cupy.cuda.runtime
+    try:
+        driver, runtime = rt.driverGetVersion(), rt.runtimeGetVersion()
+    except Exception:  # libcudart itself cannot be queried: report CUDA's words
+        driver = runtime = None
+    if driver == 0:
         return (
-            "install or update the NVIDIA driver to one supporting this CuPy's CUDA version, "
-            'or install the CuPy build for your driver (pip install "gpukit[cuda12]"), '
-            "or run on the CPU with GPUKIT_BACKEND=numpy"
+            f"no NVIDIA driver found (CuPy {cupy.__version__} is built for CUDA "
+            f"{_cuda_version(runtime)})",
+            "on a machine with an NVIDIA GPU, install its driver; otherwise run on the CPU "
+            "with GPUKIT_BACKEND=numpy",
         )
-    return GPU_FIX
+    if driver is not None and runtime is not None and driver < runtime:
+        return (
+            f"the NVIDIA driver is too old for this CuPy: it supports CUDA "
+            f"{_cuda_version(driver)}, CuPy {cupy.__version__} is built for CUDA "
+            f"{_cuda_version(runtime)}",
+            "update the NVIDIA driver, or install the CuPy build for your driver's CUDA "
+            f'version (pip install "gpukit[cuda{driver // 1000}]"), or run on the CPU with '
+            "GPUKIT_BACKEND=numpy",
+        )
+    return f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", GPU_FIX
 
 
 class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
@@ -152,8 +213,6 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
             return cupy.copy(x)  # a peer copy when x lives on another device
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
-        from gpukit._collectives import NcclCollectives, PeerCopyCollectives
-
         if NcclCollectives.usable(devices):
             return NcclCollectives(self, devices)
         return PeerCopyCollectives(self, devices)

@@ -2,6 +2,7 @@
 
 CuPy caches cuFFT plans per device (``cupy.fft.config.get_plan_cache()``, by default
 16 plans and no memory bound), so repeated transforms of one shape skip planning.
+``workers`` (CPU threads) has no meaning here and is ignored.
 """
 
 from __future__ import annotations
@@ -10,13 +11,19 @@ from typing import Any
 
 
 class CupyFFT:
-    """Overrides :class:`gpukit._ops.fft.FFTOps` with cuFFT on the array's device."""
+    """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with cuFFT on the array's device."""
 
     def fft_engine(self) -> str:
         return "cufft"
 
     def fft_transform(
-        self, kind: str, x: Any, s: tuple[int, ...], axes: tuple[int, ...], norm: str | None
+        self,
+        kind: str,
+        x: Any,
+        s: tuple[int, ...],
+        axes: tuple[int, ...],
+        norm: str | None,
+        workers: int,
     ) -> Any:
         import cupyx.scipy.fft
 

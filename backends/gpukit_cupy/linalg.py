@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from gpukit._ops.linalg import LinalgOps
+from gpukit.backend._ops.linalg import LinalgOps
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ _lock = threading.Lock()
 
 
 class CupyMatmul:
-    """Overrides :class:`gpukit._ops.matmul.MatmulOps` to honour ``precision="tf32"``."""
+    """Overrides :class:`gpukit.backend._ops.matmul.MatmulOps` to honour ``precision="tf32"``."""
 
     def matmul(self, a: Any, b: Any, precision: str | None) -> Any:
         import cupy

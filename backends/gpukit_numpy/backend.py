@@ -1,7 +1,7 @@
 """The NumPy backend: host arrays, SciPy for the numerical library calls.
 
 With ``GPUKIT_CPU_DEVICES=N`` (read at first use) it exposes N virtual devices
-(see :mod:`gpukit._virtual`): arrays placed on one are zero-copy
+(see :mod:`gpukit.backend.virtual`): arrays placed on one are zero-copy
 ``VirtualDeviceArray`` views, plain ndarrays stay device-less host data.
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from gpukit._virtual import VirtualDeviceArray, cpu_device_count, place
 from gpukit.backend import Backend, Device
+from gpukit.backend.collectives import InMemoryCollectives
+from gpukit.backend.virtual import VirtualDeviceArray, cpu_device_count, place
 
 from .fft import NumpyFFT
 from .linalg import NumpyLinalg
@@ -97,8 +98,6 @@ class NumpyBackend(NumpyFFT, NumpyLinalg, NumpyMemoryMixin, Backend):
         return place(data, device) if self.device_count() > 1 else np.asarray(data)
 
     def collectives(self, devices: tuple[int, ...]) -> Any:
-        from gpukit._collectives import InMemoryCollectives
-
         return InMemoryCollectives(self, devices)
 
     def versions(self) -> dict[str, str]:

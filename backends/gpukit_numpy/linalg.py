@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gpukit._ops.linalg import LinalgOps
+from gpukit.backend._ops.linalg import LinalgOps
 
 
 @functools.cache

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _registry
+from .._select import registry as _registry
 from .._version import __version__
 from .cases import CASES, Case, Unsupported
 from .ceilings import measure_ceilings

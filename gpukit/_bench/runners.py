@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dispatch, _registry, _selection
+from .. import _dispatch
+from .._select import registry as _registry
+from .._select import selection as _selection
 
 NAMES = ["gpukit-numpy", "gpukit-cupy", "numpy", "cupy", "torch-cpu", "torch-cuda"]
 

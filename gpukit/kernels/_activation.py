@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._memory import operation
+from .._dispatch import operation
+from ..backend.kernels import ACTIVATIONS
 from ._checks import FLOATS, check_like, place
-from ._registry import ACTIVATIONS
 
 
 def _check_activation(op: str, activation: str) -> None:

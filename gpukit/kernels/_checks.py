@@ -3,7 +3,7 @@
 Every check runs before any backend is called, so each backend raises the same
 exception with the same message, prefixed with the operation (``gk.kernels.<name>:``):
 ``TypeError`` for a dtype that is not accepted (the rule of every numerical front-end,
-:mod:`gpukit._dtypes`), ``ValueError`` for shapes, layouts and hyper-parameter values.
+:mod:`gpukit._dispatch.dtypes`), ``ValueError`` for shapes, layouts and hyper-parameter values.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
-from .._dispatch import prepare
+from .._dispatch import dtypes as _dtypes
+from .._dispatch.inputs import prepare
 from ..backend import Backend
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

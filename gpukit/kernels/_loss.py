@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._memory import operation
+from .._dispatch import operation
 from ._checks import FLOATS, INTEGERS, check_labels, check_range, place
 
 

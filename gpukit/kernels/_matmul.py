@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import operation
+from .._dispatch import operation
 from ._checks import place
 
 _F32 = (np.dtype(np.float32),)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._memory import operation
+from .._dispatch import operation
 from ._checks import FLOATS, check_contiguous, check_like, check_range, place
 
 

@@ -36,3 +36,7 @@ __all__ = [
     "solve",
     "svd",
 ]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
-from .._dispatch import prepare
+from .._dispatch import dtypes as _dtypes
+from .._dispatch.inputs import prepare
 from ..backend import Backend
 from ..errors import LinAlgError
 
 
 def place(op: str, arrays: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Backend, list[Any]]:
-    """Check the dtypes (TypeError, :mod:`gpukit._dtypes`), ``prepare`` once, and return
+    """Check the dtypes (TypeError, :mod:`gpukit._dispatch.dtypes`), ``prepare`` once, and return
     native arrays of the chosen backend."""
     arrays = tuple(_dtypes.check(op, n, x) for x, n in zip(arrays, names, strict=True))
     backend, out = prepare(*arrays, names=names)

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .._dispatch import owner_of
-from .._selection import get_backend
-from .._sharding import ShardedArray, split
-from .._workers import map_devices
+from .._runtime.placement import owner_of
+from .._runtime.workers import map_devices
+from .._select.selection import get_backend
+from .._sharding.array import ShardedArray, split
 from ..backend import Backend
 from ..errors import DeviceMismatchError
 from ..sparse import issparse, to_backend

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._memory import operation
+from .._dispatch import operation
 from . import _checks
 
 __all__ = [

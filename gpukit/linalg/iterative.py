@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
-from .._dispatch import owner_of, prepare
-from .._memory import operation
+from .._dispatch import dtypes as _dtypes
+from .._dispatch import operation, prepare
+from .._runtime.placement import owner_of
 from ..backend import Backend
 from ..errors import ConvergenceWarning
 from ..sparse import issparse, to_backend
@@ -265,7 +265,7 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
     fn.__doc__ += examples
 
 
-@operation("gk.linalg.cg")
+@operation("gk.linalg.cg", native=("sharded",))
 def cg(
     A: Any,
     b: Any,
@@ -293,7 +293,7 @@ def cg(
     return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
-@operation("gk.linalg.bicgstab")
+@operation("gk.linalg.bicgstab", native=("sharded",))
 def bicgstab(
     A: Any,
     b: Any,
@@ -319,7 +319,7 @@ def bicgstab(
     return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
-@operation("gk.linalg.gmres")
+@operation("gk.linalg.gmres", native=("sharded",))
 def gmres(
     A: Any,
     b: Any,
@@ -351,7 +351,7 @@ def gmres(
     return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
 
 
-@operation("gk.linalg.minres")
+@operation("gk.linalg.minres", native=("sharded",))
 def minres(
     A: Any,
     b: Any,

@@ -51,3 +51,7 @@ __all__ = [
     "predict",
     "save",
 ]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)

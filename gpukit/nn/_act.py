@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._registry import ACTIVATIONS
-from ._kernels import kernel
+from .. import _dispatch
+from ..kernels import ACTIVATIONS
+from ..kernels._direct import kernel
 
 __all__ = ["ACTIVATIONS", "backward", "forward"]
 
@@ -32,9 +33,7 @@ def _special():
 
 
 def _zeros_bias(z: Any) -> Any:
-    from .._dispatch import namespace
-
-    return namespace(z).zeros(z.shape[-1], dtype=z.dtype)
+    return _dispatch.namespace(z).zeros(z.shape[-1], dtype=z.dtype)
 
 
 def forward(

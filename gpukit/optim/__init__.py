@@ -21,3 +21,7 @@ from .lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
 from .optimizer import SGD, Adam, AdamW, Optimizer
 
 __all__ = ["SGD", "Adam", "AdamW", "CosineAnnealingLR", "LRScheduler", "Optimizer", "StepLR"]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)

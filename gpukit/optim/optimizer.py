@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
-from ..nn._kernels import kernel as _kernel
+from ..kernels._direct import kernel as _kernel
 from ..nn.module import Parameter, assign, on_device_of
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]

@@ -2,7 +2,7 @@
 
 Each launcher takes the front-end's validated arguments, makes its inputs
 C-contiguous, allocates outputs and launches templated kernels from the ``.cu``
-files beside it (see ``gpukit.kernels._registry`` for the name expressions).
+files beside it (see ``gpukit.backend.kernels`` for the name expressions).
 Nothing compiles at import: each source compiles on its first launch on a device.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import cupy
 import numpy as np
 
-from gpukit.kernels._registry import ACTIVATIONS
+from gpukit.backend.kernels import ACTIVATIONS
 
 from ._launch import BLOCK, ctype, function, grid_1d, index, scalar, sm_count
 

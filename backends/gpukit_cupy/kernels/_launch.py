@@ -8,9 +8,9 @@ from functools import cache
 import cupy
 import numpy as np
 
-from gpukit.kernels._registry import cuda_sources
+from gpukit.backend.kernels import cuda_sources
 
-from ._source import source
+from ..cuda_sources import source
 
 BLOCK = 256
 #: Blocks per SM for grid-stride elementwise launches: enough to hide latency.

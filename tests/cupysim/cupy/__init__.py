@@ -1,116 +1,243 @@
-"""STAND-IN for sim-core's simulated ``cupy`` package (see SIM_CONTRACT.md).
+"""A simulated CuPy 14.2 for tests: arrays live on simulated GPUs in host memory.
 
-Just enough of CuPy for the kernel side (sim-kernels) to be developed and tested
-before sim-core's arrays, devices and streams land: arrays are NumPy arrays
-tagged with a device. sim-core's ``cupy/__init__.py`` replaces this file and
-imports the four kernel classes from ``cupy._core``.
+Put ``tests/cupysim`` first on ``sys.path`` (``python -m pytest --cupy=sim``, or
+``PYTHONPATH=tests/cupysim``) and ``import cupy`` loads this package. Configuration:
+``cupysim.config`` (``CUPYSIM_*`` variables). What it models and what it cannot:
+docs/contributing_gpu.rst.
 """
 
 from __future__ import annotations
 
-import numpy as _np
-from cupysim import runtime as _rt
-from numpy import (  # noqa: F401
-    bool_,
-    complex64,
-    complex128,
-    float16,
-    float32,
-    float64,
-    int8,
-    int16,
-    int32,
-    int64,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
+import numpy as _numpy
+from cupysim import _names
+from cupysim import wrap as _wrap
 
-from . import cuda
-from ._core._kernel import ElementwiseKernel  # noqa: F401
-from ._core._reduction import ReductionKernel  # noqa: F401
-from ._core.raw import RawKernel, RawModule  # noqa: F401
+from cupy import _core, cuda  # noqa: F401
+from cupy._core import core as _corem
+from cupy._core.core import ndarray
 
 __version__ = "14.2.0"
 
+# -- NumPy's types and constants, as CuPy re-exports them --------------------------------
+_OWN_TYPES = {"ndarray", "ufunc", "flatiter", "broadcast", "poly1d", "vectorize"}
+for _n in _names.TYPES - _OWN_TYPES:
+    globals()[_n] = getattr(_numpy, _n)
+for _n in _names.CONSTANTS:
+    globals()[_n] = getattr(_numpy, _n)
 
-class ndarray(_np.ndarray):
-    def __array_finalize__(self, obj):
-        self._device_id = getattr(obj, "_device_id", _rt.current_device())
-
-    @property
-    def device(self):
-        return cuda.Device(self._device_id)
-
-    @property
-    def data(self):
-        return cuda.MemoryPointer(
-            cuda.memory.UnownedMemory(self.ctypes.data, self.nbytes, None, self._device_id), 0
-        )
-
-    def get(self):
-        return _np.array(self.view(_np.ndarray))
+# -- functions modelled by hand (creation, copies, cuBLAS products) -----------------------
+_BLAS = ("dot", "matmul", "vdot", "inner", "tensordot")
+_MANUAL = {
+    "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "empty",
+    "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "copyto",
+    "astype", "fill_diagonal", "put", "place", "putmask", *_BLAS,
+}  # fmt: skip
+for _n in _names.FUNCTIONS - _MANUAL:
+    globals()[_n] = _wrap.function(_n, getattr(_numpy, _n))
+for _n in _BLAS:
+    globals()[_n] = _wrap.blas(_n, getattr(_numpy, _n), takes_out=_n in ("dot", "matmul"))
 
 
-def _wrap(a):
-    out = _np.asarray(a).view(ndarray)
-    out._device_id = _rt.current_device()
-    return out
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
+    """Creates an array on the current device (a copy of a device array, across devices too)."""
+    return _corem.array(obj, dtype, copy, order, subok, ndmin, blocking)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, blocking=False):
+    """Converts an object to an array; a device array on another device is copied here."""
+    return _corem.array(a, dtype, copy, order, blocking=blocking)
+
+
+def asanyarray(a, dtype=None, order=None, *, copy=None, blocking=False):
+    return _corem.array(a, dtype, copy, order, blocking=blocking)
+
+
+ascontiguousarray = _corem.ascontiguousarray
+asfortranarray = _corem.asfortranarray
+
+
+def copy(a, order="K"):
+    """A copy on the current device (``a.copy(order)``: across devices as CuPy allows)."""
+    return a.copy(order=order)
+
+
+def astype(x, dtype, /, *, copy=True):
+    return x.astype(dtype, copy=copy)
+
+
+def _shape(shape):
+    return (int(shape),) if isinstance(shape, (int, _numpy.integer)) else tuple(shape)
 
 
 def empty(shape, dtype=float, order="C"):
-    return _wrap(_np.empty(shape, dtype, order))
+    """An uninitialised array on the current device."""
+    return _corem._empty(_shape(shape), dtype, order)
 
 
-def empty_like(a, dtype=None):
-    return _wrap(_np.empty_like(_np.asarray(a), dtype=dtype))
+def zeros(shape, dtype=float, order="C"):
+    """Zeros on the current device (a memset on the current stream)."""
+    a = _corem._empty(_shape(shape), dtype, order)
+    a.data.memset_async(0, a.nbytes)
+    return a
 
 
-def zeros(shape, dtype=float):
-    return _wrap(_np.zeros(shape, dtype))
+def ones(shape, dtype=float, order="C"):
+    a = _corem._empty(_shape(shape), dtype, order)
+    a.fill(1)
+    return a
 
 
-def full(shape, value, dtype=None):
-    return _wrap(_np.full(shape, value, dtype))
+def full(shape, fill_value, dtype=None, order="C"):
+    if dtype is None:
+        dtype = (
+            fill_value.dtype if isinstance(fill_value, ndarray) else _numpy.array(fill_value).dtype
+        )
+    a = _corem._empty(_shape(shape), dtype, order)
+    copyto(a, fill_value, casting="unsafe")
+    return a
 
 
-def arange(*args, **kwargs):
-    return _wrap(_np.arange(*args, **kwargs))
+def _like_layout(a, dtype, order, shape):
+    # cupy/_creation/basic.py _new_like_order_and_strides: 'K' keeps a's layout
+    dtype = a.dtype if dtype is None else _numpy.dtype(dtype)
+    shape = a.shape if shape is None else _shape(shape)
+    order = (order or "K").upper()
+    if order == "A":
+        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    if order == "K":
+        if shape == a.shape and a.flags.f_contiguous and not a.flags.c_contiguous:
+            order = "F"
+        elif shape == a.shape and not (a.flags.c_contiguous or a.flags.f_contiguous):
+            probe = _numpy.empty_like(
+                _numpy.lib.stride_tricks.as_strided(_numpy.empty(0, dtype), a.shape, a.strides),
+                dtype=dtype,
+            )
+            return _corem._empty_like_layout(probe)
+        else:
+            order = "C"
+    return _corem._empty(shape, dtype, order)
 
 
-def asarray(a, dtype=None):
-    if isinstance(a, ndarray) and (dtype is None or a.dtype == dtype):
-        return a
-    return _wrap(_np.array(_np.asarray(a), dtype=dtype, copy=True))
+def empty_like(prototype, dtype=None, order="K", subok=None, shape=None):
+    """An uninitialised array like ``prototype`` on the **current** device (CuPy's rule)."""
+    if subok is not None:
+        raise TypeError("subok is not supported yet")
+    return _like_layout(prototype, dtype, order, shape)
 
 
-array = asarray
-
-
-def ascontiguousarray(a, dtype=None):
-    if isinstance(a, ndarray) and a.flags.c_contiguous and (dtype is None or a.dtype == dtype):
-        return a
-    dev = a._device_id if isinstance(a, ndarray) else _rt.current_device()
-    out = _wrap(_np.ascontiguousarray(_np.asarray(a), dtype=dtype))
-    out._device_id = dev
+def zeros_like(a, dtype=None, order="K", subok=None, shape=None):
+    out = empty_like(a, dtype, order, subok, shape)
+    out.data.memset_async(0, out.nbytes)
     return out
 
 
-def asnumpy(a):
-    return _np.array(_np.asarray(a))
+def ones_like(a, dtype=None, order="K", subok=None, shape=None):
+    out = empty_like(a, dtype, order, subok, shape)
+    out.fill(1)
+    return out
 
 
-dtype = _np.dtype
+def full_like(a, fill_value, dtype=None, order="K", subok=None, shape=None):
+    out = empty_like(a, dtype, order, subok, shape)
+    copyto(out, fill_value, casting="unsafe")
+    return out
+
+
+def copyto(dst, src, casting="same_kind", where=None):
+    """Copies ``src`` into ``dst`` with an elementwise kernel (peer-access rule applies)."""
+    if not isinstance(dst, ndarray):
+        raise TypeError(f"Unsupported type {type(dst)}")
+    found: list = []
+    s = _corem._unwrap(src, found)
+    w = _corem._unwrap(where, found)
+    target = dst._np
+    kwargs = {"casting": casting}
+    if where is not None:
+        kwargs["where"] = w
+    _corem._run("copyto", found, [dst], lambda: _numpy.copyto(target, s, **kwargs))
+
+
+def _inplace(name):
+    npfn = getattr(_numpy, name)
+
+    def f(a, /, *args, **kwargs):
+        if not isinstance(a, ndarray):
+            raise TypeError(f"Unsupported type {type(a)}")
+        found: list = []
+        rest = [_corem._unwrap(v, found) for v in args]
+        k = {key: _corem._unwrap(v, found) for key, v in kwargs.items()}
+        target = a._np
+        _corem._run(name, found, [a], lambda: npfn(target, *rest, **k))
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+fill_diagonal = _inplace("fill_diagonal")
+put = _inplace("put")
+place = _inplace("place")
+putmask = _inplace("putmask")
+
+
+def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
+    """The array on the host: ``a.get()`` for a device array (waits for the stream)."""
+    if isinstance(a, ndarray):
+        return a.get(stream=stream, order=order, out=out, blocking=blocking)
+    if out is None:
+        return _numpy.asarray(a, order=order)
+    out[...] = a
+    return out
+
+
+def get_array_module(*args):
+    """``cupy`` if any argument is a cupy.ndarray, else ``numpy``."""
+    import sys
+
+    for arg in args:
+        if isinstance(arg, ndarray):
+            return sys.modules[__name__]
+    return _numpy
+
+
+def is_available() -> bool:
+    return cuda.is_available()
+
+
+_default_memory_pool = cuda.MemoryPool()
+_default_pinned_memory_pool = cuda.PinnedMemoryPool()
+cuda.set_allocator(_default_memory_pool.malloc)
+cuda.set_pinned_memory_allocator(_default_pinned_memory_pool.malloc)
+
+
+def get_default_memory_pool():
+    """The device memory pool CuPy allocates from (per device)."""
+    return _default_memory_pool
+
+
+def get_default_pinned_memory_pool():
+    return _default_pinned_memory_pool
+
+
+from cupy import fft, linalg, random  # noqa: E402, F401
+
+# The kernel classes come from the kernel-execution half (cupy/_core/_kernel.py, raw.py).
+try:
+    from cupy._core._kernel import ElementwiseKernel  # noqa: F401
+except ImportError:
+    pass
+try:
+    from cupy._core._reduction import ReductionKernel  # noqa: F401
+except ImportError:
+    pass
+try:
+    from cupy._core.raw import RawKernel, RawModule  # noqa: F401
+except ImportError:
+    pass
 
 
 def __getattr__(name):
-    fn = getattr(_np, name)
-    if not callable(fn):
-        return fn
+    if name == "cublas":
+        import importlib
 
-    def wrapped(*args, **kwargs):
-        out = fn(*args, **kwargs)
-        return _wrap(out) if isinstance(out, _np.ndarray) else out
-
-    return wrapped
+        return importlib.import_module("cupy.cublas")
+    raise AttributeError(f"module 'cupy' has no attribute {name!r}")

@@ -1,5 +1,4 @@
-"""The simulator's own tests: they run only when ``cupy`` is the simulated one
-(``python -m pytest --cupy=sim``, or ``PYTHONPATH=tests/cupysim``)."""
+"""Fixtures of the simulator's own tests: they run only under ``--cupy=sim``."""
 
 from __future__ import annotations
 
@@ -7,21 +6,26 @@ from pathlib import Path
 
 import pytest
 
-SIM_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _simulated() -> bool:
-    try:
-        import cupy
-    except ImportError:
-        return False
-    return SIM_ROOT in Path(cupy.__file__).resolve().parents
+SIM = Path(__file__).resolve().parent.parent
+ROOT = SIM.parent.parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _simulated():
+    if config.getoption("--cupy") == "sim":
         return
-    skip = pytest.mark.skip(reason="the CuPy simulator's own tests run under --cupy=sim")
+    skip = pytest.mark.skip(reason="the CuPy simulator's own tests run with --cupy=sim")
     for item in items:
-        if SIM_ROOT in Path(str(item.fspath)).resolve().parents:
+        if SIM in Path(str(item.fspath)).parents:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def cp():
+    """The simulated cupy module; afterwards every device is synchronised, device 0 current."""
+    import cupy
+
+    assert cupy.__file__.startswith(str(SIM)), "not the simulator"
+    yield cupy
+    for d in range(cupy.cuda.runtime.getDeviceCount()):
+        cupy.cuda.Device(d).synchronize()  # a test's unfinished stream work ends with it
+    cupy.cuda.runtime.setDevice(0)

@@ -126,16 +126,16 @@ def test_elementwise_launch_reads_inputs_and_writes_outputs(monkeypatch):
     real = runtime.launch
 
     @contextlib.contextmanager
-    def spy(name, reads, writes):
-        seen.append((name, [id(a) for a in reads], [id(a) for a in writes]))
-        with real(name, reads, writes):
-            yield
+    def spy(name, reads, writes, **kw):
+        seen.append((name, [id(a) for a in reads], [id(a) for a in writes], kw["kind"]))
+        with real(name, reads, writes, **kw) as stream:
+            yield stream
 
     monkeypatch.setattr(runtime, "launch", spy)
     x = cupy.asarray(np.ones(4))
     y = cupy.zeros(4)
     AXPY(x, x, 2.0, y)
-    assert seen == [("axpy", [id(x), id(x)], [id(y)])]
+    assert seen == [("axpy", [id(x), id(x)], [id(y)], "elementwise")]
 
 
 SUM = cupy.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "rsum")

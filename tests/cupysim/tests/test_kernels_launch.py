@@ -140,12 +140,12 @@ def test_launch_reports_reads_and_writes(monkeypatch, mod):
     real = runtime.launch
 
     @contextlib.contextmanager
-    def spy(name, reads, writes):
-        seen.append((name, [id(a) for a in reads], [id(a) for a in writes]))
-        with real(name, reads, writes):
-            yield
+    def spy(name, reads, writes, **kw):
+        seen.append((name, [id(a) for a in reads], [id(a) for a in writes], kw["kind"]))
+        with real(name, reads, writes, **kw) as stream:
+            yield stream
 
     monkeypatch.setattr(runtime, "launch", spy)
     x, y = cupy.zeros(1, dtype=np.float32), cupy.zeros(1, dtype=np.float32)
     _args(mod, x, y, np.int32(1), np.float32(1), 1, True, 1.0)
-    assert seen == [("args", [id(x), id(y)], [id(y)])]  # const float* is only read
+    assert seen == [("args", [id(x), id(y)], [id(y)], "raw")]  # const float* is only read

@@ -16,11 +16,10 @@ import string
 import struct
 import threading
 import warnings
-from typing import Any
 
 import numpy as np
-from cupysim import runtime
-from cupysim.kernels.module import compile_with_cache
+from cupysim import runtime as _runtime
+from cupysim.kernels.module import compile_with_cache as _compile_with_cache
 
 __all__ = ["ElementwiseKernel", "ParameterInfo"]
 
@@ -43,7 +42,7 @@ _TYPENAMES = {
 }
 
 
-def get_typename(dtype: Any) -> str:
+def _get_typename(dtype) -> str:
     """``cupy/_core/_scalar.pyx: get_typename``."""
     if dtype is None:
         raise TypeError("dtype is None")
@@ -108,7 +107,7 @@ class _View:
 
     @classmethod
     def of(cls, array) -> _View:
-        op = runtime.operand(array)
+        op = _runtime.operand(array)
         size = int(np.prod(op.shape, dtype=np.int64))
         c = size == 0 or _c_contiguity(op.shape, op.strides, op.dtype.itemsize)
         return cls(
@@ -236,7 +235,7 @@ class ParameterInfo:
             self.ctype = t
         else:
             self.dtype = np.dtype(t)
-            self.ctype = get_typename(self.dtype)
+            self.ctype = _get_typename(self.dtype)
         for i in s[:-2]:
             if i == "raw":
                 self.raw = True
@@ -281,7 +280,7 @@ class _TypeMap:
         return isinstance(other, _TypeMap) and self._pairs == other._pairs
 
     def get_typedef_code(self) -> str:
-        return "".join(f"typedef {get_typename(t)} {name};\n" for name, t in self._pairs)
+        return "".join(f"typedef {_get_typename(t)} {name};\n" for name, t in self._pairs)
 
 
 def _decide_params_type_core(in_params, out_params, in_args_dtype, out_args_dtype):
@@ -359,10 +358,10 @@ class _ArgInfo:
 
     def get_c_type(self) -> str:
         if self.kind == self.NDARRAY:
-            typename = get_typename(self.dtype)
+            typename = _get_typename(self.dtype)
             return f"CArray<{typename}, {self.ndim}, {self.c_contiguous:d}, {self.index_32_bits:d}>"
         if self.kind == self.SCALAR:
-            return get_typename(self.dtype)
+            return _get_typename(self.dtype)
         return f"CIndexer<{self.ndim}, {self.index_32_bits:d}>"
 
     def get_param_c_type(self, p: ParameterInfo) -> str:
@@ -601,8 +600,10 @@ def _get_elementwise_kernel_code(
 def _launch_kernel(
     code: str, name: str, options: tuple, args: list, size: int, block_size: int, stream
 ) -> None:
-    kern = compile_with_cache(code, tuple(options)).get_function(name)
-    kern.linear_launch(size, args, shared_mem=0, block_max_size=block_size, stream=stream)
+    kern = _compile_with_cache(code, tuple(options)).get_function(name)
+    kern.linear_launch(
+        size, args, shared_mem=0, block_max_size=block_size, stream=stream, kind="elementwise"
+    )
 
 
 def _is_valid_kernel_name(name) -> bool:

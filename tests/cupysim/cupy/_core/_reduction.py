@@ -16,10 +16,10 @@ the floating-point additions.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections import abc as _abc
 
 import numpy as np
-from cupysim.kernels.module import compile_with_cache
+from cupysim.kernels.module import compile_with_cache as _compile_with_cache
 
 from ._kernel import (
     _broadcast,
@@ -193,7 +193,7 @@ def _get_axis(axis, ndim: int) -> tuple[tuple, tuple]:
     """``_reduction.pyx: _get_axis``."""
     if axis is None:
         return tuple(range(ndim)), ()
-    axis = tuple(axis) if isinstance(axis, Sequence) else (axis,)
+    axis = tuple(axis) if isinstance(axis, _abc.Sequence) else (axis,)
     reduce_axis = tuple(sorted(_normalize_axis_index(dim, ndim) for dim in axis))
     out_axis = tuple(dim for dim in range(ndim) if dim not in reduce_axis)
     if len(reduce_axis) + len(out_axis) != ndim:
@@ -429,8 +429,10 @@ class ReductionKernel:
         )
         in_types_key = tuple(a.dtype.char for a in arginfos if a.is_ndarray())
         self._cached_codes.setdefault(in_types_key, code)
-        func = compile_with_cache(code, tuple(self.options)).get_function(self.name)
-        func.linear_launch(out_block_num * block_size, inout_args, 0, block_size, stream)
+        func = _compile_with_cache(code, tuple(self.options)).get_function(self.name)
+        func.linear_launch(
+            out_block_num * block_size, inout_args, 0, block_size, stream, kind="reduction"
+        )
         return ret
 
     @property

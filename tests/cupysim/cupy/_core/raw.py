@@ -11,8 +11,8 @@ from __future__ import annotations
 import pickle
 import threading
 
-from cupysim import runtime
-from cupysim.kernels.module import compile_with_cache
+from cupysim import runtime as _runtime
+from cupysim.kernels.module import compile_with_cache as _compile_with_cache
 
 __all__ = ["RawKernel", "RawModule"]
 
@@ -60,7 +60,7 @@ def _get_raw_module(
         raise NotImplementedError("cupysim does not translate cuComplex.h code")
     if jitify:
         raise NotImplementedError("cupysim does not run Jitify")
-    return compile_with_cache(
+    return _compile_with_cache(
         code,
         options,
         prepend_cupy_headers=False,
@@ -75,7 +75,7 @@ class RawKernel:
     The kernel is compiled at the first call on each device.
     """
 
-    raw_ver = 2
+    _raw_ver = 2  # raw.pyx: the pickle format version
 
     def __init__(
         self,
@@ -114,7 +114,7 @@ class RawKernel:
         return self._kernel()
 
     def _kernel(self, log_stream=None):
-        dev = runtime.current_device()
+        dev = _runtime.current_device()
         if not self._kernel_cache:
             self._kernel_cache = [None] * _device_count()
         ker = self._kernel_cache[dev]
@@ -145,11 +145,11 @@ class RawKernel:
             "name_expressions": self.name_expressions,
             "enable_cooperative_groups": self.enable_cooperative_groups,
             "jitify": self.jitify,
-            "raw_ver": self.raw_ver,
+            "raw_ver": self._raw_ver,
         }
 
     def __setstate__(self, args):
-        if args.get("raw_ver") != self.raw_ver:
+        if args.get("raw_ver") != self._raw_ver:
             raise pickle.UnpicklingError(
                 "The pickled RawKernel object is not supported by the current CuPy version. "
                 "It should not be used. Please recompile."
@@ -235,7 +235,7 @@ class RawKernel:
     @preferred_shared_memory_carveout.setter
     def preferred_shared_memory_carveout(self, fraction):
         if not -1 <= fraction <= 100:
-            runtime.raise_cuda_driver_error("CUDA_ERROR_INVALID_VALUE", "invalid argument")
+            _runtime.raise_cuda_driver_error("CUDA_ERROR_INVALID_VALUE", "invalid argument")
         self.kernel.preferred_shared_memory_carveout = int(fraction)
 
     def compile(self, log_stream=None):
@@ -346,5 +346,5 @@ class RawModule:
 
         mod = self.module
         ptr = mod.get_global_var(name)
-        dev = runtime.current_device()
+        dev = _runtime.current_device()
         return MemoryPointer(UnownedMemory(ptr, 0, mod, dev), 0)

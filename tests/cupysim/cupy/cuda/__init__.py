@@ -1,112 +1,60 @@
-"""STAND-IN for sim-core's ``cupy.cuda`` (devices, memory pointers, driver errors)."""
+"""``cupy.cuda``: devices, streams, memory (simulated)."""
 
 from __future__ import annotations
 
-import sys
-import types
-
-from cupysim import runtime as _rt
-
-from . import compiler  # noqa: F401
-
-
-class Device:
-    def __init__(self, device=None):
-        self.id = _rt.current_device() if device is None else int(device)
-        self._prev = []
-
-    def __enter__(self):
-        self._prev.append(_rt.current_device())
-        _rt.set_current_device(self.id)
-        return self
-
-    def __exit__(self, *exc):
-        _rt.set_current_device(self._prev.pop())
-
-    def use(self):
-        _rt.set_current_device(self.id)
-
-    def synchronize(self):
-        pass
-
-    @property
-    def attributes(self):
-        return _rt.device_profile(self.id)
-
-    def __eq__(self, other):
-        return isinstance(other, Device) and other.id == self.id
-
-    def __hash__(self):
-        return hash(self.id)
-
-
-class CUDADriverError(RuntimeError):
-    pass
-
-
-class CUDARuntimeError(RuntimeError):
-    def __init__(self, status=0):
-        self.status = status
-        super().__init__(status)
-
-
-driver = types.SimpleNamespace(CUDADriverError=CUDADriverError)
-
-
-def _count():
-    return _rt.config.devices
-
-
-def _get_device():
-    return _rt.current_device()
-
-
-def _set_device(i):
-    _rt.set_current_device(i)
-
-
-def _props(i):
-    return {
-        "name": b"NVIDIA H100 80GB HBM3 (cupysim)",
-        "totalGlobalMem": _rt.config.memory,
-        "major": 9,
-        "minor": 0,
-        "warpSize": 32,
-    }
-
-
-runtime = types.SimpleNamespace(
-    getDeviceCount=_count,
-    getDevice=_get_device,
-    setDevice=_set_device,
-    CUDARuntimeError=CUDARuntimeError,
-    getDeviceProperties=_props,
-    deviceCanAccessPeer=lambda a, b: 1,
+from cupy.cuda import (  # noqa: F401
+    compiler,
+    device,
+    driver,
+    memory,
+    nvrtc,
+    pinned_memory,
+    runtime,
+    stream,
+)
+from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
+from cupy.cuda.memory import (  # noqa: F401
+    BaseMemory,
+    Memory,
+    MemoryPointer,
+    MemoryPool,
+    UnownedMemory,
+    alloc,
+    get_allocator,
+    set_allocator,
+)
+from cupy.cuda.pinned_memory import (  # noqa: F401
+    PinnedMemory,
+    PinnedMemoryPointer,
+    PinnedMemoryPool,
+    alloc_pinned_memory,
+    set_pinned_memory_allocator,
+)
+from cupy.cuda.stream import (  # noqa: F401
+    Event,
+    ExternalStream,
+    Stream,
+    get_current_stream,
+    get_elapsed_time,
 )
 
-
-class UnownedMemory:
-    def __init__(self, ptr, size, owner, device_id=None):
-        self.ptr, self.size, self.owner, self.device_id = ptr, size, owner, device_id
+_available = None
 
 
-class MemoryPointer:
-    def __init__(self, mem, offset):
-        self.mem, self.ptr, self.device_id = mem, mem.ptr + offset, mem.device_id
+def is_available() -> bool:
+    global _available
+    if _available is None:
+        _available = False
+        try:
+            _available = runtime.getDeviceCount() > 0
+        except Exception:
+            pass
+    return _available
 
 
-memory = types.ModuleType("cupy.cuda.memory")
-memory.UnownedMemory = UnownedMemory
-memory.MemoryPointer = MemoryPointer
-sys.modules["cupy.cuda.memory"] = memory
+def __getattr__(name):
+    if name == "cufft":  # cupy/cuda/__init__.py: loaded (and libcufft found) on first access
+        import importlib
 
-
-class Stream:
-    def __init__(self, non_blocking=False):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
+        return importlib.import_module("cupy.cuda.cufft")
+    raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")

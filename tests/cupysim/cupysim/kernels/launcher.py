@@ -251,7 +251,11 @@ class Function:
         shared_mem: int = 0,
         stream: Any = None,
         enable_cooperative_groups: bool = False,
+        *,
+        kind: str = "raw",
     ) -> None:
+        """Launch (``Function.__call__``). ``kind``: who launches, for the placement
+        rule of ``cupysim.runtime.launch`` ("raw", "elementwise" or "reduction")."""
         grid3, block3 = _dims("grid", grid), _dims("block", block)
         if shared_mem < 0:
             raise OverflowError("can't convert negative value to size_t")
@@ -259,28 +263,35 @@ class Function:
             raise NotImplementedError("cupysim does not simulate cooperative launches")
         buf, reads, writes = self._marshal(args)
         self._check_config(grid3, block3, shared_mem)
-        self._run(grid3, block3, shared_mem, buf, reads, writes, stream)
+        self._run(grid3, block3, shared_mem, buf, reads, writes, stream, kind)
 
     def linear_launch(
-        self, size: int, args: Any, shared_mem: int = 0, block_max_size: int = 128, stream=None
+        self,
+        size: int,
+        args: Any,
+        shared_mem: int = 0,
+        block_max_size: int = 128,
+        stream=None,
+        *,
+        kind: str = "raw",
     ) -> None:
         """``Function.linear_launch`` (function.pyx), as elementwise kernels launch."""
         gridx = min(0x7FFFFFFF, (size + block_max_size - 1) // block_max_size)
         blockx = min(block_max_size, size)
-        self.__call__((gridx,), (blockx,), args, shared_mem=shared_mem, stream=stream)
+        self.__call__((gridx,), (blockx,), args, shared_mem=shared_mem, stream=stream, kind=kind)
 
     def _marshal(self, args: Any):
         return to_args(self.spec, args)
 
-    def _run(self, grid, block, shared_mem, buf, reads, writes, stream) -> None:
+    def _run(self, grid, block, shared_mem, buf, reads, writes, stream, kind) -> None:
         cfg = LaunchConfig(grid, block, shared_mem, _workers())
         err = ctypes.create_string_buffer(_ERRLEN)
         name = self.spec.expression
         if stream is not None:
-            with stream, runtime.launch(name, reads, writes):
+            with stream, runtime.launch(name, reads, writes, kind=kind):
                 code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)
         else:
-            with runtime.launch(name, reads, writes):
+            with runtime.launch(name, reads, writes, kind=kind):
                 code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)
         sanitize.raise_new_reports(name)
         if code == 0:

@@ -1,0 +1,29 @@
+"""The CUDA sources as compiled: no CuPy needed, so CPU tests can use it too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).parent / "kernels"
+_INCLUDE = '#include "gk_common.cuh"'
+
+
+def source(filename: str) -> str:
+    """The text of ``filename`` with ``gk_common.cuh`` pasted in place of its include.
+
+    Pasting, rather than ``-I``, keeps CuPy's on-disk cache (keyed on the code
+    text) correct when only the header changes.
+    """
+    text = (HERE / filename).read_text()
+    return text.replace(_INCLUDE, (HERE / "gk_common.cuh").read_text(), 1)
+
+
+def instantiations(filename: str, name_expressions: tuple[str, ...]) -> str:
+    """A translation unit forcing every name expression's template instantiation.
+
+    ``nvcc`` only emits templates that are used; taking each kernel's address does
+    what NVRTC's name expressions do for CuPy, so compiling this checks them all.
+    """
+    refs = ",\n".join(f"    (const void*)&{e}" for e in name_expressions)
+    table = f"extern const void* const gk_instances[] = {{\n{refs}\n}};\n"
+    return source(filename) + "\n" + table

@@ -1,0 +1,72 @@
+"""The decorator every public operation wears: array kinds first, then the memory policy."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .._runtime import memory
+from .._select.registry import debug
+from ..errors import BackendUnavailableError
+from .kinds import find, implementation
+
+__all__ = ["operation"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
+    """Make ``fn`` the public operation ``name``.
+
+    A call with an argument of a registered array kind (a :class:`gpukit.ShardedArray`,
+    a Dask array) runs that kind's implementation of ``name``, or raises a TypeError
+    with the way on (:mod:`gpukit._dispatch.kinds`); every other call runs ``fn`` under
+    the out-of-memory policy of :func:`gpukit._runtime.memory.operation` (``policy`` is
+    passed to it).
+
+    Parameters
+    ----------
+    name : str
+        The operation's public name (``"gk.fft.fft"``), as users read it in errors.
+    native : tuple of str, optional
+        Array kinds ``fn`` accepts itself (``("sharded",)`` for the ``gk.sharding``
+        functions and the Krylov solvers, which run on sharded operands as they are).
+    **policy
+        Keyword arguments of :func:`gpukit._runtime.memory.operation`.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> @operation("gk.example_negate")
+    ... def negate(x):
+    ...     return np.negative(x)
+    >>> negate(np.ones(2)).tolist()
+    [-1.0, -1.0]
+    """
+
+    def decorate(fn: F) -> F:
+        guarded = memory.operation(name, **policy)(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            found = find(args, kwargs)
+            if found is not None and found[0].name not in native:
+                return implementation(name, *found)(*args, **kwargs)
+            try:
+                return guarded(*args, **kwargs)
+            except BackendUnavailableError as exc:
+                if debug():
+                    raise
+                # Show the user's call and the reason, not gpukit's frames (JAX filters
+                # its tracebacks the same way); GPUKIT_DEBUG=1 keeps them.
+                raise exc.with_traceback(None)  # noqa: B904 (the same exception, trimmed)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,151 @@
+"""Getting an operation's inputs where it runs: :func:`prepare`, ``gk.asarray``, ``gk.to_numpy``.
+
+Every front-end function calls :func:`prepare` once with its array arguments. It applies
+the placement rule (:func:`gpukit._runtime.placement.placement`): the operation runs on
+the backend and device of its device-array inputs, otherwise on the active backend; host
+inputs (NumPy arrays, lists, scalars) reaching a device backend are moved to its current
+device, counted and subject to the transfer guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._runtime import transfer as _transfer
+from .._runtime.devices import check_device
+from .._runtime.placement import owner_of, placement
+from .._select.selection import get_backend
+from ..backend import Backend
+from .decorator import operation
+
+__all__ = ["asarray", "prepare", "to_numpy"]
+
+
+def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
+    """Choose the backend for an operation and bring its array inputs there.
+
+    Parameters
+    ----------
+    *arrays
+        The operation's array arguments (``None`` entries pass through).
+    names : sequence of str, optional
+        The arguments' names, for error messages (default ``x0, x1, ...``).
+
+    Returns
+    -------
+    backend : Backend
+        Where the operation runs.
+    arrays : list
+        The inputs as that backend's native arrays, on one device.
+    """
+    if names is None:
+        names = [f"x{i}" for i in range(len(arrays))]
+    owner, device = placement(arrays, names)
+    backend = owner or get_backend()
+    if not backend.is_device:
+        return backend, list(arrays)
+    if device is None:
+        device = backend.current_device()
+    out = []
+    for x, name in zip(arrays, names, strict=True):
+        if x is None or owner_of(x) is backend:
+            out.append(x)
+            continue
+        host = np.asarray(x)
+        _transfer.check_implicit(
+            name, host.shape, host.dtype, host.nbytes, f"{backend.name}:{device}"
+        )
+        out.append(backend.asarray(host, device=device))
+        _transfer.record("host_to_device", host.nbytes)
+    return backend, out
+
+
+@operation("gk.asarray")
+def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: bool = False) -> Any:
+    """Convert ``obj`` to a native array of the active backend (an explicit transfer).
+
+    Parameters
+    ----------
+    obj : array_like
+        Data: a NumPy or CuPy array, nested lists, a scalar.
+    dtype : dtype, optional
+        Wanted dtype; by default inferred as NumPy would.
+    device : int, optional
+        Device index for the result; the current device when omitted.
+    pinned : bool, default False
+        Stage a host-to-device copy through page-locked (pinned) host memory and run it
+        asynchronously on the current stream, so the host goes on (preparing the next
+        batch) while the device copies; work queued later on that stream waits for it.
+        A host array already in pinned memory (:func:`gpukit.empty_pinned`) is copied
+        without staging: do not overwrite it until the host has waited for the stream
+        (a result read on the host, :func:`gpukit.synchronize`). Ignored on the numpy
+        backend and for arrays already on the device. Counted as a transfer like any
+        other. See the Memory page.
+
+    Returns
+    -------
+    array
+        A ``numpy.ndarray`` on the numpy backend, a ``cupy.ndarray`` on cupy. No copy is
+        made when ``obj`` already is such an array with that dtype and device.
+
+    Raises
+    ------
+    ValueError
+        ``device`` is out of range for the active backend.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     x = gk.asarray([[1, 2], [3, 4]], dtype="float32")
+    >>> x.dtype, x.shape
+    (dtype('float32'), (2, 2))
+    """
+    backend = get_backend()
+    if device is not None:
+        check_device(backend, device)
+    source = owner_of(obj)
+    if source is not None and source is not backend:
+        obj = to_numpy(obj)  # a device array of another backend goes through the host
+        source = None
+    if backend.is_device and source is None:
+        host = np.asarray(obj, dtype=dtype)
+        if pinned:
+            out = backend.asarray_pinned(host, device=device)
+        else:
+            out = backend.asarray(host, device=device)
+        _transfer.record("host_to_device", host.nbytes)
+        return out
+    return backend.asarray(obj, dtype=dtype, device=device)
+
+
+@operation("gk.to_numpy")
+def to_numpy(x: Any) -> np.ndarray:
+    """Copy ``x`` to a host ``numpy.ndarray`` (an explicit transfer, always allowed).
+
+    Parameters
+    ----------
+    x : array_like or ShardedArray
+        A native array of any backend, a :class:`gpukit.ShardedArray` (gathered on the
+        host), or anything ``numpy.asarray`` accepts.
+
+    Returns
+    -------
+    numpy.ndarray
+        The data on the host; ``x`` itself when it already is a NumPy array.
+
+    Examples
+    --------
+    >>> import gpukit as gk
+    >>> gk.to_numpy(gk.asarray([1, 2, 3])).tolist()
+    [1, 2, 3]
+    """
+    backend = owner_of(x)
+    if backend is None:
+        return np.asarray(x)
+    out = backend.to_numpy(x)
+    _transfer.record("device_to_host", out.nbytes)
+    return out

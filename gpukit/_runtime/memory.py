@@ -1,0 +1,190 @@
+"""Allocation failures inside gpukit operations: free, retry once, then explain.
+
+Every public operation is wrapped with :func:`operation`. When its backend reports
+an out-of-memory failure (``Backend.out_of_memory``), gpukit drops the failed
+attempt's temporaries, returns the pool's unused blocks to the device
+(``Backend.release_unused``) and runs the operation once more, as PyTorch's caching
+allocator does; if that fails too it raises :class:`~gpukit.errors.OutOfMemoryError`
+naming the operation, the bytes asked for and what the device had, with the fixes.
+
+Nothing is left half-written: when an operation takes ``out=``, the wrapped function
+computes into a fresh array and the result is copied into ``out`` only once the
+whole computation has succeeded. ``out=`` therefore says where the result lands; it
+does not lower the peak memory of the operation.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import inspect
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .._select import registry as _registry
+from .._select.selection import get_backend
+from ..backend import Backend
+from ..errors import GpukitError, OutOfMemoryError
+from .memstats import MemoryStats, format_bytes, stats_for
+from .placement import namespace
+
+__all__ = ["FIX", "operation"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FIX = (
+    "process a smaller batch or problem; drop references to arrays you no longer need "
+    "and call gk.empty_cache(); raise or set the pool's cap (GPUKIT_MEMORY_LIMIT, "
+    "gk.set_memory_limit); or split the work across devices (sharding)"
+)
+
+
+def _claim(exc: BaseException) -> tuple[Backend | None, int | None]:
+    """The backend recognising ``exc`` as its allocation failure, and the bytes asked.
+
+    The active backend is asked first, then the other device backends, then the host
+    ones (which claim any ``MemoryError``, so a device failure must not reach them first).
+    gpukit's own errors are never allocation failures: they pass through untouched (a
+    backend that cannot be selected must not be asked again from this error handler).
+    """
+    if isinstance(exc, GpukitError):
+        return None, None
+    candidates = [get_backend(), *_registry.loaded()]
+    candidates.sort(key=lambda b: not b.is_device)  # stable: active first among equals
+    for backend in candidates:
+        requested = backend.out_of_memory(exc)
+        if requested is not None:
+            return backend, (None if requested < 0 else requested)
+    return None, None
+
+
+def _size(n: int | None) -> str:
+    return "an unknown number of bytes" if n is None else format_bytes(n, exact=True)
+
+
+def _explain(name: str, backend: Backend, requested: int | None, stats: MemoryStats) -> str:
+    where = f"{backend.name}:{stats.device}"
+    have = [
+        f"{_size(stats.free)} free" if stats.free is not None else "free memory unknown",
+        f"of {_size(stats.total)}" if stats.total is not None else "",
+    ]
+    if stats.pool_held is None:
+        pool = "no memory pool"
+    else:
+        pool = f"the pool holds {_size(stats.pool_held)}, {_size(stats.pool_unused)} unused"
+    limit = "" if stats.limit is None else f", capped at {_size(stats.limit)}"
+    return (
+        f"{name} ran out of memory on {where}: it asked for {_size(requested)}; the device "
+        f"has {' '.join(p for p in have if p)}, {pool}{limit}. Unused pool blocks were "
+        f"released and the operation retried once. Fix: {FIX}"
+    )
+
+
+def _out_position(fn: Callable[..., Any]) -> int | None:
+    """Index of ``fn``'s ``out`` parameter when it may be passed by position, else None."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins without a signature
+        return None
+    for i, p in enumerate(params):
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+            return i
+    return None
+
+
+def _takes_out(fn: Callable[..., Any]) -> bool:
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _deliver(out: Any, result: Any) -> Any:
+    """Copy a finished ``result`` into ``out`` (a tuple of outputs for several results)."""
+    if isinstance(out, tuple):
+        return tuple(r if o is None else _deliver(o, r) for o, r in zip(out, result, strict=True))
+    namespace(out).copyto(out, result)  # same_kind casting, as NumPy's out= allows
+    return out
+
+
+def operation(name: str) -> Callable[[F], F]:
+    """Wrap the public operation ``name`` with the free-retry-explain policy.
+
+    Use it on every public front-end function: ``@operation("gk.fft.fft")``. The
+    function must be safe to run twice (it is re-run once after an out-of-memory
+    failure): pure, or writing only into ``out``, which this wrapper protects by
+    running the function with ``out=None`` and copying into ``out`` on success.
+
+    Parameters
+    ----------
+    name : str
+        The operation's public name, used in error messages.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> @operation("gk.example_double")
+    ... def double(x, out=None):
+    ...     return np.multiply(x, 2, out=out)
+    >>> out = np.zeros(2)
+    >>> double(np.ones(2), out=out) is out, out.tolist()
+    (True, [2.0, 2.0])
+    """
+
+    def decorate(fn: F) -> F:
+        position = _out_position(fn)
+        takes_out = _takes_out(fn)
+
+        def attempt(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            if not takes_out:
+                return fn(*args, **kwargs)
+            if position is not None and len(args) > position:
+                out = args[position]
+                args = (*args[:position], None, *args[position + 1 :])
+            else:
+                out = kwargs.get("out")
+                if out is not None:
+                    kwargs = {**kwargs, "out": None}
+            result = fn(*args, **kwargs)
+            return result if out is None else _deliver(out, result)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attempt(args, kwargs)
+            except OutOfMemoryError:
+                raise  # a nested operation already retried and explained
+            except Exception as exc:
+                backend, _ = _claim(exc)
+                if backend is None:
+                    raise
+                # Leaving the except block drops the traceback, whose frames hold the
+                # failed attempt's temporaries; only then can the pool release them.
+            gc.collect()
+            backend.release_unused()
+            try:
+                return attempt(args, kwargs)
+            except OutOfMemoryError:
+                raise
+            except Exception as exc:
+                backend, requested = _claim(exc)
+                if backend is None:
+                    raise
+                traceback.clear_frames(exc.__traceback__)  # a caught error must not pin memory
+                stats = stats_for(backend, backend.current_device())
+                raise OutOfMemoryError(
+                    _explain(name, backend, requested, stats),
+                    operation=name,
+                    requested=requested,
+                    stats=stats,
+                ) from exc
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

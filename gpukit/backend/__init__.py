@@ -1,0 +1,192 @@
+"""The backend contract: what a gpukit backend provides and what it may rely on.
+
+A backend translates gpukit's validated, dispatched calls to one array library.
+The front-end (``gpukit.*``) owns validation, dispatch, transfers and errors; a
+backend only translates. Methods written against ``self.xp`` live here once
+(thinc's ``Ops`` pattern), so a backend overrides only what its library does
+differently or faster.
+
+A backend is a subclass of :class:`Backend` made by a zero-argument factory.
+The factory raises :class:`~gpukit.errors.BackendUnavailableError` when the
+backend cannot run on this machine (library missing, no driver, no device);
+gpukit then lists it as unavailable with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ._ops.fft import FFTOps
+from ._ops.linalg import LinalgOps
+from ._ops.matmul import MatmulOps
+from .collectives import PeerCopyCollectives
+
+__all__ = ["Backend", "Device"]
+
+
+def __dir__() -> list[str]:  # the public API only, not the imports
+    return list(__all__)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device of a backend, as listed by :func:`gpukit.devices`.
+
+    Attributes
+    ----------
+    backend : str
+        Name of the backend owning the device.
+    index : int
+        The device's ordinal within its backend (``cupy.cuda.Device(index)`` on CuPy).
+    name : str
+        Human-readable model name (``"NVIDIA H100 80GB HBM3"``, ``"cpu"``).
+    memory_total : int or None
+        Bytes of memory on the device; ``None`` where it cannot be known.
+    compute_capability : str or None
+        ``"9.0"`` for an H100; ``None`` for non-CUDA devices.
+    """
+
+    backend: str
+    index: int
+    name: str
+    memory_total: int | None = None
+    compute_capability: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.index}"
+
+
+class Backend(MatmulOps, FFTOps, LinalgOps):
+    """Base class of every gpukit backend.
+
+    Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement
+    the array-placement methods below. Everything else has a default written
+    against :attr:`xp`.
+
+    Attributes
+    ----------
+    name : str
+        The name users select the backend by (``GPUKIT_BACKEND=name``).
+    xp : module
+        The array namespace (``numpy``, ``cupy``, ...).
+    is_device : bool
+        ``True`` when arrays live off the host, so that host inputs reaching this
+        backend are transfers, counted and governed by the transfer guard.
+    """
+
+    name: str = "abstract"
+    xp: ModuleType
+    is_device: bool = False
+
+    # -- array placement: every backend implements these ------------------------------------
+    def owns(self, x: Any) -> bool:
+        """Whether ``x`` is one of this backend's native arrays."""
+        raise NotImplementedError
+
+    def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
+        """Convert ``obj`` to a native array on ``device`` (the current device if None)."""
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Copy a native array to a host ``numpy.ndarray``."""
+        return np.asarray(x)
+
+    def device_of(self, x: Any) -> int:
+        """Index of the device the native array ``x`` lives on."""
+        return 0
+
+    def device_count(self) -> int:
+        """Number of devices this backend can use."""
+        return 1
+
+    def devices(self) -> list[Device]:
+        """Describe every device this backend can use."""
+        return [Device(self.name, i, self.name) for i in range(self.device_count())]
+
+    def current_device(self) -> int:
+        """Index of the device new arrays are placed on in this thread."""
+        return 0
+
+    def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        """Context manager making ``index`` the current device (already validated)."""
+        return contextlib.nullcontext()
+
+    def synchronize(self, device: int | None = None) -> None:
+        """Block until queued work on ``device`` (every device if None) is done."""
+
+    # -- several devices: see gpukit._runtime.workers, .collectives, gpukit._sharding --------
+    def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        """Context a per-device worker thread runs device ``index``'s work in.
+
+        CuPy adds the device's own stream, so work of different devices overlaps.
+        """
+        return self.use_device(index)
+
+    def to_device(self, x: Any, device: int, copy: bool = True) -> Any:
+        """``x`` (a native array) on ``device``; ``copy=False`` may return ``x`` or a view.
+
+        Callers synchronise the source device first (a peer copy races its producer).
+        """
+        return self.asarray(x.copy() if copy else x, device=device)
+
+    def collectives(self, devices: tuple[int, ...]) -> Any:
+        """The :class:`~gpukit.backend.collectives.Collectives` for ``devices`` (peer copies)."""
+        return PeerCopyCollectives(self, devices)
+
+    def versions(self) -> dict[str, str]:
+        """Library versions worth reporting in ``gpukit info``."""
+        return {}
+
+    # -- memory: see gpukit._runtime (memory, memstats, memlimit, pinned) -----------------
+    def out_of_memory(self, exc: BaseException) -> int | None:
+        """Bytes asked for if ``exc`` is our allocation failure (-1: unknown), else None."""
+        return -1 if isinstance(exc, MemoryError) else None
+
+    def release_unused(self) -> None:
+        """Return pooled, unused memory of every device to the system (``gk.empty_cache``)."""
+
+    def memory_stats(self, device: int) -> dict[str, int | None]:
+        """Memory figures of ``device`` in bytes, ``None`` where unknown.
+
+        Keys: ``free`` and ``total`` (the device), ``in_use`` (blocks held by live arrays),
+        ``pool_held`` (everything the pool holds, in use or cached) and ``limit`` (the
+        pool's cap, ``None`` when uncapped).
+        """
+        return {"free": None, "total": None, "in_use": None, "pool_held": None, "limit": None}
+
+    def set_memory_limit(self, device: int, nbytes: int | None) -> bool:
+        """Cap the pool of ``device`` at ``nbytes`` (None: no cap); False if there is no pool."""
+        return False
+
+    def asarray_pinned(self, host: np.ndarray, device: int | None = None) -> Any:
+        """Copy ``host`` to ``device`` staged through pinned memory, asynchronously.
+
+        The default is a plain :meth:`asarray`: a backend without pinned memory has
+        nothing faster to offer.
+        """
+        return self.asarray(host, device=device)
+
+    def empty_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An uninitialised host array in page-locked memory (plain memory by default)."""
+        return np.empty(shape, dtype=dtype)
+
+    # -- custom kernels: see gpukit.kernels -----------------------------------------------------
+    def kernel(self, name: str) -> Any:
+        """The implementation of the registered kernel ``name`` (``gk.kernels.<name>``)."""
+        raise NotImplementedError(
+            f"gk.kernels.{name} has no implementation on backend {self.name!r}; "
+            "run it on the numpy or cupy backend"
+        )
+
+    # -- shared helpers -------------------------------------------------------------------------
+    def nbytes(self, x: Any) -> int:
+        """Size of a native array in bytes."""
+        return int(x.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<gpukit backend {self.name!r}>"

@@ -1,0 +1,75 @@
+"""FFT defaults of :class:`gpukit.backend.Backend`, written against ``self.xp.fft``.
+
+The front-end (:mod:`gpukit.fft`) has validated ``norm`` and ``workers``, resolved
+``s``/``axes`` to explicit tuples and cast the input to its working dtype; these
+methods only translate. Backends override :meth:`FFTOps.fft_transform` with a faster
+engine (``scipy.fft`` with all cores, pyFFTW, cuFFT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: The Hermitian transforms and the real transform each is computed with.
+HERMITIAN = {"hfftn": "irfftn", "ihfftn": "rfftn"}
+#: ``norm`` of the real transform computing a Hermitian one: the other direction.
+_SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def hermitian(
+    transform: Callable[..., Any],
+    xp: Any,
+    kind: str,
+    x: Any,
+    s: tuple[int, ...],
+    axes: tuple[int, ...],
+    norm: str | None,
+    workers: int,
+) -> Any:
+    """``hfftn``/``ihfftn`` with the real transforms, as NumPy and SciPy define them.
+
+    ``hfftn(x) = irfftn(conj(x))`` and ``ihfftn(x) = conj(rfftn(x))``, each with the
+    scaling on the other direction; ``transform(kind, x, s, axes, norm, workers)``
+    computes the real transform.
+    """
+    if kind == "hfftn":
+        return transform("irfftn", xp.conjugate(x), s, axes, _SWAPPED[norm], workers)
+    y = transform("rfftn", x, s, axes, _SWAPPED[norm], workers)
+    return xp.conjugate(y, out=y)
+
+
+class FFTOps:
+    """Transforms, frequencies and shifts through the array namespace's ``fft`` module."""
+
+    xp: Any
+
+    def fft_engine(self) -> str:
+        """Name of the library computing transforms (shown by ``gk.fft.engine()``)."""
+        return f"{self.xp.__name__}.fft"
+
+    def fft_transform(
+        self,
+        kind: str,
+        x: Any,
+        s: tuple[int, ...],
+        axes: tuple[int, ...],
+        norm: str | None,
+        workers: int,
+    ) -> Any:
+        """Apply ``kind`` (a ``scipy.fft`` N-D name: ``fftn``, ``irfftn``, ``hfftn``, ...).
+
+        ``workers`` is a positive thread count for engines that use threads; the
+        array namespace's own ``fft`` module takes none.
+        """
+        if kind in HERMITIAN:
+            return hermitian(self.fft_transform, self.xp, kind, x, s, axes, norm, workers)
+        return getattr(self.xp.fft, kind)(x, s=s, axes=axes, norm=norm)
+
+    def fft_freq(self, n: int, d: float, real: bool) -> Any:
+        """Sample frequencies (``rfftfreq`` when ``real``) on the current device."""
+        return (self.xp.fft.rfftfreq if real else self.xp.fft.fftfreq)(n, d)
+
+    def fft_shift(self, x: Any, axes: tuple[int, ...], inverse: bool) -> Any:
+        """Move the zero frequency to the centre (back again when ``inverse``)."""
+        return (self.xp.fft.ifftshift if inverse else self.xp.fft.fftshift)(x, axes)

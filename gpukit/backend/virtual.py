@@ -1,0 +1,109 @@
+"""Virtual CPU devices: ``GPUKIT_CPU_DEVICES=N`` host "devices" for multi-device code on CPU.
+
+JAX's ``--xla_force_host_platform_device_count`` is the model: the numpy backend
+exposes N devices sharing host memory, each served by its own worker thread, so
+every multi-device path runs and is tested without a GPU.
+
+Representation. A plain ``numpy.ndarray`` is host data that belongs to no device
+and mixes with anything, as before: with the default N = 1 nothing changes and
+nothing costs extra. An array *placed* on a virtual device (``gk.asarray(x,
+device=i)``, a shard, anything created inside ``gk.device(i)`` while N > 1) is a
+:class:`VirtualDeviceArray`, a zero-copy ndarray view carrying ``device_id``.
+Slices and ufunc results keep the tag; a ufunc mixing two devices' arrays raises
+:class:`~gpukit.DeviceMismatchError`, as CuPy refuses to mix two GPUs' arrays,
+and so does every gpukit operation (through ``gpukit._dispatch.prepare``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import DeviceMismatchError
+
+__all__ = ["ENV_VAR", "VirtualDeviceArray", "cpu_device_count", "place"]
+
+ENV_VAR = "GPUKIT_CPU_DEVICES"
+_MAX_DEVICES = 4096
+
+
+def cpu_device_count() -> int:
+    """``GPUKIT_CPU_DEVICES`` (default 1) as a validated positive integer."""
+    raw = os.environ.get(ENV_VAR, "").strip()
+    if not raw:
+        return 1
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= _MAX_DEVICES:
+        raise ValueError(
+            f"{ENV_VAR} must be an integer from 1 to {_MAX_DEVICES} (the number of virtual "
+            f"CPU devices the numpy backend exposes); got {raw!r}"
+        )
+    return count
+
+
+class VirtualDeviceArray(np.ndarray):
+    """A host array placed on virtual CPU device ``device_id`` (a view, never a copy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> from gpukit.backend.virtual import place
+    >>> a, b = place(np.ones(2), 0), place(np.ones(2), 1)
+    >>> (a + a).device_id
+    0
+    >>> try:
+    ...     a + b
+    ... except gk.DeviceMismatchError as e:
+    ...     print(e)
+    ufunc 'add' mixes arrays of virtual devices numpy:0 and numpy:1
+    """
+
+    device_id: int = 0
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.device_id = getattr(obj, "device_id", 0)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = kwargs.get("out", ())
+        device = None
+        for x in (*inputs, *out):
+            if isinstance(x, VirtualDeviceArray):
+                if device is None:
+                    device = x.device_id
+                elif x.device_id != device:
+                    raise DeviceMismatchError(
+                        f"ufunc {ufunc.__name__!r} mixes arrays of virtual devices "
+                        f"numpy:{device} and numpy:{x.device_id}"
+                    )
+        args = [_plain(x) for x in inputs]
+        if out:
+            kwargs["out"] = tuple(_plain(x) for x in out)
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if out:
+            return out[0] if len(out) == 1 else out
+        if isinstance(result, tuple):
+            return tuple(_tag(r, device) for r in result)
+        return _tag(result, device)
+
+
+def _plain(x: Any) -> Any:
+    return x.view(np.ndarray) if isinstance(x, VirtualDeviceArray) else x
+
+
+def _tag(x: Any, device: int | None) -> Any:
+    if device is None or not isinstance(x, np.ndarray):
+        return x
+    return place(x, device)
+
+
+def place(x: Any, device: int) -> VirtualDeviceArray:
+    """View ``x`` as an array on virtual device ``device`` (no copy)."""
+    out = np.asarray(x).view(VirtualDeviceArray)
+    out.device_id = device
+    return out

@@ -1,0 +1,929 @@
+"""``cupy.ndarray`` on simulated devices.
+
+An array is a NumPy view (``_np``) of the host memory standing in for its device
+allocation, the ``MemoryPointer`` it was allocated as (``data``) and its device. Values are
+computed with NumPy; what CuPy would launch as a kernel goes through :func:`_run`:
+
+* operands on another device follow CuPy's peer-access rule (cupy/_core/_kernel.pyx
+  ``_check_peer_access``: ValueError without peer access, ``PerformanceWarning`` with it);
+* the access is checked and recorded by the happens-before checker on the current stream
+  (cupysim/streams.py);
+* new arrays are allocated from the current allocator on the **current** device, as CuPy's
+  ``_ndarray_init`` does.
+
+A NumPy result that is a view of an input stays a view of it, on the input's device, with
+no launch (CuPy's views: reshape, transpose, slicing, broadcast_to, ...).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+from cupysim import devices as _devices
+from cupysim import libs as _libs
+from cupysim import streams as _streams
+from cupysim.runtime import check_peer_access as _check_peer_access
+
+_EMPTY = np.empty(0, np.uint8)
+
+
+def _memory():
+    from cupy.cuda import memory
+
+    return memory
+
+
+# -- creation helpers -----------------------------------------------------------------------
+def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    dims = list(shape) if order == "F" else list(reversed(shape))
+    for n in dims:
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(strides) if order == "F" else tuple(reversed(strides))
+
+
+def _np_over(mp, shape, dtype, strides) -> np.ndarray:
+    storage = mp.mem._storage
+    if storage is None or storage.host is None:
+        if any(n == 0 for n in shape):
+            return np.ndarray(shape, dtype, buffer=_EMPTY, offset=0, strides=strides)
+        raise RuntimeError(f"simulator bug: {mp.ptr:#x} has no host storage ({mp.mem!r})")
+    return np.ndarray(
+        shape, dtype, buffer=storage.host, offset=mp.ptr - storage.ptr, strides=strides
+    )
+
+
+def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
+    a = ndarray.__new__(ndarray)
+    a._np = view
+    a.data = mp
+    a._dev = dev
+    a.base = base
+    return a
+
+
+def _empty(shape, dtype, order: str = "C") -> ndarray:
+    """A new uninitialised array on the current device (``_ndarray_init``)."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(n) for n in shape)
+    if order not in ("C", "F"):
+        order = "C"
+    strides = _contiguous_strides(shape, dtype.itemsize, order)
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    mp = _memory().alloc(nbytes)
+    return _make(_np_over(mp, shape, dtype, strides), mp, mp.device_id)
+
+
+def _empty_like_layout(r: np.ndarray) -> ndarray:
+    """A new array on the current device laid out as NumPy's result ``r`` when dense."""
+    if r.flags.c_contiguous or r.ndim < 2:
+        return _empty(r.shape, r.dtype, "C")
+    if r.flags.f_contiguous:
+        return _empty(r.shape, r.dtype, "F")
+    if all(s > 0 for s in r.strides) and r.size and r.nbytes == _span(r):
+        a = _empty((r.size,), r.dtype)
+        return _make(_np_over(a.data, r.shape, r.dtype, r.strides), a.data, a._dev)
+    return _empty(r.shape, r.dtype, "C")
+
+
+def _span(v: np.ndarray) -> int:
+    lo = hi = 0
+    for n, s in zip(v.shape, v.strides, strict=True):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return hi - lo + v.itemsize
+
+
+def _check_dtype(dtype: np.dtype) -> None:
+    if dtype.hasobject or dtype.kind in "USVMm":
+        raise TypeError(f"Unsupported dtype {dtype}")
+
+
+# -- running "kernels" ----------------------------------------------------------------------
+def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
+    """Launch ``body`` as a kernel on the current device and stream.
+
+    ``kind``: "elementwise" (CuPy's peer-access rule for every operand) or "library"
+    (placement already checked by the caller). Raises StreamHazard before running.
+    """
+    if kind == "elementwise":
+        _libs.require("nvrtc")  # CuPy compiles its elementwise kernels with NVRTC
+    dev = _devices.current()
+    if kind == "elementwise":
+        for x in reads:
+            _check_peer_access(x, dev)
+        for x in writes:
+            _check_peer_access(x, dev)
+    stream = _streams.current(dev)
+    r = [x._region() for x in reads]
+    w = [x._region() for x in writes]
+    tick = _streams.check(stream, r, w, name)
+    result = None if body is None else body()
+    _streams.commit(stream, r, w, name, tick)
+    return result
+
+
+def _unwrap(v, found: list):
+    t = type(v)
+    if t is ndarray:
+        found.append(v)
+        return v._np
+    if t is list or t is tuple:
+        return t(_unwrap(e, found) for e in v)
+    if isinstance(v, ndarray):
+        found.append(v)
+        return v._np
+    if isinstance(v, np.ndarray):
+        # cupy/_core/_scalar.pyx CScalar: anything but an ndarray or scalar is refused
+        raise TypeError(f"Unsupported type {type(v)}")
+    return v
+
+
+def _view_source(r: np.ndarray, found):
+    if not found:
+        return None
+    addr = r.__array_interface__["data"][0]
+    for x in found:
+        s = x.data.mem._storage
+        if s is not None and s.host is not None and s.ptr <= addr <= s.ptr + s.size:
+            if r.size == 0 or addr < s.ptr + s.size:
+                return x
+    return None
+
+
+def _view_of(x: ndarray, r: np.ndarray) -> ndarray:
+    mem = x.data.mem
+    addr = r.__array_interface__["data"][0]
+    mp = _memory().MemoryPointer(mem, addr - mem.ptr)
+    if not r.flags.writeable:
+        r = _np_over(mp, r.shape, r.dtype, r.strides)
+    return _make(r, mp, x._dev, x.base if x.base is not None else x)
+
+
+_SCALARS = (np.generic, bool, int, float, complex)
+
+
+def _convert(r, found: list, new: list, meta: bool):
+    if isinstance(r, np.ndarray):
+        for x in found:
+            if r is x._np:
+                return x
+        view_of = _view_source(r, found)
+        if view_of is not None:
+            return _view_of(view_of, r)
+        _check_dtype(r.dtype)
+        a = _empty_like_layout(r)
+        new.append((a, r))
+        return a
+    if isinstance(r, tuple):
+        items = [_convert(v, found, new, meta) for v in r]
+        return type(r)(*items) if hasattr(r, "_fields") else tuple(items)
+    if isinstance(r, list):
+        return [_convert(v, found, new, meta) for v in r]
+    if not meta and isinstance(r, _SCALARS):
+        v = np.asarray(r)
+        _check_dtype(v.dtype)
+        a = _empty((), v.dtype)
+        new.append((a, v))
+        return a
+    return r
+
+
+def _wrap(name: str, res, found: list, meta: bool = False, library: bool = False):
+    """NumPy's result as CuPy's: views stay views, new values become arrays (one launch).
+
+    (No closures over the arrays: a reference cycle would keep them, and their pool
+    memory, alive until the garbage collector runs.)
+    """
+    new: list[tuple[ndarray, np.ndarray]] = []
+    out = _convert(res, found, new, meta)
+    if new:
+        _run(name, found, [a for a, _ in new], _Filler(new),
+             kind="library" if library else "elementwise")  # fmt: skip
+    return out
+
+
+class _Filler:
+    """The body of a launch that writes NumPy's values into the new arrays."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs) -> None:
+        self.pairs = pairs
+
+    def __call__(self) -> None:
+        for a, r in self.pairs:
+            a._np[...] = r
+
+
+def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = False):
+    """Call NumPy's ``fn`` on simulated arrays the way CuPy runs ``name``."""
+    found: list[ndarray] = []
+    a = [_unwrap(v, found) for v in args]
+    out = kwargs.get("out")
+    if out is not None:
+        outs = list(out) if isinstance(out, tuple) else [out]
+        if not all(isinstance(o, ndarray) for o in outs):
+            raise TypeError("out must be a cupy.ndarray")
+        k = {
+            key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()
+        }
+        res = _run(name, found, outs, lambda: fn(*a, **k))
+        return _map_back(res, outs, found)
+    k = {key: _unwrap(v, found) for key, v in kwargs.items()}
+    res = fn(*a, **k)
+    result = _wrap(name, res, found, meta)
+    if sync:
+        # A data-dependent output size: CuPy reads it back, synchronising the stream.
+        _streams.synchronize(_streams.current(_devices.current()))
+    return result
+
+
+def _map_back(res, outs, found):
+    if isinstance(res, tuple):
+        return tuple(_map_back(r, outs, found) for r in res)
+    for o in (*outs, *found):
+        if res is o._np:
+            return o
+    return res
+
+
+def _host_to_device(host: np.ndarray, order: str = "C") -> ndarray:
+    """A copy of host data on the current device (core.pyx ``_array_default``)."""
+    _check_dtype(host.dtype)
+    a = _empty(host.shape, host.dtype, "F" if order == "F" else "C")
+    stream = _streams.current(_devices.current())
+    w = [a._region()]
+    tick = _streams.check(stream, [], w, "memcpyAsync (host to device)")
+    a._np[...] = host
+    _streams.commit(stream, [], w, "memcpyAsync (host to device)", tick)
+    return a
+
+
+def _array_info(obj):
+    """Nested sequences containing cupy arrays are concatenated on the device."""
+    if isinstance(obj, (list, tuple)):
+        for e in obj:
+            if isinstance(e, ndarray) or _array_info(e):
+                return True
+    return False
+
+
+def _normalize_dtype(dtype):
+    return None if dtype is None else np.dtype(dtype)
+
+
+def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
+    """core.pyx ``array``: a cupy array is copied (across devices too), host data uploaded."""
+    if subok:
+        raise NotImplementedError
+    if order is None:
+        order = "K"
+    if isinstance(obj, ndarray):
+        return _array_from_cupy(obj, dtype, copy, order, ndmin)
+    if hasattr(obj, "__cupy_get_ndarray__"):
+        return _array_from_cupy(obj.__cupy_get_ndarray__(), dtype, copy, order, ndmin)
+    if _array_info(obj):
+        # a sequence of device arrays: stacked on the current device
+        found: list[ndarray] = []
+        host = _unwrap(obj, found)
+        r = np.array(host, dtype=dtype, ndmin=ndmin, order="F" if order in ("F", "f") else "C")
+        return _wrap("concatenate", r, found)
+    if copy is False and not isinstance(obj, ndarray):
+        raise ValueError("Unable to avoid copy while creating an array as requested.")
+    host = np.array(obj, dtype=dtype, copy=None, ndmin=ndmin)
+    if host.dtype == np.float128 if hasattr(np, "float128") else False:
+        raise ValueError("Unsupported dtype float128")
+    order_char = (order or "K")[0].upper()
+    if order_char in "KA":
+        order_char = "F" if (host.flags.f_contiguous and not host.flags.c_contiguous) else "C"
+    result = _host_to_device(host, order_char)
+    if blocking:
+        _streams.synchronize(_streams.current(_devices.current()))
+    return result
+
+
+def _array_from_cupy(src: ndarray, dtype, copy, order, ndmin: int) -> ndarray:
+    if dtype is None:
+        dtype = src.dtype
+    if src._dev == _devices.current():
+        a = src._astype(dtype, order=order, copy=copy)
+    else:
+        a = src.copy(order=order)._astype(dtype, copy=None)
+    if ndmin > a.ndim:
+        if a is src:
+            a = a.view()
+        a.shape = (1,) * (ndmin - a.ndim) + a.shape
+    return a
+
+
+def ascontiguousarray(a, dtype=None):
+    """core.pyx ``ascontiguousarray``: ``a`` itself when already C-contiguous."""
+    if not isinstance(a, ndarray):
+        raise TypeError(
+            f"Argument 'a' has incorrect type (expected cupy._core.core._ndarray_base, "
+            f"got {type(a).__name__})"
+        )
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    if dtype == a.dtype and a.flags.c_contiguous:
+        if a.ndim == 0:
+            return a.ravel()
+        return a
+    out = _empty((1,) if a.ndim == 0 else a.shape, dtype)
+    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np))
+    return out
+
+
+def asfortranarray(a, dtype=None):
+    if not isinstance(a, ndarray):
+        raise TypeError(
+            f"Argument 'a' has incorrect type (expected cupy._core.core._ndarray_base, "
+            f"got {type(a).__name__})"
+        )
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    if dtype == a.dtype and a.flags.f_contiguous:
+        if a.ndim == 0:
+            return a.ravel("F")
+        return a
+    out = _empty((1,) if a.ndim == 0 else a.shape, dtype, "F")
+    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np))
+    return out
+
+
+# -- the array class ------------------------------------------------------------------------
+def _method(name: str, sync: bool = False):
+    fn = getattr(np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        return _apply(name, fn, (self, *args), kwargs, sync=sync)
+
+    method.__name__ = name
+    method.__qualname__ = f"ndarray.{name}"
+    method.__doc__ = f"See :meth:`numpy.ndarray.{name}`."
+    return method
+
+
+def _binary(ufunc, reflected: bool = False):
+    name = ufunc.__name__
+
+    def op(self, other):
+        if not isinstance(other, ndarray):
+            y_ufunc = getattr(other, "__array_ufunc__", _MISSING)
+            if y_ufunc is _MISSING:
+                if getattr(self, "__array_priority__", 0) < getattr(other, "__array_priority__", 0):
+                    return NotImplemented
+            elif y_ufunc is None:
+                return NotImplemented
+        import cupy
+
+        f = getattr(cupy, name)
+        return f(other, self) if reflected else f(self, other)
+
+    return op
+
+
+def _inplace(ufunc):
+    name = ufunc.__name__
+
+    def op(self, other):
+        import cupy
+
+        return getattr(cupy, name)(self, other, out=self)
+
+    return op
+
+
+_MISSING = object()
+
+
+class _ndarray_base:
+    """Multi-dimensional array on a CUDA device (simulated)."""
+
+    __slots__ = ("__weakref__", "_dev", "_np", "base", "data")
+    __array_priority__ = 100
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        dtype = np.dtype(dtype)
+        if order not in ("C", "F"):
+            raise ValueError(f"order not understood. order={order}")
+        if memptr is None:
+            a = _empty(shape, dtype, order)
+            if strides is not None:
+                raise ValueError("strides must be None when memptr is None")
+            self._np, self.data, self._dev, self.base = a._np, a.data, a._dev, None
+            return
+        if strides is None:
+            strides = _contiguous_strides(shape, dtype.itemsize, order)
+        self._np = _np_over(memptr, shape, dtype, tuple(strides))
+        self.data = memptr
+        self._dev = memptr.device_id
+        self.base = None
+
+    # -- simulator internals
+    def _storage(self):
+        return self.data.mem._storage
+
+    def _region(self):
+        v = self._np
+        ptr = self.data.ptr
+        if v.size == 0:
+            lo = hi = ptr
+        else:
+            lo, hi = ptr, ptr + v.itemsize
+            for n, s in zip(v.shape, v.strides, strict=True):
+                if s < 0:
+                    lo += (n - 1) * s
+                else:
+                    hi += (n - 1) * s
+        shape, dtype, dev = v.shape, v.dtype, self._dev
+        records = self._storage().records if self._storage() is not None else []
+        return _streams.Region(
+            records, lo, hi, lambda: f"cupy.ndarray shape={shape} dtype={dtype} on device {dev}"
+        )
+
+    # -- attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._np.shape
+
+    @shape.setter
+    def shape(self, newshape) -> None:
+        v = self._np.view()
+        try:
+            v.shape = newshape
+        except AttributeError as exc:  # needs a copy: CuPy refuses as NumPy does
+            raise AttributeError(
+                "Incompatible shape for in-place modification. Use "
+                "`.reshape()` to make a copy with the desired shape."
+            ) from exc
+        self._np = v
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._np.strides
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._np.dtype
+
+    @property
+    def size(self) -> int:
+        return self._np.size
+
+    @property
+    def ndim(self) -> int:
+        return self._np.ndim
+
+    @property
+    def itemsize(self) -> int:
+        return self._np.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._np.nbytes
+
+    @property
+    def device(self):
+        from cupy.cuda.device import Device
+
+        return Device(self._dev)
+
+    @property
+    def flags(self):
+        from cupy._core.flags import Flags
+
+        f = self._np.flags
+        return Flags(f.c_contiguous, f.f_contiguous, self.base is None)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def mT(self):
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    @property
+    def real(self):
+        return _apply("real", np.real, (self,), {})
+
+    @real.setter
+    def real(self, value) -> None:
+        self.real[...] = value
+
+    @property
+    def imag(self):
+        if self.dtype.kind == "c":
+            return _apply("imag", np.imag, (self,), {})
+        out = _empty(self.shape, self.dtype)
+        out.fill(0)
+        return out
+
+    @imag.setter
+    def imag(self, value) -> None:
+        if self.dtype.kind != "c":
+            raise TypeError("cupy.ndarray does not have imaginary part to set")
+        self.imag[...] = value
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        v = self._np
+        return {
+            "shape": v.shape,
+            "typestr": v.dtype.str,
+            "descr": v.dtype.descr,
+            "data": (self.data.ptr, False),
+            "version": 3,
+            "strides": None if v.flags.c_contiguous else v.strides,
+            "stream": 1,
+        }
+
+    # -- conversion (core.pyx: implicit NumPy conversion is refused)
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. "
+            "Please use `.get()` to construct a NumPy array explicitly."
+        )
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        import cupy
+
+        inout = inputs
+        if "out" in kwargs:
+            out = kwargs["out"]
+            if len(out) != 1:
+                raise ValueError("The 'out' parameter must have exactly one array value")
+            inout += out
+            kwargs["out"] = out[0]
+        if method != "__call__":
+            return NotImplemented
+        func = getattr(cupy, ufunc.__name__, None)
+        if func is None:
+            return NotImplemented
+        for x in inout:
+            if not (
+                isinstance(x, (_ndarray_base, np.ndarray, np.generic, bool, int, float, complex))
+                or hasattr(x, "__cuda_array_interface__")
+            ):
+                return NotImplemented
+        return func(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        import cupy
+
+        try:
+            module = functools.reduce(getattr, func.__module__.split(".")[1:], cupy)
+            cupy_func = getattr(module, func.__name__)
+        except AttributeError:
+            return NotImplemented
+        if cupy_func is func:
+            return NotImplemented
+        for t in types:
+            if not issubclass(t, (_ndarray_base, np.ndarray)):
+                return NotImplemented
+        return cupy_func(*args, **kwargs)
+
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        """A copy on the host; waits for the stream used (core.pyx ``ndarray.get``)."""
+        from cupy.cuda import stream as stream_module
+
+        if stream is None:
+            stream = stream_module.get_current_stream()
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError("Only numpy.ndarray can be obtained fromcupy.ndarray")
+            if self.dtype != out.dtype:
+                raise TypeError(f"{out.dtype} array cannot be obtained from {self.dtype} array")
+            if self.shape != out.shape:
+                raise ValueError(
+                    f"Shape mismatch. Expected shape: {self.shape}, actual shape: {out.shape}"
+                )
+            host = out
+        else:
+            if self.size == 0:
+                return np.ndarray(self.shape, dtype=self.dtype)
+            order = order.upper()
+            if order == "A":
+                order = "F" if self.flags.f_contiguous else "C"
+            if order not in "CF":
+                raise ValueError(f"unsupported order: {order}")
+            host = np.empty(self.shape, dtype=self.dtype, order=order)
+        prev = _devices.current()
+        try:
+            _devices.set_current(self._dev)
+            s = _streams.resolve(stream.ptr, self._dev)
+            r = [self._region()]
+            tick = _streams.check(s, r, [], "memcpyAsync (device to host)")
+            host[...] = self._np
+            _streams.commit(s, r, [], "memcpyAsync (device to host)", tick)
+            if blocking:
+                _streams.synchronize(s)
+        finally:
+            _devices.set_current(prev)
+        return host
+
+    def set(self, arr, stream=None) -> None:
+        """Copy host data in, asynchronously on ``stream`` (core.pyx ``ndarray.set``)."""
+        from cupy.cuda import stream as stream_module
+
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("Only numpy.ndarray can be set to cupy.ndarray")
+        if self.dtype != arr.dtype:
+            raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
+        if self.shape != arr.shape:
+            raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        if not (self.flags.c_contiguous or self.flags.f_contiguous):
+            raise RuntimeError("Cannot set to non-contiguous array")
+        if stream is None:
+            stream = stream_module.get_current_stream()
+        prev = _devices.current()
+        try:
+            _devices.set_current(self._dev)
+            s = _streams.resolve(stream.ptr, self._dev)
+            w = [self._region()]
+            tick = _streams.check(s, [], w, "memcpyAsync (host to device)")
+            self._np[...] = arr
+            _streams.commit(s, [], w, "memcpyAsync (host to device)", tick)
+        finally:
+            _devices.set_current(prev)
+
+    def item(self, *args):
+        if args:
+            return self[args if len(args) > 1 else args[0]].item()
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.get().item()
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def tobytes(self, order="C"):
+        return self.get().tobytes(order)
+
+    def __int__(self):
+        return int(self.get())
+
+    def __float__(self):
+        return float(self.get())
+
+    def __complex__(self):
+        return complex(self.get())
+
+    def __index__(self):
+        if self.ndim != 0 or self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return operator.index(self.get().item())
+
+    def __bool__(self):
+        return bool(self.get())
+
+    def __repr__(self):
+        return repr(self.get())
+
+    def __str__(self):
+        return str(self.get())
+
+    def __format__(self, spec):
+        return format(self.get(), spec)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    __hash__ = None
+
+    def __getitem__(self, key):
+        sync = _has_bool_index(key)
+        if _all_integers(key, self.ndim):
+            # CuPy returns a 0-d view where NumPy returns a scalar
+            key = (*(key if isinstance(key, tuple) else (key,)), Ellipsis)
+        return _apply("getitem", operator.getitem, (self, key), {}, sync=sync)
+
+    def __setitem__(self, key, value) -> None:
+        found: list[ndarray] = []
+        k = _unwrap(key, found)
+        if isinstance(value, np.ndarray):
+            value = _host_to_device(value)  # CuPy uploads a host value for assignment
+        v = _unwrap(value, found)
+        target = self._np
+        _run("setitem", found, [self], lambda: target.__setitem__(k, v))
+
+    # -- copies and dtype
+    def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
+        return self._astype(dtype, order=order, casting=casting, copy=copy)
+
+    def _astype(self, dtype, order="K", casting=None, copy=True):
+        dtype = np.dtype(dtype)
+        if casting is not None and not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(
+                f"Cannot cast array data from {self.dtype} to {dtype} according to the rule "
+                f"'{casting}'"
+            )
+        o = (order or "K").upper()
+        if o == "A":
+            o = "F" if self.flags.f_contiguous and not self.flags.c_contiguous else "C"
+        if not copy and dtype == self.dtype:
+            if (
+                o == "K"
+                or (o == "C" and self.flags.c_contiguous)
+                or (o == "F" and self.flags.f_contiguous)
+            ):
+                return self
+        r = self._np.astype(dtype, order=o, copy=True)
+        out = _empty_like_layout(r) if o == "K" else _empty(r.shape, dtype, o)
+        _run("astype", [self], [out], lambda: out._np.__setitem__(..., r))
+        return out
+
+    def copy(self, order="C"):
+        """A copy on the current device (core.pyx ``ndarray.copy``).
+
+        From another device the data is made contiguous there first ('C'/'F' order, or
+        'K' keeping the layout) and copied with ``cudaMemcpyAsync``: a layout that is
+        neither C- nor F-contiguous raises NotImplementedError, as CuPy does.
+        """
+        if self.size == 0:
+            return self.astype(self.dtype, order=order)
+        dev = _devices.current()
+        if self._dev == dev:
+            return self.astype(self.dtype, order=order)
+        prev = dev
+        try:
+            _devices.set_current(self._dev)
+            x = self.astype(self.dtype, order=order, copy=False)
+        finally:
+            _devices.set_current(prev)
+        if not x.flags.c_contiguous and not x.flags.f_contiguous:
+            raise NotImplementedError("CuPy cannot copy non-contiguous array between devices.")
+        nbytes = x.nbytes
+        mp = _memory().alloc(nbytes)
+        new = _make(_np_over(mp, x.shape, x.dtype, x.strides), mp, mp.device_id)
+        new.data.copy_from_device_async(x.data, nbytes)
+        return new
+
+    def view(self, dtype=None, array_class=None):
+        if dtype is None:
+            return _view_of(self, self._np.view())
+        return _view_of(self, self._np.view(np.dtype(dtype)))
+
+    def fill(self, value) -> None:
+        """core.pyx ``fill``: a memset for zero on C-contiguous arrays, else a kernel."""
+        if isinstance(value, ndarray):
+            if value.shape != ():
+                raise ValueError("non-scalar cupy.ndarray cannot be used for fill")
+            value = value.astype(self.dtype, copy=False)
+            src = value
+            _run("fill", [src], [self], lambda: self._np.fill(src._np[()]))
+            return
+        v = np.asarray(value, dtype=self.dtype)
+        if v.shape != ():
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
+        if v == 0 and self.flags.c_contiguous and self.dtype.kind != "V":
+            self.data.memset_async(0, self.nbytes)
+            return
+        _run("fill", [], [self], lambda: self._np.fill(v[()]))
+
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _apply("reshape", np.reshape, (self, shape), {"order": order, "copy": copy})
+
+    def dot(self, b, out=None):
+        import cupy
+
+        return cupy.dot(self, b, out=out)
+
+    def __imatmul__(self, other):
+        import cupy
+
+        return cupy.matmul(self, other, out=self)
+
+    def conj(self):
+        if self.dtype.kind == "c":
+            return _apply("conj", np.conj, (self,), {})
+        return self
+
+    def conjugate(self):
+        return self.conj()
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        with self.device:
+            return self.copy()
+
+    def __reduce__(self):
+        import cupy
+
+        return (cupy.array, (self.get(),))
+
+    def __abs__(self):
+        import cupy
+
+        return cupy.absolute(self)
+
+    def __neg__(self):
+        import cupy
+
+        return cupy.negative(self)
+
+    def __pos__(self):
+        import cupy
+
+        return cupy.positive(self)
+
+    def __invert__(self):
+        import cupy
+
+        return cupy.invert(self)
+
+    def __class_getitem__(cls, item):
+        from types import GenericAlias
+
+        return GenericAlias(cls, item)
+
+
+def _all_integers(key, ndim: int) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return len(keys) == ndim and all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys
+    )
+
+
+def _has_bool_index(key) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if isinstance(k, (ndarray, np.ndarray)) and k.dtype == np.bool_:
+            return True
+        if isinstance(k, list) and k and all(isinstance(e, bool) for e in k):
+            return True
+    return False
+
+
+for _name, _uf in [
+    ("add", np.add),
+    ("sub", np.subtract),
+    ("mul", np.multiply),
+    ("truediv", np.true_divide),
+    ("floordiv", np.floor_divide),
+    ("mod", np.remainder),
+    ("and", np.bitwise_and),
+    ("or", np.bitwise_or),
+    ("xor", np.bitwise_xor),
+    ("lshift", np.left_shift),
+    ("rshift", np.right_shift),
+]:
+    setattr(_ndarray_base, f"__{_name}__", _binary(_uf))
+    setattr(_ndarray_base, f"__r{_name}__", _binary(_uf, reflected=True))
+    setattr(_ndarray_base, f"__i{_name}__", _inplace(_uf))
+_ndarray_base.__pow__ = _binary(np.power)
+_ndarray_base.__rpow__ = _binary(np.power, reflected=True)
+_ndarray_base.__matmul__ = _binary(np.matmul)
+_ndarray_base.__rmatmul__ = _binary(np.matmul, reflected=True)
+_ndarray_base.__ipow__ = _inplace(np.power)
+_ndarray_base.__divmod__ = _binary(np.divmod)
+for _name, _uf in [
+    ("lt", np.less),
+    ("le", np.less_equal),
+    ("gt", np.greater),
+    ("ge", np.greater_equal),
+    ("eq", np.equal),
+    ("ne", np.not_equal),
+]:
+    setattr(_ndarray_base, f"__{_name}__", _binary(_uf))
+
+# Methods CuPy 14's ndarray has, computed by NumPy (views where NumPy returns views).
+for _name in [
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "choose", "clip",
+    "compress", "cumprod", "cumsum", "diagonal", "flatten", "max", "mean", "min", "partition",
+    "prod", "ptp", "put", "ravel", "repeat", "round", "sort", "squeeze", "std", "sum",
+    "swapaxes", "take", "trace", "transpose", "var", "byteswap",
+]:  # fmt: skip
+    if hasattr(np.ndarray, _name):
+        setattr(_ndarray_base, _name, _method(_name))
+_ndarray_base.nonzero = _method("nonzero", sync=True)
+
+
+class ndarray(_ndarray_base):
+    """Multi-dimensional array on a CUDA device (simulated; see cupy/_core/core.pyx)."""
+
+    __slots__ = ()
+
+
+ndarray.__module__ = "cupy"
+_ndarray_base.__module__ = "cupy._core.core"

@@ -1,0 +1,33 @@
+"""``ndarray.flags`` (cupy/_core/flags.pyx): C_CONTIGUOUS, F_CONTIGUOUS, OWNDATA."""
+
+from __future__ import annotations
+
+
+class Flags:
+    def __init__(self, c_contiguous, f_contiguous, owndata) -> None:
+        self.c_contiguous = c_contiguous
+        self.f_contiguous = f_contiguous
+        self.owndata = owndata
+
+    @property
+    def fnc(self) -> bool:
+        return self.f_contiguous and not self.c_contiguous
+
+    @property
+    def forc(self) -> bool:
+        return self.f_contiguous or self.c_contiguous
+
+    def __getitem__(self, name: str) -> bool:
+        if name == "C_CONTIGUOUS":
+            return self.c_contiguous
+        if name == "F_CONTIGUOUS":
+            return self.f_contiguous
+        if name == "OWNDATA":
+            return self.owndata
+        raise KeyError(f"{name} is not defined for cupy.ndarray.flags")
+
+    def __repr__(self) -> str:
+        t = "  %s : %s"
+        return "\n".join(
+            t % (name, self[name]) for name in ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA")
+        )

@@ -1,0 +1,21 @@
+"""The CuPy simulator's machinery (not a CuPy name): configuration, devices, streams,
+memory, and what tests may ask of the simulation.
+
+``tests/cupysim`` on ``sys.path`` makes ``import cupy`` / ``import cupyx`` load the
+simulated CuPy 14 next to this package (docs/contributing_gpu.rst).
+"""
+
+from __future__ import annotations
+
+from .config import config
+from .errors import StreamHazard
+from .placement import DevicePlacementError
+from .records import clear_tf32_requests, tf32_requests
+
+__all__ = [
+    "DevicePlacementError",
+    "StreamHazard",
+    "clear_tf32_requests",
+    "config",
+    "tf32_requests",
+]

@@ -1,0 +1,179 @@
+"""Libraries: FFT plans, linalg errors, cupyx.lapack, TF32, missing libraries, sparse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from simhelpers import run_sim
+
+
+def test_fft_plan_cache_is_per_device(cp):
+    cache = cp.fft.config.get_plan_cache()
+    cache.clear()
+    x = cp.ones(64, dtype=complex)
+    cp.fft.fft(x)
+    cp.fft.fft(x)
+    assert cache.get_curr_size() == 1 and cache.get_curr_memsize() > 0
+    with cp.cuda.Device(1):
+        assert cp.fft.config.get_plan_cache().get_curr_size() == 0
+    cache.clear()
+    assert cache.get_curr_size() == 0
+
+
+def test_fft_values_and_single_precision(cp, rng):
+    h = rng.standard_normal((4, 8)).astype(np.float32)
+    y = cp.fft.rfft(cp.asarray(h))
+    assert y.dtype == np.complex64
+    np.testing.assert_allclose(y.get(), np.fft.rfft(h), rtol=1e-5, atol=1e-5)
+
+
+def test_singular_matrix_is_silent_by_default_and_raises_under_errstate(cp):
+    import cupyx
+
+    a = cp.zeros((3, 3))
+    x = cp.linalg.solve(a, cp.ones(3))
+    assert np.isnan(x.get()).all()  # cuSOLVER's devInfo ignored: garbage, no error
+    with cupyx.errstate(linalg="raise"):
+        with pytest.raises(np.linalg.LinAlgError, match=r"Error reported by dgetrf in cuSOLVER. "
+                           r"devInfo = \[1\]"):  # fmt: skip
+            cp.linalg.solve(a, cp.ones(3))
+        with pytest.raises(np.linalg.LinAlgError, match="dpotrf"):
+            cp.linalg.cholesky(-cp.eye(2))
+
+
+def test_lapack_posv_and_potrs(cp, rng):
+    import cupyx.lapack
+
+    q = rng.standard_normal((5, 5))
+    a = q @ q.T + 5 * np.eye(5)
+    b = rng.standard_normal(5)
+    x = cupyx.lapack.posv(cp.asarray(a), cp.asarray(b))
+    np.testing.assert_allclose(x.get(), np.linalg.solve(a, b), rtol=1e-10)
+    L = cp.asarray(np.linalg.cholesky(a))
+    bf = cp.asarray(b)
+    y = cupyx.lapack.potrs(L, bf, lower=True)
+    np.testing.assert_allclose(y.get(), np.linalg.solve(a, b), rtol=1e-10)
+    assert y.data.ptr == bf.data.ptr  # solved in b's memory, as cuSOLVER's potrs does
+
+
+def test_tf32_requests_are_recorded(cp):
+    import cupysim
+    from cupy._core import _routines_linalg as blas
+
+    a = cp.ones((4, 4), dtype=np.float32)
+    cupysim.clear_tf32_requests()
+    prev = blas.get_compute_type(np.float32)
+    blas.set_compute_type(np.float32, blas.COMPUTE_TYPE_TF32)
+    try:
+        cp.matmul(a, a)
+        cp.matmul(a[None], a[None])  # batched: gemmStridedBatchedEx never asks for TF32
+    finally:
+        blas.set_compute_type(np.float32, prev)
+    cp.matmul(a, a)
+    reqs = cupysim.tf32_requests()
+    assert [(r.routine, r.tf32) for r in reqs] == [
+        ("gemm", True),
+        ("gemmStridedBatched", False),
+        ("gemm", False),
+    ]
+
+
+def test_cupy_tf32_environment_variable():
+    code = ("import cupy, cupysim\na = cupy.ones((2, 2), 'f')\ncupy.matmul(a, a)\n"
+            "print(cupysim.tf32_requests()[0].tf32)")  # fmt: skip
+    assert run_sim(code, CUPY_TF32="1").stdout.strip() == "True"
+
+
+def test_missing_libraries_fail_on_first_use():
+    code = """
+import cupy
+a = cupy.zeros((2, 2))  # a memset: no kernel to compile
+print(cupy.asarray([1.0]).device)
+for f in (lambda: cupy.matmul(a, a), lambda: cupy.fft.fft(a), lambda: __import__('cupyx.lapack')):
+    try:
+        f()
+    except ImportError as e:
+        print("ImportError", str(e).split(":")[0])
+try:
+    a + 1
+except RuntimeError as e:
+    print(type(e).__name__, str(e).split(":")[0])
+"""
+    r = run_sim(code, CUPYSIM_FAIL="libs")
+    assert r.stdout.splitlines() == [
+        "<CUDA Device 0>",
+        'ImportError Failure finding "libcublasLt.so.13 or libcublasLt.so.12"',
+        'ImportError Failure finding "libcufft.so.12 or libcufft.so.11"',
+        'ImportError Failure finding "libcublasLt.so.13 or libcublasLt.so.12"',
+        'DynamicLibNotFoundError Failure finding "libnvrtc.so.13 or libnvrtc.so.12"',
+    ], r.stderr
+
+
+def test_sparse_csr_on_the_device(cp, rng):
+    import cupyx.scipy.sparse as csp
+    import scipy.sparse as sp
+
+    h = sp.random(6, 6, density=0.5, random_state=1, format="csr") + sp.eye(6)
+    m = csp.csr_matrix(h)
+    v = rng.standard_normal(6)
+    assert csp.issparse(m) and m.data.device.id == 0
+    np.testing.assert_allclose((m @ cp.asarray(v)).get(), h @ v)
+    np.testing.assert_allclose(m.toarray().get(), h.toarray())
+
+
+def test_nccl_all_reduce_in_a_group_and_across_threads(cp):
+    import threading
+
+    from cupy.cuda import nccl
+
+    comms = nccl.NcclCommunicator.initAll([0, 1])
+    xs, ys = [], []
+    for d in (0, 1):
+        with cp.cuda.Device(d):
+            xs.append(cp.full(4, d + 1.0))
+            ys.append(cp.empty(4))
+    nccl.groupStart()
+    for c, x, y in zip(comms, xs, ys, strict=True):
+        c.allReduce(x.data.ptr, y.data.ptr, 4, nccl.NCCL_FLOAT64, nccl.NCCL_SUM, 0)
+    nccl.groupEnd()
+    assert [y.get().tolist() for y in ys] == [[3.0] * 4] * 2
+
+    def rank(r):
+        with cp.cuda.Device(r):
+            comms[r].broadcast(xs[r].data.ptr, ys[r].data.ptr, 4, nccl.NCCL_FLOAT64, 1, 0)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [y.get().tolist() for y in ys] == [[2.0] * 4] * 2
+
+
+def test_nccl_absent():
+    r = run_sim("import cupy.cuda.nccl as n; print(n.available, hasattr(n, 'NcclCommunicator'))",
+                CUPYSIM_NCCL="0")  # fmt: skip
+    assert r.stdout.strip() == "False False" and "nccl library could not be loaded" in r.stderr
+
+
+def test_cublas_module_routines(cp, rng):
+    import cupy.cublas
+
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 5))
+    c = cupy.cublas.gemm("T", "N", cp.asarray(a), cp.asarray(b))
+    np.testing.assert_allclose(c.get(), a.T @ b)
+    y = cp.ones(3)
+    cupy.cublas.axpy(2.0, cp.arange(3.0), y)
+    np.testing.assert_array_equal(y.get(), [1, 3, 5])
+
+
+def test_address_sanitizer_mode_gives_every_array_its_own_exact_allocation():
+    code = """
+import cupy
+pool = cupy.get_default_memory_pool()
+x = cupy.empty(100, dtype='u1')
+s = x.data.mem._storage
+print(s.size, s.ptr == x.data.ptr, pool.used_bytes())
+"""
+    r = run_sim(code, CUPYSIM_SANITIZE="address")
+    assert r.stdout.split() == ["100", "True", "512"], r.stderr
