@@ -3,11 +3,14 @@ generated CUDA code executed by the simulator."""
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("cupysim.kernels", reason="the CuPy simulator's own tests run with --cupy=sim")
+
 import contextlib
 
 import cupy
 import numpy as np
-import pytest
 from cupysim import runtime
 
 AXPY = cupy.ElementwiseKernel("T x, T y, T a", "T z", "z = a * x + y", "axpy")

@@ -4,9 +4,12 @@ undefined (reported as KernelFault)."""
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("cupysim.kernels", reason="the CuPy simulator's own tests run with --cupy=sim")
+
 import cupy
 import numpy as np
-import pytest
 from cupysim.kernels import KernelFault
 
 DriverError = cupy.cuda.driver.CUDADriverError

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("cupysim.kernels", reason="the CuPy simulator's own tests run with --cupy=sim")
+
 import contextlib
 
 import cupy
 import numpy as np
-import pytest
 from cupysim import runtime
 from cupysim.kernels import KernelArgumentError
 

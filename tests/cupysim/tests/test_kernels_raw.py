@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("cupysim.kernels", reason="the CuPy simulator's own tests run with --cupy=sim")
+
 import os
 import pickle
 import subprocess
@@ -11,7 +15,6 @@ from pathlib import Path
 
 import cupy
 import numpy as np
-import pytest
 from cupysim.kernels import compiler
 
 SAXPY = r"""
