@@ -11,11 +11,9 @@ import pickle
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import cupy
 import numpy as np
-from cupysim.kernels import compiler
 
 SAXPY = r"""
 template <typename T>
@@ -184,11 +182,6 @@ def test_second_process_loads_the_cached_library(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("CUPYSIM_CACHE", str(tmp_path / "c"))
-    assert compiler.cache_dir() == Path(tmp_path / "c")
-
-
 def test_same_kernel_name_in_two_modules_stays_apart():
     # Each module's kernels, parameter tables and __shared__ arrays are its own, even
     # when another loaded module instantiates the same names with other types.
@@ -205,3 +198,13 @@ def test_same_kernel_name_in_two_modules_stays_apart():
         k64((1,), (3,), (np.float64(2.25), y64))
     assert cupy.asnumpy(y32).tolist() == [3.0, 3.0]
     assert cupy.asnumpy(y64).tolist() == [4.5, 4.5, 4.5]
+
+
+def test_kernel_configuration_from_the_environment():
+    from cupysim.config import Config
+
+    c = Config.from_env({"CUPYSIM_KERNEL_THREADS": "3", "CUPYSIM_CACHE": "/tmp/k"})
+    assert (c.kernel_threads, c.cache) == (3, "/tmp/k")
+    assert (Config.from_env({}).kernel_threads, Config.from_env({}).cache) == (None, None)
+    with pytest.raises(ValueError, match="CUPYSIM_KERNEL_THREADS must be >= 1"):
+        Config.from_env({"CUPYSIM_KERNEL_THREADS": "0"})

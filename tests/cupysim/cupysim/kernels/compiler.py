@@ -71,7 +71,9 @@ _COMMON = [
 
 
 def cache_dir() -> Path:
-    path = Path(os.environ.get("CUPYSIM_CACHE") or Path.home() / ".cache" / "cupysim")
+    from .. import runtime
+
+    path = Path(runtime.config.cache or Path.home() / ".cache" / "cupysim")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -35,7 +35,7 @@ _ERRLEN = 8192
 def _workers() -> int:
     """Host threads running a launch's blocks: ``CUPYSIM_KERNEL_THREADS``, else one
     per core this process may use."""
-    return max(1, int(os.environ.get("CUPYSIM_KERNEL_THREADS") or len(os.sched_getaffinity(0))))
+    return runtime.config.kernel_threads or max(1, len(os.sched_getaffinity(0)))
 
 
 def _is_device_array(x: Any) -> bool:
