@@ -183,7 +183,7 @@ def _nn_linear(rng, sequential=False):
     x = rng.standard_normal((5, 4)).astype(np.float32)
     w, bias = (gk.to_numpy(p.data).astype(np.float64) for p in (layer.weight, layer.bias))
     y = model(x)  # host input: moved to the model's device
-    assert model.backward(gk.xp.ones((5, 3), np.float32)).device.id == 1
+    assert model.backward(on1(np.ones((5, 3), np.float32))).device.id == 1
     return y, x @ w.T + bias
 
 
@@ -310,8 +310,8 @@ def _kernel_cases() -> dict[str, Callable]:
         return gx, g * (x + b > 0)
 
     def tiled(rng):
-        a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
-        return gk.kernels.matmul_tiled(on1(a), on1(b)), a @ b
+        a, b = (rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (7, 3)))
+        return gk.kernels.matmul_tiled(on1(a), on1(b)), a.astype(np.float64) @ b
 
     def sce(rng):
         z, y = rng.standard_normal((6, 3)), rng.integers(0, 3, 6)
