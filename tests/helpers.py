@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import gpukit as gk
@@ -21,3 +23,8 @@ def rel_err(actual, expected) -> float:
     e = np.asarray(expected).astype(np.complex128)
     denom = np.linalg.norm(e)
     return float(np.linalg.norm(a - e) / (denom if denom else 1.0))
+
+
+def simulated() -> bool:
+    """Whether this run's CuPy is the simulator (``--cupy=sim``, which exports its path)."""
+    return bool(os.environ.get("CUPYSIM_PATH"))

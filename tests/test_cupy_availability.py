@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 from subproc import ROOT, run_python
 
+from helpers import simulated
+
 pytestmark = pytest.mark.gpu
 
 LIBRARIES = ("cuBLAS", "cuSOLVER", "cuFFT", "NVRTC")
@@ -19,7 +21,8 @@ LIBRARIES = ("cuBLAS", "cuSOLVER", "cuFFT", "NVRTC")
 
 @pytest.fixture(autouse=True)
 def _simulator():
-    pytest.importorskip("cupysim", reason="CUPYSIM_FAIL breaks simulated CUDA only")
+    if not simulated():
+        pytest.skip("CUPYSIM_FAIL breaks simulated CUDA only (python -m pytest --cupy=sim)")
 
 
 def _python(code: str, **env: str):

@@ -16,7 +16,7 @@ from subproc import ROOT, run_python
 
 import gpukit as gk
 
-from helpers import rel_err
+from helpers import rel_err, simulated
 
 pytestmark = pytest.mark.gpu
 
@@ -109,7 +109,8 @@ def test_a_sharded_operation_names_the_device_whose_shard_ran_out(cupy_backend):
 
 def test_a_small_simulated_device_reports_its_own_figures(cupy_backend):
     """The device itself is full (not a pool cap): the figures are device 1's."""
-    pytest.importorskip("cupysim", reason="CUPYSIM_MEMORY sizes simulated devices only")
+    if not simulated():
+        pytest.skip("CUPYSIM_MEMORY sizes simulated devices only (python -m pytest --cupy=sim)")
     code = """
 import numpy as np, gpukit as gk
 MiB = 2**20

@@ -17,7 +17,7 @@ from subproc import ROOT, run_python
 
 import gpukit as gk
 
-from helpers import TOL, rel_err
+from helpers import TOL, rel_err, simulated
 
 pytestmark = pytest.mark.gpu
 
@@ -34,7 +34,10 @@ def cupy_backend():
 @pytest.fixture
 def requests():
     """The simulator's record of TF32 requests, cleared (real GPUs keep no such record)."""
-    cupysim = pytest.importorskip("cupysim", reason="only the CuPy simulator records TF32 requests")
+    if not simulated():
+        pytest.skip("only the CuPy simulator records TF32 requests (python -m pytest --cupy=sim)")
+    import cupysim
+
     cupysim.clear_tf32_requests()
 
     def taken() -> list[tuple[str, str, bool]]:
