@@ -28,7 +28,15 @@ from .._select.selection import get_backend, use_backend
 from ..backend import Backend
 from ..errors import GpukitError
 
-__all__ = ["OnChunks", "carries_chunks", "chunk_type", "dask_arrays", "is_dask", "meta", "type_name"]
+__all__ = [
+    "OnChunks",
+    "carries_chunks",
+    "chunk_type",
+    "dask_arrays",
+    "is_dask",
+    "meta",
+    "type_name",
+]
 
 
 def is_dask(x: Any) -> bool:

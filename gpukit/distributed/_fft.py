@@ -59,7 +59,9 @@ def _register(fn_name: str) -> None:
         _, result = gk_fft._work_dtype(name, kind, x.dtype)
         _one_chunk(name, x, axes)
         shape = gk_fft._result_shape(kind, tuple(x.shape), s, axes)
-        chunks = tuple((n,) if a in axes else c for a, (n, c) in enumerate(zip(shape, x.chunks)))
+        chunks = tuple(
+            (n,) if a in axes else c for a, (n, c) in enumerate(zip(shape, x.chunks, strict=True))
+        )
         fn = functools.partial(
             _chunk_transform, fn_name=fn_name, s=s, axes=axes, norm=norm, workers=threads
         )
