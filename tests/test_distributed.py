@@ -255,3 +255,128 @@ def test_to_numpy_of_dask_array(client, rng):
     with client.as_current():
         out = gk.to_numpy(gk.matmul(dx, np.eye(3)))
     assert type(out) is np.ndarray and rel_err(out, x) < TOL[np.dtype(np.float64)]
+
+
+# -- kernels -------------------------------------------------------------------------------
+
+
+def _act_relu(z):
+    return np.maximum(z, 0)
+
+
+def test_bias_activation_forward_and_backward(client, rng):
+    x, dx = _chunked(rng, (7, 6), (3, 4))
+    g, dg = _chunked(rng, (7, 6), (4, 2))
+    bias = rng.standard_normal(6)
+    y = gk.kernels.bias_activation(dx, bias, "relu")
+    assert rel_err(compute(client, y), _act_relu(x + bias)) < TOL[np.dtype(np.float64)]
+    grad_x, grad_b = gk.kernels.bias_activation_backward(dg, dx, bias, "relu")
+    assert grad_b.shape == (6,) and isinstance(grad_b, da.Array)
+    ref_x = g * (x + bias > 0)
+    got_x, got_b = client.compute([grad_x, grad_b], sync=False)
+    assert rel_err(got_x.result(timeout=TIMEOUT), ref_x) < TOL[np.dtype(np.float64)]
+    assert rel_err(got_b.result(timeout=TIMEOUT), ref_x.sum(axis=0)) < TOL[np.dtype(np.float64)]
+
+
+def test_softmax_cross_entropy_row_chunks(client, rng):
+    logits, dl = _chunked(rng, (9, 5), (4, 5))
+    labels = rng.integers(0, 5, 9)
+    loss, probs = gk.kernels.softmax_cross_entropy(dl, da.from_array(labels, chunks=4))
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    ref_p = z / z.sum(axis=1, keepdims=True)
+    ref_loss = -np.log(ref_p[np.arange(9), labels])
+    assert rel_err(compute(client, loss), ref_loss) < TOL[np.dtype(np.float64)]
+    assert rel_err(compute(client, probs), ref_p) < TOL[np.dtype(np.float64)]
+    grad = gk.kernels.softmax_cross_entropy_backward(probs, labels, da.full(9, 1 / 9, chunks=4))
+    ref_grad = (ref_p - np.eye(5)[labels]) / 9
+    assert rel_err(compute(client, grad), ref_grad) < TOL[np.dtype(np.float64)]
+
+
+def test_row_wise_kernel_needs_whole_rows(rng):
+    _, dl = _chunked(rng, (6, 4), (3, 2))
+    with pytest.raises(ValueError, match=r"class axis 1.*logits\.rechunk\(\{1: -1\}\)"):
+        gk.kernels.softmax_cross_entropy(dl, np.zeros(6, int))
+
+
+def test_in_place_kernels_have_no_dask_implementation(rng):
+    _, p = _chunked(rng, (4,), 2)
+    with pytest.raises(TypeError, match=r"gk\.kernels\.sgd_update does not accept a Dask array"):
+        gk.kernels.sgd_update(p, p, lr=0.1)
+
+
+# -- dense linear algebra ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "pos"])
+@pytest.mark.parametrize("rhs", [(9,), (9, 2)], ids=["vector", "matrix"])
+def test_solve_delegates_to_dask_linalg(client, rng, assume_a, rhs):
+    m = rng.standard_normal((9, 9))
+    a = m @ m.T + 9 * np.eye(9) if assume_a != "gen" else m + 9 * np.eye(9)
+    b = rng.standard_normal(rhs)
+    x = gk.linalg.solve(
+        da.from_array(a, chunks=(4, 3)), da.from_array(b, chunks=4), assume_a=assume_a
+    )
+    assert x.shape == rhs
+    assert rel_err(compute(client, x), np.linalg.solve(a, b)) < 1e3 * TOL[np.dtype(np.float64)]
+
+
+def test_solve_batched_runs_gpukit_per_chunk(client, rng):
+    a = rng.standard_normal((5, 4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((5, 4, 2))
+    x = gk.linalg.solve(da.from_array(a, chunks=(2, 4, 2)), da.from_array(b, chunks=(3, 4, 2)))
+    assert rel_err(compute(client, x), np.linalg.solve(a, b)) < TOL[np.dtype(np.float64)]
+    v = rng.standard_normal(4)
+    xv = gk.linalg.solve(da.from_array(a, chunks=(2, 4, 4)), v)
+    assert rel_err(compute(client, xv), np.linalg.solve(a, v)) < TOL[np.dtype(np.float64)]
+
+
+def test_solve_singular_raises_linalgerror_when_computed():
+    x = gk.linalg.solve(da.zeros((4, 4), chunks=2), np.ones(4))
+    with pytest.raises(np.linalg.LinAlgError):
+        x.compute(scheduler="sync")
+
+
+@pytest.mark.parametrize("shape", [(24, 5), (5, 24)], ids=["tall", "wide"])
+def test_lstsq_matches_numpy(client, rng, shape):
+    a = rng.standard_normal(shape)
+    b = rng.standard_normal((shape[0], 2))
+    out = gk.linalg.lstsq(da.from_array(a, chunks=5), da.from_array(b, chunks=5))
+    assert all(isinstance(part, da.Array) for part in out)
+    x, res, rank, s = client.compute(list(out), sync=True)
+    ref = np.linalg.lstsq(a, b)
+    assert rel_err(x, ref[0]) < 1e3 * TOL[np.dtype(np.float64)]
+    assert res.shape == ref[1].shape and (res.size == 0 or rel_err(res, ref[1]) < 1e-10)
+    assert int(rank) == ref[2]
+    assert rel_err(s, ref[3]) < 1e3 * TOL[np.dtype(np.float64)]
+
+
+def test_lstsq_rank_deficient_gives_minimum_norm(rng):
+    a = rng.standard_normal((20, 4))
+    a[:, 3] = a[:, 2]
+    b = rng.standard_normal(20)
+    x, _, rank, _ = dask.compute(
+        *gk.linalg.lstsq(da.from_array(a, chunks=(6, 4)), b), scheduler="sync"
+    )
+    ref = np.linalg.lstsq(a, b)
+    assert int(rank) == ref[2] == 3
+    assert rel_err(x, ref[0]) < 1e3 * TOL[np.dtype(np.float64)]
+
+
+# -- inference -----------------------------------------------------------------------------
+
+
+def test_predict_row_chunks_model_shipped_once(client, rng):
+    model = gk.nn.Sequential(
+        gk.nn.Linear(3, 8, dtype="float64", seed=0),
+        gk.nn.ReLU(),
+        gk.nn.Linear(8, 2, dtype="float64", seed=1),
+    )
+    x = rng.standard_normal((11, 3))
+    y = gk.nn.predict(model, da.from_array(x, chunks=(4, 2)), batch_size=3)
+    assert y.shape == (11, 2) and y.chunks[0] == (4, 4, 3) and type(y._meta) is np.ndarray
+    model_keys = [k for k in y.dask if "Sequential" in str(k) or "delayed" in str(k).lower()]
+    assert len(model_keys) <= 1
+    w1, b1 = (gk.to_numpy(p.data) for p in model[0].parameters())
+    w2, b2 = (gk.to_numpy(p.data) for p in model[2].parameters())
+    ref = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    assert rel_err(compute(client, y), ref) < TOL[np.dtype(np.float64)]

@@ -43,13 +43,17 @@ def _pair(op: str, fn: Any, expected: type, names, checked, out_ind, *args: Any)
     import dask.array as da
 
     task = OnChunks(op, fn, expected, names, checked)
-    return da.blockwise(task, out_ind, *args, dtype=object, meta=np.empty((0,) * len(out_ind)))
+    return da.blockwise(
+        task, out_ind, *args, dtype=object, concatenate=True, meta=np.empty((0,) * len(out_ind))
+    )
 
 
-def _pick(pair: Any, i: int, like: Any, dtype: np.dtype, chunks: Any = None) -> Any:
-    ndim = pair.ndim if chunks is None else len(chunks)
+def _pick(pair: Any, i: int, like: Any, dtype: np.dtype, **chunking: Any) -> Any:
+    """Output ``i`` of ``pair``; ``chunking`` (``chunks``, ``drop_axis``) when its shape
+    is not the pair's."""
+    ndim = pair.ndim - len(chunking.get("drop_axis", ()))
     return pair.map_blocks(
-        operator.getitem, i, dtype=dtype, chunks=chunks, meta=meta(like, ndim, dtype)
+        operator.getitem, i, dtype=dtype, meta=meta(like, ndim, dtype), **chunking
     )
 
 
@@ -108,7 +112,7 @@ def bias_activation_backward(
     like = next(a for a, c in zip((grad_y, x, bias), checked, strict=True) if c)
     grad_x = _pick(pair, 0, like, x.dtype)
     partial_chunks = (*((1,) * n for n in pair.numblocks[:-1]), pair.chunks[-1])
-    partials = _pick(pair, 1, like, x.dtype, partial_chunks)
+    partials = _pick(pair, 1, like, x.dtype, chunks=partial_chunks)
     return grad_x, partials.sum(axis=tuple(range(x.ndim - 1)), dtype=x.dtype)
 
 
@@ -130,7 +134,8 @@ def softmax_cross_entropy(
     pair = _pair(op, fn, expected, names, checked, "i", logits, "ij", labels, "i")
     like = logits if checked[0] else labels
     loss = _pick(pair, 0, like, logits.dtype)
-    probs = _pick(pair, 1, like, logits.dtype, (pair.chunks[0], (logits.shape[1],)))
+    classes = (logits.shape[1],)
+    probs = _pick(pair, 1, like, logits.dtype, chunks=(pair.chunks[0], classes), new_axis=[1])
     return loss, probs
 
 
