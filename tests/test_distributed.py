@@ -23,18 +23,30 @@ from distributed import Client, LocalCluster  # noqa: E402
 TIMEOUT = 60  # seconds any one computation may take before the test fails (never hangs)
 
 
-@pytest.fixture(scope="module", params=["threads", "processes"])
-def client(request: pytest.FixtureRequest):
-    """An in-process cluster, or two worker processes; current for the tests using it."""
-    if request.param == "threads":
-        kwargs = {"processes": False, "n_workers": 1, "threads_per_worker": 2}
-    else:
-        kwargs = {"processes": True, "n_workers": 2, "threads_per_worker": 1}
+def _cluster(**kwargs):
     with (
-        LocalCluster(dashboard_address=None, **kwargs) as cluster,
+        LocalCluster(dashboard_address=":0", **kwargs) as cluster,
         Client(cluster, set_as_default=False) as c,
     ):
         yield c
+
+
+@pytest.fixture(scope="module")
+def local():
+    """An in-process cluster (worker threads in this process)."""
+    yield from _cluster(processes=False, n_workers=1, threads_per_worker=2)
+
+
+@pytest.fixture(scope="module")
+def procs():
+    """Two worker processes: every task's function and data are pickled to them."""
+    yield from _cluster(processes=True, n_workers=2, threads_per_worker=1)
+
+
+@pytest.fixture(params=["threads", "processes"])
+def client(request: pytest.FixtureRequest):
+    """Each kind of cluster in turn (the module's two clusters, started once)."""
+    return request.getfixturevalue("local" if request.param == "threads" else "procs")
 
 
 def compute(client: Client, x):
@@ -97,16 +109,17 @@ MATMUL_CASES = [
 
 
 @pytest.mark.parametrize("case", MATMUL_CASES, ids=lambda c: f"{c[0]}@{c[2]}")
-def test_matmul_matches_numpy_for_every_chunking(client, rng, case):
+def test_matmul_matches_numpy_for_every_chunking(local, rng, case):
     a_shape, a_chunks, b_shape, b_chunks = case
     a, da_a = _chunked(rng, a_shape, a_chunks)
     b, da_b = _chunked(rng, b_shape, b_chunks)
     c = gk.matmul(da_a, da_b)
     assert isinstance(c, da.Array) and c.shape == (a @ b).shape
-    assert rel_err(compute(client, c), a @ b) < TOL[np.dtype(np.float64)]
+    assert rel_err(compute(local, c), a @ b) < TOL[np.dtype(np.float64)]
 
 
 def test_matmul_with_host_operand_and_float32(client, rng):
+    """Also the operand that is not a Dask array travels to the workers."""
     a, da_a = _chunked(rng, (10, 6), (4, 3), "float32")
     w = rng.standard_normal((6, 3)).astype(np.float32)
     c = gk.matmul(da_a, w)
@@ -127,10 +140,10 @@ def test_matmul_shape_and_dtype_errors_name_both(rng):
         gk.matmul(x, np.ones((3, 2)), precision="low")
 
 
-def test_matmul_tiled_on_dask(client, rng):
+def test_matmul_tiled_on_dask(local, rng):
     a, da_a = _chunked(rng, (9, 7), (4, 3), "float32")
     b, da_b = _chunked(rng, (7, 5), (3, 5), "float32")
-    out = compute(client, gk.kernels.matmul_tiled(da_a, da_b))
+    out = compute(local, gk.kernels.matmul_tiled(da_a, da_b))
     assert rel_err(out, a.astype(np.float64) @ b) < TOL[np.dtype(np.float32)]
 
 
@@ -148,13 +161,19 @@ FFT_CASES = [
 
 
 @pytest.mark.parametrize("case", FFT_CASES, ids=lambda c: c[0])
-def test_batched_fft_matches_numpy(client, rng, case):
+def test_batched_fft_matches_numpy(local, rng, case):
     name, kwargs, shape, chunks, ref = case
     x, dx = _chunked(rng, shape, chunks)
     y = getattr(gk.fft, name)(dx, **kwargs)
     expected = ref(x, **kwargs)
     assert isinstance(y, da.Array) and y.shape == expected.shape and y.dtype == expected.dtype
-    assert rel_err(compute(client, y), expected) < TOL[np.dtype(np.float64)]
+    assert rel_err(compute(local, y), expected) < TOL[np.dtype(np.float64)]
+
+
+def test_batched_fft_on_each_cluster(client, rng):
+    x, dx = _chunked(rng, (6, 3, 16), (2, 3, 16))
+    y = gk.fft.rfft2(dx, axes=(1, 2))
+    assert rel_err(compute(client, y), np.fft.rfft2(x, axes=(1, 2))) < TOL[np.dtype(np.float64)]
 
 
 def test_fft_single_precision_stays_single(rng):
@@ -309,7 +328,7 @@ def test_in_place_kernels_have_no_dask_implementation(rng):
 
 @pytest.mark.parametrize("assume_a", ["gen", "sym", "pos"])
 @pytest.mark.parametrize("rhs", [(9,), (9, 2)], ids=["vector", "matrix"])
-def test_solve_delegates_to_dask_linalg(client, rng, assume_a, rhs):
+def test_solve_delegates_to_dask_linalg(local, rng, assume_a, rhs):
     m = rng.standard_normal((9, 9))
     a = m @ m.T + 9 * np.eye(9) if assume_a != "gen" else m + 9 * np.eye(9)
     b = rng.standard_normal(rhs)
@@ -317,7 +336,7 @@ def test_solve_delegates_to_dask_linalg(client, rng, assume_a, rhs):
         da.from_array(a, chunks=(4, 3)), da.from_array(b, chunks=4), assume_a=assume_a
     )
     assert x.shape == rhs
-    assert rel_err(compute(client, x), np.linalg.solve(a, b)) < 1e3 * TOL[np.dtype(np.float64)]
+    assert rel_err(compute(local, x), np.linalg.solve(a, b)) < 1e3 * TOL[np.dtype(np.float64)]
 
 
 def test_solve_batched_runs_gpukit_per_chunk(client, rng):
@@ -337,12 +356,12 @@ def test_solve_singular_raises_linalgerror_when_computed():
 
 
 @pytest.mark.parametrize("shape", [(24, 5), (5, 24)], ids=["tall", "wide"])
-def test_lstsq_matches_numpy(client, rng, shape):
+def test_lstsq_matches_numpy(local, rng, shape):
     a = rng.standard_normal(shape)
     b = rng.standard_normal((shape[0], 2))
     out = gk.linalg.lstsq(da.from_array(a, chunks=5), da.from_array(b, chunks=5))
     assert all(isinstance(part, da.Array) for part in out)
-    x, res, rank, s = client.compute(list(out), sync=True)
+    x, res, rank, s = local.compute(list(out), sync=True)
     ref = np.linalg.lstsq(a, b)
     assert rel_err(x, ref[0]) < 1e3 * TOL[np.dtype(np.float64)]
     assert res.shape == ref[1].shape and (res.size == 0 or rel_err(res, ref[1]) < 1e-10)
@@ -380,3 +399,81 @@ def test_predict_row_chunks_model_shipped_once(client, rng):
     w2, b2 = (gk.to_numpy(p.data) for p in model[2].parameters())
     ref = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
     assert rel_err(compute(client, y), ref) < TOL[np.dtype(np.float64)]
+
+
+# -- Krylov solvers ------------------------------------------------------------------------
+
+
+def _laplacian(n):
+    return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+
+
+def _stencil(v):
+    """The 1-D Laplacian as a stencil on a chunked vector (zero boundary)."""
+    return v.map_overlap(_stencil_chunk, depth=1, boundary=0, dtype=v.dtype, meta=v._meta)
+
+
+def _stencil_chunk(c):
+    out = 2 * c
+    out[1:] -= c[:-1]
+    out[:-1] -= c[1:]
+    return out
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_krylov_on_a_dask_matrix(rng, method):
+    """On Dask's local threaded scheduler (the clusters are test_cg_on_each_cluster's)."""
+    n = 16
+    a = _laplacian(n) + 0.5 * np.eye(n)
+    b = rng.standard_normal(n)
+    x, info = getattr(gk.linalg, method)(
+        da.from_array(a, chunks=(6, 8)), da.from_array(b, chunks=6), rtol=1e-10
+    )
+    assert isinstance(x, da.Array) and x.chunks == ((6, 6, 4),)
+    assert info.converged and info.method == method
+    assert info.residual_norm <= info.tolerance
+    assert rel_err(x.compute(), np.linalg.solve(a, b)) < 1e-8
+
+
+def test_cg_on_a_stencil_operator_with_callback_and_x0(rng):
+    n = 16
+    b = rng.standard_normal(n)
+    seen = []
+    x, info = gk.linalg.cg(
+        _stencil, da.from_array(b, chunks=6), x0=np.zeros(n), rtol=1e-10,
+        callback=lambda v: seen.append(isinstance(v, da.Array)),
+    )  # fmt: skip
+    assert info.converged and seen and all(seen) and len(seen) == info.iterations
+    assert rel_err(x.compute(), np.linalg.solve(_laplacian(n), b)) < 1e-8
+
+
+def test_krylov_reports_non_convergence_honestly(rng):
+    b = da.from_array(rng.standard_normal(16), chunks=6)
+    with pytest.warns(gk.ConvergenceWarning, match="gk.linalg.cg did not converge"):
+        _, info = gk.linalg.cg(_stencil, b, rtol=1e-12, maxiter=3)
+    assert not info.converged and info.iterations == 3
+    assert info.residual_norm > info.tolerance
+
+
+def test_krylov_dask_argument_errors(rng):
+    b = da.from_array(rng.standard_normal(6), chunks=3)
+    with pytest.raises(TypeError, match="must be a Dask array or a callable"):
+        gk.linalg.cg(_laplacian(6), b)
+    with pytest.raises(ValueError, match=r"'A' has shape \(5, 5\)"):
+        gk.linalg.cg(da.eye(5, chunks=5), b)
+    with pytest.raises(TypeError, match=r"gk\.linalg\.gmres does not accept a Dask array"):
+        gk.linalg.gmres(_stencil, b)
+    with pytest.raises(ValueError, match="rtol and atol must be >= 0"):
+        gk.linalg.cg(_stencil, b, rtol=-1)
+
+
+def test_cg_on_each_cluster(client, rng):
+    n = 12
+    b = rng.standard_normal(n)
+    a = _laplacian(n) + np.eye(n)
+    with client.as_current():
+        x, info = gk.linalg.cg(
+            da.from_array(a, chunks=(4, 6)), da.from_array(b, chunks=4), rtol=1e-10
+        )
+        got = compute(client, x)
+    assert info.converged and rel_err(got, np.linalg.solve(a, b)) < 1e-8

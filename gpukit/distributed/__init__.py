@@ -20,7 +20,7 @@ Examples
 
 from __future__ import annotations
 
-from . import _fft, _kernels, _linalg, _matmul, _nn  # noqa: F401 (register the Dask implementations)
+from . import _fft, _kernels, _krylov, _linalg, _matmul, _nn  # noqa: F401 (register the Dask implementations)
 from ._client import client, close
 from ._convert import from_dask, to_dask
 

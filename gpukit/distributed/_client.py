@@ -105,7 +105,7 @@ def client(*, timeout: float = 30.0) -> Any:
             return current
         address = os.environ.get(ENV_VAR, "").strip() or None
         if address is None:
-            made = Client(processes=False, dashboard_address=None, set_as_default=True)
+            made = Client(processes=False, dashboard_address=":0", set_as_default=True)
         else:
             made = _connect(Client, address, float(timeout))
         _client, _pid, _address = made, os.getpid(), address

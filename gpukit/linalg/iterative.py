@@ -113,16 +113,36 @@ def _solve(
             )
         s = _sharded.setup(op, a, b, x0, m)
         xp, matvec, psolve, b, x, dtype = s.space, s.matvec, s.psolve, s.b, s.x, s.dtype
-        n, norm = b.shape[0], s.space.norm
+        norm = s.space.norm
     else:
         xp, matvec, psolve, b, x, dtype, norm, backend = _local_setup(op, a, b, x0, m)
-        n = b.shape[0]
-    bnorm = norm(b)
-    tol = max(rtol * bnorm, atol)
-    if maxiter is None:
-        maxiter = 10 * n
     if method == "gmres":  # its small Hessenberg problem is solved on the host
         extra["to_host"] = backend.to_numpy
+    return run(method, xp, matvec, psolve, b, x, dtype, norm, rtol, atol, maxiter, callback, extra)
+
+
+def run(
+    method: str,
+    xp: Any,
+    matvec: Callable[[Any], Any],
+    psolve: Callable[[Any], Any] | None,
+    b: Any,
+    x: Any,
+    dtype: np.dtype,
+    norm: Callable[[Any], float],
+    rtol: float,
+    atol: float,
+    maxiter: int | None,
+    callback: Callable[[Any], Any] | None,
+    extra: dict[str, Any],
+) -> tuple[Any, IterativeInfo]:
+    """Run ``method``'s loop in the vector space ``xp`` on placed operands, recompute the
+    true residual, and report (also for :mod:`gpukit.distributed`'s Dask vectors)."""
+    op = f"gk.linalg.{method}"
+    n = b.shape[0]
+    tol = max(rtol * norm(b), atol)
+    if maxiter is None:
+        maxiter = 10 * n
     loop = getattr(_krylov, method)
     out = loop(xp, matvec, psolve, b, x, tol, maxiter, callback, **extra)
     residual = norm(_krylov._residual(xp, matvec, b, out.x))
@@ -132,7 +152,7 @@ def _solve(
             f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
             f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return out.x, info
 
