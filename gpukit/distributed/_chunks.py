@@ -10,7 +10,9 @@ result is known without computing. At compute time, on a worker, :class:`OnChunk
 * runs the gpukit function where the chunk lives: CuPy chunks on the cupy backend and the
   GPU that holds them (on a ``dask_cuda`` worker, that worker's GPU), NumPy chunks on the
   worker's host backend (numpy unless a host plug-in is active);
-* checks that the result is of the announced type too.
+* checks that the result is of the announced type too, and for a device chunk waits
+  for its stream (Dask hands the result on to other threads, devices or processes,
+  which would otherwise read it unordered): one synchronisation per task.
 """
 
 from __future__ import annotations
@@ -157,8 +159,12 @@ class OnChunks:
             with use_backend(_host_backend()):
                 out = self.fn(*blocks, **kwargs)
         else:
-            with use_backend(owner), owner.use_device(owner.device_of(first)):
+            device = owner.device_of(first)
+            with use_backend(owner), owner.use_device(device):
                 out = self.fn(*blocks, **kwargs)
+            # Dask hands the result to other threads, devices or processes, none of which
+            # waits on this device's stream: the task ends when its GPU work has.
+            owner.synchronize(device)
         for part in out if isinstance(out, tuple) else (out,):
             if type(part) is not self.expected:
                 raise TypeError(

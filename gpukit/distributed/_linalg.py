@@ -1,9 +1,13 @@
 """``gk.linalg.solve`` and ``gk.linalg.lstsq`` on Dask arrays.
 
-``solve`` of one matrix delegates to :func:`dask.array.linalg.solve` (blocked LU, or
-Cholesky for ``assume_a="pos"``); a stack of matrices runs ``gk.linalg.solve`` on each
-chunk of the batch, each matrix one chunk. A singular matrix gives a
-:class:`gpukit.LinAlgError` when the result is computed (Dask's LU leaves inf/NaN behind).
+``solve`` of one matrix in host chunks delegates to :func:`dask.array.linalg.solve`
+(blocked LU, or Cholesky for ``assume_a="pos"``). Dask's blocked factorisations call
+SciPy on each block, so a matrix in device (CuPy) chunks, and a stack of matrices, runs
+``gk.linalg.solve`` per chunk instead: each matrix whole in one chunk (one task per
+batch chunk; a single device matrix is one task on one GPU). A singular matrix raises
+when the result is computed: :class:`numpy.linalg.LinAlgError` from Dask's triangular
+solve, or :class:`gpukit.LinAlgError` (a subclass) from gpukit or for a non-finite
+solution.
 
 ``lstsq`` reduces the problem to a small one with :func:`dask.array.linalg.qr`'s
 tall-and-skinny QR: a tall ``a = QR`` gives ``min ||Rx - Q^H b||``; a wide ``a^H = QR``
@@ -22,6 +26,7 @@ import numpy as np
 from .. import linalg as gk_linalg
 from .._dispatch import implements, namespace
 from .._matmul import matmul as gk_matmul
+from .._runtime.placement import owner_of
 from ..errors import LinAlgError
 from ..linalg import _checks
 from ..linalg.dense import _ASSUME, _PROBLEM
@@ -72,14 +77,16 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
     a, b, squeeze = _checks.rhs(op, da, a, b)
     a, b = _checks.as_inexact(da, a, b)
     message = f"{op}: {_PROBLEM[assume_a]} (shape {a.shape}, dtype {a.dtype}), or it holds NaN/inf"
-    if a.ndim == 2:
+    if a.ndim == 2 and owner_of(a._meta) is None:  # Dask's LU runs SciPy: host chunks only
         size = _square_block(a.shape[0], max(a.chunksize))
         a = a.rechunk(size)
         b = b.rechunk({0: size})
         x = da.linalg.solve(a, b, assume_a="pos" if assume_a == "pos" else "gen")
         return _checked_finite(x, message)
+    if b.ndim == 1:  # one device matrix, a vector right-hand side
+        b, squeeze = b[:, None], True
     a = a.rechunk({-2: -1, -1: -1})
-    b = b.rechunk({-2: -1, -1: -1})
+    b = b.rechunk({-2: -1})
     batch = tuple(range(a.ndim - 2))
     n, m, k = a.ndim - 2, a.ndim - 1, a.ndim
     fn = functools.partial(gk_linalg.solve, assume_a=assume_a)
