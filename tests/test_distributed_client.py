@@ -170,3 +170,26 @@ def test_worker_dying_mid_computation_is_an_error_not_a_hang(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "WorkerLostError: gk.to_numpy: a Dask worker died" in proc.stdout
     assert "KilledWorker" in proc.stdout.splitlines()[-1]
+
+
+def test_dask_poisson_example_runs_small(tmp_path):
+    """examples/dask_poisson.py through gk.distributed.client(), against SciPy's solve of
+    the assembled (small) matrix."""
+    import scipy.sparse.linalg
+
+    out = tmp_path / "u.npy"
+    proc = run_python(
+        "import runpy, sys; sys.argv = ['dask_poisson.py', '12', '--rows', '5', "
+        f"'--save', {str(out)!r}]; runpy.run_path('examples/dask_poisson.py', run_name='__main__')"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "CG" in proc.stdout and "3 chunks" in proc.stdout
+    n = 12
+    h = 1.0 / (n + 1)
+    grid = np.linspace(h, 1 - h, n)
+    x, y = np.meshgrid(grid, grid, indexing="ij")
+    b = (h * h * 2.0 * (x * (1 - x) + y * (1 - y))).ravel()
+    with gk.use_backend("numpy"):
+        a = gk.sparse.poisson2d(n)
+    expected = scipy.sparse.linalg.spsolve(a.tocsc(), b)
+    assert rel_err(np.load(out), expected) < 1e-7
