@@ -14,13 +14,14 @@ from __future__ import annotations
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
 import gpukit as gk
 from gpukit._select import registry as _registry
 
-from .common import BACKENDS, sync, use
+from .common import BACKENDS, host_random, sync, use
 
 DEVICES = [1, 2, 4]
 OPS = ["matmul", "fft", "sum", "cg", "dp_step"]
@@ -176,3 +177,99 @@ class ParallelEfficiency:
         run1, _, _ = _setup_op(self.one, op, 1)
         run_n, _, _ = _setup_op(self.many, op, devices)
         return _median_time(self.one, run1) / (devices * _median_time(self.many, run_n))
+
+
+# -- the distributed FFT and the all-to-all, against the unsharded call ---------------------------
+FFT2_SHAPE = (2048, 2048)  # complex64: 32 MiB, split along the rows (a transformed axis)
+RESHARD_SHAPE = (2048, 4096)  # float32: 32 MiB, rows to columns
+
+
+def _paired_ratio(a: Callable[[], object], b: Callable[[], object], sync, pairs: int = 5) -> float:
+    """Median of per-pair ratios T(a) / T(b), the sides interleaved, each after an idle
+    pause so the other's thread pool does not steal the cores (DESIGN.md)."""
+    a(), b()
+    ratios = []
+    for i in range(pairs):
+        got = {}
+        for fn in (a, b) if i % 2 == 0 else (b, a):
+            time.sleep(0.1)
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            got[fn] = time.perf_counter() - t0
+        ratios.append(got[a] / got[b])
+    return statistics.median(ratios)
+
+
+def _whole(backend, x):
+    """``x`` on the backend's first device, for the unsharded side."""
+    with gk.use_backend(backend):
+        return gk.asarray(x, device=0)
+
+
+class DistributedFFT2:
+    """``gk.fft.fft2`` of an array split along its rows: transform the rows, one
+    all-to-all, transform the columns, and (``natural``) a second all-to-all back to
+    the input's layout; ``transposed`` leaves the result split along the columns."""
+
+    params = (BACKENDS, ["natural", "transposed"], DEVICES)
+    param_names = ("backend", "output", "devices")
+
+    def setup(self, name, output, devices):
+        self.backend = _backend(name, devices)
+        x = host_random(FFT2_SHAPE, "complex64")
+        with gk.use_backend(self.backend):
+            sx = gk.shard(x, devices=range(devices))
+            self.run = lambda: gk.sharding.fft2(sx, transposed_out=output == "transposed")
+            self.run()  # plans, worker threads
+        one = _backend(name, 1)
+        whole = _whole(one, x)
+        self.unsharded = lambda: gk.fft.fft2(whole)
+
+    def time_sharded(self, name, output, devices):
+        with gk.use_backend(self.backend):
+            self.run()
+            sync(self.backend)
+
+    def track_vs_unsharded(self, name, output, devices):
+        with gk.use_backend(self.backend):
+            return _paired_ratio(self.run, self.unsharded, lambda: sync(self.backend))
+
+    track_vs_unsharded.unit = "T(sharded) / T(unsharded)"
+
+
+class Reshard:
+    """``gk.reshard`` of a row-split array to a column split: one all-to-all."""
+
+    params = (BACKENDS, [2, 4])
+    param_names = ("backend", "devices")
+
+    def setup(self, name, devices):
+        self.backend = _backend(name, devices)
+        x = host_random(RESHARD_SHAPE, "float32")
+        with gk.use_backend(self.backend):
+            sx = gk.shard(x, devices=range(devices))
+            self.run = lambda: gk.reshard(sx, axis=1)
+            gk.reset_transfer_stats()
+            self.run()
+            self.moved = gk.transfer_stats().device_to_device.bytes
+        whole = _whole(_backend(name, 1), x)
+        self.unsharded = whole.copy  # the same bytes written, on one device
+
+    def time_reshard(self, name, devices):
+        with gk.use_backend(self.backend):
+            self.run()
+            sync(self.backend)
+
+    def track_gbps(self, name, devices):
+        """Bytes crossing devices per second (each read once and written once)."""
+        with gk.use_backend(self.backend):
+            return 2 * self.moved / _median_time(self.backend, self.run) / 1e9
+
+    track_gbps.unit = "GB/s"
+
+    def track_vs_unsharded(self, name, devices):
+        with gk.use_backend(self.backend):
+            return _paired_ratio(self.run, self.unsharded, lambda: sync(self.backend))
+
+    track_vs_unsharded.unit = "T(reshard) / T(one-device copy)"

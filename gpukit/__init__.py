@@ -35,6 +35,7 @@ from ._select.registry import (
 )
 from ._select.selection import get_backend, selection_reason, set_backend, use_backend
 from ._sharding.array import ShardedArray, map_shards, shard
+from ._sharding.reshard import reshard
 from ._version import __version__
 from .backend import Backend, Device
 from .errors import (
@@ -80,6 +81,7 @@ __all__ = [
     "namespace",
     "register_backend",
     "reset_transfer_stats",
+    "reshard",
     "selection_reason",
     "set_backend",
     "set_memory_limit",

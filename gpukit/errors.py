@@ -7,6 +7,10 @@ whichever backend ran the operation.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 __all__ = [
@@ -26,6 +30,21 @@ __all__ = [
 
 def __dir__() -> list[str]:  # the public API only, not the imports
     return list(__all__)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Emit a warning attributed to the first caller outside gpukit (pandas' rule).
+
+    A fixed ``stacklevel`` breaks whenever a wrapper adds a frame; this walks the stack to
+    the user's code, so ``-W error`` and warning filters point at the user's own line.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
 
 
 #: The fix printed with every "cannot use the GPU" message.

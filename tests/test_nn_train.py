@@ -121,7 +121,9 @@ def test_fit_and_predict_errors(rng):
 
 def test_digits_example_reaches_97_percent(backend):
     pytest.importorskip("sklearn")
-    env = {**os.environ, "PYTHONPATH": ROOT, "GPUKIT_BACKEND": backend.name}
+    sim = [os.environ["CUPYSIM_PATH"]] if os.environ.get("CUPYSIM_PATH") else []  # --cupy=sim
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*sim, ROOT]),
+           "GPUKIT_BACKEND": backend.name}  # fmt: skip
     run = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "digits_mlp.py")],
         capture_output=True, text=True, env=env, timeout=120, check=True,

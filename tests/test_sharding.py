@@ -338,11 +338,6 @@ def test_batched_fft(cpu_devices, rng, kind, dtype):
         assert got.dtype == np.complex64  # NumPy 2's rule on every backend
 
 
-def test_fft_along_split_axis_raises():
-    with gk.use_backend(NumpyBackend(2)), pytest.raises(ValueError, match="split axis"):
-        gk.sharding.fft(gk.shard(np.ones((4, 8)), axis=1), axis=-1)
-
-
 def test_sharded_operations_refuse_device_mixtures(rng):
     with gk.use_backend(NumpyBackend(3)):
         a = gk.shard(_data(rng, 6))

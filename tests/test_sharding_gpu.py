@@ -164,3 +164,91 @@ def test_two_gpus_broadcast_from_second_root(cupy_backend, rng):
     out = cupy_backend.collectives((0, 1)).broadcast(src, root=1)
     assert [o.device.id for o in out] == [0, 1]
     assert all(np.array_equal(gk.to_numpy(o), x[:, ::2]) for o in out)
+
+
+# -- sharded arrays as arrays, the all-to-all and the distributed FFT on GPUs ---------------------
+def test_single_gpu_sharded_array_ops(cupy_backend, rng):
+    x = rng.standard_normal((33, 16))
+    s = gk.shard(x, devices=[0])
+    assert rel_err(np.sin(s) * 2 + s, np.sin(x) * 2 + x) < 1e-12
+    assert rel_err(s.sum(axis=0), x.sum(axis=0)) < 1e-12 and rel_err(s.max(), x.max()) == 0
+    assert rel_err(gk.fft.fft2(s), np.fft.fft2(x)) < 1e-12  # one device: all local
+    gk.reset_transfer_stats()
+    assert np.array_equal(np.asarray(s), x)  # gathered on the host: counted
+    assert gk.transfer_stats().device_to_host.calls == 1
+    with gk.transfer_guard("disallow"), pytest.raises(gk.TransferGuardError):
+        np.asarray(s)
+
+
+@pytest.mark.multi_gpu(2)
+def test_two_gpus_elementwise_reductions_and_guard(cupy_backend, rng):
+    x, y = rng.standard_normal((9, 5)), rng.standard_normal((9, 5))
+    sx, sy = gk.shard(x, devices=[0, 1]), gk.shard(y, devices=[0, 1])
+    z = sx * sy + np.exp(sx)
+    assert [sh.device.id for sh in z.shards] == [0, 1]
+    assert rel_err(z, x * y + np.exp(x)) < 1e-12
+    with gk.transfer_guard("disallow"):  # computed on the GPUs: nothing crosses to the host
+        total, big = np.sum(z), z.max(axis=0)
+        norm = gk.linalg.norm(sx, ord=1, axis=1)
+    assert rel_err(total, (x * y + np.exp(x)).sum()) < 1e-12
+    assert rel_err(big, (x * y + np.exp(x)).max(axis=0)) == 0
+    assert rel_err(norm, np.abs(x).sum(axis=1)) < 1e-12
+
+
+def _all_to_all_check(backend, coll, devs, rng):
+    blocks = [
+        [backend.asarray(rng.standard_normal((3, 4 + j)), device=d)[:, ::2] for j in devs]
+        for d in devs
+    ]  # strided blocks, as an exchange cuts them
+    received = coll.all_to_all(blocks)
+    for j, d in enumerate(devs):
+        for i in range(len(devs)):
+            assert received[j][i].device.id == d
+            assert np.array_equal(gk.to_numpy(received[j][i]), gk.to_numpy(blocks[i][j]))
+
+
+@pytest.mark.multi_gpu(2)
+def test_two_gpus_all_to_all_peer_copies_and_nccl(cupy_backend, rng):
+    from gpukit.backend.collectives import PeerCopyCollectives
+
+    _all_to_all_check(cupy_backend, PeerCopyCollectives(cupy_backend, (0, 1)), (0, 1), rng)
+    from gpukit_cupy.collectives import NcclCollectives
+
+    if not NcclCollectives.usable((0, 1)):
+        pytest.skip("this CuPy has no NCCL")
+    _all_to_all_check(cupy_backend, NcclCollectives(cupy_backend, (0, 1)), (0, 1), rng)
+
+
+@pytest.mark.multi_gpu(4)
+def test_four_gpus_reshard_counts_its_bytes(cupy_backend, rng):
+    x = rng.standard_normal((8, 12))
+    s = gk.shard(x, devices=[0, 1, 2, 3])
+    gk.reset_transfer_stats()
+    r = gk.reshard(s, axis=1)
+    moved = gk.transfer_stats()
+    assert [sh.device.id for sh in r.shards] == [0, 1, 2, 3] and r.axis == 1
+    assert np.array_equal(gk.to_numpy(r), x)
+    assert moved.device_to_device.calls == 12 and moved.device_to_device.bytes == x.nbytes * 3 // 4
+    back = gk.reshard(r, axis=0, devices=[3, 1])
+    assert [sh.device.id for sh in back.shards] == [3, 1]
+    assert np.array_equal(gk.to_numpy(back), x)
+
+
+@pytest.mark.multi_gpu(4)
+@pytest.mark.parametrize("kind", ["fft2", "ifft2", "rfft2", "irfft2"])
+def test_four_gpus_distributed_fft2(cupy_backend, rng, kind):
+    x = rng.standard_normal((37, 50))
+    if kind in ("fft2", "ifft2", "irfft2"):
+        x = x + 1j * rng.standard_normal(x.shape)
+    want = getattr(np.fft, kind)(x, norm="ortho")
+    for split in (0, 1):
+        got = getattr(gk.fft, kind)(gk.shard(x, axis=split, devices=[0, 1, 2, 3]), norm="ortho")
+        assert got.axis == split and [sh.device.id for sh in got.shards] == [0, 1, 2, 3]
+        assert rel_err(got, want) < 1e-12
+
+
+@pytest.mark.multi_gpu(4)
+def test_four_gpus_vector_fft(cupy_backend, rng):
+    x = rng.standard_normal(1000) + 1j * rng.standard_normal(1000)
+    got = gk.fft.fft(gk.shard(x, devices=[0, 1, 2, 3]))
+    assert rel_err(got, np.fft.fft(x)) < 1e-12

@@ -1,6 +1,8 @@
 """Launch every registered gk.kernels kernel on the GPU, for compute-sanitizer.
 
     compute-sanitizer --tool memcheck --error-exitcode 1 python tools/run_kernels_once.py
+    python tools/run_kernels_once.py --list            # the kernel names, one per line
+    python tools/run_kernels_once.py --kernel NAME     # only NAME's cases (one verdict each)
 
 Runs each case of tests/kernel_cases.py (every activation, optimizer configuration,
 label type and tile shape, in every dtype the registry lists) except the
@@ -24,14 +26,21 @@ from kernel_cases import CASES  # noqa: E402
 import gpukit as gk  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    if argv == ["--list"]:
+        print("\n".join(sorted(gk.kernels.KERNELS)))
+        return 0
+    only = argv[1] if argv[:1] == ["--kernel"] and len(argv) == 2 else None
+    if argv and only is None:
+        print(__doc__, file=sys.stderr)
+        return 2
     import cupy as cp
 
     gk.set_backend("cupy")
     launched: dict[str, int] = {}
     failures = []
     for kernel, cid, run in CASES:
-        if "1000003" in cid:
+        if "1000003" in cid or (only is not None and kernel != only):
             continue
         for dtype in gk.kernels.KERNELS[kernel].dtypes:
             out = run(cp.asarray, np.random.default_rng(0), dtype)
@@ -39,7 +48,7 @@ def main() -> int:
             if not all(bool(cp.isfinite(o).all()) for o in out):
                 failures.append(f"{kernel} {cid} {dtype}: non-finite output")
             launched[kernel] = launched.get(kernel, 0) + 1
-    missing = sorted(set(gk.kernels.KERNELS) - set(launched))
+    missing = sorted((set(gk.kernels.KERNELS) if only is None else {only}) - set(launched))
     for name, count in sorted(launched.items()):
         print(f"{name:34s} {count:4d} launches")
     for line in failures + [f"{name}: never launched" for name in missing]:
@@ -48,4 +57,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,22 @@ from gpukit.backend import Backend
 from gpukit.backend.collectives import PeerCopyCollectives
 
 __all__ = ["NcclCollectives"]
+
+
+_comms: dict[tuple[int, ...], list[Any]] = {}  # device tuple -> its communicators
+_comms_lock = threading.Lock()
+
+
+def _communicators(devices: tuple[int, ...]) -> list[Any]:
+    """One communicator per device of ``devices``, made once per process and device tuple
+    (``ncclCommInitAll`` costs tens of milliseconds: too much for every exchange)."""
+    from cupy.cuda import nccl
+
+    with _comms_lock:
+        comms = _comms.get(devices)
+        if comms is None:
+            comms = _comms[devices] = nccl.NcclCommunicator.initAll(list(devices))
+        return comms
 
 
 class NcclCollectives(PeerCopyCollectives):
@@ -19,7 +36,7 @@ class NcclCollectives(PeerCopyCollectives):
         from cupy.cuda import nccl
 
         self._nccl = nccl
-        self._comms = nccl.NcclCommunicator.initAll(list(self.devices))
+        self._comms = _communicators(self.devices)
 
     @staticmethod
     def usable(devices: Sequence[int]) -> bool:
@@ -77,3 +94,45 @@ class NcclCollectives(PeerCopyCollectives):
                 comm.broadcast(b.data.ptr, b.data.ptr, b.size * per_item, code, root, stream)
         self._nccl.groupEnd()
         return bufs
+
+    def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """One NCCL group of send/receive pairs, each on its device's worker stream.
+
+        Blocks travel as bytes (``NCCL_UINT8``), so every dtype goes; a device's block
+        for itself is kept as it is. Packing a strided block, the sends, the receives
+        and later work of each device are ordered on that device's stream. NCCL before
+        2.7 has no send/receive: peer copies then.
+        """
+        if self._nccl.get_version() < 2700:
+            return super().all_to_all(blocks)
+        import cupy
+
+        n = self._nccl
+        devs = self.devices
+        packed: list[list[Any]] = []
+        for d, row in zip(devs, blocks, strict=True):
+            with self.backend.worker_context(d):
+                packed.append([None if b is None else cupy.ascontiguousarray(b) for b in row])
+        received: list[list[Any]] = [[None] * len(devs) for _ in devs]
+        for j, d in enumerate(devs):
+            with self.backend.worker_context(d):  # allocated for the stream that fills it
+                for i, row in enumerate(packed):
+                    b = row[j]
+                    if b is not None:
+                        received[j][i] = b if i == j else cupy.empty(b.shape, b.dtype)
+        n.groupStart()
+        try:
+            for i, (comm, d) in enumerate(zip(self._comms, devs, strict=True)):
+                with self.backend.worker_context(d):
+                    stream = cupy.cuda.get_current_stream().ptr
+                    for j in range(len(devs)):
+                        if i == j:
+                            continue
+                        sent, got = packed[i][j], received[i][j]
+                        if sent is not None:
+                            comm.send(sent.data.ptr, sent.nbytes, n.NCCL_UINT8, j, stream)
+                        if got is not None:
+                            comm.recv(got.data.ptr, got.nbytes, n.NCCL_UINT8, j, stream)
+        finally:
+            n.groupEnd()
+        return received

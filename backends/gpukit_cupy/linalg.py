@@ -31,6 +31,12 @@ class CupyLinalg(LinalgOps):
             if assume_a == "pos":
                 import cupyx.lapack
 
+                if a.ndim > 2:
+                    # The batched posv copies a in C order and asks cuSOLVER (column
+                    # major) for the LOWER triangle: it reads a's *upper* triangle
+                    # (cupyx/lapack.py, _batched_posv), the 2-D one a's lower. The
+                    # contract is the lower one: hand it conj(a.T), whose upper it is.
+                    a = a.swapaxes(-1, -2).conj()
                 return cupyx.lapack.posv(a, b)
             return super().linalg_solve(a, b, assume_a)
 

@@ -1,9 +1,14 @@
-"""NumPy/SciPy linear algebra: LAPACK Cholesky (potrf/potrs) where it beats numpy.linalg.
+"""NumPy/SciPy linear algebra: LAPACK Cholesky (potrf/potrs) where it beats numpy.linalg,
+and SciPy's condition estimates.
 
-``numpy.linalg.solve`` is already the fastest general path here (1.2-1.7x faster than
-``scipy.linalg.solve``, which checks and copies more), so only the positive-definite
-paths are overridden. LAPACK ``info`` codes are re-raised as
-``numpy.linalg.LinAlgError``, which the front-end turns into ``gk.LinAlgError``.
+``numpy.linalg.solve`` is the fastest general path here (1.2-1.7x faster than
+``scipy.linalg.solve``, which checks and copies more). ``gk.linalg.solve`` also needs the
+reciprocal condition number SciPy warns on: for one matrix it is LAPACK's estimate from
+the factors, as in SciPy (``getrf``/``gecon``/``getrs``, ``potrf``/``pocon``/``potrs``:
+the estimate costs about a fifth of the factorisation); a stack keeps numpy.linalg's
+batched solve and the exact value from the inverse (the default of ``LinalgOps``).
+LAPACK ``info`` codes are re-raised as ``numpy.linalg.LinAlgError``, which the front-end
+turns into ``gk.LinAlgError``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ def _lapack(name: str, dtype: np.dtype):
     from scipy.linalg import lapack
 
     return lapack.get_lapack_funcs((name,), dtype=dtype)[0]
+
+
+@functools.cache
+def _blas(name: str, dtype: np.dtype):
+    """The BLAS routine ``name`` for ``dtype``, looked up once."""
+    from scipy.linalg import blas
+
+    return blas.get_blas_funcs((name,), dtype=dtype)[0]
 
 
 def _potrf(a: np.ndarray) -> np.ndarray:
@@ -68,8 +81,61 @@ def _batched(fn, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
+def _lu_solve_rcond(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+    """Solve ``a x = b`` by LU and estimate 1/cond_1(a), as ``scipy.linalg.solve``.
+
+    LAPACK factors ``a.T``, which a C-ordered ``a`` already is in Fortran order; its
+    infinity norm is ``a``'s 1-norm, and ``getrs(trans=1)`` solves with ``a`` itself.
+    """
+    t = a.T
+    lu, piv, info = _lapack("getrf", a.dtype)(t)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
+    rcond, _ = _lapack("gecon", a.dtype)(lu, _lapack("lange", a.dtype)("I", t), norm="I")
+    x, info = _lapack("getrs", a.dtype)(lu, piv, b, trans=1)
+    if info != 0:
+        raise ValueError(f"illegal value in argument {-info} of getrs")
+    return x, rcond
+
+
+def _hermitian_norm1(a: np.ndarray) -> float:
+    """1-norm of the Hermitian matrix H whose lower triangle ``a`` holds (real diagonal).
+
+    H is Hermitian, so its largest column sum is its largest row sum, ``max(|H| @ 1)``:
+    one BLAS ``symv`` on ``|a|`` reading only its lower triangle (``numpy.tril`` alone
+    costs more than the whole solve for small matrices).
+    """
+    t = np.abs(a)
+    if a.dtype.kind == "c":  # LAPACK reads the real part of a Hermitian diagonal
+        np.fill_diagonal(t, np.abs(a.diagonal().real))
+    symv = _blas("symv", t.dtype)
+    ones = np.ones(t.shape[0], dtype=t.dtype)
+    if t.flags.f_contiguous:
+        return float(symv(1.0, t, ones, lower=1).max())
+    return float(symv(1.0, t.T, ones, lower=0).max())  # t.T: Fortran order, no copy
+
+
+def _pocon(c: np.ndarray, anorm: float) -> float:
+    pocon = _lapack("pocon", c.dtype)
+    if c.dtype.kind == "c":
+        rcond, _ = pocon(c, anorm, uplo="L")
+    else:  # c.T is the Fortran-ordered upper factor: no copy
+        rcond, _ = pocon(c.T, anorm, uplo="U")
+    return rcond
+
+
 class NumpyLinalg(LinalgOps):
-    """numpy.linalg for general matrices, LAPACK Cholesky for positive-definite ones."""
+    """numpy.linalg for general matrices, LAPACK Cholesky for positive-definite ones,
+    LAPACK's condition estimates for one matrix."""
+
+    def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
+        if a.ndim != 2 or a.shape[0] == 0:  # a stack: numpy's batched solve, exact rcond
+            return super().linalg_solve_rcond(a, b, assume_a)
+        if assume_a == "pos":
+            c = _potrf(a)
+            return _potrs(c, b), np.asarray(_pocon(c, _hermitian_norm1(a)))
+        x, rcond = _lu_solve_rcond(a, b)
+        return x, np.asarray(rcond)
 
     def linalg_cholesky(self, a: Any) -> Any:
         if a.dtype.kind not in "fc" or a.dtype.itemsize < 4:

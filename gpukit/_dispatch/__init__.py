@@ -11,11 +11,15 @@ the backend contract :mod:`gpukit.backend` and :mod:`gpukit.errors`. Never impor
 backend package nor an API module.
 """
 
-from .._runtime.placement import namespace, owner_of
+from .._runtime.placement import namespace as _namespace
+from .._runtime.placement import owner_of
 from . import dask_kind  # noqa: F401 (registers the "dask" array kind)
 from .decorator import operation
 from .inputs import asarray, prepare, to_numpy
-from .kinds import implements, register_kind
+from .kinds import implements, register_kind, reject
+
+# gk.namespace of a sharded (or other kind of) array is its kind's answer
+namespace = operation("gk.namespace")(_namespace)
 
 __all__ = [
     "asarray",
@@ -25,5 +29,6 @@ __all__ = [
     "owner_of",
     "prepare",
     "register_kind",
+    "reject",
     "to_numpy",
 ]

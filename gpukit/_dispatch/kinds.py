@@ -21,7 +21,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Kind", "find", "implementation", "implements", "register_kind"]
+__all__ = [
+    "Kind",
+    "find",
+    "implementation",
+    "implements",
+    "kind_of",
+    "refusal",
+    "register_kind",
+    "reject",
+]
 
 
 @dataclass
@@ -39,17 +48,27 @@ class Kind:
         Modules holding the kind's implementations, imported on first use.
     describe : callable
         ``describe(value) -> str``: the value in words for error messages.
-    advice : str
-        The way on when an operation has no implementation for the kind.
+    advice : str or callable
+        The way on when an operation has no implementation for the kind; a callable
+        gets the operation's name (the way on from a dense solver is not the way on
+        from an FFT).
     """
 
     name: str
     matches: Callable[[type], bool]
     modules: tuple[str, ...]
     describe: Callable[[Any], str]
-    advice: str
+    advice: str | Callable[[str], str]
     impls: dict[str, Callable[..., Any]] = field(default_factory=dict)
     loaded: bool = False
+
+    def lookup(self, operation: str) -> Callable[..., Any] | None:
+        """``operation``'s implementation, importing the kind's modules on first use."""
+        if not self.loaded:
+            for module in self.modules:
+                importlib.import_module(module)
+            self.loaded = True
+        return self.impls.get(operation)
 
 
 _kinds: list[Kind] = []
@@ -66,7 +85,7 @@ def register_kind(
     *,
     modules: Iterable[str],
     describe: Callable[[Any], str],
-    advice: str,
+    advice: str | Callable[[str], str],
 ) -> Kind:
     """Register an array kind (see :class:`Kind`); re-registering a name replaces it."""
     kind = Kind(name, matches, tuple(modules), describe, advice)
@@ -136,14 +155,32 @@ def find(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kind, Any] | No
 
 def implementation(operation: str, kind: Kind, value: Any) -> Callable[..., Any]:
     """``operation``'s implementation for ``kind``, or a TypeError with the way on."""
-    if not kind.loaded:
-        for module in kind.modules:
-            importlib.import_module(module)
-        kind.loaded = True
-    fn = kind.impls.get(operation)
+    fn = kind.lookup(operation)
     if fn is None:
-        raise TypeError(
-            f"{operation} does not accept a {kind.describe(value)}: it has no {kind.name} "
-            f"implementation; {kind.advice}"
-        )
+        raise refusal(operation, kind, value)
     return fn
+
+
+def refusal(operation: str, kind: Kind, value: Any, argument: str | None = None) -> TypeError:
+    """The TypeError of ``operation`` given ``value`` of ``kind`` it has no implementation for.
+
+    It names the operation, the argument (when known), the value's kind and layout, and
+    the way on.
+    """
+    advice = kind.advice(operation) if callable(kind.advice) else kind.advice
+    what = kind.describe(value) + ("" if argument is None else f" as argument {argument!r}")
+    return TypeError(
+        f"{operation} does not accept a {what}: it has no {kind.name} implementation; {advice}"
+    )
+
+
+def reject(operation: str, **arguments: Any) -> None:
+    """Raise :func:`refusal` for the first argument of a registered kind, if any.
+
+    For public callables that are not operations (layers, losses, training loops):
+    they accept no array kind, and say so before anything runs.
+    """
+    for name, value in arguments.items():
+        kind = kind_of(value)
+        if kind is not None:
+            raise refusal(operation, kind, value, name)

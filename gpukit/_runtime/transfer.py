@@ -1,10 +1,13 @@
 """Host/device transfers: counted per direction and governed by the transfer guard.
 
 An *implicit* transfer is a host array given to an operation that runs on a device
-backend; the guard (``GPUKIT_TRANSFER_GUARD`` or :func:`transfer_guard`) decides
-whether it is allowed silently (``allow``, the default), logged (``log``) or
+backend, or a sharded array of a device backend converted by NumPy
+(``numpy.asarray(x)``); the guard (``GPUKIT_TRANSFER_GUARD`` or :func:`transfer_guard`)
+decides whether it is allowed silently (``allow``, the default), logged (``log``) or
 refused (``disallow``). *Explicit* transfers (:func:`gpukit.asarray`,
 :func:`gpukit.to_numpy`) are what a user asked for: always allowed, always counted.
+Copies between devices (``gk.reshard``, the distributed FFT) are counted as
+``device_to_device``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ MODES = ("allow", "log", "disallow")
 
 _guard: ContextVar[str | None] = ContextVar("gpukit_transfer_guard", default=None)
 _lock = threading.Lock()
-_counts = {"host_to_device": [0, 0], "device_to_host": [0, 0]}
+_counts = {"host_to_device": [0, 0], "device_to_host": [0, 0], "device_to_device": [0, 0]}
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,14 @@ class TransferStats:
     ----------
     host_to_device, device_to_host : DirectionStats
         ``calls`` and ``bytes`` moved in each direction since the last reset.
+    device_to_device : DirectionStats
+        Copies between two devices of one backend (one call per block an exchange
+        such as :func:`gpukit.reshard` moves; virtual CPU devices count theirs too).
     """
 
     host_to_device: DirectionStats
     device_to_host: DirectionStats
+    device_to_device: DirectionStats
 
 
 def _check_mode(mode: str, source: str) -> str:
@@ -69,12 +76,16 @@ def current_mode() -> str:
 
 @contextlib.contextmanager
 def transfer_guard(mode: str) -> Iterator[None]:
-    """Govern implicit host-to-device transfers inside a ``with`` block.
+    """Govern implicit transfers inside a ``with`` block.
+
+    Implicit transfers are host inputs of an operation running on a device backend,
+    and NumPy's conversion of a sharded array of a device backend
+    (``numpy.asarray(x)``, or a NumPy function without a sharded implementation).
 
     Parameters
     ----------
     mode : {"allow", "log", "disallow"}
-        ``allow`` moves host inputs silently; ``log`` moves them and logs each one on the
+        ``allow`` moves data silently; ``log`` moves it and logs each transfer on the
         ``gpukit`` logger (WARNING); ``disallow`` raises :class:`gpukit.TransferGuardError`.
         Explicit transfers (``gk.asarray``, ``gk.to_numpy``) are always allowed.
 
@@ -111,17 +122,32 @@ def record(direction: str, nbytes: int) -> None:
 
 def check_implicit(argument: str, shape: tuple, dtype: object, nbytes: int, target: str) -> None:
     """Apply the guard to an implicit host-to-device transfer of one argument."""
+    _guard_transfer(
+        f"implicit host-to-device transfer of argument {argument!r} "
+        f"(shape {shape}, dtype {dtype}, {nbytes} bytes) to {target}",
+        "Move it explicitly with gk.asarray(x) first",
+    )
+
+
+def check_implicit_to_host(
+    what: str, shape: tuple, dtype: object, nbytes: int, source: str
+) -> None:
+    """Apply the guard to an implicit device-to-host transfer (NumPy converting ``what``)."""
+    _guard_transfer(
+        f"implicit device-to-host transfer of {what} (shape {shape}, dtype {dtype}, "
+        f"{nbytes} bytes) from {source}",
+        "Copy it explicitly with gk.to_numpy(x)",
+    )
+
+
+def _guard_transfer(what: str, explicit: str) -> None:
     mode = current_mode()
     if mode == "allow":
         return
-    what = (
-        f"implicit host-to-device transfer of argument {argument!r} "
-        f"(shape {shape}, dtype {dtype}, {nbytes} bytes) to {target}"
-    )
     if mode == "disallow":
         raise TransferGuardError(
-            f"{what} refused: the transfer guard is 'disallow'. Move it explicitly with "
-            "gk.asarray(x) first, or allow it with gk.transfer_guard('allow')"
+            f"{what} refused: the transfer guard is 'disallow'. {explicit}, or allow it "
+            "with gk.transfer_guard('allow')"
         )
     logger.warning(what)
 
@@ -132,7 +158,8 @@ def transfer_stats() -> TransferStats:
     Returns
     -------
     TransferStats
-        ``host_to_device`` and ``device_to_host``, each with ``calls`` and ``bytes``.
+        ``host_to_device``, ``device_to_host`` and ``device_to_device``, each with
+        ``calls`` and ``bytes``.
 
     Examples
     --------
@@ -142,9 +169,7 @@ def transfer_stats() -> TransferStats:
     0
     """
     with _lock:
-        return TransferStats(
-            DirectionStats(*_counts["host_to_device"]), DirectionStats(*_counts["device_to_host"])
-        )
+        return TransferStats(*(DirectionStats(*_counts[d]) for d in _counts))
 
 
 def reset_transfer_stats() -> None:

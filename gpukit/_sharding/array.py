@@ -5,12 +5,17 @@ one axis, unevenly where the length does not divide (``numpy.array_split``'s
 rule: the first ``length % n`` shards get one more; with fewer rows than devices
 the last shards are empty). Work on shards runs on each device's worker thread
 (:mod:`gpukit._runtime.workers`); the host waits only in :meth:`ShardedArray.gather`,
-:func:`gpukit.to_numpy` and reductions.
+:func:`gpukit.to_numpy` and where a reduction's result is read.
+
+It behaves as an array: operators and NumPy ufuncs (:mod:`.elementwise`), reductions
+(:mod:`.reductions`) and NumPy's functions and conversion (:mod:`.interop`) work on
+it shard by shard, and every public gpukit operation given one runs its sharded
+implementation (registered by :mod:`gpukit.sharding`) or raises a ``TypeError`` with
+the way on, through the ``"sharded"`` array kind registered here.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,17 +29,27 @@ from .._runtime.workers import map_devices
 from .._select.selection import get_backend
 from ..backend import Backend
 from ..errors import DeviceMismatchError
+from .elementwise import ElementwiseMixin
+from .interop import InteropMixin
+from .layout import check_devices, cut, describe, split_sizes
+from .reductions import ReductionMixin
 
 __all__ = ["ShardedArray", "map_shards", "shard"]
 
 
-class ShardedArray:
+class ShardedArray(ElementwiseMixin, ReductionMixin, InteropMixin):
     """An array split along :attr:`axis` into one shard per device.
 
-    Made by :func:`gpukit.shard` or :func:`gpukit.map_shards`, not directly.
-    Shards may share memory with the array they were cut from (the piece already
-    on its device is a view; virtual CPU devices share host memory): do not write
-    into the source while the sharded array is in use.
+    Made by :func:`gpukit.shard`, :func:`gpukit.reshard` or :func:`gpukit.map_shards`,
+    and by operations on sharded arrays, not directly. Shards may share memory with
+    the array they were cut from (the piece already on its device is a view; virtual
+    CPU devices share host memory): do not write into the source while the sharded
+    array is in use.
+
+    Operators (``+``, ``*``, ``@``, comparisons, in-place ``+=``), NumPy ufuncs,
+    ``sum``/``mean``/``max``/``min`` and ``numpy.asarray`` work on it (see the
+    Several devices page); so does every public gpukit function, through its sharded
+    implementation or a ``TypeError`` naming the way on.
 
     Attributes
     ----------
@@ -162,10 +177,21 @@ class ShardedArray:
         )
 
 
-def _describe(x: ShardedArray) -> str:
+def _advice(operation: str) -> str:
+    if operation.startswith("gk.linalg."):  # the dense solvers and factorisations
+        return (
+            "a dense factorisation needs the whole matrix on one device: gather it first "
+            "(x.gather(), or gk.to_numpy(x) for the host); for a system too large for one "
+            "device, use gpukit's Dask support (gk.distributed)"
+        )
+    if operation.startswith("gk.nn."):
+        return (
+            "gather it to one device first (x.gather()), or train on several devices with "
+            "gk.nn.DataParallel(model), which takes a batch sharded along its rows"
+        )
     return (
-        f"ShardedArray (shape {x.shape}, {x.dtype}, split along axis {x.axis} over "
-        f"{x.backend.name}:{x.devices})"
+        "gather it to one device first (x.gather()); gk.reshard(x, axis=...) moves the "
+        "split to another axis, gk.map_shards(fn, x) runs fn on each shard"
     )
 
 
@@ -173,27 +199,9 @@ register_kind(
     "sharded",
     lambda t: issubclass(t, ShardedArray),
     modules=("gpukit.sharding",),
-    describe=_describe,
-    advice="gather it to one device first (x.gather()), or use the gk.sharding functions",
+    describe=describe,
+    advice=_advice,
 )
-
-
-def _split_sizes(length: int, n: int) -> list[int]:
-    base, extra = divmod(length, n)
-    return [base + (i < extra) for i in range(n)]
-
-
-def _check_devices(backend: Backend, devices: Sequence[int] | None) -> tuple[int, ...]:
-    if devices is None:
-        return tuple(range(backend.device_count()))
-    devs = tuple(devices)
-    if not devs:
-        raise ValueError("devices must name at least one device; got an empty sequence")
-    for d in devs:
-        check_device(backend, d)
-    if len(set(devs)) != len(devs):
-        raise ValueError(f"devices must not repeat a device; got {devs}")
-    return devs
 
 
 @operation("gk.shard")
@@ -240,8 +248,8 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
     if isinstance(axis, bool) or not isinstance(axis, int) or not -x.ndim <= axis < x.ndim:
         raise ValueError(f"axis {axis!r} is out of range for x of shape {x.shape}")
     axis %= x.ndim
-    devs = _check_devices(backend, devices)
-    return split(backend, x, axis, devs, _split_sizes(x.shape[axis], len(devs)))
+    devs = check_devices(backend, devices)
+    return split(backend, x, axis, devs, split_sizes(x.shape[axis], len(devs)))
 
 
 def split(
@@ -251,12 +259,7 @@ def split(
     owner = owner_of(x)
     if owner is None:
         x = np.asarray(x)
-    bounds = np.cumsum([0, *sizes])
-    index = [slice(None)] * x.ndim
-    pieces = []
-    for lo, hi in itertools.pairwise(bounds):
-        index[axis] = slice(int(lo), int(hi))
-        pieces.append(x[tuple(index)])
+    pieces = cut(x, axis, sizes)
 
     def place(piece: Any, device: int) -> Any:
         if owner is not None:

@@ -1,4 +1,4 @@
-"""Collectives over the devices of one backend: all-reduce, all-gather, broadcast.
+"""Collectives over the devices of one backend: all-reduce, all-gather, broadcast, all-to-all.
 
 One small interface, three implementations chosen by the backend
 (``Backend.collectives``):
@@ -17,6 +17,10 @@ worker, so a failing worker cannot leave the others waiting at a barrier.
 ``parts[i]`` is the array on ``devices[i]``; results come back the same way.
 Reductions of the root implementations add in device order (0, 1, ..., N-1):
 deterministic, the same sum for every run with the same devices.
+
+:meth:`Collectives.all_to_all` is the exchange behind ``gk.reshard`` and the
+distributed FFT's transposes: every device sends one block to every other, MPI's
+``Alltoallv``; NCCL runs it as one group of send/receive pairs.
 """
 
 from __future__ import annotations
@@ -49,11 +53,28 @@ class Collectives:
         """``x`` (on ``devices[root]``) copied to every device."""
         raise NotImplementedError
 
-    def reduce(self, parts: Sequence[Any]) -> Any:
-        """The sum of ``parts`` on ``devices[0]``, added in device order."""
-        total = self._fetch(parts[0], self.devices[0], copy=True)
-        for p in parts[1:]:
-            total += self._fetch(p, self.devices[0], copy=False)
+    def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        """Every device sends ``blocks[i][j]`` (on ``devices[i]``, None: nothing) to ``devices[j]``.
+
+        Returns ``received`` with ``received[j][i]`` on ``devices[j]`` (None where nothing
+        was sent), of the block's shape and dtype. A block may be a non-contiguous view.
+        A received block may share memory with the sent one (``i == j``, or virtual
+        devices' one memory space): the caller copies before writing into either.
+        """
+        raise NotImplementedError
+
+    def reduce(self, parts: Sequence[Any], op: str = "sum") -> Any:
+        """``parts`` combined on ``devices[0]`` in device order (``op``: sum, max or min)."""
+        xp = self.backend.xp
+        fold = {"sum": xp.add, "max": xp.maximum, "min": xp.minimum}[op]
+        root = self.devices[0]
+        total = self._fetch(parts[0], root, copy=True)
+        with self.backend.use_device(root):  # CuPy computes on the current device
+            for p in parts[1:]:
+                total = fold(total, self._fetch(p, root, copy=False), out=total)
+        # The peer copies read the parts on the root's stream: wait for them, or a part's
+        # memory could be reused (written) by its own device's stream while being read.
+        self.backend.synchronize(root)
         return total
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
@@ -64,8 +85,15 @@ class PeerCopyCollectives(Collectives):
     """Reduce on the first device in device order, then copy the result to the others."""
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
-        self.backend.synchronize(self.backend.device_of(x))
-        return super()._fetch(x, device, copy)
+        source = self.backend.device_of(x)
+        packed = source != device and not x.flags.c_contiguous
+        if packed:  # CuPy copies only contiguous arrays between devices
+            x = self._pack(x, source)
+        self.backend.synchronize(source)
+        out = super()._fetch(x, device, copy)
+        if packed:  # the copy reads the temporary, which is freed on return
+            self.backend.synchronize(device)
+        return out
 
     def all_reduce(self, parts: Sequence[Any]) -> list[Any]:
         return self.broadcast(self.reduce(parts))
@@ -81,9 +109,45 @@ class PeerCopyCollectives(Collectives):
         source = self.devices[root]
         return [x if d == source else self._fetch(x, d, copy=True) for d in self.devices]
 
+    def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        backend, devs = self.backend, self.devices
+        # CuPy copies a non-contiguous array to another device by first making it
+        # contiguous on the source's current stream, which the peer copy does not wait
+        # for (cupy/_core/core.pyx, ndarray.copy): pack on the source, then wait for it.
+        packed = [[self._pack(b, d) for b in row] for row, d in zip(blocks, devs, strict=True)]
+        for d, row in zip(devs, packed, strict=True):
+            if any(b is not None for b in row):
+                backend.synchronize(d)
+        received = [
+            [None if row[j] is None else backend.to_device(row[j], d, copy=i != j)
+             for i, row in enumerate(packed)]
+            for j, d in enumerate(devs)
+        ]  # fmt: skip
+        # The copies run on the destinations' streams and read the packed blocks, which
+        # their source's stream may reuse once they are freed: wait for the copies.
+        for d, got in zip(devs, received, strict=True):
+            if any(b is not None for b in got):
+                backend.synchronize(d)
+        return received
+
+    def _pack(self, block: Any, device: int) -> Any:
+        if block is None or block.flags.c_contiguous:
+            return block
+        with self.backend.use_device(device):
+            return self.backend.xp.ascontiguousarray(block)
+
 
 class InMemoryCollectives(PeerCopyCollectives):
     """Virtual devices: one memory space, nothing to synchronise; copies stay private."""
 
     def _fetch(self, x: Any, device: int, copy: bool) -> Any:
         return self.backend.to_device(x, device, copy=copy)
+
+    def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
+        # One memory space: a block is placed on its destination as a view, and the
+        # caller's assembly of the received blocks is the one copy made.
+        return [
+            [None if row[j] is None else self.backend.to_device(row[j], d, copy=False)
+             for row in blocks]
+            for j, d in enumerate(self.devices)
+        ]  # fmt: skip

@@ -1,9 +1,10 @@
 """Validation shared by the linear-algebra front-ends, and the one place errors are raised.
 
-:func:`guarded` is where every backend's failure becomes the same
-:class:`gpukit.LinAlgError`: a library's own ``numpy.linalg.LinAlgError`` (NumPy/LAPACK
-``info``, CuPy under ``cupyx.errstate(linalg="raise")``) and non-finite results (what
-cuSOLVER leaves behind when it does not report) give one message on every backend.
+:func:`finite` is SciPy's ``check_finite``. :func:`guarded` is where every backend's
+failure becomes the same :class:`gpukit.LinAlgError`: a library's own
+``numpy.linalg.LinAlgError`` (NumPy/LAPACK ``info``, CuPy under
+``cupyx.errstate(linalg="raise")``) and non-finite results (what cuSOLVER leaves behind
+when it does not report) give one message on every backend.
 """
 
 from __future__ import annotations
@@ -84,15 +85,23 @@ def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None
         )
 
 
+def solve_dtype(*dtypes: Any) -> np.dtype:
+    """The dtype linear algebra computes in: the common type, with bool and integers in
+    float64 and float16 in float32 (LAPACK, cuSOLVER and a tolerance of 1e-5 need at
+    least single precision)."""
+    dtype = np.result_type(*dtypes)
+    if dtype.kind not in "fc":
+        return np.dtype(np.float64)
+    if dtype.itemsize < 4:
+        return np.dtype(np.float32)
+    return dtype
+
+
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
-    """Cast to one floating/complex dtype (integers to float64, float16 to float32)."""
+    """Cast to one floating/complex dtype (:func:`solve_dtype`)."""
     if all(x.dtype in _INEXACT for x in arrays) and len({x.dtype for x in arrays}) == 1:
         return list(arrays)  # the common case, without NumPy's promotion machinery
-    dtype = np.result_type(*(x.dtype for x in arrays))
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
-    elif dtype.itemsize < 4:
-        dtype = np.dtype(np.float32)
+    dtype = solve_dtype(*(x.dtype for x in arrays))
     return [x.astype(dtype, copy=False) for x in arrays]
 
 
@@ -131,29 +140,55 @@ def rhs(op: str, xp: Any, a: Any, b: Any) -> tuple[Any, Any, bool]:
     return a, b, squeeze
 
 
+def finite(op: str, backend: Backend, arrays: dict[str, Any], check_finite: bool) -> None:
+    """SciPy's ``check_finite``: ValueError naming the first argument holding NaN or inf.
+
+    LAPACK given NaN/inf may loop forever (``gelsd`` in OpenBLAS), or return garbage that
+    looks like an answer, so the check comes before the call (one pass over each input;
+    a device synchronisation on GPUs).
+    """
+    if not check_finite:
+        return
+    for name, x in arrays.items():
+        if x.dtype.kind in "fc" and not backend.linalg_all_finite(x):
+            raise ValueError(_non_finite(op, name, x))
+
+
+def _non_finite(op: str, name: str, x: Any) -> str:
+    return (
+        f"{op}: argument {name!r} holds NaN or inf ({describe(x)}); expected finite values "
+        "(check_finite=False skips this check, and the result is then undefined)"
+    )
+
+
 def guarded(
     op: str,
     backend: Backend,
     problem: str,
-    matrix: Any,
+    inputs: dict[str, Any],
     call: Callable[[], Any],
     *,
     check: Callable[[Any], list[Any]] | None = None,
 ) -> Any:
     """Run ``call``; raise :class:`LinAlgError` on a library error or non-finite result.
 
-    ``matrix`` (the input the problem is about) is described in the message, which is
-    built only on failure (formatting a dtype costs microseconds on every call).
-    ``check`` picks the outputs to test for NaN/inf (none when omitted).
+    ``inputs`` (name -> array) are the arguments; the first one is the matrix ``problem``
+    is about. On failure, an input holding NaN/inf (possible with ``check_finite=False``)
+    is named in a ValueError instead: a NaN is not a singular matrix. Messages are built
+    only on failure (formatting a dtype costs microseconds on every call). ``check`` picks
+    the outputs to test for NaN/inf (none when omitted).
     """
     try:
         out = call()
     except np.linalg.LinAlgError as exc:
-        raise LinAlgError(_failure(op, problem, matrix)) from exc
+        raise _failure(op, backend, problem, inputs) from exc
     if check is not None and not all(backend.linalg_all_finite(x) for x in check(out)):
-        raise LinAlgError(_failure(op, problem, matrix))
+        raise _failure(op, backend, problem, inputs)
     return out
 
 
-def _failure(op: str, problem: str, matrix: Any) -> str:
-    return f"{op}: {problem} ({describe(matrix)}), or it holds NaN/inf"
+def _failure(op: str, backend: Backend, problem: str, inputs: dict[str, Any]) -> Exception:
+    for name, x in inputs.items():
+        if x.dtype.kind in "fc" and not backend.linalg_all_finite(x):
+            return ValueError(_non_finite(op, name, x))
+    return LinAlgError(f"{op}: {problem} ({describe(next(iter(inputs.values())))})")

@@ -1,16 +1,27 @@
-"""Krylov loops written once against an array namespace ``xp`` (NumPy or CuPy).
+"""Krylov solvers written once against an array namespace ``xp`` (NumPy or CuPy).
 
-Each loop takes ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables,
-works on preallocated buffers with in-place updates, and returns a :class:`Outcome`.
+:func:`run` is the driver: it owns the residual, judges convergence on the true residual
+``||b - A x||`` and restarts a loop whose recurrence claimed convergence the true residual
+does not confirm. The loops (:func:`cg`, :func:`bicgstab`, :func:`minres`, :func:`gmres`)
+take ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables and work on their own
+preallocated buffers with in-place updates.
+
+Ownership rule: a loop writes only into buffers it allocated (and ``x``, the driver's copy
+of ``x0``). An array returned by ``matvec`` or ``psolve`` is only read, and only until the
+next call of the same operator: user operators may return their input (the identity), a
+buffer they reuse on every call (``numpy.dot(A, v, out=buf)``), or ``b`` itself.
+
 ``cg``, ``bicgstab`` and ``minres`` touch their vectors only through ``xp.vdot``,
-``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.empty_like``,
-``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an array module for
-native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for row-sharded
-vectors, so each loop is written once for both. A space may also provide fused
+``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.copyto``,
+``xp.empty_like``, ``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an
+array module for native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for
+row-sharded vectors, so each loop is written once for both. A space may also provide fused
 ``axpy``/``xpay`` (one pass per device instead of two).
 Scalars come to the host once each (``.item()``): on a GPU that is one small
-synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Stopping rule
-everywhere: ``||r|| <= tol`` with ``tol = max(rtol * ||b||, atol)``.
+synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Every scalar is
+checked for NaN/inf, so a non-finite operator ends the solve with a reason rather than
+iterating on NaN. Stopping rule everywhere: ``||r|| <= tol`` with
+``tol = max(rtol * ||b||, atol)``.
 """
 
 from __future__ import annotations
@@ -24,15 +35,52 @@ import numpy as np
 
 Op = Callable[[Any], Any]
 
+# The reasons an iteration ends (IterativeInfo.reason); docs/linalg.rst lists them.
+CONVERGED = "converged"
+MAXITER = "maxiter reached"
+NONFINITE = "breakdown: NaN or inf from A or M"
+CG_INDEFINITE = "breakdown: A is not positive definite (p^H A p <= 0)"
+M_INDEFINITE = "breakdown: M is not positive definite (r^H M r <= 0)"
+BICGSTAB_RHO = "breakdown: rho = 0 (the shadow residual is orthogonal to the residual)"
+BICGSTAB_RV = "breakdown: rhat^H A p = 0"
+BICGSTAB_OMEGA = "breakdown: omega = 0 (A s is orthogonal to s; the iteration stagnates)"
+MINRES_SINGULAR = "breakdown: A is singular on the Krylov subspace (b may not be in its range)"
+GMRES_STAGNATION = (
+    "breakdown: the Krylov subspace is invariant and the residual did not decrease "
+    "(A or M singular on it)"
+)
+STAGNATION = (
+    "stagnation: the recurrence met the tolerance but the true residual did not, and "
+    "restarting did not reduce it (rounding limits the attainable accuracy)"
+)
+
 
 @dataclass
 class Outcome:
-    """What a loop hands back to the front-end."""
+    """What a loop hands back to the driver.
+
+    ``converged`` says the loop's own residual estimate met the tolerance (``estimate``
+    is that estimate, when it did); ``residual`` is the true residual norm of ``x`` when
+    the loop computed it (GMRES does at every restart), else None.
+    """
 
     x: Any
     iterations: int
     converged: bool
     reason: str
+    residual: float | None = None
+    estimate: float = 0.0
+
+
+@dataclass
+class Result:
+    """The driver's verdict: ``converged`` is judged on ``residual``, the true one."""
+
+    x: Any
+    iterations: int
+    converged: bool
+    reason: str
+    residual: float
 
 
 def _dot(xp: Any, a: Any, b: Any) -> Any:
@@ -63,29 +111,99 @@ def _xpay(xp: Any, x: Any, beta: Any, y: Any) -> None:
     xp.add(y, x, out=y)
 
 
-def _residual(xp: Any, matvec: Op, b: Any, x: Any) -> Any:
-    r = matvec(x)
-    xp.subtract(b, r, out=r)
-    return r
+def residual(xp: Any, matvec: Op, b: Any, x: Any, out: Any) -> Any:
+    """``out = b - A x`` (``out`` is the caller's buffer; A's result is only read)."""
+    xp.subtract(b, matvec(x), out=out)
+    return out
+
+
+def _finite(*values: Any) -> bool:
+    return all(math.isfinite(abs(v)) for v in values)
+
+
+def run(
+    loop: Callable[..., Outcome],
+    xp: Any,
+    matvec: Op,
+    psolve: Op | None,
+    b: Any,
+    x: Any,
+    x_is_zero: bool,
+    tol: float,
+    maxiter: int,
+    callback: Callable[[Any], Any] | None,
+    **extra: Any,
+) -> Result:
+    """Run ``loop`` from ``x`` until the *true* residual meets ``tol`` or it cannot.
+
+    A loop's own residual (a recurrence, or the ``M`` norm in preconditioned MINRES) can
+    meet the tolerance while ``b - A x`` does not. The loop is then restarted from ``x``
+    with the true residual and its tolerance scaled by the ratio of its estimate to the
+    true residual, halved (SciPy's GMRES adapts its inner tolerance the same way), for as
+    long as the true residual decreases and iterations remain. ``x`` is updated in place;
+    ``x_is_zero`` skips the first mat-vec.
+    """
+    r = xp.empty_like(x)
+    if x_is_zero:
+        xp.copyto(r, b)
+    else:
+        residual(xp, matvec, b, x, r)
+    rnorm = _norm(xp, r)
+    done = 0
+    inner_tol = tol
+    while True:
+        if rnorm <= tol:
+            return Result(x, done, True, CONVERGED, rnorm)
+        if not math.isfinite(rnorm):
+            return Result(x, done, False, NONFINITE, rnorm)
+        if done >= maxiter:
+            return Result(x, done, False, MAXITER, rnorm)
+        out = loop(xp, matvec, psolve, b, x, r, rnorm, inner_tol, maxiter - done, callback, **extra)
+        done += out.iterations
+        if out.residual is None:
+            previous, rnorm = rnorm, _norm(xp, residual(xp, matvec, b, x, r))
+        else:
+            previous, rnorm = math.inf, out.residual
+        if rnorm <= tol:
+            return Result(x, done, True, CONVERGED, rnorm)
+        if not out.converged:
+            return Result(x, done, False, out.reason, rnorm)
+        if not rnorm < previous:
+            return Result(x, done, False, STAGNATION, rnorm)
+        inner_tol = 0.5 * tol * out.estimate / rnorm
 
 
 def cg(
-    xp: Any, matvec: Op, psolve: Op | None, b: Any, x: Any, tol: float, maxiter: int, callback
+    xp: Any,
+    matvec: Op,
+    psolve: Op | None,
+    b: Any,
+    x: Any,
+    r: Any,
+    rnorm: float,
+    tol: float,
+    maxiter: int,
+    callback: Callable[[Any], Any] | None,
 ) -> Outcome:
-    """Preconditioned conjugate gradients (A Hermitian positive definite)."""
-    r = _residual(xp, matvec, b, x)
-    rr = _norm(xp, r) ** 2
-    if math.sqrt(rr) <= tol:
-        return Outcome(x, 0, True, "converged")
-    z = r if psolve is None else psolve(r)
-    rho = rr if psolve is None else _dot(xp, r, z).real
-    p = z.copy()
+    """Preconditioned conjugate gradients (A and M Hermitian positive definite).
+
+    ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place.
+    """
+    if psolve is None:
+        z, rho = r, rnorm * rnorm
+    else:
+        z = psolve(r)
+        rho = _dot(xp, r, z).real
+        if not rho > 0:
+            return Outcome(x, 0, False, M_INDEFINITE if math.isfinite(rho) else NONFINITE)
+    p = xp.empty_like(x)
+    xp.copyto(p, z)
     tmp = xp.empty_like(x)
     for k in range(1, maxiter + 1):
         q = matvec(p)
         pq = _dot(xp, p, q).real
         if not pq > 0:
-            return Outcome(x, k - 1, False, "breakdown: A is not positive definite (p^H A p <= 0)")
+            return Outcome(x, k - 1, False, CG_INDEFINITE if math.isfinite(pq) else NONFINITE)
         alpha = rho / pq
         _axpy(xp, alpha, p, x, tmp)
         _axpy(xp, -alpha, q, r, tmp)
@@ -93,196 +211,162 @@ def cg(
         if callback is not None:
             callback(x)
         if math.sqrt(rr) <= tol:
-            return Outcome(x, k, True, "converged")
+            return Outcome(x, k, True, CONVERGED, estimate=math.sqrt(rr))
         if not math.isfinite(rr):
-            return Outcome(x, k, False, "breakdown: non-finite residual")
+            return Outcome(x, k, False, NONFINITE)
         if psolve is None:
             rho_new = rr
         else:
             z = psolve(r)
             rho_new = _dot(xp, r, z).real
+            if not rho_new > 0:
+                reason = M_INDEFINITE if math.isfinite(rho_new) else NONFINITE
+                return Outcome(x, k, False, reason)
         _xpay(xp, z, rho_new / rho, p)
         rho = rho_new
-    return Outcome(x, maxiter, False, "maxiter reached")
+    return Outcome(x, maxiter, False, MAXITER)
 
 
 def bicgstab(
-    xp: Any, matvec: Op, psolve: Op | None, b: Any, x: Any, tol: float, maxiter: int, callback
-) -> Outcome:
-    """Right-preconditioned BiCGSTAB (general non-singular A)."""
-    ident = psolve or (lambda v: v)
-    r = _residual(xp, matvec, b, x)
-    if _norm(xp, r) <= tol:
-        return Outcome(x, 0, True, "converged")
-    rhat = r.copy()
-    p = r.copy()
-    v = xp.zeros_like(r)
-    tmp = xp.empty_like(r)
-    rho = alpha = omega = 1.0
-    for k in range(1, maxiter + 1):
-        rho_new = _dot(xp, rhat, r)
-        if rho_new == 0:
-            return Outcome(x, k - 1, False, "breakdown: rho = 0")
-        if k > 1:
-            beta = (rho_new / rho) * (alpha / omega)
-            _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)
-            _xpay(xp, r, beta, p)
-        rho = rho_new
-        phat = ident(p)
-        v = matvec(phat)
-        rv = _dot(xp, rhat, v)
-        if rv == 0:
-            return Outcome(x, k - 1, False, "breakdown: rhat^H A p = 0")
-        alpha = rho / rv
-        _axpy(xp, -alpha, v, r, tmp)  # r now holds s
-        if _norm(xp, r) <= tol:
-            _axpy(xp, alpha, phat, x, tmp)
-            if callback is not None:
-                callback(x)
-            return Outcome(x, k, True, "converged")
-        shat = ident(r)
-        t = matvec(shat)
-        tt = _dot(xp, t, t).real
-        omega = _dot(xp, t, r) / tt if tt > 0 else 0.0
-        _axpy(xp, alpha, phat, x, tmp)
-        _axpy(xp, omega, shat, x, tmp)
-        _axpy(xp, -omega, t, r, tmp)
-        rn = _norm(xp, r)
-        if callback is not None:
-            callback(x)
-        if rn <= tol:
-            return Outcome(x, k, True, "converged")
-        if omega == 0 or not math.isfinite(rn):
-            return Outcome(x, k, False, "breakdown: omega = 0 or non-finite residual")
-    return Outcome(x, maxiter, False, "maxiter reached")
-
-
-def gmres(
     xp: Any,
     matvec: Op,
     psolve: Op | None,
     b: Any,
     x: Any,
+    r: Any,
+    rnorm: float,
     tol: float,
     maxiter: int,
-    callback,
-    restart: int,
-    to_host: Callable[[Any], np.ndarray],
+    callback: Callable[[Any], Any] | None,
 ) -> Outcome:
-    """Restarted, right-preconditioned GMRES; ``maxiter`` counts inner iterations.
+    """Right-preconditioned BiCGSTAB (general non-singular A).
 
-    Arnoldi uses classical Gram-Schmidt applied twice (two matrix-vector products
-    with the basis, GPU friendly); the small Hessenberg least-squares problem is
-    solved on the host with Givens rotations.
+    Breakdowns are tested relative to the vectors' norms: ``rho = rhat^H r`` and
+    ``t^H s`` count as zero when the vectors are orthogonal to working precision.
     """
-    ident = psolve or (lambda v: v)
-    n = b.shape[0]
-    m = max(1, min(restart, n))
-    V = xp.empty((m + 1, n), dtype=x.dtype)
-    hdtype = np.complex128 if x.dtype.kind == "c" else np.float64
-    it = 0
-    while True:
-        r = _residual(xp, matvec, b, x)
-        beta = _norm(xp, r)
-        if beta <= tol:
-            return Outcome(x, it, True, "converged")
-        if it >= maxiter:
-            return Outcome(x, it, False, "maxiter reached")
-        xp.multiply(r, 1.0 / beta, out=V[0])
-        H = np.zeros((m + 1, m), dtype=hdtype)
-        cs = np.zeros(m, dtype=H.dtype)
-        sn = np.zeros(m, dtype=H.dtype)
-        g = np.zeros(m + 1, dtype=H.dtype)
-        g[0] = beta
-        j = 0
-        for j in range(m):
-            w = matvec(ident(V[j]))
-            basis = V[: j + 1]
-            h = basis.conj() @ w
-            w -= basis.T @ h
-            h2 = basis.conj() @ w  # second pass: re-orthogonalise
-            w -= basis.T @ h2
-            col = to_host(h + h2).astype(H.dtype)
-            hn = _norm(xp, w)
-            for i in range(j):  # previous rotations
-                col[i], col[i + 1] = (
-                    cs[i] * col[i] + sn[i] * col[i + 1],
-                    -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1],
-                )
-            denom = math.hypot(abs(col[j]), hn)
-            cs[j] = abs(col[j]) / denom if denom else 1.0
-            sn[j] = (col[j] / abs(col[j]) * hn / denom if col[j] != 0 else 1.0) if denom else 0
-            col_j = cs[j] * col[j] + sn[j] * hn
-            H[: j + 1, j] = col[: j + 1]
-            H[j, j] = col_j
-            g[j + 1] = -np.conj(sn[j]) * g[j]
-            g[j] = cs[j] * g[j]
-            it += 1
-            if hn > 0:
-                xp.multiply(w, 1.0 / hn, out=V[j + 1])
-            if abs(g[j + 1]) <= tol or it >= maxiter or hn == 0:
-                break
-        k = j + 1
-        y = _upper_solve(H[:k, :k], g[:k])
-        update = V[:k].T @ xp.asarray(y.astype(x.dtype, copy=False))
-        x += ident(update)
+    eps = float(np.finfo(x.dtype).eps)
+    rhat = r.copy()
+    rhat_norm = rnorm
+    p = r.copy()
+    v = xp.zeros_like(r)
+    tmp = xp.empty_like(r)
+    rho_prev = alpha = omega = 1.0
+    for k in range(1, maxiter + 1):
+        rho = _dot(xp, rhat, r)
+        if not _finite(rho):
+            return Outcome(x, k - 1, False, NONFINITE)
+        if abs(rho) <= eps * rhat_norm * rnorm:
+            return Outcome(x, k - 1, False, BICGSTAB_RHO)
+        if k > 1:
+            beta = (rho / rho_prev) * (alpha / omega)
+            _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)
+            _xpay(xp, r, beta, p)
+        phat = p if psolve is None else psolve(p)
+        xp.copyto(v, matvec(phat))  # v is needed after A's next call
+        rv = _dot(xp, rhat, v)
+        if not _finite(rv):
+            return Outcome(x, k - 1, False, NONFINITE)
+        if rv == 0:
+            return Outcome(x, k - 1, False, BICGSTAB_RV)
+        alpha = rho / rv
+        _axpy(xp, alpha, phat, x, tmp)  # before M's next call may overwrite phat
+        _axpy(xp, -alpha, v, r, tmp)  # r now holds s
+        snorm = _norm(xp, r)
+        if snorm <= tol or not math.isfinite(snorm):
+            if callback is not None:
+                callback(x)
+            reason = CONVERGED if snorm <= tol else NONFINITE
+            return Outcome(x, k, reason == CONVERGED, reason, estimate=snorm)
+        shat = r if psolve is None else psolve(r)
+        t = matvec(shat)
+        tt = _dot(xp, t, t).real
+        ts = _dot(xp, t, r)
+        if not _finite(tt, ts):
+            return Outcome(x, k, False, NONFINITE)
+        if abs(ts) <= eps * math.sqrt(tt) * snorm:
+            if callback is not None:
+                callback(x)
+            return Outcome(x, k, False, BICGSTAB_OMEGA)
+        omega = ts / tt
+        _axpy(xp, omega, shat, x, tmp)  # before r (which shat may be) changes
+        _axpy(xp, -omega, t, r, tmp)
+        rnorm = _norm(xp, r)
         if callback is not None:
             callback(x)
-
-
-def _upper_solve(R: np.ndarray, g: np.ndarray) -> np.ndarray:
-    y = np.zeros_like(g)
-    for i in range(len(g) - 1, -1, -1):
-        y[i] = (g[i] - R[i, i + 1 :] @ y[i + 1 :]) / R[i, i] if R[i, i] != 0 else 0
-    return y
+        if rnorm <= tol:
+            return Outcome(x, k, True, CONVERGED, estimate=rnorm)
+        if not math.isfinite(rnorm):
+            return Outcome(x, k, False, NONFINITE)
+        rho_prev = rho
+    return Outcome(x, maxiter, False, MAXITER)
 
 
 def minres(
-    xp: Any, matvec: Op, psolve: Op | None, b: Any, x: Any, tol: float, maxiter: int, callback
+    xp: Any,
+    matvec: Op,
+    psolve: Op | None,
+    b: Any,
+    x: Any,
+    r: Any,
+    rnorm: float,
+    tol: float,
+    maxiter: int,
+    callback: Callable[[Any], Any] | None,
 ) -> Outcome:
     """Preconditioned MINRES (Paige-Saunders) for Hermitian, possibly indefinite A.
 
-    The stopping test uses the recurrence's residual norm, which is ``||r||_2``
-    without a preconditioner and ``||r||`` in the ``M`` norm with one.
+    The recurrence's residual is ``||r||_2`` without a preconditioner and ``||r||`` in
+    the ``M`` norm with one; the driver checks the true 2-norm residual at exit.
+    A singular tridiagonal (``gamma = 0``: the Krylov subspace is invariant and A is
+    singular on it) is a breakdown, never a "converged" with the clamped rotation.
     """
-    ident = psolve or (lambda v: v)
-    r1 = _residual(xp, matvec, b, x)
-    y = ident(r1)
-    beta1 = _dot(xp, r1, y).real
-    if beta1 < 0:
-        return Outcome(x, 0, False, "breakdown: M is not positive definite")
-    beta1 = math.sqrt(beta1)
-    if beta1 <= tol:
-        return Outcome(x, 0, True, "converged")
-    r2 = r1.copy()
+    if psolve is None:
+        y, beta1 = r, rnorm
+    else:
+        y = psolve(r)
+        beta1 = _dot(xp, r, y).real
+        if not beta1 > 0:
+            return Outcome(x, 0, False, M_INDEFINITE if math.isfinite(beta1) else NONFINITE)
+        beta1 = math.sqrt(beta1)
+    r1 = xp.empty_like(x)  # the Lanczos vectors: r1, r2 and the next one, rotated
+    r2 = r
+    nxt = xp.empty_like(x)
     w = xp.zeros_like(x)
     w1 = xp.zeros_like(x)
     w2 = xp.zeros_like(x)
     v = xp.empty_like(x)
     tmp = xp.empty_like(x)
-    oldb, beta, dbar, epsln, phibar = 0.0, beta1, 0.0, 0.0, beta1
+    oldb, beta, dbar, epsln, phibar, tnorm2 = 0.0, beta1, 0.0, 0.0, beta1, 0.0
     cs, sn = -1.0, 0.0
     eps = float(np.finfo(x.dtype).eps)
     for k in range(1, maxiter + 1):
         xp.multiply(y, 1.0 / beta, out=v)
-        y = matvec(v)
+        av = matvec(v)
         if k >= 2:
-            _axpy(xp, -beta / oldb, r1, y, tmp)
-        alfa = _dot(xp, v, y).real
-        _axpy(xp, -alfa / beta, r2, y, tmp)
-        r1, r2 = r2, y
-        y = ident(r2)
+            xp.multiply(r1, -beta / oldb, out=nxt)
+            xp.add(nxt, av, out=nxt)
+        else:
+            xp.copyto(nxt, av)
+        alfa = _dot(xp, v, nxt).real
+        _axpy(xp, -alfa / beta, r2, nxt, tmp)
+        r1, r2, nxt = r2, nxt, r1
+        y = r2 if psolve is None else psolve(r2)
         oldb = beta
         beta2 = _dot(xp, r2, y).real
+        if not _finite(alfa, beta2):
+            return Outcome(x, k - 1, False, NONFINITE)
         if beta2 < 0:
-            return Outcome(x, k, False, "breakdown: M is not positive definite")
+            return Outcome(x, k - 1, False, M_INDEFINITE)
         beta = math.sqrt(beta2)
+        tnorm2 += alfa * alfa + oldb * oldb + beta2
         oldeps = epsln
         delta = cs * dbar + sn * alfa
         gbar = sn * dbar - cs * alfa
         epsln = sn * beta
         dbar = -cs * beta
-        gamma = max(math.hypot(gbar, beta), eps)
+        gamma = math.hypot(gbar, beta)
+        if gamma <= eps * math.sqrt(tnorm2):
+            return Outcome(x, k - 1, False, MINRES_SINGULAR)
         cs, sn = gbar / gamma, beta / gamma
         phi = cs * phibar
         phibar = sn * phibar
@@ -295,8 +379,102 @@ def minres(
         _axpy(xp, phi, w, x, tmp)
         if callback is not None:
             callback(x)
-        if phibar <= tol:
-            return Outcome(x, k, True, "converged")
-        if not math.isfinite(phibar):
-            return Outcome(x, k, False, "breakdown: non-finite residual")
-    return Outcome(x, maxiter, False, "maxiter reached")
+        if phibar <= tol or beta == 0:  # beta = 0: the Krylov subspace is exhausted
+            return Outcome(x, k, True, CONVERGED, estimate=phibar)
+    return Outcome(x, maxiter, False, MAXITER)
+
+
+def gmres(
+    xp: Any,
+    matvec: Op,
+    psolve: Op | None,
+    b: Any,
+    x: Any,
+    r: Any,
+    rnorm: float,
+    tol: float,
+    maxiter: int,
+    callback: Callable[[Any], Any] | None,
+    restart: int,
+    to_host: Callable[[Any], np.ndarray],
+) -> Outcome:
+    """Restarted, right-preconditioned GMRES; ``maxiter`` counts inner iterations.
+
+    Arnoldi uses classical Gram-Schmidt applied twice (two matrix-vector products with
+    the basis, GPU friendly); the small Hessenberg problem is reduced on the host with
+    Givens rotations. As in SciPy, a new basis vector whose norm falls below ``eps``
+    times its norm before orthogonalisation ends the cycle (an invariant subspace:
+    breakdown); the small least-squares problem is then solved by SVD with a relative
+    cut-off, so a tiny pivot (a rank-deficient ``A M`` on the subspace) is dropped
+    rather than amplified. The true residual is recomputed at every restart.
+    """
+    n = b.shape[0]
+    m = max(1, min(restart, n))
+    V = xp.empty((m + 1, n), dtype=x.dtype)
+    hdtype = np.complex128 if x.dtype.kind == "c" else np.float64
+    eps = float(np.finfo(x.dtype).eps)
+    it = 0
+    while True:
+        beta = rnorm  # r holds the true residual b - A x, beta > tol
+        xp.multiply(r, 1.0 / beta, out=V[0])
+        R = np.zeros((m, m), dtype=hdtype)
+        cs = np.zeros(m, dtype=hdtype)
+        sn = np.zeros(m, dtype=hdtype)
+        g = np.zeros(m + 1, dtype=hdtype)
+        g[0] = beta
+        breakdown = False
+        j = 0
+        for j in range(m):
+            z = V[j] if psolve is None else psolve(V[j])
+            w = V[j + 1]
+            xp.copyto(w, matvec(z))
+            h0 = _norm(xp, w)
+            basis = V[: j + 1]
+            h = basis.conj() @ w
+            w -= basis.T @ h
+            h2 = basis.conj() @ w  # second pass: re-orthogonalise
+            w -= basis.T @ h2
+            col = to_host(h + h2).astype(hdtype)
+            hn = _norm(xp, w)
+            if not _finite(h0, hn, *col):
+                return Outcome(x, it, False, NONFINITE)
+            if hn <= eps * h0:  # w lies in the basis' span: an invariant subspace
+                breakdown, hn = True, 0.0
+            else:
+                xp.multiply(w, 1.0 / hn, out=w)
+            for i in range(j):  # previous rotations
+                col[i], col[i + 1] = (
+                    cs[i] * col[i] + sn[i] * col[i + 1],
+                    -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1],
+                )
+            denom = math.hypot(abs(col[j]), hn)
+            cs[j] = abs(col[j]) / denom if denom else 1.0
+            sn[j] = (col[j] / abs(col[j]) * hn / denom if col[j] != 0 else 1.0) if denom else 0
+            R[: j + 1, j] = col[: j + 1]
+            R[j, j] = cs[j] * col[j] + sn[j] * hn
+            g[j + 1] = -np.conj(sn[j]) * g[j]
+            g[j] = cs[j] * g[j]
+            it += 1
+            if abs(g[j + 1]) <= tol or it >= maxiter or breakdown:
+                break
+        k = j + 1
+        y = _least_squares(R[:k, :k], g[:k], eps)
+        update = V[:k].T @ xp.asarray(y.astype(x.dtype, copy=False))
+        xp.add(x, update if psolve is None else psolve(update), out=x)
+        if callback is not None:
+            callback(x)
+        rnorm = _norm(xp, residual(xp, matvec, b, x, r))
+        if rnorm <= tol:
+            return Outcome(x, it, True, CONVERGED, rnorm)
+        if not math.isfinite(rnorm):
+            return Outcome(x, it, False, NONFINITE, rnorm)
+        if it >= maxiter:
+            return Outcome(x, it, False, MAXITER, rnorm)
+        if breakdown and not rnorm < beta:
+            return Outcome(x, it, False, GMRES_STAGNATION, rnorm)
+
+
+def _least_squares(R: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
+    """``argmin ||R y - g||`` for the small triangular R, singular values below
+    ``k * eps * max`` treated as zero (minimum-norm solution when R is singular)."""
+    return np.linalg.lstsq(R, g, rcond=len(g) * eps)[0]

@@ -27,6 +27,7 @@ from .._sharding.array import ShardedArray, split
 from ..backend import Backend
 from ..errors import DeviceMismatchError
 from ..sparse import issparse, to_backend
+from ._checks import solve_dtype
 
 __all__ = ["Setup", "ShardedSpace", "is_sharded_solve", "setup"]
 
@@ -34,8 +35,8 @@ Op = Callable[[Any], Any]
 
 
 class ShardedSpace:
-    """``xp.vdot``, ``multiply``, ``add``, ``subtract``, ``empty_like``, ``zeros_like``
-    for vectors sharded over ``devices`` (each call: one task per device)."""
+    """``xp.vdot``, ``multiply``, ``add``, ``subtract``, ``copyto``, ``empty_like``,
+    ``zeros_like`` for vectors sharded over ``devices`` (each call: one task per device)."""
 
     def __init__(self, backend: Backend, devices: tuple[int, ...]) -> None:
         self.backend, self.devices = backend, devices
@@ -74,6 +75,14 @@ class ShardedSpace:
         """``y = x + beta * y``, one task per device."""
         xp = self._xp
         self._map(lambda a, b: xp.add(xp.multiply(b, beta, out=b), a, out=b), x, y)
+
+    def copyto(self, dst: ShardedArray, src: ShardedArray) -> None:
+        """``dst[...] = src``, shard by shard."""
+        self._map(lambda d, s: self._xp.copyto(d, s), dst, src)
+
+    def all_finite(self, x: ShardedArray) -> bool:
+        """Whether every entry of every shard is finite."""
+        return all(self._map(self.backend.linalg_all_finite, x))
 
     def empty_like(self, x: ShardedArray) -> ShardedArray:
         return self._wrap(self._map(self._xp.empty_like, x))
@@ -236,10 +245,8 @@ def setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> Setup:
     space = ShardedSpace(backend, devices)
     b = _vector(op, b, "b", layout)
     x0 = None if x0 is None else _vector(op, x0, "x0", layout)
-    found = [b.dtype] + [d for d in (_dtype_of(a), _dtype_of(m)) if d is not None]
-    dtype = np.result_type(*found)
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
+    found = [b.dtype] + [d for d in (_dtype_of(a), _dtype_of(m), _dtype_of(x0)) if d is not None]
+    dtype = solve_dtype(*found)
     matvec = _operator(op, a, "A", space, layout)
     psolve = None if m is None else _operator(op, m, "M", space, layout)
     b = _astype(space, b, dtype, copy=False)

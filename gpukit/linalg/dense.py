@@ -1,17 +1,20 @@
 """Dense linear algebra: solvers, factorisations, determinants and norms.
 
-Each function validates its inputs, picks the backend once (:func:`gpukit._dispatch.prepare`)
-and calls one backend method; singular or non-positive-definite matrices raise
-:class:`gpukit.LinAlgError` on every backend (see :func:`gpukit.linalg._checks.guarded`).
-Batching follows ``numpy.linalg``: leading dimensions are stacks of matrices.
+Each function validates its inputs (finiteness too: SciPy's ``check_finite``), picks the
+backend once (:func:`gpukit._dispatch.prepare`) and calls one backend method; singular or
+non-positive-definite matrices raise :class:`gpukit.LinAlgError` on every backend (see
+:func:`gpukit.linalg._checks.guarded`). Batching follows ``numpy.linalg``: leading
+dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .._dispatch import operation
-from . import _checks
+from . import _checks, _structure
+from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
 __all__ = [
     "cho_solve",
@@ -27,10 +30,9 @@ __all__ = [
     "svd",
 ]
 
-_ASSUME = ("gen", "sym", "pos")
 _PROBLEM = {
     "gen": "matrix 'a' is singular",
-    "sym": "matrix 'a' is singular",
+    "diagonal": "matrix 'a' is singular",
     "pos": "matrix 'a' is not positive definite",
 }
 
@@ -40,8 +42,17 @@ def _finite(out: Any) -> list[Any]:
 
 
 @operation("gk.linalg.solve")
-def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
-    """Solve ``a @ x = b`` for ``x``, batched like :func:`numpy.linalg.solve`.
+def solve(
+    a: Any,
+    b: Any,
+    *,
+    assume_a: str | None = None,
+    lower: bool = False,
+    transposed: bool = False,
+    check_finite: bool = True,
+) -> Any:
+    """Solve ``a @ x = b`` for ``x``, batched like :func:`numpy.linalg.solve`, with the
+    options of :func:`scipy.linalg.solve`.
 
     Parameters
     ----------
@@ -50,16 +61,29 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
     b : array_like, shape (M,) or (..., M, K)
         Right-hand sides; a vector only when 1-D (NumPy 2 rule). Batch dimensions
         broadcast against ``a``'s.
-    assume_a : {"gen", "sym", "pos"}
-        ``"gen"``: general (LU). ``"sym"``: symmetric; solved by LU too, which is the
-        fastest here (LAPACK ``sysv`` is slower in OpenBLAS and cuSOLVER has no batched
-        one). ``"pos"``: Hermitian positive definite, by Cholesky (``potrf``/``potrs``),
-        about twice as fast as LU; only the lower triangle of ``a`` is read.
+    assume_a : str, optional
+        The structure of ``a``, with SciPy's names; only the part of ``a`` the structure
+        names is read. ``None`` (default), ``"gen"``/``"general"``, ``"banded"``: LU.
+        ``"sym"``/``"symmetric"``, ``"her"``/``"hermitian"``: the symmetric (Hermitian)
+        matrix one triangle defines, by LU. ``"pos"``/``"positive definite"``: Hermitian
+        positive definite, by Cholesky (about twice as fast as LU). ``"diagonal"``,
+        ``"tridiagonal"``, ``"upper triangular"``, ``"lower triangular"``: the diagonal,
+        the three central diagonals, or the triangle. ``None`` does not scan ``a`` for
+        structure as SciPy's does: LU is right for every structure.
+    lower : bool, default False
+        For ``"sym"``, ``"her"`` and ``"pos"``: read the lower triangle (else the upper).
+    transposed : bool, default False
+        Solve ``a.T @ x = b`` (the transpose, not the conjugate transpose; also for
+        complex ``a``, where SciPy raises NotImplementedError).
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
     array, shape of the broadcast ``b``
-        The solution, in the common floating dtype of ``a`` and ``b``.
+        The solution, in the common floating dtype of ``a`` and ``b`` (bool and integers
+        in float64, float16 in float32).
 
     Raises
     ------
@@ -69,8 +93,15 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
     LinAlgError
         ``a`` is singular (or, with ``"pos"``, not positive definite), on every backend.
     ValueError
-        ``a`` is not square, ``b`` does not match it (the message names both shapes), or
-        ``assume_a`` is unknown.
+        ``a`` is not square, ``b`` does not match it (the message names both shapes),
+        ``assume_a`` is unknown, or (``check_finite``) an input holds NaN or inf.
+
+    Warns
+    -----
+    scipy.linalg.LinAlgWarning
+        ``a`` is ill-conditioned: its reciprocal condition number (1-norm) is below the
+        machine epsilon of the dtype, as SciPy warns. The estimate is LAPACK's
+        (``xGECON``/``xPOCON``) for one matrix on the CPU, the exact value otherwise.
 
     Examples
     --------
@@ -79,27 +110,37 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
     >>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
     >>> gk.linalg.solve(a, np.array([1.0, 2.0]), assume_a="pos").round(4).tolist()
     [0.0909, 0.6364]
+    >>> gk.linalg.solve(np.array([[2.0, 0.0], [9.0, 4.0]]), np.array([2.0, 4.0]),
+    ...                 assume_a="upper triangular").tolist()  # the 9 is not read
+    [1.0, 1.0]
     """
-    if assume_a not in _ASSUME:
-        raise ValueError(f"gk.linalg.solve: assume_a must be one of {_ASSUME}, got {assume_a!r}")
-    backend, (a, b) = _checks.place("gk.linalg.solve", (a, b), ("a", "b"))
+    op = "gk.linalg.solve"
+    kind = _structure.kind(op, assume_a)
+    backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
     xp = backend.xp
-    _checks.square("gk.linalg.solve", "a", a)
-    a, b, squeeze = _checks.rhs("gk.linalg.solve", xp, a, b)
+    _checks.square(op, "a", a)
+    a, b, squeeze = _checks.rhs(op, xp, a, b)
     a, b = _checks.as_inexact(xp, a, b)
-    x = _checks.guarded(
-        "gk.linalg.solve",
-        backend,
-        _PROBLEM[assume_a],
-        a,
-        lambda: backend.linalg_solve(a, b, assume_a),
-        check=_finite,
+    _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
+    if a.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+        x = xp.zeros(b.shape, dtype=b.dtype)
+        return x[..., 0] if squeeze else x
+    m, method = _structure.effective(xp, a, kind, lower, transposed)
+    if method == "diagonal":
+        run = functools.partial(_structure.solve_diagonal, xp, m, b)
+    else:
+        run = functools.partial(backend.linalg_solve_rcond, m, b, method)
+    x, rcond = _checks.guarded(
+        op, backend, _PROBLEM[method], {"a": a, "b": b}, run, check=lambda out: [out[0]]
     )
+    _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
     return x[..., 0] if squeeze else x
 
 
 @operation("gk.linalg.lstsq")
-def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int, Any]:
+def lstsq(
+    a: Any, b: Any, *, rcond: float | None = None, check_finite: bool = True
+) -> tuple[Any, Any, int, Any]:
     """Least-squares solution of ``a @ x = b``, as :func:`numpy.linalg.lstsq`.
 
     Parameters
@@ -112,6 +153,9 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
     rcond : float, optional
         Singular values below ``rcond * max(sv)`` count as zero; default machine
         precision times ``max(M, N)``.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
@@ -121,7 +165,7 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
     rank : int
         Effective rank of ``a``.
     s : array, shape (min(M, N),)
-        Singular values of ``a``.
+        Singular values of ``a``. The four come as a plain tuple, as NumPy's.
 
     Raises
     ------
@@ -129,7 +173,9 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
         ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
         double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``a`` is not 2-D or ``b`` does not have M rows (the message names both shapes).
+        ``a`` is not 2-D or ``b`` does not have M rows (the message names both shapes),
+        or (``check_finite``) an input holds NaN or inf: LAPACK's ``gelsd`` may never
+        return on it.
     LinAlgError
         The SVD did not converge.
 
@@ -142,26 +188,28 @@ def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, int,
     >>> x.round(6).tolist(), int(rank)
     ([1.0, 1.0], 2)
     """
-    backend, (a, b) = _checks.place("gk.linalg.lstsq", (a, b), ("a", "b"))
+    op = "gk.linalg.lstsq"
+    backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
     xp = backend.xp
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise ValueError(
-            f"gk.linalg.lstsq: 'a' has shape {tuple(a.shape)} and 'b' has shape "
+            f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape "
             f"{tuple(b.shape)}; expected a of shape (M, N) and b of shape (M,) or (M, K)"
         )
     a, b = _checks.as_inexact(xp, a, b)
+    _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
     x, res, rank, s = _checks.guarded(
-        "gk.linalg.lstsq",
+        op,
         backend,
         "the SVD of 'a' did not converge",
-        a,
+        {"a": a, "b": b},
         lambda: backend.linalg_lstsq(a, b, rcond),
     )
     return x, res, int(rank), s
 
 
 @operation("gk.linalg.inv")
-def inv(a: Any) -> Any:
+def inv(a: Any, *, check_finite: bool = True) -> Any:
     """Inverse of a (stack of) square matrices.
 
     Prefer :func:`solve` for solving systems: it is faster and more accurate.
@@ -169,6 +217,9 @@ def inv(a: Any) -> Any:
     Parameters
     ----------
     a : array_like, shape (..., M, M)
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
@@ -182,7 +233,7 @@ def inv(a: Any) -> Any:
     LinAlgError
         ``a`` is singular.
     ValueError
-        ``a`` is not a stack of square matrices.
+        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
 
     Examples
     --------
@@ -191,32 +242,39 @@ def inv(a: Any) -> Any:
     >>> gk.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    backend, a = _square_input("gk.linalg.inv", a)
+    backend, a = _square_input("gk.linalg.inv", a, check_finite)
     return _checks.guarded(
         "gk.linalg.inv",
         backend,
         "matrix 'a' is singular",
-        a,
+        {"a": a},
         lambda: backend.linalg_inv(a),
         check=_finite,
     )
 
 
-def _square_input(op: str, a: Any) -> tuple[Any, Any]:
+def _square_input(op: str, a: Any, check_finite: bool) -> tuple[Any, Any]:
     backend, (a,) = _checks.place(op, (a,), ("a",))
-    xp = backend.xp
     _checks.square(op, "a", a)
-    (a,) = _checks.as_inexact(xp, a)
-    return backend, a
+    return backend, _inexact_finite(op, backend, a, check_finite)
+
+
+def _inexact_finite(op: str, backend: Any, a: Any, check_finite: bool) -> Any:
+    (a,) = _checks.as_inexact(backend.xp, a)
+    _checks.finite(op, backend, {"a": a}, check_finite)
+    return a
 
 
 @operation("gk.linalg.det")
-def det(a: Any) -> Any:
+def det(a: Any, *, check_finite: bool = True) -> Any:
     """Determinant of a (stack of) square matrices; 0 for a singular one.
 
     Parameters
     ----------
     a : array_like, shape (..., M, M)
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
@@ -228,7 +286,8 @@ def det(a: Any) -> Any:
         ``a`` has a non-numeric dtype (string, object, ...) or is long
         double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``a`` is not a stack of square matrices.
+        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf
+        (NumPy returns NaN there; SciPy raises, as here).
 
     Examples
     --------
@@ -237,24 +296,30 @@ def det(a: Any) -> Any:
     >>> float(gk.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]])).round(12))
     -2.0
     """
-    backend, a = _square_input("gk.linalg.det", a)
+    backend, a = _square_input("gk.linalg.det", a, check_finite)
     return backend.linalg_det(a)
 
 
 @operation("gk.linalg.slogdet")
-def slogdet(a: Any) -> tuple[Any, Any]:
+def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     """Sign and natural log of the absolute determinant, safe from overflow.
 
     Parameters
     ----------
     a : array_like, shape (..., M, M)
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
-    sign : array, shape (...)
-        +1, -1 (complex of modulus 1 for complex input), or 0 for a singular matrix.
-    logabsdet : array, shape (...)
-        ``log|det a|``; ``-inf`` for a singular matrix.
+    SlogdetResult
+        NumPy's named tuple ``(sign, logabsdet)``:
+
+        sign : array, shape (...)
+            +1, -1 (complex of modulus 1 for complex input), or 0 for a singular matrix.
+        logabsdet : array, shape (...)
+            ``log|det a|``; ``-inf`` for a singular matrix.
 
     Raises
     ------
@@ -262,28 +327,31 @@ def slogdet(a: Any) -> tuple[Any, Any]:
         ``a`` has a non-numeric dtype (string, object, ...) or is long
         double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``a`` is not a stack of square matrices.
+        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
 
     Examples
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> sign, logdet = gk.linalg.slogdet(np.diag([1e200, -1e200]))
-    >>> float(sign), round(float(logdet), 3)
+    >>> result = gk.linalg.slogdet(np.diag([1e200, -1e200]))
+    >>> float(result.sign), round(float(result.logabsdet), 3)
     (-1.0, 921.034)
     """
-    backend, a = _square_input("gk.linalg.slogdet", a)
-    return backend.linalg_slogdet(a)
+    backend, a = _square_input("gk.linalg.slogdet", a, check_finite)
+    return SlogdetResult(*backend.linalg_slogdet(a))
 
 
 @operation("gk.linalg.cholesky")
-def cholesky(a: Any) -> Any:
+def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     """Lower Cholesky factor ``L`` with ``a = L @ L^H`` (batched).
 
     Parameters
     ----------
     a : array_like, shape (..., M, M)
         Hermitian positive-definite matrices; only the lower triangle is read.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
@@ -298,7 +366,7 @@ def cholesky(a: Any) -> Any:
     LinAlgError
         ``a`` is not positive definite, on every backend.
     ValueError
-        ``a`` is not a stack of square matrices.
+        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
 
     Examples
     --------
@@ -307,29 +375,33 @@ def cholesky(a: Any) -> Any:
     >>> gk.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
-    backend, a = _square_input("gk.linalg.cholesky", a)
+    backend, a = _square_input("gk.linalg.cholesky", a, check_finite)
     return _checks.guarded(
         "gk.linalg.cholesky",
         backend,
         "matrix 'a' is not positive definite",
-        a,
+        {"a": a},
         lambda: backend.linalg_cholesky(a),
         check=_finite,
     )
 
 
 @operation("gk.linalg.cho_solve")
-def cho_solve(c: Any, b: Any) -> Any:
-    """Solve ``a @ x = b`` given the lower Cholesky factor ``c`` of ``a``.
+def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
+    """Solve ``a @ x = b`` given the Cholesky factor of ``a``.
 
     Factor once with :func:`cholesky`, then solve for many right-hand sides.
 
     Parameters
     ----------
-    c : array_like, shape (..., M, M)
-        Lower factor from :func:`cholesky`.
+    c : array_like, shape (..., M, M), or a tuple ``(c, lower)``
+        The lower factor from :func:`cholesky`, or SciPy's ``(c, lower)`` from
+        :func:`scipy.linalg.cho_factor`: only the triangle ``lower`` names is read.
     b : array_like, shape (M,) or (..., M, K)
         Right-hand sides, with :func:`solve`'s rules.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
@@ -343,7 +415,8 @@ def cho_solve(c: Any, b: Any) -> Any:
     LinAlgError
         ``c`` has a zero on its diagonal (the result is not finite).
     ValueError
-        ``c`` is not square or ``b`` does not match it (the message names both shapes).
+        ``c`` is not square or ``b`` does not match it (the message names both shapes),
+        or (``check_finite``) an input holds NaN or inf.
 
     Examples
     --------
@@ -353,37 +426,53 @@ def cho_solve(c: Any, b: Any) -> Any:
     >>> gk.linalg.cho_solve(gk.linalg.cholesky(a), np.array([6.0, 7.0])).tolist()
     [1.0, 1.0]
     """
-    backend, (c, b) = _checks.place("gk.linalg.cho_solve", (c, b), ("c", "b"))
+    op = "gk.linalg.cho_solve"
+    lower = True
+    if isinstance(c, tuple):
+        if len(c) != 2:
+            raise ValueError(f"{op}: a tuple 'c' must be (c, lower), got {len(c)} items")
+        c, lower = c
+    backend, (c, b) = _checks.place(op, (c, b), ("c", "b"))
     xp = backend.xp
-    _checks.square("gk.linalg.cho_solve", "c", c)
-    c, b, squeeze = _checks.rhs("gk.linalg.cho_solve", xp, c, b)
+    _checks.square(op, "c", c)
+    c, b, squeeze = _checks.rhs(op, xp, c, b)
     c, b = _checks.as_inexact(xp, c, b)
+    _checks.finite(op, backend, {"c": c, "b": b}, check_finite)
+    if c.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0)
+        x = xp.zeros(b.shape, dtype=b.dtype)
+        return x[..., 0] if squeeze else x
+    # the backends read a lower factor: an upper one U gives L = U^H (its other
+    # triangle, which cho_factor leaves unspecified, is never read)
+    lower_factor = xp.tril(c) if lower else xp.conj(xp.swapaxes(xp.triu(c), -1, -2))
     x = _checks.guarded(
-        "gk.linalg.cho_solve",
+        op,
         backend,
         "factor 'c' is singular",
-        c,
-        lambda: backend.linalg_cho_solve(c, b),
+        {"c": c, "b": b},
+        lambda: backend.linalg_cho_solve(lower_factor, b),
         check=_finite,
     )
     return x[..., 0] if squeeze else x
 
 
 @operation("gk.linalg.qr")
-def qr(a: Any, mode: str = "reduced") -> Any:
-    """QR factorisation ``a = q @ r`` (batched), as :func:`numpy.linalg.qr`.
+def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
+    """QR factorisation ``a = Q @ R`` (batched), as :func:`numpy.linalg.qr`.
 
     Parameters
     ----------
     a : array_like, shape (..., M, N)
     mode : {"reduced", "complete", "r"}
-        ``"reduced"``: q (..., M, K), r (..., K, N) with K = min(M, N); ``"complete"``:
-        q (..., M, M); ``"r"``: r only.
+        ``"reduced"``: Q (..., M, K), R (..., K, N) with K = min(M, N); ``"complete"``:
+        Q (..., M, M); ``"r"``: R only.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
-    q, r : arrays
-        Or ``r`` alone for ``mode="r"``.
+    QRResult or array
+        NumPy's named tuple ``(Q, R)``; ``R`` alone for ``mode="r"``.
 
     Raises
     ------
@@ -391,27 +480,29 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         ``a`` has a non-numeric dtype (string, object, ...) or is long
         double; the message names the argument, the dtype and what is accepted.
     ValueError
-        ``a`` has fewer than 2 dimensions or ``mode`` is unknown.
+        ``a`` has fewer than 2 dimensions, ``mode`` is unknown, or (``check_finite``)
+        ``a`` holds NaN or inf.
 
     Examples
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> q, r = gk.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> bool(np.allclose(q @ r, [[3.0, 1.0], [4.0, 2.0]]))
+    >>> Q, R = gk.linalg.qr(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> bool(np.allclose(Q @ R, [[3.0, 1.0], [4.0, 2.0]]))
     True
     """
+    op = "gk.linalg.qr"
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"gk.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, (a,) = _checks.place("gk.linalg.qr", (a,), ("a",))
-    xp = backend.xp
-    _checks.matrix("gk.linalg.qr", "a", a)
-    (a,) = _checks.as_inexact(xp, a)
-    return backend.linalg_qr(a, mode)
+        raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    backend, (a,) = _checks.place(op, (a,), ("a",))
+    _checks.matrix(op, "a", a)
+    a = _inexact_finite(op, backend, a, check_finite)
+    out = backend.linalg_qr(a, mode)
+    return out if mode == "r" else QRResult(*out)
 
 
 @operation("gk.linalg.eigh")
-def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
+def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices (batched).
 
     Parameters
@@ -419,13 +510,19 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
     a : array_like, shape (..., M, M)
     UPLO : {"L", "U"}
         Which triangle of ``a`` is read.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
-    w : array, shape (..., M)
-        Real eigenvalues in ascending order.
-    v : array, shape (..., M, M)
-        Orthonormal eigenvectors in the columns: ``a @ v = v * w``.
+    EighResult
+        NumPy's named tuple ``(eigenvalues, eigenvectors)``:
+
+        eigenvalues : array, shape (..., M)
+            Real eigenvalues in ascending order.
+        eigenvectors : array, shape (..., M, M)
+            Orthonormal eigenvectors in the columns: ``a @ v = v * w``.
 
     Raises
     ------
@@ -435,45 +532,54 @@ def eigh(a: Any, UPLO: str = "L") -> tuple[Any, Any]:
     LinAlgError
         The eigensolver did not converge.
     ValueError
-        ``a`` is not a stack of square matrices, or ``UPLO`` is not "L" or "U".
+        ``a`` is not a stack of square matrices, ``UPLO`` is not "L" or "U", or
+        (``check_finite``) ``a`` holds NaN or inf.
 
     Examples
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> w, v = gk.linalg.eigh(np.array([[2.0, 1.0], [1.0, 2.0]]))
-    >>> w.round(12).tolist()
+    >>> gk.linalg.eigh(np.array([[2.0, 1.0], [1.0, 2.0]])).eigenvalues.round(12).tolist()
     [1.0, 3.0]
     """
+    op = "gk.linalg.eigh"
     if UPLO not in ("L", "U"):
-        raise ValueError(f"gk.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    backend, a = _square_input("gk.linalg.eigh", a)
-    return _checks.guarded(
-        "gk.linalg.eigh",
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    backend, a = _square_input(op, a, check_finite)
+    w, v = _checks.guarded(
+        op,
         backend,
         "the eigensolver did not converge for 'a'",
-        a,
+        {"a": a},
         lambda: backend.linalg_eigh(a, UPLO),
         check=list,
     )
+    return EighResult(w, v)
 
 
 @operation("gk.linalg.svd")
-def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    """Singular value decomposition ``a = u @ diag(s) @ vh`` (batched).
+def svd(
+    a: Any, full_matrices: bool = True, compute_uv: bool = True, *, check_finite: bool = True
+) -> Any:
+    """Singular value decomposition ``a = U @ diag(S) @ Vh`` (batched).
 
     Parameters
     ----------
     a : array_like, shape (..., M, N)
     full_matrices : bool
-        ``u`` (..., M, M) and ``vh`` (..., N, N) when True, else reduced to K = min(M, N).
+        ``U`` (..., M, M) and ``Vh`` (..., N, N) when True, else reduced to
+        K = min(M, N).
     compute_uv : bool
-        When False, only ``s`` is computed and returned.
+        When False, only ``S`` is computed and returned.
+    check_finite : bool, default True
+        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
+        may hang or return garbage on it. False skips that pass over the input.
 
     Returns
     -------
-    u, s, vh : arrays
-        ``s`` (..., K) in descending order; ``s`` alone when ``compute_uv`` is False.
+    SVDResult or array
+        NumPy's named tuple ``(U, S, Vh)``, ``S`` (..., K) in descending order; ``S``
+        alone when ``compute_uv`` is False.
 
     Raises
     ------
@@ -483,7 +589,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     LinAlgError
         The SVD did not converge.
     ValueError
-        ``a`` has fewer than 2 dimensions.
+        ``a`` has fewer than 2 dimensions, or (``check_finite``) holds NaN or inf.
 
     Examples
     --------
@@ -491,19 +597,22 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     >>> import gpukit as gk
     >>> gk.linalg.svd(np.array([[3.0, 0.0], [0.0, -4.0]]), compute_uv=False).tolist()
     [4.0, 3.0]
+    >>> gk.linalg.svd(np.eye(2)).S.tolist()
+    [1.0, 1.0]
     """
-    backend, (a,) = _checks.place("gk.linalg.svd", (a,), ("a",))
-    xp = backend.xp
-    _checks.matrix("gk.linalg.svd", "a", a)
-    (a,) = _checks.as_inexact(xp, a)
-    return _checks.guarded(
-        "gk.linalg.svd",
+    op = "gk.linalg.svd"
+    backend, (a,) = _checks.place(op, (a,), ("a",))
+    _checks.matrix(op, "a", a)
+    a = _inexact_finite(op, backend, a, check_finite)
+    out = _checks.guarded(
+        op,
         backend,
         "the SVD of 'a' did not converge",
-        a,
+        {"a": a},
         lambda: backend.linalg_svd(a, full_matrices, compute_uv),
         check=(lambda out: list(out) if compute_uv else [out]),
     )
+    return SVDResult(*out) if compute_uv else out
 
 
 @operation("gk.linalg.norm")

@@ -9,8 +9,8 @@ residual and reports non-convergence in :class:`IterativeInfo` and as a
 
 from __future__ import annotations
 
+import math
 import operator
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +21,10 @@ from .._dispatch import dtypes as _dtypes
 from .._dispatch import operation, prepare
 from .._runtime.placement import owner_of
 from ..backend import Backend
-from ..errors import ConvergenceWarning
+from ..errors import ConvergenceWarning, warn
 from ..sparse import issparse, to_backend
 from . import _krylov, _sharded
+from ._checks import solve_dtype
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
 
@@ -35,7 +36,7 @@ class IterativeInfo:
     Attributes
     ----------
     converged : bool
-        Whether the stopping test ``||r|| <= max(rtol * ||b||, atol)`` was met.
+        Whether the true residual met ``||b - A x|| <= max(rtol * ||b||, atol)``.
     iterations : int
         Iterations done (inner Arnoldi steps for GMRES).
     residual_norm : float
@@ -45,7 +46,9 @@ class IterativeInfo:
     method : str
         ``"cg"``, ``"gmres"``, ``"bicgstab"`` or ``"minres"``.
     reason : str
-        ``"converged"``, ``"maxiter reached"`` or the breakdown seen.
+        ``"converged"``, ``"maxiter reached"``, ``"stagnation: ..."`` (the recurrence met
+        the tolerance, the true residual could not) or ``"breakdown: ..."`` naming what
+        broke down; docs/linalg.rst lists every reason.
     """
 
     converged: bool
@@ -63,6 +66,26 @@ def _is_array(a: Any) -> bool:
     return hasattr(a, "shape") and hasattr(a, "dtype") and not hasattr(a, "matvec")
 
 
+_OPERATOR_KINDS = "an array, a sparse matrix, a LinearOperator or a callable v -> A @ v"
+
+
+def _check_operator_type(op: str, name: str, a: Any) -> None:
+    """TypeError naming the argument unless ``a`` is a form an operator may take."""
+    if isinstance(a, list | tuple):  # row blocks of a sharded solve, one per device
+        bad = next((i for i, blk in enumerate(a) if len(getattr(blk, "shape", ())) != 2), None)
+        if bad is None and a:
+            return
+        what = "an empty list" if not a else f"a list whose item {bad} is {type(a[bad]).__name__}"
+        raise TypeError(
+            f"{op}: argument {name!r} is {what}; expected {_OPERATOR_KINDS} (convert a nested "
+            "list with numpy.asarray)"
+        )
+    if hasattr(a, "matvec") or (hasattr(a, "shape") and hasattr(a, "dtype")) or callable(a):
+        return
+    got = "is None" if a is None else f"has type {type(a).__name__}"
+    raise TypeError(f"{op}: argument {name!r} {got}; expected {_OPERATOR_KINDS}")
+
+
 def _placement_proxy(a: Any) -> Any:
     """An array telling ``prepare`` where ``a`` lives: itself, a sparse matrix's data, or None."""
     if a is None or (callable(a) and not hasattr(a, "shape")):
@@ -74,7 +97,9 @@ def _placement_proxy(a: Any) -> Any:
     return a
 
 
-def _operator(op: str, backend: Backend, a: Any, name: str, n: int) -> Callable[[Any], Any]:
+def _operator(
+    op: str, backend: Backend, a: Any, name: str, n: int, dtype: np.dtype
+) -> Callable[[Any], Any]:
     """``a`` as ``v -> a @ v`` on ``backend`` (a host sparse matrix moved there, counted)."""
     if hasattr(a, "shape") and tuple(a.shape) != (n, n):
         raise ValueError(
@@ -84,8 +109,35 @@ def _operator(op: str, backend: Backend, a: Any, name: str, n: int) -> Callable[
     if _is_sparse_like(a):
         a = to_backend(backend, a, name, op=op)
     elif not hasattr(a, "shape") and callable(a):
-        return a
+        return _checked_callable(op, name, a, n, dtype)
     return backend.linalg_matvec(a)
+
+
+def _checked_callable(
+    op: str, name: str, fn: Callable[[Any], Any], n: int, dtype: np.dtype
+) -> Callable[[Any], Any]:
+    """A user callable whose results are checked: shape ``(n,)`` (``(n, 1)`` is
+    flattened, as SciPy's LinearOperator does) and a dtype the solve can hold."""
+
+    def call(v: Any) -> Any:
+        out = fn(v)
+        shape = getattr(out, "shape", None)
+        if shape != (n,):
+            if shape != (n, 1):
+                got = f"shape {tuple(shape)}" if shape is not None else type(out).__name__
+                raise ValueError(
+                    f"{op}: the callable {name!r} returned {got} for a vector of shape ({n},); "
+                    f"expected an array of shape ({n},)"
+                )
+            out = out.reshape(n)
+        if out.dtype != dtype and not np.can_cast(out.dtype, dtype, "same_kind"):
+            raise TypeError(
+                f"{op}: the callable {name!r} returned dtype {out.dtype} in a {dtype} solve; "
+                f"give 'b' (or x0) the dtype {np.result_type(out.dtype, dtype)}"
+            )
+        return out
+
+    return call
 
 
 def _solve(
@@ -102,7 +154,14 @@ def _solve(
 ) -> tuple[Any, IterativeInfo]:
     op = f"gk.linalg.{method}"
     rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
-    b, x0 = _dtypes.check(op, "b", b), None if x0 is None else _dtypes.check(op, "x0", x0)
+    _check_operator_type(op, "A", a)
+    if m is not None:
+        _check_operator_type(op, "M", m)
+    start_mb = isinstance(x0, str)
+    if start_mb and x0 != "Mb":
+        raise ValueError(f"{op}: x0 must be an array, None or 'Mb', got {x0!r}")
+    b = _dtypes.check(op, "b", b)
+    x0 = None if x0 is None or start_mb else _dtypes.check(op, "x0", x0)
     for blk, name in _operators(a, m):
         _dtypes.check_operator(op, name, blk)
     if _sharded.is_sharded_solve(a, b, x0, m):
@@ -113,12 +172,14 @@ def _solve(
             )
         s = _sharded.setup(op, a, b, x0, m)
         xp, matvec, psolve, b, x, dtype = s.space, s.matvec, s.psolve, s.b, s.x, s.dtype
-        norm = s.space.norm
+        finite = s.space.all_finite
     else:
-        xp, matvec, psolve, b, x, dtype, norm, backend = _local_setup(op, a, b, x0, m)
-    if method == "gmres":  # its small Hessenberg problem is solved on the host
-        extra["to_host"] = backend.to_numpy
-    return run(method, xp, matvec, psolve, b, x, dtype, norm, rtol, atol, maxiter, callback, extra)
+        xp, matvec, psolve, b, x, dtype, backend = _local_setup(op, a, b, x0, m)
+        finite = backend.linalg_all_finite
+        if method == "gmres":  # its small Hessenberg problem is solved on the host
+            extra["to_host"] = backend.to_numpy
+    controls = (rtol, atol, maxiter, callback)
+    return run(method, xp, matvec, psolve, b, x, dtype, finite, x0, start_mb, controls, extra)
 
 
 def run(
@@ -129,32 +190,61 @@ def run(
     b: Any,
     x: Any,
     dtype: np.dtype,
-    norm: Callable[[Any], float],
-    rtol: float,
-    atol: float,
-    maxiter: int | None,
-    callback: Callable[[Any], Any] | None,
+    finite: Callable[[Any], bool],
+    x0: Any,
+    start_mb: bool,
+    controls: tuple[float, float, int | None, Callable[[Any], Any] | None],
     extra: dict[str, Any],
 ) -> tuple[Any, IterativeInfo]:
-    """Run ``method``'s loop in the vector space ``xp`` on placed operands, recompute the
-    true residual, and report (also for :mod:`gpukit.distributed`'s Dask vectors)."""
+    """Solve with operands already placed in the vector space ``xp``: check ``b`` and
+    ``x0``, run the loop under :func:`gpukit.linalg._krylov.run` and report (shared with
+    :mod:`gpukit.distributed`, whose space holds Dask vectors).
+
+    ``x`` is the solve's own buffer (zeros, or a copy of ``x0``; ``x0`` is None when not
+    given or ``"Mb"``); ``controls`` are the validated ``(rtol, atol, maxiter, callback)``.
+    """
     op = f"gk.linalg.{method}"
+    rtol, atol, maxiter, callback = controls
     n = b.shape[0]
-    tol = max(rtol * norm(b), atol)
+    bnorm = _krylov._norm(xp, b)
+    if not math.isfinite(bnorm):
+        _refuse_non_finite(op, "b", b, finite, dtype)
+    if x0 is not None and not finite(x):
+        raise ValueError(f"{op}: argument 'x0' holds NaN or inf; give a finite starting guess")
+    tol = max(rtol * bnorm, atol)
     if maxiter is None:
         maxiter = 10 * n
+    if bnorm == 0:  # x = 0 solves it exactly, whatever x0 (as SciPy)
+        xp.multiply(x, 0, out=x)
+        return x, IterativeInfo(True, 0, 0.0, tol, method, _krylov.CONVERGED)
+    if start_mb and psolve is not None:
+        xp.copyto(x, psolve(b))
+    elif start_mb:
+        xp.copyto(x, b)
     loop = getattr(_krylov, method)
-    out = loop(xp, matvec, psolve, b, x, tol, maxiter, callback, **extra)
-    residual = norm(_krylov._residual(xp, matvec, b, out.x))
-    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
+    out = _krylov.run(
+        loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, tol, maxiter, callback,
+        **extra,
+    )  # fmt: skip
+    info = IterativeInfo(out.converged, out.iterations, out.residual, tol, method, out.reason)
     if not info.converged:
-        warnings.warn(
+        warn(
             f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
-            f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
+            f"residual norm {out.residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
             ConvergenceWarning,
-            stacklevel=4,
         )
     return out.x, info
+
+
+def _refuse_non_finite(
+    op: str, name: str, v: Any, finite: Callable[[Any], bool], dtype: np.dtype
+) -> None:
+    """ValueError for a vector whose norm is not finite: NaN/inf in it, or overflow."""
+    if not finite(v):
+        raise ValueError(f"{op}: argument {name!r} holds NaN or inf; the system has no solution")
+    raise ValueError(
+        f"{op}: the norm of argument {name!r} overflows {dtype}; scale the system down"
+    )
 
 
 def _check_controls(
@@ -189,7 +279,11 @@ def _operators(a: Any, m: Any) -> list[tuple[Any, str]]:
 
 
 def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
-    """Place a one-device solve: operators as mat-vecs, ``b`` and ``x`` in the solve's dtype."""
+    """Place a one-device solve: operators as mat-vecs, ``b`` and ``x`` in the solve's dtype.
+
+    ``x`` is always a fresh buffer (zeros, or a copy of ``x0``): the solve never writes
+    into an argument.
+    """
     a_arr = a if _is_array(a) and not _is_sparse_like(a) else None
     m_arr = m if _is_array(m) and not _is_sparse_like(m) else None
     backend, (b, x0, a_arr, m_arr, _, _) = prepare(
@@ -210,19 +304,13 @@ def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
         raise ValueError(f"{op}: 'x0' has shape {tuple(x0.shape)} but 'b' has shape ({n},)")
     a = a_arr if a_arr is not None else a
     m = m_arr if m_arr is not None else m
-    dtypes = [b.dtype] + [getattr(v, "dtype", b.dtype) for v in (a, m) if v is not None]
-    dtype = np.result_type(*dtypes)
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
-    matvec = _operator(op, backend, a, "A", n)
-    psolve = None if m is None else _operator(op, backend, m, "M", n)
+    dtypes = [b.dtype] + [getattr(v, "dtype", b.dtype) for v in (a, m, x0) if v is not None]
+    dtype = solve_dtype(*dtypes)
+    matvec = _operator(op, backend, a, "A", n, dtype)
+    psolve = None if m is None else _operator(op, backend, m, "M", n, dtype)
     b = b.astype(dtype, copy=False)
     x = xp.zeros(n, dtype=dtype) if x0 is None else x0.astype(dtype, copy=True)
-
-    def norm(v: Any) -> float:
-        return float(backend.linalg_norm(v, None, None, False))
-
-    return xp, matvec, psolve, b, x, dtype, norm, backend
+    return xp, matvec, psolve, b, x, dtype, backend
 
 
 def _is_sparse_like(a: Any) -> bool:
@@ -242,8 +330,9 @@ _PARAMS = """
         rows like ``b``); a callable then maps a ShardedArray to a ShardedArray.
     b : array or ShardedArray, shape (n,)
         Right-hand side; sharded like ``A``'s rows when ``A`` is (host data is split).
-    x0 : array or ShardedArray, shape (n,), optional
-        Starting guess (zeros by default); not modified.
+    x0 : array, ShardedArray or "Mb", shape (n,), optional
+        Starting guess (zeros by default; ``"Mb"`` starts from ``M @ b``, as in SciPy);
+        never modified: the solve iterates on its own copy.
     rtol, atol : float
         Stop when ``||b - A x|| <= max(rtol * ||b||, atol)``.
     maxiter : int, optional
@@ -259,15 +348,20 @@ _PARAMS = """
         The solution, on the backend of the inputs; sharded like ``b`` in a
         sharded solve.
     info : IterativeInfo
-        ``converged``, ``iterations``, ``residual_norm`` (true residual), ...
+        ``converged`` (judged on the true residual), ``iterations``, ``residual_norm``,
+        ``reason``, ...
+
 
     Raises
     ------
     ValueError
         ``b`` is not 1-D, or ``A``, ``M`` or ``x0`` do not match its length (or, sharded,
-        its shard lengths).
+        its shard lengths); ``b`` or ``x0`` holds NaN or inf; a callable returned an
+        array of the wrong shape.
     TypeError
-        A sharded solve with gmres or with a LinearOperator.
+        ``A`` or ``M`` is not an array, sparse matrix, LinearOperator or callable (the
+        message names it); a callable returned a dtype the solve cannot hold; a sharded
+        solve with gmres or with a LinearOperator.
     DeviceMismatchError
         Sharded arguments on different devices.
 
@@ -275,6 +369,13 @@ _PARAMS = """
     -----
     ConvergenceWarning
         The tolerance was not reached (also ``info.converged`` is False).
+
+    Notes
+    -----
+    The solve computes in the common dtype of its inputs, float16 in float32 and bool
+    or integers in float64. It writes only into its own buffers: what ``A`` and ``M``
+    return is only read (operators may return their input or a reused buffer), and
+    ``b`` and ``x0`` are never modified.
 """
 
 
@@ -289,8 +390,8 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
 def cg(
     A: Any,
     b: Any,
-    *,
     x0: Any = None,
+    *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     maxiter: int | None = None,
@@ -317,8 +418,8 @@ def cg(
 def bicgstab(
     A: Any,
     b: Any,
-    *,
     x0: Any = None,
+    *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     maxiter: int | None = None,
@@ -343,8 +444,8 @@ def bicgstab(
 def gmres(
     A: Any,
     b: Any,
-    *,
     x0: Any = None,
+    *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     maxiter: int | None = None,
@@ -375,8 +476,8 @@ def gmres(
 def minres(
     A: Any,
     b: Any,
-    *,
     x0: Any = None,
+    *,
     rtol: float = 1e-5,
     atol: float = 0.0,
     maxiter: int | None = None,
@@ -385,8 +486,10 @@ def minres(
 ) -> tuple[Any, IterativeInfo]:
     """MINRES for Hermitian, possibly indefinite ``A`` (``M`` must be positive definite).
 
-    With a preconditioner the stopping test uses the residual in the ``M`` norm that
-    the recurrence provides; ``info.residual_norm`` is still the true 2-norm residual.
+    With a preconditioner the recurrence tracks the residual in the ``M`` norm; the solve
+    goes on (restarting with a tighter tolerance) until the true 2-norm residual meets
+    the tolerance. A singular ``A`` on the Krylov subspace (``A = 0``, or ``b`` outside
+    the range of a singular ``A``) is a breakdown, never "converged".
 
     Examples
     --------

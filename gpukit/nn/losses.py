@@ -30,6 +30,8 @@ class _Loss:
 
     def __call__(self, output: Any, target: Any) -> Any:
         """The reduced loss, a 0-d array on the output's device."""
+        if type(output) is not np.ndarray or type(target) is not np.ndarray:
+            _dispatch.reject(f"gk.nn.{type(self).__name__}", output=output, target=target)
         output, target = self._prepare(output, target)
         if type(output) is np.ndarray:
             return self._forward(output, target)

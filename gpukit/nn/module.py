@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch.kinds import kind_of
 from .._runtime import devices as _devices
 from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
@@ -52,6 +53,7 @@ class Parameter:
     __slots__ = ("data", "grad")
 
     def __init__(self, data: Any) -> None:
+        _dispatch.reject("gk.nn.Parameter", data=data)  # a sharded array is no parameter
         self.data = data
         self.grad: Any = None
 
@@ -115,6 +117,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not implement backward")
 
     def __call__(self, x: Any) -> Any:
+        if type(x) is not _ndarray and kind_of(x) is not None:
+            return self._call_kind(x)
         anchor = self._anchor()
         if anchor is not None:
             ref = anchor.data
@@ -126,6 +130,13 @@ class Module:
                 with on_device_of(ref):  # CuPy computes on the current device: the model's
                     return self.forward(x)
         return self.forward(x)
+
+    def _call_kind(self, x: Any) -> Any:
+        """``self(x)`` for a sharded (or other kind of) array: refused, naming the layer
+        (:class:`~gpukit.nn.DataParallel` takes a sharded batch)."""
+        cls = type(self)
+        where = "gk.nn" if cls.__module__.startswith("gpukit.nn") else cls.__module__
+        _dispatch.reject(f"{where}.{cls.__qualname__}", x=x)
 
     def _anchor(self) -> Parameter | None:
         """The first parameter: where the module lives and its dtype."""

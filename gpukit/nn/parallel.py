@@ -29,7 +29,9 @@ from typing import Any
 from .. import _dispatch
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray, _check_devices, _split_sizes, split
+from .._sharding.array import ShardedArray, split
+from .._sharding.layout import check_devices, split_sizes
+from .._sharding.reshard import exchange
 from .layers import Dropout
 from .module import Module, Parameter
 
@@ -99,7 +101,7 @@ class DataParallel(Module):
         if anchor is None:
             raise ValueError(f"DataParallel needs a module with parameters; {module!r} has none")
         backend = _dispatch.owner_of(anchor.data) or get_backend()
-        devs = _check_devices(backend, devices)
+        devs = check_devices(backend, devices)
         self.backend = backend
         self.devices = devs
         self.module = module.to(backend, device=devs[0])
@@ -164,17 +166,28 @@ class DataParallel(Module):
             for i in range(1, k):
                 self._params[i][j].data = copies[i]
 
+    def _call_kind(self, x: Any) -> Any:
+        """A batch sharded over the model's backend: its rows go to the replicas in one
+        exchange (none when it is already split like the replicas)."""
+        if not isinstance(x, ShardedArray) or x.backend is not self.backend:
+            return super()._call_kind(x)
+        dtype = self.module._anchor().data.dtype
+        return self.forward(x.astype(dtype, copy=False))
+
     def forward(self, x: Any) -> Any:
         n = int(x.shape[0]) if hasattr(x, "shape") and len(x.shape) else 0
         if n == 0:
             raise ValueError(f"DataParallel needs a batch with at least one sample; got {x!r}")
         k = min(n, len(self.devices))
-        self._sizes = _split_sizes(n, k)
-        if k == 1:
-            return self.module.forward(x)
-        self.broadcast_parameters(k)
+        self._sizes = split_sizes(n, k)
         devs = self.devices[:k]
-        pieces = split(self.backend, x, 0, devs, self._sizes)
+        if k == 1:
+            return self.module.forward(x.gather(devs[0]) if isinstance(x, ShardedArray) else x)
+        self.broadcast_parameters(k)
+        if isinstance(x, ShardedArray):
+            pieces = exchange(x, 0, devs, self._sizes)
+        else:
+            pieces = split(self.backend, x, 0, devs, self._sizes)
         outs = map_devices(
             self.backend, devs, lambda m, xb: m.forward(xb), self._replicas[:k], pieces.shards
         )

@@ -223,6 +223,8 @@ def fit(
     >>> hist["val_accuracy"][-1] > 0.9
     True
     """
+    x_val, y_val = validation if validation is not None else (None, None)
+    _dispatch.reject("gk.nn.fit", x=x, y=y, x_val=x_val, y_val=y_val)
     n = len(x)
     if len(y) != n:
         raise ValueError(f"x has {n} samples but y has {len(y)}")
@@ -308,6 +310,7 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     >>> gk.nn.predict(model, np.ones((5, 3)), batch_size=2).shape
     (5, 2)
     """
+    _dispatch.reject("gk.nn.predict", x=x)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     backend, dtype, device = _placement(model)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from upstream_fft import check_deviations, deviation_fixture, load, numpy_backend_fixture
+from .upstream_fft import check_deviations, deviation_fixture, load, numpy_backend_fixture
 
 globals().update(load("numpy.fft.tests.test_helper"))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import fft_deviations as why
-from upstream_fft import check_deviations, deviation_fixture, load, numpy_backend_fixture
+from . import fft_deviations as why
+from .upstream_fft import check_deviations, deviation_fixture, load, numpy_backend_fixture
 
 globals().update(load("numpy.fft.tests.test_pocketfft"))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import fft_deviations as why
-from upstream_fft import (
+from . import fft_deviations as why
+from .upstream_fft import (
     check_deviations,
     deviation_fixture,
     load,

@@ -9,6 +9,9 @@
                        ``address`` every allocation is its own exact-size ``malloc``
 ``CUPYSIM_FAIL``       ``driver``: no usable driver (``cudaErrorInsufficientDriver``);
                        ``libs``: driver and devices present, cuBLAS/cuFFT/cuSOLVER/NVRTC missing
+``CUPYSIM_KERNEL_THREADS`` host threads running a kernel launch's blocks (default: one per
+                       usable core)
+``CUPYSIM_CACHE``      directory of compiled kernel libraries (default ``~/.cache/cupysim``)
 =====================  =========================================================================
 
 ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` (CuPy's own variable) makes the per-thread default
@@ -64,6 +67,8 @@ class Config:
     sanitize: str | None = None
     fail: str | None = None
     per_thread_default_stream: bool = False
+    kernel_threads: int | None = None
+    cache: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -77,6 +82,8 @@ class Config:
             fail=_choice(env, "CUPYSIM_FAIL", ("driver", "libs")),
             # cupy_backends/cuda/stream.pyx: _ptds = int(os.environ.get(...)) != 0, read once
             per_thread_default_stream=int(env.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0")) != 0,
+            kernel_threads=_count(env, "CUPYSIM_KERNEL_THREADS", 0, 1) or None,
+            cache=env.get("CUPYSIM_CACHE", "").strip() or None,
         )
 
 

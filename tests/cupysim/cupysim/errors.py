@@ -290,6 +290,8 @@ DRIVER_ERRORS: dict[int, tuple[str, str]] = {
     500: ("CUDA_ERROR_NOT_FOUND", "named symbol not found"),
     700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
     701: ("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"),
+    710: ("CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    715: ("CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"),
     719: ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
     801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
     999: ("CUDA_ERROR_UNKNOWN", "unknown error"),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import ctypes.util
 import threading
 import weakref
 
@@ -42,7 +41,10 @@ _libc = None
 def _c():
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        # The process's global symbol scope, not libc's own handle: a preloaded
+        # AddressSanitizer's malloc comes first there (dlsym on libc's handle would
+        # bypass it, and the allocation would have no redzones).
+        _libc = ctypes.CDLL(None)
         _libc.malloc.restype = ctypes.c_void_p
         _libc.malloc.argtypes = [ctypes.c_size_t]
         _libc.free.argtypes = [ctypes.c_void_p]

@@ -18,7 +18,8 @@ MODULES = [
     "cupy.linalg", "cupy.fft", "cupy.fft.config", "cupy.random", "cupy._core", "cupy.cublas",
     "cupy._core._routines_linalg", "cupy._util", "cupyx", "cupyx.lapack", "cupyx.scipy.fft",
     "cupyx.scipy.linalg", "cupyx.scipy.sparse", "cupyx.scipy.sparse.linalg",
-    "cupyx.scipy.special",
+    "cupyx.scipy.special", "cupy.cuda.compiler", "cupy._core.raw", "cupy._core._kernel",
+    "cupy._core._reduction",
 ]  # fmt: skip
 #: Classes whose public methods and properties are checked too.
 CLASSES = [
@@ -26,6 +27,7 @@ CLASSES = [
     "cupy.cuda.MemoryPool", "cupy.cuda.MemoryPointer", "cupy.cuda.PinnedMemoryPool",
     "cupy.cuda.memory.SingleDeviceMemoryPool", "cupyx.scipy.sparse.csr_matrix",
     "cupyx.scipy.sparse.linalg.LinearOperator", "cupy.cuda.nccl.NcclCommunicator",
+    "cupy.RawKernel", "cupy.RawModule", "cupy.ElementwiseKernel", "cupy.ReductionKernel",
 ]  # fmt: skip
 
 

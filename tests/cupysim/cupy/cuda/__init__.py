@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from cupy.cuda import device, driver, memory, nvrtc, pinned_memory, runtime, stream  # noqa: F401
+from cupy.cuda import (  # noqa: F401
+    compiler,
+    device,
+    driver,
+    memory,
+    nvrtc,
+    pinned_memory,
+    runtime,
+    stream,
+)
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
     BaseMemory,

@@ -1,0 +1,86 @@
+"""Run a peer library's own test file against gpukit, without copying it here.
+
+:func:`load` reads the file from the installed wheel (NumPy and SciPy ship their tests),
+lets the caller rewrite its syntax tree (imports of the functions under test replaced by
+gpukit adapters), and executes it into the calling test module, whose globals pytest then
+collects as usual. Tracebacks point at the upstream file and line.
+
+A conformance module may define, next to the adapters:
+
+``UPSTREAM_DEVIATIONS``
+    ``{test-id glob: reason}``: tests expected to fail because gpukit differs from the
+    peer on purpose. Each becomes a strict xfail (a fixed one fails the run); each reason
+    is also written on docs/differences.rst.
+``UPSTREAM_NOT_APPLICABLE``
+    ``{test-id glob: reason}``: tests of functions gpukit does not provide (skipped,
+    visibly).
+``UPSTREAM_PEER_XFAILS_PASSED``
+    ``{test-id glob: reason}``: tests the peer marks xfail for a defect of its own that
+    gpukit does not have; the peer's xfail is removed, so they must pass.
+
+tests/conformance/conftest.py applies both.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def locate(package: str, relpath: str) -> Path:
+    """``relpath`` inside the installed ``package``; skips the module if it is not shipped."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        pytest.skip(f"{package} is not installed", allow_module_level=True)
+    path = Path(spec.origin).parent / relpath
+    if not path.is_file():
+        pytest.skip(
+            f"the installed {package} does not ship {relpath} (a wheel without its tests)",
+            allow_module_level=True,
+        )
+    return path
+
+
+def load(
+    namespace: dict[str, Any],
+    package: str,
+    relpath: str,
+    rewrite: Callable[[ast.Module], ast.Module],
+) -> Path:
+    """Execute the rewritten upstream test file into ``namespace`` (a module's globals)."""
+    path = locate(package, relpath)
+    tree = rewrite(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+    ast.fix_missing_locations(tree)
+    exec(compile(tree, str(path), "exec"), namespace)
+    return path
+
+
+def drop_imports(tree: ast.Module, module: str, names: Iterable[str]) -> ast.Module:
+    """Remove ``names`` from ``from module import ...`` statements (the caller defines them)."""
+    names = set(names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            node.names = [a for a in node.names if (a.asname or a.name) not in names]
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.ImportFrom) and not n.names)]
+    return tree
+
+
+def keep_in_list(tree: ast.Module, target: str, names: Iterable[str]) -> ast.Module:
+    """In the module-level ``target = [a, b, ...]``, keep only the elements named ``names``."""
+    names = set(names)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == target for t in node.targets)
+            and isinstance(node.value, ast.List)
+        ):
+            node.value.elts = [
+                e for e in node.value.elts if isinstance(e, ast.Name) and e.id in names
+            ]
+            return tree
+    raise LookupError(f"no module-level list {target!r} in the upstream file")

@@ -1,0 +1,476 @@
+"""Krylov solvers never write into what they do not own, never claim convergence they did
+not reach, and report breakdowns (issue 16, items 1-3 and 14).
+
+Each class of defect is tested over every solver and every operator form, on fresh random
+problems, against float64 references (``numpy.linalg.solve``, the float64 true residual,
+SciPy's solvers for breakdown codes).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import gpukit as gk
+from gpukit._select import registry as _registry
+
+from helpers import rel_err
+
+METHODS = ["cg", "gmres", "bicgstab", "minres"]
+SOLVE = {m: getattr(gk.linalg, m) for m in METHODS}
+#: Every reason an IterativeInfo may carry (docs/linalg.rst lists them).
+REASONS = {
+    "converged",
+    "maxiter reached",
+    "breakdown: NaN or inf from A or M",
+    "breakdown: A is not positive definite (p^H A p <= 0)",
+    "breakdown: M is not positive definite (r^H M r <= 0)",
+    "breakdown: rho = 0 (the shadow residual is orthogonal to the residual)",
+    "breakdown: rhat^H A p = 0",
+    "breakdown: omega = 0 (A s is orthogonal to s; the iteration stagnates)",
+    "breakdown: A is singular on the Krylov subspace (b may not be in its range)",
+    "breakdown: the Krylov subspace is invariant and the residual did not decrease "
+    "(A or M singular on it)",
+    "stagnation: the recurrence met the tolerance but the true residual did not, and "
+    "restarting did not reduce it (rounding limits the attainable accuracy)",
+}
+
+
+def problem(rng, method, n=40):
+    """A well-conditioned matrix of the kind each method needs, with a Jacobi preconditioner
+    that is Hermitian positive definite (what cg and minres require of M)."""
+    noise = rng.standard_normal((n, n)) * 0.3 / np.sqrt(n)
+    scale = rng.uniform(1, 5, n)
+    if method == "cg":
+        a = np.diag(scale) + noise @ noise.T
+    elif method == "minres":
+        a = np.diag(scale * np.where(np.arange(n) % 2, 1.0, -1.0)) + noise + noise.T
+    else:
+        a = np.diag(scale) + noise
+    return a, np.diag(1 / np.abs(np.diag(a)))
+
+
+class Recorder:
+    """A callable operator returning a fresh array per call; remembers each result and a
+    copy of it, so a test can check that the solver wrote into none of them."""
+
+    def __init__(self, xp, a):
+        self.xp, self.a, self.seen = xp, xp.asarray(a), []
+
+    def __call__(self, v):
+        out = self.a @ v
+        self.seen.append((out, out.copy()))
+        return out
+
+    def untouched(self) -> bool:
+        return all(bool((out == copy).all()) for out, copy in self.seen)
+
+
+class Reuser:
+    """A callable operator writing every result into one buffer it returns (``out=``),
+    read-only on NumPy so that any write into it raises."""
+
+    def __init__(self, xp, a):
+        self.xp, self.a = xp, xp.asarray(a)
+        self.buf = xp.empty(a.shape[0], dtype=self.a.dtype)
+
+    def __call__(self, v):
+        if self.xp is np:
+            self.buf.flags.writeable = True
+            np.matmul(self.a, v, out=self.buf)
+            self.buf.flags.writeable = False
+        else:
+            self.xp.matmul(self.a, v, out=self.buf)
+        return self.buf
+
+
+def operator(xp, a, form):
+    """``a`` in one of the forms a solver accepts (``record`` and ``reuse`` are callables)."""
+    if form == "dense":
+        return xp.asarray(a)
+    csr = gk.sparse.csr_matrix(sp.csr_matrix(a))
+    if form == "sparse":
+        return csr
+    if form == "linop":
+        if xp is np:
+            return spla.LinearOperator(a.shape, matvec=csr.dot, dtype=a.dtype)
+        import cupyx.scipy.sparse.linalg as cspla
+
+        return cspla.LinearOperator(a.shape, matvec=csr.dot, dtype=a.dtype)
+    return Recorder(xp, a) if form == "record" else Reuser(xp, a)
+
+
+def readonly(xp, v):
+    """``v`` on the backend, read-only where the library has the notion (NumPy)."""
+    out = xp.asarray(v).copy()
+    if xp is np:
+        out.flags.writeable = False
+    return out
+
+
+FORMS = ["dense", "sparse", "linop", "record", "reuse"]
+PRECONDITIONERS = [None, "dense", "linop", "record", "reuse"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("precond", PRECONDITIONERS)
+def test_solver_owns_only_its_workspace(backend, xp, rng, method, form, precond):
+    """Results of A and M are only read (and only until the operator's next call), b and x0
+    are never written, and the answer matches float64 ``numpy.linalg.solve``."""
+    a, jacobi = problem(rng, method)
+    b = rng.standard_normal(a.shape[0])
+    x_ref = np.linalg.solve(a, b)
+    x0 = x_ref + 0.1 * rng.standard_normal(a.shape[0])
+    A = operator(xp, a, form)
+    M = None if precond is None else operator(xp, jacobi, precond)
+    b_dev, x0_dev = readonly(xp, b), readonly(xp, x0)
+    x, info = SOLVE[method](A, b_dev, x0=x0_dev, M=M, rtol=1e-11)
+    assert info.converged, info
+    assert rel_err(x, x_ref) < 1e-9
+    np.testing.assert_array_equal(gk.to_numpy(b_dev), b)
+    np.testing.assert_array_equal(gk.to_numpy(x0_dev), x0)
+    for op in (A, M):
+        if isinstance(op, Recorder):
+            assert op.seen and op.untouched()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("precond", [None, "identity"])
+def test_identity_operator_returning_its_input(backend, xp, rng, method, precond):
+    """``A = lambda v: v`` (and the same M) hands the solver its own buffer back: the
+    answer is b (cg used to return x = 0, minres and bicgstab a wrong x "converged")."""
+    b = rng.standard_normal(30)
+    M = None if precond is None else (lambda v: v)
+    x, info = SOLVE[method](lambda v: v, xp.asarray(b), M=M, rtol=1e-12)
+    assert info.converged and info.iterations == 1
+    assert rel_err(x, b) < 1e-14
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_operator_and_preconditioner_sharing_one_buffer_pattern(backend, xp, rng, method):
+    """An operator that reuses its output buffer (``numpy.dot(A, v, out=buf)``), the case
+    where bicgstab's second mat-vec used to overwrite the first one's result."""
+    a, jacobi = problem(rng, method, n=60)
+    b = rng.standard_normal(60)
+    x, info = SOLVE[method](Reuser(xp, a), xp.asarray(b), M=Reuser(xp, jacobi), rtol=1e-11)
+    assert info.converged
+    assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
+
+
+def true_residual(a, b, x) -> float:
+    return float(np.linalg.norm(b - a @ gk.to_numpy(x).astype(np.complex128)))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("where", ["nan", "inf"])
+@pytest.mark.parametrize("arg", ["b", "x0"])
+def test_non_finite_b_or_x0_is_a_value_error(backend, xp, rng, method, where, arg):
+    a, _ = problem(rng, method, n=10)
+    vectors = {"b": rng.standard_normal(10), "x0": rng.standard_normal(10)}
+    vectors[arg][rng.integers(10)] = np.nan if where == "nan" else -np.inf
+    with pytest.raises(ValueError, match=rf"gk.linalg.{method}: argument '{arg}' holds NaN or inf"):
+        SOLVE[method](xp.asarray(a), xp.asarray(vectors["b"]), x0=xp.asarray(vectors["x0"]))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("when", [0, 1, 3])
+def test_operator_producing_nan_ends_with_a_reason(backend, xp, rng, method, when):
+    """A (or a callable) that starts returning NaN after ``when`` calls: the solve stops,
+    not converged, with the non-finite reason (it used to report convergence or loop)."""
+    a, _ = problem(rng, method, n=20)
+    b = rng.standard_normal(20)
+    calls = [0]
+
+    def matvec(v):
+        calls[0] += 1
+        out = xp.asarray(a) @ v
+        return out * np.nan if calls[0] > when else out
+
+    with pytest.warns(gk.ConvergenceWarning, match="NaN or inf"):
+        _, info = SOLVE[method](matvec, xp.asarray(b), x0=xp.zeros(20), rtol=1e-12)
+    assert not info.converged
+    assert info.reason == "breakdown: NaN or inf from A or M"
+    assert calls[0] <= when + 2  # stopped at once, not after maxiter NaN iterations
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_convergence_warning_points_at_the_caller(backend, xp, method):
+    with pytest.warns(gk.ConvergenceWarning) as seen:
+        SOLVE[method](-xp.eye(4) if method == "cg" else xp.eye(4), xp.ones(4), maxiter=0)
+    assert seen[0].filename == __file__
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nan_in_dense_operator(backend, xp, rng, method):
+    a, _ = problem(rng, method, n=12)
+    a[3, 5] = np.nan
+    with pytest.warns(gk.ConvergenceWarning):
+        _, info = SOLVE[method](xp.asarray(a), xp.asarray(rng.standard_normal(12)))
+    assert not info.converged and info.reason == "breakdown: NaN or inf from A or M"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_matrix_is_never_converged(backend, xp, rng, method):
+    """minres used to claim convergence on A = 0."""
+    b = rng.standard_normal(8)
+    with pytest.warns(gk.ConvergenceWarning):
+        x, info = SOLVE[method](xp.zeros((8, 8)), xp.asarray(b))
+    assert not info.converged and info.reason.startswith("breakdown")
+    assert info.residual_norm == pytest.approx(np.linalg.norm(b), rel=1e-12)
+    assert not np.isnan(gk.to_numpy(x)).any()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [np.float16, np.int32, np.bool_])
+def test_low_precision_input_computes_in_a_precision_that_meets_the_tolerance(
+    backend, xp, rng, method, dtype
+):
+    """float16 computes in float32 (bool and integers in float64, as the dense solvers):
+    float16 iterations used to report convergence with a residual 53x the tolerance."""
+    a, _ = problem(rng, method, n=30)
+    a = np.round(a * 4) if dtype is not np.float16 else a
+    if dtype is np.bool_:
+        a = np.eye(30)
+    b = np.round(rng.standard_normal(30) * 4)
+    a_in, b_in = a.astype(dtype), (b != 0 if dtype is np.bool_ else b).astype(dtype)
+    a64, b64 = a_in.astype(np.float64), b_in.astype(np.float64)
+    x, info = SOLVE[method](xp.asarray(a_in), xp.asarray(b_in), rtol=1e-5)
+    expected = np.float32 if dtype is np.float16 else np.float64
+    assert x.dtype == expected
+    assert info.converged
+    rounding = (
+        4
+        * np.finfo(expected).eps
+        * (np.linalg.norm(a64, 2) * np.linalg.norm(gk.to_numpy(x)) + np.linalg.norm(b64))
+    )
+    assert true_residual(a64, b64, x) <= info.tolerance + rounding
+    assert rel_err(x, np.linalg.solve(a64, b64)) < 1e-3
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_convergence_is_judged_on_the_true_residual(backend, xp, rng, method):
+    """Ill-conditioned float32 problems at tolerances near what single precision can
+    reach: the recurrences' residuals drift from b - A x. Whatever the outcome, a
+    "converged" is backed by the true residual, and anything else carries a known reason."""
+    n = 60
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    eig = np.logspace(0, 4, n)
+    if method == "minres":
+        eig = eig * np.where(np.arange(n) % 2, 1.0, -1.0)
+    a = (q * eig) @ q.T
+    if method == "bicgstab":
+        a = a + np.triu(rng.standard_normal((n, n)), 1) * 0.5
+    b = rng.standard_normal(n)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    for rtol in (1e-3, 1e-5, 1e-6, 1e-7):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gk.ConvergenceWarning)
+            x, info = SOLVE[method](xp.asarray(a32), xp.asarray(b32), rtol=rtol, maxiter=2000)
+        assert info.reason in REASONS
+        x64 = gk.to_numpy(x).astype(np.float64)
+        rounding = (
+            4
+            * np.finfo(np.float32).eps
+            * (np.linalg.norm(a32, 2) * np.linalg.norm(x64) + np.linalg.norm(b32))
+        )
+        if info.converged:
+            assert true_residual(a32.astype(np.float64), b32, x) <= info.tolerance + rounding
+        assert info.residual_norm == pytest.approx(
+            true_residual(a32.astype(np.float64), b32, x), abs=rounding
+        )
+
+
+def test_gmres_rank_deficient_preconditioner_and_nonzero_x0(backend, xp):
+    """SciPy's test_defective_precond_breakdown: M singular, x0 != 0. gmres used to make
+    no progress (a tiny pivot in its small least-squares problem)."""
+    M = np.eye(3)
+    M[2, 2] = 0
+    b = np.array([0.0, 1.0, 1.0])
+    a = np.diag([2.0, 3.0, 4.0])
+    with pytest.warns(gk.ConvergenceWarning, match="breakdown"):
+        x, info = gk.linalg.gmres(
+            xp.asarray(a), xp.asarray(b), x0=xp.asarray([1.0, 0.0, 0.0]), M=xp.asarray(M),
+            rtol=1e-15, atol=0,
+        )  # fmt: skip
+    x = gk.to_numpy(x)
+    assert not np.isnan(x).any() and not info.converged
+    np.testing.assert_allclose(M @ (a @ x), M @ b, atol=1e-14)  # solved off M's null space
+    assert info.residual_norm == pytest.approx(1.0)  # the part M cannot reach
+
+
+def test_gmres_rank_deficient_preconditioner_random(backend, xp, rng):
+    """The class: a random non-symmetric A, a preconditioner of rank n - k, a nonzero x0.
+    GMRES finds the least-squares answer on M's range, reports the breakdown, no NaN."""
+    n, k = 30, 3
+    a = np.eye(n) * 3 + rng.standard_normal((n, n)) / np.sqrt(n)
+    u = np.linalg.qr(rng.standard_normal((n, n - k)))[0]
+    M = u @ u.T  # an orthogonal projector of rank n - k
+    b = rng.standard_normal(n)
+    x0 = rng.standard_normal(n)
+    with pytest.warns(gk.ConvergenceWarning):
+        x, info = gk.linalg.gmres(
+            xp.asarray(a), xp.asarray(b), x0=xp.asarray(x0), M=xp.asarray(M), rtol=1e-12,
+            restart=n,
+        )  # fmt: skip
+    x = gk.to_numpy(x)
+    assert not np.isnan(x).any() and not info.converged
+    assert info.reason.startswith("breakdown") or info.reason == "maxiter reached"
+    # x - x0 lies in range(M); the best such x minimises ||b - A x|| over that space
+    y, *_ = np.linalg.lstsq(a @ u, b - a @ x0, rcond=None)
+    best = np.linalg.norm(b - a @ (x0 + u @ y))
+    assert info.residual_norm <= best * (1 + 1e-8)
+
+
+def test_gmres_singular_matrix_breakdown(backend, xp):
+    """SciPy's test_defective_matrix_breakdown: A singular, b not in its range."""
+    a = np.array([[0.0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    b = np.array([1.0, 0, 1])
+    with pytest.warns(gk.ConvergenceWarning):
+        x, info = gk.linalg.gmres(xp.asarray(a), xp.asarray(b), rtol=1e-8, atol=0)
+    x = gk.to_numpy(x)
+    assert not np.isnan(x).any() and not info.converged
+    np.testing.assert_allclose(a @ (a @ x), a @ b, atol=1e-14)
+
+
+BICGSTAB_BREAKDOWNS = [
+    # (A, b, reason, SciPy's code for the same breakdown)
+    ([[1.0, 0, 1], [-1, 1, 1], [0, -1, -1]], [1.0, 0, 0], "rho = 0", -10),
+    ([[0.0, 1], [1, 0]], [1.0, 0], "rhat^H A p = 0", -11),
+    # SciPy stops one step later, on the rho test (-10) that omega = 0 leads to
+    ([[1.0, 0, 0], [0, -1, 0], [0, 0, 0]], [2.0, 1, 2], "omega = 0", -10),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "reason", "scipy_code"), BICGSTAB_BREAKDOWNS)
+def test_bicgstab_breakdowns_are_reported(backend, xp, a, b, reason, scipy_code):
+    a, b = np.array(a), np.array(b)
+    assert spla.bicgstab(a, b)[1] == scipy_code  # SciPy breaks down there too
+    with pytest.warns(gk.ConvergenceWarning, match="breakdown"):
+        x, info = gk.linalg.bicgstab(xp.asarray(a), xp.asarray(b))
+    assert not info.converged and reason in info.reason
+    assert not np.isnan(gk.to_numpy(x)).any()
+    assert info.residual_norm == pytest.approx(true_residual(a, b, x))
+
+
+def test_scipy_symmetric_non_pd_case(backend, xp):
+    """SciPy's "sym-nonpd" case: bicgstab breaks down (SciPy: info != 0); gmres and
+    minres solve it."""
+    a = np.zeros((11, 11))
+    a[:5, 5] = [1, 2, 2, 2, 1]
+    a[5, :5] = [1, 2, 2, 2, 1]
+    a[:5, 6:] = -np.eye(5)
+    a[6:, :5] = -np.eye(5)
+    a[6:, 6:] = -np.eye(5)
+    b = np.eye(11)[5]
+    with pytest.warns(gk.ConvergenceWarning):
+        _, info = gk.linalg.bicgstab(xp.asarray(a), xp.asarray(b), rtol=1e-8)
+    assert not info.converged and info.reason.startswith("breakdown")
+    for method in ("gmres", "minres"):
+        x, info = SOLVE[method](xp.asarray(a), xp.asarray(b), rtol=1e-8)
+        assert info.converged and rel_err(x, np.linalg.solve(a, b)) < 1e-7
+
+
+@pytest.mark.parametrize("precond", [False, True])
+def test_cg_on_indefinite_input_is_a_breakdown(backend, xp, rng, precond):
+    n = 20
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a = (q * np.r_[np.ones(n // 2), -np.ones(n // 2)]) @ q.T
+    M = xp.eye(n) if precond else None
+    with pytest.warns(gk.ConvergenceWarning, match="not positive definite"):
+        x, info = gk.linalg.cg(xp.asarray(a), xp.asarray(rng.standard_normal(n)), M=M)
+    assert not info.converged and "A is not positive definite" in info.reason
+    assert np.isfinite(gk.to_numpy(x)).all()
+
+
+@pytest.mark.parametrize("method", ["cg", "minres"])
+def test_indefinite_preconditioner_is_a_breakdown(backend, xp, rng, method):
+    a, _ = problem(rng, method, n=10)
+    with pytest.warns(gk.ConvergenceWarning, match="M is not positive definite"):
+        _, info = SOLVE[method](xp.asarray(a), xp.asarray(rng.standard_normal(10)), M=-xp.eye(10))
+    assert not info.converged
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_rhs_gives_zero_whatever_x0(backend, xp, rng, method):
+    """As SciPy: b = 0 is solved exactly by x = 0, also from a nonzero x0."""
+    a, _ = problem(rng, method, n=10)
+    x, info = SOLVE[method](xp.asarray(a), xp.zeros(10), x0=xp.ones(10))
+    assert info.converged and info.iterations == 0 and info.residual_norm == 0
+    assert not gk.to_numpy(x).any()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("precond", [False, True])
+def test_x0_mb_starts_from_m_b(backend, xp, rng, method, precond):
+    a, jacobi = problem(rng, method, n=20)
+    b = rng.standard_normal(20)
+    M = xp.asarray(jacobi) if precond else None
+    with pytest.warns(gk.ConvergenceWarning):
+        x, info = SOLVE[method](xp.asarray(a), xp.asarray(b), "Mb", M=M, maxiter=0)
+    start = jacobi @ b if precond else b
+    np.testing.assert_allclose(gk.to_numpy(x), start, rtol=1e-15)  # maxiter=0: the start
+    assert not info.converged and info.iterations == 0
+    x, info = SOLVE[method](xp.asarray(a), xp.asarray(b), "Mb", M=M, rtol=1e-11)
+    assert info.converged and rel_err(x, np.linalg.solve(a, b)) < 1e-9
+    with pytest.raises(ValueError, match="x0 must be an array, None or 'Mb'"):
+        SOLVE[method](xp.asarray(a), xp.asarray(b), "bM")
+
+
+WRONG_OPERATORS = [
+    (None, "'A' is None"),
+    ("tolist", "'A' is a list whose item 0 is list"),
+    (3, "'A' has type int"),
+    ([], "'A' is an empty list"),
+]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("bad", "match"), WRONG_OPERATORS)
+def test_wrong_operator_type_is_a_type_error_naming_it(backend, xp, rng, method, bad, match):
+    a, _ = problem(rng, method, n=6)
+    A = a.tolist() if bad == "tolist" else bad
+    with pytest.raises(TypeError, match=match) as err:
+        SOLVE[method](A, xp.asarray(rng.standard_normal(6)))
+    assert "row block" not in str(err.value) and str(err.value).startswith(f"gk.linalg.{method}")
+    if bad is not None:  # M=None means no preconditioner
+        with pytest.raises(TypeError, match=match.replace("'A'", "'M'")):
+            SOLVE[method](xp.asarray(a), xp.asarray(rng.standard_normal(6)), M=A)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_callable_returning_the_wrong_shape_or_dtype(backend, xp, rng, method):
+    a, _ = problem(rng, method, n=6)
+    b = xp.asarray(rng.standard_normal(6))
+    with pytest.raises(ValueError, match=r"callable 'A' returned shape \(5,\).*expected"):
+        SOLVE[method](lambda v: v[:5], b)
+    with pytest.raises(TypeError, match=r"callable 'M' returned dtype complex128 in a float64"):
+        SOLVE[method](xp.asarray(a), b, M=lambda v: v * 1j)
+    x, info = SOLVE[method](lambda v: (xp.asarray(a) @ v)[:, None], b, rtol=1e-10)  # (n, 1)
+    assert info.converged and rel_err(x, np.linalg.solve(a, gk.to_numpy(b))) < 1e-8
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_x0_is_positional_as_in_scipy(backend, xp, rng, method):
+    a, _ = problem(rng, method, n=10)
+    b = rng.standard_normal(10)
+    _, info = SOLVE[method](xp.asarray(a), xp.asarray(b), xp.asarray(np.linalg.solve(a, b)))
+    assert info.converged and info.iterations == 0
+    with pytest.raises(TypeError):
+        SOLVE[method](xp.asarray(a), xp.asarray(b), None, 1e-5)  # rtol stays keyword-only
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_sharded_solve_follows_the_same_rule(rng, method):
+    """The sharded vector space runs the same loops: an identity M returning its input and
+    a read-only b, on two virtual CPU devices."""
+    with gk.use_backend(type(_registry.load("numpy"))(2)):
+        a, _ = problem(rng, method, n=24)
+        b = rng.standard_normal(24)
+        x, info = SOLVE[method](gk.shard(a), readonly(np, b), M=lambda v: v, rtol=1e-11)
+        assert info.converged and isinstance(x, gk.ShardedArray)
+        assert rel_err(x, np.linalg.solve(a, b)) < 1e-9

@@ -1,0 +1,189 @@
+"""Steps of the real-GPU lane that need Python (tools/gpu_lane.sh runs them).
+
+    python tools/gpu_lane.py versions           # Python, NumPy, SciPy, CuPy, CUDA, devices
+    python tools/gpu_lane.py ceilings OUT.json   # copy GB/s, float32 and TF32 matmul TFLOP/s
+    python tools/gpu_lane.py summary OUT_DIR     # the dated Markdown record of a lane run
+
+Timings use ``cupyx.profiler.benchmark`` (CUDA events around each call, after warm-up) on
+inputs larger than the L2 cache, random (never zeros).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def _cuda(v: int) -> str:
+    return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
+
+
+def versions() -> dict[str, str]:
+    import numpy
+    import scipy
+
+    out = {"python": platform.python_version(), "numpy": numpy.__version__}
+    out["scipy"] = scipy.__version__
+    try:
+        import cupy
+    except ImportError as exc:
+        out["cupy"] = f"not importable ({exc})"
+        return out
+    rt = cupy.cuda.runtime
+    out |= {
+        "cupy": cupy.__version__,
+        "cuda_runtime": _cuda(rt.runtimeGetVersion()),
+        "cuda_driver": _cuda(rt.driverGetVersion()),
+    }
+    for i in range(rt.getDeviceCount()):
+        props = rt.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        out[f"device{i}"] = f"{name}, {props['totalGlobalMem'] / 2**30:.1f} GiB"
+    try:
+        import torch
+
+        out["torch"] = f"{torch.__version__} (CUDA {torch.version.cuda})"
+    except ImportError:
+        out["torch"] = "not installed"
+    return out
+
+
+def _seconds(fn, *args) -> float:
+    from cupyx.profiler import benchmark
+
+    result = benchmark(fn, args, n_repeat=20, n_warmup=5)
+    return float(sorted(result.gpu_times[0])[len(result.gpu_times[0]) // 2])  # median
+
+
+def ceilings() -> dict[str, float]:
+    """The device's copy rate and float32/TF32 cuBLAS matmul rates, measured now."""
+    import cupy
+    from cupy._core import _routines_linalg as blas
+
+    rng = cupy.random.default_rng(0)
+    # 2 GiB and 8192^2: far beyond any L2 cache; GPU_LANE_QUICK=1 for a dry run of the lane
+    quick = os.environ.get("GPU_LANE_QUICK") == "1"
+    nbytes = 2**26 if quick else 2 * 2**30
+    src = rng.standard_normal(nbytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    copy_s = _seconds(cupy.copyto, dst, src)
+    n = 512 if quick else 8192
+    a = rng.standard_normal((n, n), dtype=cupy.float32)
+    b = rng.standard_normal((n, n), dtype=cupy.float32)
+    f32 = cupy.dtype(cupy.float32)
+    previous = blas.get_compute_type(f32)
+    rates = {"copy_GBps": 2 * nbytes / copy_s / 1e9}  # bytes read plus written
+    for label, compute in (("matmul_f32_TFLOPs", previous), ("matmul_tf32_TFLOPs", None)):
+        blas.set_compute_type(f32, blas.COMPUTE_TYPE_TF32 if compute is None else compute)
+        try:
+            rates[label] = 2 * n**3 / _seconds(cupy.matmul, a, b) / 1e12
+        finally:
+            blas.set_compute_type(f32, previous)
+    return rates
+
+
+def _tests(out: Path) -> str:
+    xml = out / "tests.xml"
+    if not xml.is_file():
+        return "no test report (tests.xml missing)"
+    suite = ET.parse(xml).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    total, failed = int(suite.get("tests", 0)), int(suite.get("failures", 0))
+    errors, skipped = int(suite.get("errors", 0)), int(suite.get("skipped", 0))
+    passed = total - failed - errors - skipped
+    return f"{passed} passed, {failed} failed, {errors} errors, {skipped} skipped"
+
+
+def _sanitizer(out: Path) -> list[str]:
+    rows = []
+    for log in sorted(out.glob("sanitizer-*.log")):
+        text = log.read_text()
+        verdict = "clean" if "ERROR SUMMARY: 0 errors" in text else "ERRORS (see log)"
+        if log.stem == "sanitizer-missing":
+            verdict = "not run: compute-sanitizer not found"
+        rows.append(f"| {log.stem.removeprefix('sanitizer-')} | {verdict} |")
+    return rows
+
+
+def _bench(out: Path, ceil: dict[str, float]) -> list[str]:
+    path = out / "bench.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ["no benchmark report (bench.json missing or unreadable)"]
+    rows = ["| case | size | impl | time | throughput | of ceiling |", "|---|---|---|---|---|---|"]
+    for r in report.get("results", []):
+        if r.get("device") != "gpu":
+            continue
+        unit = r["unit"]
+        limit = ceil.get("copy_GBps") if unit == "GB/s" else 1e3 * ceil.get("matmul_f32_TFLOPs", 0)
+        frac = f"{r['throughput'] / limit:.0%}" if limit else "n/a"
+        rows.append(
+            f"| {r['case']} | {r['shape']} | {r['impl']} | {r['seconds'] * 1e3:.3f} ms "
+            f"| {r['throughput']:.1f} {unit} | {frac} |"
+        )
+    return rows
+
+
+def summary(out: Path) -> str:
+    env = (out / "env.txt").read_text() if (out / "env.txt").is_file() else "(missing)"
+    try:
+        ceil = json.loads((out / "ceilings.json").read_text())
+    except (OSError, ValueError):
+        ceil = {}
+    lines = [
+        f"# GPU lane record, {datetime.date.today().isoformat()}",
+        "",
+        "Produced by `bash tools/gpu_lane.sh` (shared/GPU.md); raw logs beside this file.",
+        "",
+        "## Environment",
+        "",
+        "```text",
+        env.strip(),
+        "```",
+        "",
+        "## Ceilings measured in this run",
+        "",
+        *(f"- {k}: {v:.1f}" for k, v in ceil.items()),
+        "",
+        "## Test suite (GPUKIT_BACKEND=cupy)",
+        "",
+        _tests(out),
+        "",
+        "## compute-sanitizer memcheck, one run per kernel",
+        "",
+        "| kernel | verdict |",
+        "|---|---|",
+        *_sanitizer(out),
+        "",
+        "## Benchmarks (GPU rows; fraction of the copy or float32 matmul ceiling)",
+        "",
+        *_bench(out, ceil),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["versions"]:
+        for key, value in versions().items():
+            print(f"{key:14s} {value}")
+    elif argv[:1] == ["ceilings"] and len(argv) == 2:
+        rates = ceilings()
+        Path(argv[1]).write_text(json.dumps(rates, indent=2))
+        print(json.dumps(rates, indent=2))
+    elif argv[:1] == ["summary"] and len(argv) == 2:
+        print(summary(Path(argv[1])))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
