@@ -478,3 +478,30 @@ def test_cg_on_each_cluster(client, rng):
         )
         got = compute(client, x)
     assert info.converged and rel_err(got, np.linalg.solve(a, b)) < 1e-8
+
+
+@pytest.mark.parametrize(
+    ("assume_a", "options"),
+    [
+        ("upper triangular", {}),
+        ("diagonal", {}),
+        ("pos", {"lower": True}),
+        (None, {"transposed": True}),
+    ],
+)
+def test_solve_structures_read_what_scipy_reads(rng, assume_a, options):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    m = rng.standard_normal((8, 8))
+    a = m @ m.T + 8 * np.eye(8)
+    b = rng.standard_normal(8)
+    x = gk.linalg.solve(da.from_array(a, chunks=4), b, assume_a=assume_a, **options)
+    expected = scipy_linalg.solve(a, b, assume_a=assume_a or "gen", **options)
+    assert rel_err(x.compute(scheduler="sync"), expected) < 1e3 * TOL[np.dtype(np.float64)]
+
+
+def test_solve_check_finite_refuses_nan_when_computed(rng):
+    a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = np.array([1.0, np.nan, 0.0, 0.0])
+    x = gk.linalg.solve(da.from_array(a, chunks=2), da.from_array(b, chunks=2))
+    with pytest.raises(ValueError, match=r"argument 'b' holds NaN or inf"):
+        x.compute(scheduler="sync")

@@ -19,7 +19,8 @@ from .._dispatch import to_numpy as gk_to_numpy
 from .._runtime.devices import check_device
 from .._runtime.placement import owner_of
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray, _split_sizes
+from .._sharding.array import ShardedArray
+from .._sharding.layout import split_sizes
 from ._chunks import is_dask, meta, type_name
 from ._client import computing
 
@@ -90,7 +91,7 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
     if devices is None:
         devices = range(backend.device_count())
     devices = tuple(devices)
-    sizes = tuple(_split_sizes(x.shape[axis], len(devices))) if devices else ()
+    sizes = tuple(split_sizes(x.shape[axis], len(devices))) if devices else ()
     chunks = {a: (sizes if a == axis else -1) for a in range(x.ndim)}
     return from_dask(x.rechunk(chunks), devices)
 

@@ -80,6 +80,15 @@ def _chunk_vdot(a: Any, b: Any) -> Any:
     return (a.conj() * b).sum(keepdims=True)
 
 
+def _chunk_non_finite(a: Any) -> Any:
+    """How many entries of one chunk are NaN or inf, as a length-1 array."""
+    return (a != a).sum(keepdims=True) + (abs(a) == float("inf")).sum(keepdims=True)
+
+
+def _chunk_copy(a: Any) -> Any:
+    return a.copy()
+
+
 class DaskSpace:
     """The vector operations of the Krylov loops for :class:`Vector` cells.
 
@@ -128,10 +137,20 @@ class DaskSpace:
                 cell.value = value
             return sum(p.item() for p in _fetch(partials))
 
+    def _partials(self, fn: Any, *vectors: Vector, dtype: Any) -> _Scalar:
+        parts = self._build(fn, *(v.value for v in vectors), dtype=dtype, adjust_chunks={"i": 1})
+        return _Scalar(self, parts)
+
     def vdot(self, a: Vector, b: Vector) -> _Scalar:
-        dtype = np.result_type(a.dtype, b.dtype)
-        partials = self._build(_chunk_vdot, a.value, b.value, dtype=dtype, adjust_chunks={"i": 1})
-        return _Scalar(self, partials)
+        return self._partials(_chunk_vdot, a, b, dtype=np.result_type(a.dtype, b.dtype))
+
+    def all_finite(self, x: Vector) -> bool:
+        return self._partials(_chunk_non_finite, x, dtype=np.intp).item() == 0
+
+    def copyto(self, dst: Vector, src: Vector) -> None:
+        # A copy of each chunk: src may be an operator's result that the loop reads only
+        # until the operator's next call, while dst lives on.
+        self.put(dst, self._build(_chunk_copy, src.value, dtype=dst.dtype))
 
     def _lincomb(self, out: Vector, x: Vector, alpha: Any, y: Vector | None, beta: Any) -> Vector:
         value = self._build(_lincomb, x.value, alpha, None if y is None else y.value, beta,
@@ -167,11 +186,6 @@ class DaskSpace:
 
     def norm(self, x: Vector) -> float:
         return math.sqrt(abs(self.vdot(x, x).item()))
-
-    def result(self, x: Vector) -> Any:
-        """``x``'s array with every pending update persisted."""
-        self.vdot(x, x).item()
-        return x.value
 
 
 def _fetch(partials: Any) -> list[Any]:
@@ -242,6 +256,11 @@ def _solve(
 ) -> tuple[Any, Any]:
     op = f"gk.linalg.{method}"
     rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
+    start_mb = isinstance(x0, str)
+    if start_mb and x0 != "Mb":
+        raise ValueError(f"{op}: x0 must be an array, None or 'Mb', got {x0!r}")
+    if start_mb:
+        x0 = None
     for v, name in ((b, "b"), (x0, "x0")):
         if v is not None:
             _dtypes.check(op, name, v)
@@ -262,13 +281,11 @@ def _solve(
     matvec = _operator(space, a, "A", n, rows)
     psolve = None if m is None else _operator(space, m, "M", n, rows)
     b = Vector(_vector(op, b, "b", n, rows, dtype))
-    if x0 is None:
-        x = space.zeros_like(b)
-    else:
-        x = Vector(_vector(op, x0, "x0", n, rows, dtype))
+    x = space.zeros_like(b) if x0 is None else Vector(_vector(op, x0, "x0", n, rows, dtype))
     step = None if callback is None else (lambda v: callback(v.value))
+    controls = (rtol, atol, maxiter, step)
     x, info = run(
-        method, space, matvec, psolve, b, x, dtype, space.norm, rtol, atol, maxiter, step, {}
+        method, space, matvec, psolve, b, x, dtype, space.all_finite, x0, start_mb, controls, {}
     )
     return x.value, info
 

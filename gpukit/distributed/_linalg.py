@@ -28,24 +28,24 @@ from .._dispatch import implements, namespace
 from .._matmul import matmul as gk_matmul
 from .._runtime.placement import owner_of
 from ..errors import LinAlgError
-from ..linalg import _checks
-from ..linalg.dense import _ASSUME, _PROBLEM
+from ..linalg import _checks, _structure
+from ..linalg.dense import _PROBLEM
 from ._chunks import OnChunks, carries_chunks, chunk_type, dask_arrays, meta
 
 __all__: list[str] = []
 
 
-def _finite_or_raise(block: Any, *, message: str) -> Any:
-    """The block itself, or LinAlgError when it holds inf/NaN (checked on its device)."""
+def _finite_or_raise(block: Any, *, error: type, message: str) -> Any:
+    """The block itself, or ``error(message)`` when it holds inf/NaN (checked where it is)."""
     if not bool(abs(block).sum() < np.inf):
-        raise LinAlgError(message)
+        raise error(message)
     return block
 
 
-def _checked_finite(x: Any, message: str) -> Any:
-    return x.map_blocks(
-        functools.partial(_finite_or_raise, message=message), dtype=x.dtype, meta=x._meta
-    )
+def _checked_finite(x: Any, error: type, message: str) -> Any:
+    """``x`` with a check of each chunk when it is computed (one pass over it)."""
+    check = functools.partial(_finite_or_raise, error=error, message=message)
+    return x.map_blocks(check, dtype=x.dtype, meta=x._meta)
 
 
 def _square_block(m: int, largest: int) -> int:
@@ -55,49 +55,72 @@ def _square_block(m: int, largest: int) -> int:
     return size if 2 * size >= min(largest, m) else m
 
 
-def _inputs(op: str, a: Any, b: Any) -> tuple[type, tuple[bool, bool], Any, Any]:
+def _inputs(
+    op: str, a: Any, b: Any, check_finite: bool
+) -> tuple[type, tuple[bool, bool], Any, Any]:
+    """Dtype-checked Dask ``a`` and ``b``, their chunk type, which carry it; with
+    ``check_finite``, each chunk is refused when computed if it holds NaN or inf (SciPy's
+    ``check_finite`` can only run lazily here)."""
     from .._dispatch import dtypes as _dtypes
 
     a, b = _dtypes.check(op, "a", a), _dtypes.check(op, "b", b)
     expected = chunk_type(op, {"a": a, "b": b})
     checked = (carries_chunks(a), carries_chunks(b))
     arrays = dask_arrays(op, {"a": a, "b": b})
+    if check_finite:
+        for name in arrays:
+            message = f"{op}: argument {name!r} holds NaN or inf (check_finite=True)"
+            arrays[name] = _checked_finite(arrays[name], ValueError, message)
     return expected, checked, arrays["a"], arrays["b"]
 
 
 @implements("gk.linalg.solve", "dask")
-def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
+def solve(
+    a: Any,
+    b: Any,
+    *,
+    assume_a: str | None = None,
+    lower: bool = False,
+    transposed: bool = False,
+    check_finite: bool = True,
+) -> Any:
     import dask.array as da
 
     op = "gk.linalg.solve"
-    if assume_a not in _ASSUME:
-        raise ValueError(f"{op}: assume_a must be one of {_ASSUME}, got {assume_a!r}")
-    expected, checked, a, b = _inputs(op, a, b)
+    kind = _structure.kind(op, assume_a)
+    expected, checked, a, b = _inputs(op, a, b, check_finite)
     _checks.square(op, "a", a)
     a, b, squeeze = _checks.rhs(op, da, a, b)
     a, b = _checks.as_inexact(da, a, b)
-    message = f"{op}: {_PROBLEM[assume_a]} (shape {a.shape}, dtype {a.dtype}), or it holds NaN/inf"
+    m, method = _structure.effective(da, a, kind, lower, transposed)
+    problem = f"{op}: {_PROBLEM[method]} (shape {a.shape}, dtype {a.dtype}), or it holds NaN/inf"
+    if method == "diagonal":  # elementwise; a zero on the diagonal gives inf, refused
+        d = da.diagonal(m, axis1=-2, axis2=-1)
+        x = b / (d[..., :, None] if b.ndim == a.ndim else d)
+        return _checked_finite(x[..., 0] if squeeze else x, LinAlgError, problem)
     if a.ndim == 2 and owner_of(a._meta) is None:  # Dask's LU runs SciPy: host chunks only
+        if method == "pos":  # Dask's Cholesky reads the whole matrix: mirror the lower half
+            m = _structure._mirror(da, m, lower=True, hermitian=m.dtype.kind == "c")
         size = _square_block(a.shape[0], max(a.chunksize))
-        a = a.rechunk(size)
-        b = b.rechunk({0: size})
-        x = da.linalg.solve(a, b, assume_a="pos" if assume_a == "pos" else "gen")
-        return _checked_finite(x, message)
+        x = da.linalg.solve(m.rechunk(size), b.rechunk({0: size}), assume_a=method)
+        return _checked_finite(x, LinAlgError, problem)
     if b.ndim == 1:  # one device matrix, a vector right-hand side
         b, squeeze = b[:, None], True
     a = a.rechunk({-2: -1, -1: -1})
     b = b.rechunk({-2: -1})
     batch = tuple(range(a.ndim - 2))
-    n, m, k = a.ndim - 2, a.ndim - 1, a.ndim
-    fn = functools.partial(gk_linalg.solve, assume_a=assume_a)
+    n, r, k = a.ndim - 2, a.ndim - 1, a.ndim
+    fn = functools.partial(
+        gk_linalg.solve, assume_a=assume_a, lower=lower, transposed=transposed, check_finite=False
+    )
     task = OnChunks(op, fn, expected, ("a", "b"), checked)
     x = da.blockwise(
         task,
         (*batch, n, k),
         a,
-        (*batch, n, m),
+        (*batch, n, r),
         b,
-        (*batch, m, k),
+        (*batch, r, k),
         dtype=a.dtype,
         concatenate=True,
         meta=meta(a if checked[0] else b, a.ndim, a.dtype),
@@ -107,17 +130,19 @@ def solve(a: Any, b: Any, *, assume_a: str = "gen") -> Any:
 
 def _small_lstsq(r: Any, c: Any, *, rcond: float, wide: bool) -> tuple[Any, Any, Any]:
     """The reduced problem in one task: (solution, singular values, rank as a 0-d array)."""
-    y, _, rank, s = gk_linalg.lstsq(r.T.conj() if wide else r, c, rcond=rcond)
+    y, _, rank, s = gk_linalg.lstsq(r.T.conj() if wide else r, c, rcond=rcond, check_finite=False)
     return y, s, namespace(y).asarray(rank)
 
 
 @implements("gk.linalg.lstsq", "dask")
-def lstsq(a: Any, b: Any, *, rcond: float | None = None) -> tuple[Any, Any, Any, Any]:
+def lstsq(
+    a: Any, b: Any, *, rcond: float | None = None, check_finite: bool = True
+) -> tuple[Any, Any, Any, Any]:
     import dask
     import dask.array as da
 
     op = "gk.linalg.lstsq"
-    expected, checked, a, b = _inputs(op, a, b)
+    expected, checked, a, b = _inputs(op, a, b, check_finite)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise ValueError(
             f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape "
