@@ -21,6 +21,7 @@ from helpers import TOL, rel_err
 
 pytest.importorskip("dask", reason='pip install -e ".[dask]"')
 pytest.importorskip("distributed", reason='pip install -e ".[dask]"')
+import dask
 import dask.array as da
 from distributed import LocalCluster
 
@@ -112,8 +113,10 @@ def _free_port() -> int:
 def test_unanswered_scheduler_address_times_out_naming_it(monkeypatch):
     address = f"tcp://127.0.0.1:{_free_port()}"
     monkeypatch.setenv(ENV, address)
+    before = dask.config.get("scheduler", None)
     with pytest.raises(gk.errors.SchedulerUnreachableError, match=address.replace(".", r"\.")):
         gk.distributed.client(timeout=1)
+    assert dask.config.get("scheduler", None) == before  # the failed client left no trace
     assert isinstance(gk.errors.SchedulerUnreachableError("x"), TimeoutError)
 
 

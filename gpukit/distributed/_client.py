@@ -112,9 +112,24 @@ def client(*, timeout: float = 30.0) -> Any:
         return made
 
 
+@contextlib.contextmanager
+def _undone_on_failure() -> Iterator[None]:
+    """A Client makes itself Dask's default scheduler before it connects, and a failed one
+    does not undo that: every later ``.compute()`` would ask for a client. Undo it here."""
+    import dask
+
+    saved = {"scheduler": dask.config.get("scheduler", None)}
+    try:
+        yield
+    except BaseException:
+        dask.config.set(saved)
+        raise
+
+
 def _connect(client_type: type, address: str, timeout: float) -> Any:
     try:
-        return client_type(address, timeout=timeout, set_as_default=True)
+        with _undone_on_failure():
+            return client_type(address, timeout=timeout, set_as_default=True)
     except ValueError as exc:
         raise ValueError(
             f"{ENV_VAR}={address!r} is not a Dask scheduler address ({exc}); expected e.g. "
