@@ -62,6 +62,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # Without CuPy there is nothing to doctest in the CuPy backend, and its modules may
 # need CuPy at import.
 collect_ignore = [] if importlib.util.find_spec("cupy") else ["backends/gpukit_cupy"]
+# Dask's examples need the dask extra, which the light test install lacks.
+if not (importlib.util.find_spec("dask") and importlib.util.find_spec("distributed")):
+    collect_ignore += ["gpukit/distributed"]
 # The simulator's packages are not test modules (its tests are tests/cupysim/tests).
 collect_ignore += ["tests/cupysim/cupy", "tests/cupysim/cupyx", "tests/cupysim/cupysim"]
 

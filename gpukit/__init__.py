@@ -97,7 +97,7 @@ __all__ = [
 
 # Submodules imported on first access, so `import gpukit` stays cheap.
 _LAZY_SUBMODULES: frozenset[str] = frozenset(
-    {"fft", "kernels", "linalg", "nn", "optim", "sharding", "sparse"}
+    {"distributed", "fft", "kernels", "linalg", "nn", "optim", "sharding", "sparse"}
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import sys
@@ -55,6 +56,25 @@ def _settings() -> dict[str, Any]:
     return {"tf32": tf32, "cupy_tf32": cupy_tf32 or None}
 
 
+def _dask() -> dict[str, Any] | None:
+    """The Dask set-up (never imports Dask): versions, the scheduler address, the client."""
+    versions = {}
+    for name in ("dask", "distributed", "dask-cuda", "dask-jobqueue"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    address = os.environ.get("GPUKIT_DASK_SCHEDULER", "").strip() or None
+    if not versions and address is None:
+        return None
+    client = None
+    if "gpukit.distributed" in sys.modules:  # a client can only exist once it was imported
+        from .distributed._client import status
+
+        client = status()
+    return {"versions": versions, "scheduler": address, "client": client}
+
+
 def collect() -> dict[str, Any]:
     """Everything ``gpukit info`` shows, as JSON-ready data."""
     import numpy as np
@@ -102,6 +122,7 @@ def collect() -> dict[str, Any]:
     info["devices"] = devices
     info["settings"] = _settings()
     info["blas"] = _blas()
+    info["dask"] = _dask()
     return info
 
 
@@ -150,4 +171,20 @@ def render(info: dict[str, Any]) -> str:
         f"  {'blas':<13} {blas.get('name')} {blas.get('version')}, "
         f"{threads if threads is not None else blas.get('threads_note', 'unknown')} threads"
     )
+    dask = info.get("dask")
+    if dask is not None:
+        lines += ["", "Dask:"]
+        lines += [f"  {k:<13} {v}" for k, v in dask["versions"].items()]
+        lines.append(
+            f"  {'scheduler':<13} GPUKIT_DASK_SCHEDULER={dask['scheduler']}"
+            if dask["scheduler"]
+            else f"  {'scheduler':<13} GPUKIT_DASK_SCHEDULER not set: gk.distributed.client() "
+            "starts an in-process cluster"
+        )
+        c = dask["client"]
+        if c is not None:
+            lines.append(
+                f"  {'client':<13} {c['kind']} at {c['scheduler']}: {c['workers']} worker(s), "
+                f"{c['threads']} thread(s)"
+            )
     return "\n".join(lines)

@@ -36,6 +36,14 @@ def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | 
     return None
 
 
+def check_precision(precision: Any) -> None:
+    """``precision`` is one gk.matmul knows (ValueError otherwise)."""
+    if precision not in _PRECISIONS:
+        raise ValueError(
+            f"gk.matmul: precision must be None, 'highest' or 'tf32', got {precision!r}"
+        )
+
+
 def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     """Matrix product ``a @ b`` with NumPy's broadcasting and batching rules.
 
@@ -102,10 +110,7 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
 
 @operation("gk.matmul")
 def _matmul(a: Any, b: Any, precision: str | None) -> Any:
-    if precision not in _PRECISIONS:
-        raise ValueError(
-            f"gk.matmul: precision must be None, 'highest' or 'tf32', got {precision!r}"
-        )
+    check_precision(precision)
     a = _dtypes.check("gk.matmul", "a", a)
     b = _dtypes.check("gk.matmul", "b", b)
     backend, (a, b) = prepare(a, b, names=("a", "b"))

@@ -21,8 +21,10 @@ __all__ = [
     "GpukitWarning",
     "LinAlgError",
     "OutOfMemoryError",
+    "SchedulerUnreachableError",
     "TransferGuardError",
     "UnknownBackendError",
+    "WorkerLostError",
 ]
 
 
@@ -148,6 +150,16 @@ class OutOfMemoryError(GpukitError, MemoryError):
         self.operation = operation
         self.requested = requested
         self.stats = stats
+
+
+class SchedulerUnreachableError(GpukitError, TimeoutError):
+    """No Dask scheduler answered at the address :func:`gpukit.distributed.client` was
+    given (``GPUKIT_DASK_SCHEDULER``) in time; the message names the address."""
+
+
+class WorkerLostError(GpukitError, RuntimeError):
+    """A Dask worker died while computing a step gpukit started (a Krylov iteration, a
+    conversion to shards); the computation stopped rather than finishing elsewhere."""
 
 
 class ConvergenceWarning(GpukitWarning):

@@ -15,6 +15,21 @@ def _check_logits(op: str, x: Any, name: str) -> None:
         )
 
 
+def check_grad_loss(op: str, grad_loss: Any, probs: Any) -> None:
+    """``grad_loss`` has one entry per row of ``probs`` and its dtype."""
+    n = probs.shape[0]
+    if tuple(grad_loss.shape) != (n,):
+        raise ValueError(
+            f"{op}: grad_loss must have shape ({n},) (one per row of probs), got shape "
+            f"{tuple(grad_loss.shape)}"
+        )
+    if grad_loss.dtype != probs.dtype:
+        raise TypeError(
+            f"{op}: grad_loss has dtype {grad_loss.dtype} but probs has dtype {probs.dtype}; "
+            "they must match"
+        )
+
+
 @operation("gk.kernels.softmax_cross_entropy")
 def softmax_cross_entropy(
     logits: Any, labels: Any, *, label_smoothing: float = 0.0
@@ -114,16 +129,6 @@ def softmax_cross_entropy_backward(
     accepted = (FLOATS, INTEGERS, FLOATS)
     backend, (probs, labels, grad_loss) = place(op, (probs, labels, grad_loss), names, accepted)
     _check_logits(op, probs, "probs")
-    n = probs.shape[0]
-    check_labels(op, labels, n)
-    if tuple(grad_loss.shape) != (n,):
-        raise ValueError(
-            f"{op}: grad_loss must have shape ({n},) (one per row of probs), got shape "
-            f"{tuple(grad_loss.shape)}"
-        )
-    if grad_loss.dtype != probs.dtype:
-        raise TypeError(
-            f"{op}: grad_loss has dtype {grad_loss.dtype} but probs has dtype {probs.dtype}; "
-            "they must match"
-        )
+    check_labels(op, labels, probs.shape[0])
+    check_grad_loss(op, grad_loss, probs)
     return backend.kernel("softmax_cross_entropy_backward")(probs, labels, grad_loss, smoothing)

@@ -178,6 +178,33 @@ def _solve(
         finite = backend.linalg_all_finite
         if method == "gmres":  # its small Hessenberg problem is solved on the host
             extra["to_host"] = backend.to_numpy
+    controls = (rtol, atol, maxiter, callback)
+    return run(method, xp, matvec, psolve, b, x, dtype, finite, x0, start_mb, controls, extra)
+
+
+def run(
+    method: str,
+    xp: Any,
+    matvec: Callable[[Any], Any],
+    psolve: Callable[[Any], Any] | None,
+    b: Any,
+    x: Any,
+    dtype: np.dtype,
+    finite: Callable[[Any], bool],
+    x0: Any,
+    start_mb: bool,
+    controls: tuple[float, float, int | None, Callable[[Any], Any] | None],
+    extra: dict[str, Any],
+) -> tuple[Any, IterativeInfo]:
+    """Solve with operands already placed in the vector space ``xp``: check ``b`` and
+    ``x0``, run the loop under :func:`gpukit.linalg._krylov.run` and report (shared with
+    :mod:`gpukit.distributed`, whose space holds Dask vectors).
+
+    ``x`` is the solve's own buffer (zeros, or a copy of ``x0``; ``x0`` is None when not
+    given or ``"Mb"``); ``controls`` are the validated ``(rtol, atol, maxiter, callback)``.
+    """
+    op = f"gk.linalg.{method}"
+    rtol, atol, maxiter, callback = controls
     n = b.shape[0]
     bnorm = _krylov._norm(xp, b)
     if not math.isfinite(bnorm):

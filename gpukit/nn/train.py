@@ -276,6 +276,7 @@ def fit(
     return history
 
 
+@_dispatch.operation("gk.nn.predict")
 def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     """Outputs of ``model`` on ``x`` in evaluation mode, batch by batch.
 
