@@ -23,27 +23,41 @@ import numpy as np
 
 from .errors import DeviceMismatchError
 
-__all__ = ["ENV_VAR", "VirtualDeviceArray", "cpu_device_count", "place"]
+__all__ = ["ENV_VAR", "MAX_DEVICES", "VirtualDeviceArray", "cpu_device_count", "parse_count", "place"]
 
 ENV_VAR = "GPUKIT_CPU_DEVICES"
-_MAX_DEVICES = 4096
+#: Each virtual device used gets its own worker thread; a count above this is a typo, not a
+#: plan (the largest simulated meshes people test with are a few hundred devices).
+MAX_DEVICES = 1024
+#: What to do about a malformed value, for every message that reports one.
+FIX = f"set {ENV_VAR} to a whole number from 1 to {MAX_DEVICES}, or unset it for one device"
+
+
+def parse_count(raw: str) -> int:
+    """The device count ``raw`` spells: plain ASCII decimal digits only, 1 to MAX_DEVICES.
+
+    ``int()`` would also take ``"1_0"`` (10), ``"+2"`` and non-ASCII digits; nobody
+    writing an environment variable means those, so they are refused like ``"1e9"``.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable, the value and the fix.
+    """
+    text = raw.strip()
+    count = int(text) if text.isascii() and text.isdigit() else 0
+    if not 1 <= count <= MAX_DEVICES:
+        raise ValueError(
+            f"{ENV_VAR}={raw!r} is not a valid number of virtual CPU devices for the numpy "
+            f"backend. Fix: {FIX}"
+        )
+    return count
 
 
 def cpu_device_count() -> int:
     """``GPUKIT_CPU_DEVICES`` (default 1) as a validated positive integer."""
-    raw = os.environ.get(ENV_VAR, "").strip()
-    if not raw:
-        return 1
-    try:
-        count = int(raw)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= _MAX_DEVICES:
-        raise ValueError(
-            f"{ENV_VAR} must be an integer from 1 to {_MAX_DEVICES} (the number of virtual "
-            f"CPU devices the numpy backend exposes); got {raw!r}"
-        )
-    return count
+    raw = os.environ.get(ENV_VAR, "")
+    return parse_count(raw) if raw.strip() else 1
 
 
 class VirtualDeviceArray(np.ndarray):

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from subproc import ROOT, run_python
 
 import gpukit as gk
@@ -77,3 +78,15 @@ def test_info_reports_a_malformed_memory_limit_instead_of_crashing():
     assert not numpy["available"] and "GPUKIT_MEMORY_LIMIT" in numpy["reason"]
     assert info["selected"]["name"] is None
     assert "'lots'" in info["selected"]["reason"]
+
+
+@pytest.mark.parametrize("bad", ["0", "1_0"])
+def test_info_reports_a_malformed_cpu_device_count_and_the_fix(bad):
+    proc = run_python(
+        "from gpukit.cli import main; main(['info'])", env={"GPUKIT_CPU_DEVICES": bad}
+    )
+    assert proc.returncode == 0, proc.stderr
+    numpy_line = next(line for line in proc.stdout.splitlines() if line.startswith("  numpy "))
+    assert "unavailable" in numpy_line and f"GPUKIT_CPU_DEVICES={bad!r}" in numpy_line
+    assert "Fix: set GPUKIT_CPU_DEVICES to a whole number from 1 to 1024" in numpy_line
+    assert "Selected: None" in proc.stdout

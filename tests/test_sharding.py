@@ -50,11 +50,42 @@ def test_env_var_sets_device_count(monkeypatch):
     assert [d.index for d in backend.devices()] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5"])
-def test_env_var_bad_value_names_variable(monkeypatch, bad):
+# What int() takes but nobody writing the variable means: "1_0" (10), "+2", non-ASCII digits.
+BAD_COUNTS = ["0", "-2", "two", "1.5", "1e9", "1_0", "+2", "\u0663", "1025", "99999999999999999999"]
+
+
+@pytest.mark.parametrize("bad", BAD_COUNTS)
+def test_env_var_bad_value_names_variable_and_fix(monkeypatch, bad):
     monkeypatch.setenv("GPUKIT_CPU_DEVICES", bad)
-    with pytest.raises(ValueError, match=r"GPUKIT_CPU_DEVICES.*" + repr(bad).replace(".", r"\.")):
+    with pytest.raises(ValueError) as info:
         NumpyBackend().device_count()
+    msg = str(info.value)
+    assert f"GPUKIT_CPU_DEVICES={bad!r}" in msg
+    assert "Fix: set GPUKIT_CPU_DEVICES to a whole number from 1 to 1024" in msg
+
+
+@pytest.mark.parametrize(("raw", "count"), [(" 3 ", 3), ("1", 1), ("1024", 1024), ("", 1)])
+def test_env_var_good_values(monkeypatch, raw, count):
+    monkeypatch.setenv("GPUKIT_CPU_DEVICES", raw)
+    assert NumpyBackend().device_count() == count
+
+
+@pytest.mark.parametrize("bad", ["0", "abc", "1e9", "1_0"])
+def test_bad_env_var_is_reported_by_available_backends_and_raised_by_selection(monkeypatch, bad):
+    import gpukit_numpy
+
+    monkeypatch.setenv("GPUKIT_CPU_DEVICES", bad)
+    gk.register_backend("numpy_env", gpukit_numpy.create_backend)  # a fresh numpy backend
+    try:
+        status = gk.available_backends()["numpy_env"]  # never raises
+        assert not status.available
+        assert status.reason.startswith(f"misconfigured: GPUKIT_CPU_DEVICES={bad!r}")
+        with pytest.raises(ValueError, match=r"Fix: set GPUKIT_CPU_DEVICES"):
+            gk.set_backend("numpy_env")
+        monkeypatch.setenv("GPUKIT_CPU_DEVICES", "2")  # not remembered: fixing it fixes it
+        assert gk.available_backends()["numpy_env"].reason == "2 device(s)"
+    finally:
+        gk.unregister_backend("numpy_env")
 
 
 def test_env_var_read_at_first_use_not_import():
