@@ -23,7 +23,14 @@ import numpy as np
 
 from .errors import DeviceMismatchError
 
-__all__ = ["ENV_VAR", "MAX_DEVICES", "VirtualDeviceArray", "cpu_device_count", "parse_count", "place"]
+__all__ = [
+    "ENV_VAR",
+    "MAX_DEVICES",
+    "VirtualDeviceArray",
+    "cpu_device_count",
+    "parse_count",
+    "place",
+]
 
 ENV_VAR = "GPUKIT_CPU_DEVICES"
 #: Each virtual device used gets its own worker thread; a count above this is a typo, not a

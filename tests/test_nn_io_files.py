@@ -329,7 +329,9 @@ def good_file(tmp_path_factory):
     return state, path.read_bytes(), path.with_name("corrupt.npz")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_corrupted_files_load_exactly_or_raise_valueerror(good_file, data):
     state, raw, path = good_file

@@ -240,10 +240,18 @@ def test_errors_name_the_problem():
         gk.nn.LayerNorm(4)(np.ones((2, 3), dtype=np.float32))
     with pytest.raises(TypeError, match="must be a Module"):
         gk.nn.Sequential(gk.nn.ReLU(), "relu")
-    with pytest.raises(RuntimeError, match="before any forward"):
+    with pytest.raises(RuntimeError, match=r"Sequential\.backward called before forward"):
         gk.nn.Sequential(gk.nn.ReLU()).backward(np.ones(2))
 
 
-def test_model_casts_input_to_parameter_dtype():
+def test_model_refuses_an_array_of_another_dtype_and_says_how_to_fix_it():
     model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
-    assert model(np.ones((2, 3))).dtype == np.float32
+    with pytest.raises(TypeError) as info:
+        model(np.ones((2, 3)))  # float64 into float32: never cast silently
+    msg = str(info.value)
+    assert msg.startswith("Sequential: x has dtype float64 but the model's parameters are float32")
+    assert "x.astype('float32')" in msg and "model.to(dtype='float64')" in msg
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        model(np.ones((2, 3), dtype=np.int64))
+    assert model([[1, 2, 3.5]]).dtype == np.float32  # lists take the parameters' dtype
+    assert model(np.ones((2, 3), np.float32)).dtype == np.float32

@@ -142,9 +142,6 @@ class Sequential(Module):
         return x
 
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
-        steps = self._steps
-        if steps is None:
-            raise RuntimeError("Sequential.backward called before any forward pass")
         if type(grad_output) is not np.ndarray:
             with on_device_of(grad_output):  # CuPy computes on the current device
                 return self._backward(grad_output, need_input_grad)

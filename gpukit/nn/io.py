@@ -48,9 +48,7 @@ _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 
 def _check_path(op: str, path: Any) -> str:
     if not isinstance(path, str | bytes | os.PathLike):
-        raise TypeError(
-            f"{op}: path must be a str or os.PathLike, got {type(path).__name__}"
-        )
+        raise TypeError(f"{op}: path must be a str or os.PathLike, got {type(path).__name__}")
     return os.fsdecode(path)
 
 

@@ -84,7 +84,8 @@ class DataParallel(Module):
     ...     model = gk.nn.DataParallel(net)
     ...     opt = gk.optim.SGD(model.parameters(), lr=0.1)
     ...     loss_fn = gk.nn.MSELoss()
-    ...     loss = loss_fn(model(np.ones((5, 3))), np.zeros((5, 2)))
+    ...     x, y = np.ones((5, 3), "float32"), np.zeros((5, 2), "float32")
+    ...     loss = loss_fn(model(x), y)
     ...     _ = model.backward(loss_fn.backward(), need_input_grad=False)
     ...     opt.step()
     >>> sorted(model.state_dict()), model.devices
