@@ -160,9 +160,7 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
         position = _out_position(fn)
         takes_out = _takes_out(fn)
 
-        def attempt(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            if not takes_out:
-                return fn(*args, **kwargs)
+        def with_out(*args: Any, **kwargs: Any) -> Any:
             if position is not None and len(args) > position:
                 out = args[position]
                 args = (*args[:position], None, *args[position + 1 :])
@@ -173,10 +171,12 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
             result = fn(*args, **kwargs)
             return result if out is None else _deliver(out, result)
 
+        attempt = with_out if takes_out else fn
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return attempt(args, kwargs)
+                return attempt(*args, **kwargs)
             except OutOfMemoryError:
                 raise  # a nested operation already retried and explained
             except Exception as exc:
@@ -191,7 +191,7 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
                 # failed attempt's temporaries; only then can the pool release them.
             _release(backend)
             try:
-                return attempt(args, kwargs)
+                return attempt(*args, **kwargs)
             except OutOfMemoryError:
                 raise
             except Exception as exc:

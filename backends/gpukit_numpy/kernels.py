@@ -151,7 +151,7 @@ _scratch = threading.local()
 
 
 def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Two scratch blocks of ``dtype``: this thread's bytes, allocated on its first update.
+    """Two flat scratch blocks of ``dtype``: this thread's, allocated on its first update.
 
     The in-place updates take all their temporaries from here, after which they allocate
     nothing: an update fails before its first write or not at all, and an optimizer step
@@ -160,20 +160,34 @@ def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     pool fights NumPy's (still spinning after the step's matrix products) for the cores,
     which made an SGD step of a small MLP tens of times slower on a 2-core machine.
     """
-    raw = getattr(_scratch, "raw", None)
-    if raw is None:
-        raw = _scratch.raw = np.empty(2 * _BLOCK * 8, dtype=np.uint8)
-    n = _BLOCK * dtype.itemsize
-    return raw[:n].view(dtype), raw[n : 2 * n].view(dtype)
+    cache = _scratch.__dict__
+    pair = cache.get(dtype)
+    if pair is None:
+        raw = cache.get("raw")
+        if raw is None:
+            raw = cache["raw"] = np.empty(2 * _BLOCK * 8, dtype=np.uint8)
+        n = _BLOCK * dtype.itemsize
+        pair = cache[dtype] = (raw[:n].view(dtype), raw[n : 2 * n].view(dtype))
+    return pair
 
 
-def _blocks(*arrays: np.ndarray | None):
+def _flat(a: np.ndarray | None) -> np.ndarray | None:
+    """A plain flat view of a C-contiguous array (no VirtualDeviceArray ufunc overrides)."""
+    if a is None:
+        return None
+    return (a if type(a) is np.ndarray else a.view(np.ndarray)).reshape(-1)
+
+
+def _blocks(*arrays: np.ndarray | None) -> list[tuple[np.ndarray | None, ...]]:
     """Matching flat blocks of same-shaped C-contiguous arrays (None stays None)."""
-    flat = [None if a is None else a.view(np.ndarray).reshape(-1) for a in arrays]
+    flat = [_flat(a) for a in arrays]
     size = flat[0].size
-    for lo in range(0, size, _BLOCK):
-        hi = min(lo + _BLOCK, size)
-        yield hi - lo, [None if f is None else f[lo:hi] for f in flat]
+    if size <= _BLOCK:
+        return [tuple(flat)]
+    return [
+        tuple(None if f is None else f[lo : lo + _BLOCK] for f in flat)
+        for lo in range(0, size, _BLOCK)
+    ]
 
 
 def sgd_update(
@@ -192,32 +206,30 @@ def sgd_update(
     Block by block through two scratch blocks, so no temporary of the parameter's size
     is made; everything is allocated before the first write.
     """
-    grad = np.ascontiguousarray(grad)  # a strided gradient is copied before any write
+    if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
+        grad = np.ascontiguousarray(grad)
     s1, s2 = _workspace(param.dtype)
-    for n, (p, g, buf) in _blocks(param, grad, momentum_buffer):
-        a, b = s1[:n], s2[:n]
+    for p, g, buf in _blocks(param, grad, momentum_buffer):
+        n = p.size
         d = g
         if weight_decay:  # d = grad + weight_decay * param
-            d = np.multiply(p, weight_decay, out=a)
+            d = np.multiply(p, weight_decay, out=s1[:n])
             d += g
         if momentum:
             if first_step:
                 np.copyto(buf, d)
             else:  # buf = momentum * buf + (1 - dampening) * d
                 buf *= momentum
-                if dampening:
-                    buf += np.multiply(d, 1.0 - dampening, out=b)
-                else:
-                    buf += d
+                buf += np.multiply(d, 1.0 - dampening, out=s2[:n]) if dampening else d
             if nesterov:  # step = d + momentum * buf
                 if d is g:
-                    d = np.multiply(buf, momentum, out=a)
+                    d = np.multiply(buf, momentum, out=s1[:n])
                     d += g
                 else:
-                    d += np.multiply(buf, momentum, out=b)
+                    d += np.multiply(buf, momentum, out=s2[:n])
             else:
                 d = buf
-        p -= np.multiply(d, lr, out=b)
+        p -= np.multiply(d, lr, out=s2[:n])
 
 
 def adam_update(
@@ -238,17 +250,18 @@ def adam_update(
     Block by block through two scratch blocks; everything is allocated before the first
     write.
     """
-    grad = np.ascontiguousarray(grad)
+    if not grad.flags.c_contiguous:
+        grad = np.ascontiguousarray(grad)
     s1, s2 = _workspace(param.dtype)
     step_size = lr / (1.0 - beta1**step)
     denom_scale = math.sqrt(1.0 - beta2**step)
-    for n, (p, g, m, v) in _blocks(param, grad, exp_avg, exp_avg_sq):
-        t = s1[:n]
+    for p, g, m, v in _blocks(param, grad, exp_avg, exp_avg_sq):
+        t = s1[: p.size]
         if weight_decay:
             if decoupled:
                 p *= 1.0 - lr * weight_decay
             else:  # g = grad + weight_decay * param
-                decayed = np.multiply(p, weight_decay, out=s2[:n])
+                decayed = np.multiply(p, weight_decay, out=s2[: p.size])
                 decayed += g
                 g = decayed
         np.subtract(g, m, out=t)  # exp_avg.lerp_(g, 1 - beta1), as torch does

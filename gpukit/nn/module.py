@@ -6,11 +6,11 @@ accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
 ``forward``/``backward``, PyTorch's naming and initialisation).
 
 Every subclass's ``forward`` and ``backward`` are wrapped when the class is made
-(:meth:`Module.__init_subclass__`): an allocation failure becomes
-:class:`~gpukit.OutOfMemoryError`; ``backward`` before ``forward`` is a ``RuntimeError``;
+(:meth:`Module.__init_subclass__`): ``backward`` before ``forward`` is a ``RuntimeError``,
 and a backward pass is all or nothing: the gradients it produces are added to the
 parameters' ``.grad`` only once the whole pass has succeeded, so a failed pass leaves
-them as they were (a backward pass is never re-run: it is an in-place operation).
+them as they were (a backward pass is never re-run: it is an in-place operation). An
+allocation failure in ``model(x)`` or ``backward`` becomes :class:`~gpukit.OutOfMemoryError`.
 """
 
 from __future__ import annotations
@@ -404,13 +404,15 @@ def mismatch(where: str, name: str, got: np.dtype, want: np.dtype) -> str:
 
 
 def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` as ``name``'s forward: out-of-memory retried once (a forward pass only
-    overwrites its caches) and explained; records that a forward pass has run."""
-    run = operation(f"gk.nn.{name}.forward")(fn)
+    """``fn`` as ``name``'s forward, recording that a forward pass has run.
+
+    Allocation failures are explained by the entry points that run it (``model(x)``,
+    ``fit``, ``predict``), which are operations; this adds no second wrapper per layer.
+    """
 
     @functools.wraps(fn)
     def forward(self: Module, x: Any) -> Any:
-        y = run(self, x)
+        y = fn(self, x)
         self._forwarded = True
         return y
 
