@@ -31,16 +31,18 @@ def place(
     names: Sequence[str],
     accepted: Sequence[Collection[np.dtype]],
     inplace: Collection[str] = (),
+    optional: Collection[str] = (),
 ) -> tuple[Backend, list[Any]]:
     """Check each argument's dtype against ``accepted`` (TypeError), ``prepare`` them once
     and make any remaining host data (lists) native arrays.
 
     Arrays named in ``inplace`` are updated in place, so they must already be native
-    arrays of the backend the operation runs on: a copy would be updated instead.
+    arrays of the backend the operation runs on: a copy would be updated instead. Only
+    those named in ``optional`` may be None (a TypeError naming the argument otherwise).
     """
     checked = []
     for x, name, dtypes in zip(arrays, names, accepted, strict=True):
-        y = None if x is None else _dtypes.check(op, name, x, dtypes)
+        y = None if x is None and name in optional else _dtypes.check(op, name, x, dtypes)
         checked.append(x if name in inplace else y)
     backend, out = prepare(*checked, names=names)
     out = [x if x is None or hasattr(x, "dtype") else backend.asarray(x) for x in out]

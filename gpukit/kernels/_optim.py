@@ -104,6 +104,7 @@ def sgd_update(
         names,
         (FLOATS,) * 3,
         inplace=("param", "momentum_buffer"),
+        optional=("momentum_buffer",),
     )
     check_contiguous(op, param, "param")
     check_like(op, grad, "grad", param, "param")

@@ -27,7 +27,7 @@ from .._memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
 from ..nn._kernels import kernel as _kernel
-from ..nn.module import Parameter, _place, assign, on_device_of
+from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
@@ -53,7 +53,7 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         op = self._op = f"gk.optim.{type(self).__name__}"
-        if isinstance(params, Parameter) or not isinstance(params, Iterable):
+        if isinstance(params, Parameter | Module) or not isinstance(params, Iterable):
             hint = "; pass model.parameters()" if hasattr(params, "parameters") else ""
             raise TypeError(
                 f"{op}: params must be an iterable of Parameters (or of parameter-group "
