@@ -9,9 +9,10 @@ and mixes with anything, as before: with the default N = 1 nothing changes and
 nothing costs extra. An array *placed* on a virtual device (``gk.asarray(x,
 device=i)``, a shard, anything created inside ``gk.device(i)`` while N > 1) is a
 :class:`VirtualDeviceArray`, a zero-copy ndarray view carrying ``device_id``.
-Slices and ufunc results keep the tag; a ufunc mixing two devices' arrays raises
-:class:`~gpukit.DeviceMismatchError`, as CuPy refuses to mix two GPUs' arrays,
-and so does every gpukit operation (through ``gpukit._dispatch.prepare``).
+Slices and the results of ufuncs and of NumPy's functions (``np.concatenate``,
+``np.dot``, ``np.where``, ...) keep the tag; a ufunc or a NumPy function mixing two
+devices' arrays raises :class:`~gpukit.DeviceMismatchError`, as CuPy refuses to mix two
+GPUs' arrays, and so does every gpukit operation (through ``gpukit._dispatch.prepare``).
 """
 
 from __future__ import annotations
@@ -82,7 +83,15 @@ class VirtualDeviceArray(np.ndarray):
     ...     a + b
     ... except gk.DeviceMismatchError as e:
     ...     print(e)
-    ufunc 'add' mixes arrays of virtual devices numpy:0 and numpy:1
+    ufunc 'add' mixes arrays of virtual devices numpy:0 and numpy:1; move one ...
+    >>> import numpy as np
+    >>> np.concatenate([a, a]).device_id
+    0
+    >>> try:
+    ...     np.concatenate([a, b])
+    ... except gk.DeviceMismatchError as e:
+    ...     print(e)
+    numpy.concatenate mixes arrays of virtual devices numpy:0 and numpy:1; move one ...
     """
 
     device_id: int = 0
@@ -92,16 +101,7 @@ class VirtualDeviceArray(np.ndarray):
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out", ())
-        device = None
-        for x in (*inputs, *out):
-            if isinstance(x, VirtualDeviceArray):
-                if device is None:
-                    device = x.device_id
-                elif x.device_id != device:
-                    raise DeviceMismatchError(
-                        f"ufunc {ufunc.__name__!r} mixes arrays of virtual devices "
-                        f"numpy:{device} and numpy:{x.device_id}"
-                    )
+        device = _device(f"ufunc {ufunc.__name__!r}", (*inputs, *out))
         args = [_plain(x) for x in inputs]
         if out:
             kwargs["out"] = tuple(_plain(x) for x in out)
@@ -111,6 +111,41 @@ class VirtualDeviceArray(np.ndarray):
         if isinstance(result, tuple):
             return tuple(_tag(r, device) for r in result)
         return _tag(result, device)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        device = _device(f"numpy.{func.__name__}", (args, kwargs))
+        result = super().__array_function__(func, types, args, kwargs)
+        return _tag_all(result, device)
+
+
+def _device(what: str, values: Any) -> int | None:
+    """The one virtual device of the arrays in ``values`` (nested sequences, dicts), or
+    None; DeviceMismatchError when two differ."""
+    device = None
+    stack = [values]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, VirtualDeviceArray):
+            if device is None:
+                device = x.device_id
+            elif x.device_id != device:
+                raise DeviceMismatchError(
+                    f"{what} mixes arrays of virtual devices numpy:{device} and "
+                    f"numpy:{x.device_id}; move one explicitly with gk.asarray(x, device=...)"
+                )
+        elif isinstance(x, list | tuple):
+            stack.extend(reversed(x))  # popped in order: the first mismatch is named first
+        elif isinstance(x, dict):
+            stack.extend(reversed(x.values()))
+    return device
+
+
+def _tag_all(x: Any, device: int | None) -> Any:
+    if device is None:
+        return x
+    if isinstance(x, list | tuple) and not hasattr(x, "_fields"):  # np.split's list
+        return type(x)(_tag_all(y, device) for y in x)
+    return _tag(x, device)
 
 
 def _plain(x: Any) -> Any:

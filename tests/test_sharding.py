@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import gpukit as gk
 from gpukit import _registry
+from gpukit._virtual import VirtualDeviceArray
 from gpukit._workers import run_on_devices
 
 from helpers import TOL, rel_err
@@ -130,6 +131,51 @@ def test_mixing_virtual_devices_raises(rng):
         gk._dispatch.prepare(a, b, names=("a", "b"))
     with pytest.raises(gk.DeviceMismatchError):
         np.multiply(a, a, out=b)
+
+
+# NumPy's function API (__array_function__), each call mixing devices 0 and 1
+MIXING_FUNCTIONS = {
+    "concatenate": lambda a, b: np.concatenate([a, b]),
+    "stack": lambda a, b: np.stack((a, b)),
+    "dot": lambda a, b: np.dot(a, b),
+    "vdot": lambda a, b: np.vdot(a, b),
+    "inner": lambda a, b: np.inner(a, b),
+    "where": lambda a, b: np.where(a > 0, a, b),
+    "where_cond": lambda a, b: np.where(b > 0, a, 0.0),
+    "copyto": lambda a, b: np.copyto(a, b),
+    "allclose": lambda a, b: np.allclose(a, b),
+    "einsum": lambda a, b: np.einsum("i,i->", a, b),
+    "outer": lambda a, b: np.outer(a, b),
+    "hstack": lambda a, b: np.hstack([a, b]),
+    "block": lambda a, b: np.block([a, b]),
+    "dot_out": lambda a, b: np.dot(a[:1], a[:1].reshape(1, 1), out=b[:1]),
+    "kwarg": lambda a, b: np.clip(a, a_min=b, a_max=None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXING_FUNCTIONS))
+def test_numpy_functions_mixing_virtual_devices_raise(rng, name):
+    backend = NumpyBackend(2)
+    a = backend.asarray(_data(rng, 3), device=0)
+    b = backend.asarray(_data(rng, 3), device=1)
+    with pytest.raises(gk.DeviceMismatchError, match=r"numpy:0 and numpy:1|numpy:1 and numpy:0"):
+        MIXING_FUNCTIONS[name](a, b)
+
+
+def test_numpy_functions_keep_the_device_and_mix_with_host_data(rng):
+    backend = NumpyBackend(2)
+    x, h = _data(rng, 3), _data(rng, 3)
+    a = backend.asarray(x, device=1)
+    for result, want in (
+        (np.concatenate([a, h]), np.concatenate([x, h])),
+        (np.stack([a, a]), np.stack([x, x])),
+        (np.where(a > 0, a, h), np.where(x > 0, x, h)),
+        (np.outer(a, h), np.outer(x, h)),
+    ):
+        assert type(result) is VirtualDeviceArray and result.device_id == 1
+        assert np.array_equal(result, want)
+    assert [p.device_id for p in np.split(a, 3)] == [1, 1, 1]
+    assert float(np.dot(a, h)) == pytest.approx(float(np.dot(x, h)))
 
 
 def test_workers_inherit_context_and_run_on_their_device():
@@ -289,7 +335,7 @@ def test_collectives_in_memory(cpu_devices, rng):
     ref = np.concatenate([np.asarray(p)[: i + 1] for i, p in enumerate(parts)])
     assert all(np.array_equal(g, ref) for g in gathered)
     bcast = coll.broadcast(parts[-1], root=n - 1)
-    assert all(np.array_equal(b, parts[-1]) for b in bcast)
+    assert all(np.array_equal(b, np.asarray(parts[-1])) for b in bcast)  # host: devices differ
     assert [cpu_devices.device_of(b) for b in bcast] == list(devs)
 
 
