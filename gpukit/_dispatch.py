@@ -222,6 +222,7 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     return backend.asarray(obj, dtype=dtype, device=device)
 
 
+@operation("gk.to_numpy")
 def to_numpy(x: Any) -> np.ndarray:
     """Copy ``x`` to a host ``numpy.ndarray`` (an explicit transfer, always allowed).
 
@@ -235,6 +236,11 @@ def to_numpy(x: Any) -> np.ndarray:
     -------
     numpy.ndarray
         The data on the host; ``x`` itself when it already is a NumPy array.
+
+    Raises
+    ------
+    OutOfMemoryError
+        The host copy could not be allocated.
 
     Examples
     --------

@@ -29,6 +29,7 @@ from typing import IO, Any
 import numpy as np
 
 from .. import _dispatch
+from .._memory import operation
 from .._version import __version__
 from .module import Module
 
@@ -52,6 +53,7 @@ def _check_path(op: str, path: Any) -> str:
     return os.fsdecode(path)
 
 
+@operation("gk.nn.save")
 def save(obj: Module | Mapping[str, Any], path: str | os.PathLike) -> None:
     """Write a model's parameters (or a state dict) to ``path`` as ``.npz``, atomically.
 
@@ -176,6 +178,7 @@ class _Damaged(Exception):
     """What is wrong with the file, in words (becomes the ValueError's message)."""
 
 
+@operation("gk.nn.load")
 def load(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Read a state dict written by :func:`save` (host NumPy arrays), trusting nothing.
 

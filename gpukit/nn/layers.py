@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._memory import operation
 from . import _act, _random
 from .module import Module, Parameter, on_device_of
 
@@ -71,6 +72,7 @@ class Linear(Module):
     (4, 2)
     """
 
+    @operation("gk.nn.Linear")
     def __init__(
         self,
         in_features: int,
@@ -394,6 +396,7 @@ class LayerNorm(Module):
     True
     """
 
+    @operation("gk.nn.LayerNorm")
     def __init__(
         self,
         normalized_shape: int | tuple[int, ...],

@@ -230,6 +230,7 @@ class Module:
         return self.train(False)
 
     # -- placement ---------------------------------------------------------------------------
+    @operation("gk.nn.Module.to")
     def to(self, backend: Any = None, device: int | None = None, dtype: Any = None) -> Module:
         """Move the parameters to ``backend``/``device`` and/or cast them to ``dtype``.
 
@@ -292,6 +293,7 @@ class Module:
         """
         return {name: p.data for name, p in self.named_parameters()}
 
+    @operation("gk.nn.Module.load_state_dict")
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> None:
         """Copy values from ``state_dict`` into the parameters (their dtype and device).
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _dispatch
+from .._memory import operation
 from .._selection import get_backend
 from .._sharding import ShardedArray, _check_devices, _split_sizes, split
 from .._workers import map_devices
@@ -92,6 +93,7 @@ class DataParallel(Module):
     (['0.bias', '0.weight'], (0,))
     """
 
+    @operation("gk.nn.DataParallel")
     def __init__(self, module: Module, devices: Sequence[int] | None = None) -> None:
         super().__init__()
         if not isinstance(module, Module):
@@ -151,6 +153,7 @@ class DataParallel(Module):
             coll = self._collectives[k] = self.backend.collectives(self.devices[:k])
         return coll
 
+    @operation("gk.nn.DataParallel.broadcast_parameters")
     def broadcast_parameters(self, k: int | None = None) -> None:
         """Copy the primary's parameters to the other replicas (the first ``k``; all by default).
 

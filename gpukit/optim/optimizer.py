@@ -150,6 +150,7 @@ class Optimizer:
         }
         return {"state": state, "param_groups": groups}
 
+    @operation("gk.optim.Optimizer.load_state_dict")
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyper-parameters and state saved by :meth:`state_dict`.
 
