@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _registry, _transfer
+from . import _dtypes, _registry, _transfer
 from ._memory import operation
 from ._selection import get_backend
 from ._virtual import VirtualDeviceArray
@@ -193,6 +193,9 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     ------
     ValueError
         ``device`` is out of range for the active backend.
+    TypeError
+        ``obj`` is None, a ``numpy.ma`` masked array (its mask would be lost) or a
+        ``numpy.matrix``.
 
     Examples
     --------
@@ -204,6 +207,8 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     """
     from ._devices import check_device
 
+    if type(obj) is not _ndarray:
+        _dtypes.refuse_foreign("gk.asarray", "obj", obj)
     backend = get_backend()
     if device is not None:
         check_device(backend, device)
@@ -239,6 +244,8 @@ def to_numpy(x: Any) -> np.ndarray:
 
     Raises
     ------
+    TypeError
+        ``x`` is None, a ``numpy.ma`` masked array or a ``numpy.matrix``.
     OutOfMemoryError
         The host copy could not be allocated.
 
@@ -248,6 +255,8 @@ def to_numpy(x: Any) -> np.ndarray:
     >>> gk.to_numpy(gk.asarray([1, 2, 3])).tolist()
     [1, 2, 3]
     """
+    if type(x) is not _ndarray:
+        _dtypes.refuse_foreign("gk.to_numpy", "x", x)
     backend = owner_of(x)
     if backend is None:
         from ._sharding import ShardedArray

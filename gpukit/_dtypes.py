@@ -92,6 +92,8 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
     else:
         if dtype in accepted:
             return x
+        if not dtype.isnative and dtype.newbyteorder("=") in accepted:
+            return x.astype(dtype.newbyteorder("=")) if type(x) is np.ndarray else x
         expected = words(accepted)
     raise TypeError(f"{op}: argument {name!r} has dtype {dtype}; expected {expected}")
 

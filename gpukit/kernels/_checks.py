@@ -47,6 +47,11 @@ def place(
     backend, out = prepare(*checked, names=names)
     out = [x if x is None or hasattr(x, "dtype") else backend.asarray(x) for x in out]
     for given, got, name in zip(arrays, out, names, strict=True):
+        if name in inplace and given is not None and not getattr(given.dtype, "isnative", True):
+            raise ValueError(
+                f"{op}: {name} is updated in place but has non-native byte order "
+                f"({given.dtype}); convert it once: {name}.astype({name}.dtype.newbyteorder('='))"
+            )
         if name in inplace and given is not None and given is not got:
             raise ValueError(
                 f"{op}: {name} is updated in place, so it must be an array of the "

@@ -25,7 +25,12 @@ class _Loss:
         self._cache: Any = None
 
     def _prepare(self, output: Any, target: Any) -> tuple[Any, Any]:
-        if type(output) is np.ndarray and type(target) is np.ndarray:
+        if (
+            type(output) is np.ndarray
+            and type(target) is np.ndarray
+            and output.dtype.isnative
+            and target.dtype.isnative
+        ):
             return output, target
         name = type(self).__name__
         # a list becomes an array; None, strings, masked arrays are TypeErrors naming the argument

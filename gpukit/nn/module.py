@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _dispatch, _dtypes
 from .._memory import operation
 from .._selection import get_backend, use_backend
 from ..errors import DeviceMismatchError
@@ -162,11 +162,15 @@ class Module:
         if anchor is not None:
             ref = anchor.data
             typed = hasattr(x, "dtype")
+            if type(x) is not _ndarray or not x.dtype.isnative:  # lists, None, masked, >f4
+                x = _dtypes.check(f"gk.nn.{type(self).__name__}", "x", x)
             if type(x) is not type(ref) or type(x) is not _ndarray:
                 x = _place(x, ref)
             if x.dtype != ref.dtype:
                 if typed:
-                    raise TypeError(mismatch(type(self).__name__, "x", x.dtype, ref.dtype))
+                    raise TypeError(
+                        mismatch(f"gk.nn.{type(self).__name__}", "x", x.dtype, ref.dtype)
+                    )
                 x = x.astype(ref.dtype)
             if type(ref) is not _ndarray:
                 with on_device_of(ref):  # CuPy computes on the current device: the model's
@@ -257,6 +261,8 @@ class Module:
         """
         from .. import _devices
 
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise TypeError(f"Module.to: dtype must be a floating dtype, got {np.dtype(dtype)}")
         with use_backend(backend if backend is not None else get_backend()) as target:
             if device is not None:
                 _devices.check_device(target, device)
@@ -324,6 +330,11 @@ class Module:
         >>> bool((a.weight.data == b.weight.data).all())
         True
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"load_state_dict into {type(self).__name__}: state_dict must be a mapping of "
+                f"names to arrays, got {type(state_dict).__name__}"
+            )
         own = dict(self.named_parameters())
         problems = []
         missing = [k for k in own if k not in state_dict]
