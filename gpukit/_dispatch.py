@@ -194,8 +194,9 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     ValueError
         ``device`` is out of range for the active backend.
     TypeError
-        ``obj`` is None, a ``numpy.ma`` masked array (its mask would be lost) or a
-        ``numpy.matrix``.
+        ``obj`` or ``dtype`` is not numeric (strings, objects, datetimes, long double: not
+        every backend holds them), or ``obj`` is None, a ``numpy.ma`` masked array (its
+        mask would be lost) or a ``numpy.matrix``.
 
     Examples
     --------
@@ -207,8 +208,9 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     """
     from ._devices import check_device
 
-    if type(obj) is not _ndarray:
-        _dtypes.refuse_foreign("gk.asarray", "obj", obj)
+    obj = _dtypes.check("gk.asarray", "obj", obj)  # numeric, native order, a real array
+    if dtype is not None and np.dtype(dtype).char not in _dtypes.NUMERIC_CHARS:
+        raise TypeError(f"gk.asarray: dtype {np.dtype(dtype)} is not {_dtypes.NUMERIC}")
     backend = get_backend()
     if device is not None:
         check_device(backend, device)

@@ -56,6 +56,12 @@ def _seed(op: str, seed: Any) -> int | None:
     return None if seed is None else _size(op, seed, "seed")
 
 
+def _real_input(name: str, x: Any) -> None:
+    """Activations and Softmax are defined on real numbers (a complex max means nothing)."""
+    if x.dtype.kind == "c":
+        raise TypeError(f"gk.nn.{name}: x must be real, got dtype {x.dtype}")
+
+
 def _flat(a: Any, n: int) -> Any:
     """View of ``a`` as a matrix with ``n`` columns (rows = every leading axis)."""
     return a if a.ndim == 2 else a.reshape(-1, n)
@@ -167,6 +173,7 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
+        _real_input(type(self).__name__, x)
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
@@ -318,6 +325,7 @@ class Softmax(Module):
         self._y: Any = None
 
     def forward(self, x: Any) -> Any:
+        _real_input("Softmax", x)
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)

@@ -128,7 +128,7 @@ class MSELoss(_Loss):
 
     def _backward(self) -> Any:
         diff = self._cache
-        scale = 2.0 / diff.size if self.reduction == "mean" else 2.0
+        scale = 2.0 / max(diff.size, 1) if self.reduction == "mean" else 2.0  # size 0: empty
         return diff * diff.dtype.type(scale)
 
 
@@ -282,5 +282,5 @@ class BCEWithLogitsLoss(_Loss):
         half = logits.dtype.type(0.5)
         g = half + half * xp.tanh(half * logits) - target  # sigmoid without overflow
         if self.reduction == "mean":
-            g *= logits.dtype.type(1.0 / logits.size)
+            g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g

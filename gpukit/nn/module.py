@@ -158,12 +158,12 @@ class Module:
         lists and scalars take the parameters' dtype. An array of another dtype than the
         parameters is a ``TypeError``: convert it, or the model (``model.to(dtype=...)``).
         """
+        typed = hasattr(x, "dtype")
+        if type(x) is not _ndarray or not x.dtype.isnative:  # lists, None, masked, >f4
+            x = _dtypes.check(f"gk.nn.{type(self).__name__}", "x", x)
         anchor = self._anchor()
         if anchor is not None:
             ref = anchor.data
-            typed = hasattr(x, "dtype")
-            if type(x) is not _ndarray or not x.dtype.isnative:  # lists, None, masked, >f4
-                x = _dtypes.check(f"gk.nn.{type(self).__name__}", "x", x)
             if type(x) is not type(ref) or type(x) is not _ndarray:
                 x = _place(x, ref)
             if x.dtype != ref.dtype:
