@@ -75,7 +75,10 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
         ``a`` or ``b`` is 0-D, the contracted dimensions differ, the batch dimensions
         do not broadcast (the message names both shapes), or ``precision`` is unknown.
     TypeError
-        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or long double.
+        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or long double, or is
+        a masked array, a ``numpy.matrix`` or None.
+    OutOfMemoryError
+        The product could not be allocated, also after one retry.
 
     Examples
     --------
@@ -87,9 +90,10 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     ((4, 2, 5), 3.0)
     """
     # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds, so plain
-    # ndarrays of a native numeric dtype skip dispatch and the OOM wrapper (host memory
-    # errors are not retried anyway) and shapes are diagnosed only when NumPy refuses
-    # them. Everything else (object or string dtypes included) takes the checked path.
+    # ndarrays of a native numeric dtype skip dispatch and the OOM wrapper (an allocation
+    # failure falls through to the checked path, which explains it) and shapes are
+    # diagnosed only when NumPy refuses them. Everything else (object or string dtypes
+    # included) takes the checked path.
     if (
         precision is None
         and type(a) is _ndarray
@@ -105,6 +109,8 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
             if problem is None:
                 raise
             raise ValueError(problem) from None
+        except MemoryError:
+            pass  # the checked path retries once, then explains (gk.OutOfMemoryError)
     return _matmul(a, b, precision)
 
 

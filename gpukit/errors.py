@@ -20,6 +20,7 @@ __all__ = [
     "GpukitError",
     "GpukitWarning",
     "LinAlgError",
+    "NonFiniteError",
     "OutOfMemoryError",
     "SchedulerUnreachableError",
     "TransferGuardError",
@@ -160,6 +161,42 @@ class SchedulerUnreachableError(GpukitError, TimeoutError):
 class WorkerLostError(GpukitError, RuntimeError):
     """A Dask worker died while computing a step gpukit started (a Krylov iteration, a
     conversion to shards); the computation stopped rather than finishing elsewhere."""
+
+
+class NonFiniteError(GpukitError, FloatingPointError):
+    """A computation produced NaN or infinity where continuing would spread it.
+
+    Raised by :func:`gpukit.nn.fit` when a batch's loss is not finite (a learning rate
+    too high, bad data): training stops before that batch's update, so the model keeps
+    the weights of the last finite step. A :class:`FloatingPointError`, as NumPy raises
+    for invalid floating-point results under ``np.errstate(all="raise")``.
+
+    Attributes
+    ----------
+    epoch, batch : int or None
+        Where it happened (0-based), when it happened in a loop.
+    value : float or None
+        The non-finite value.
+    history : dict or None
+        What :func:`gpukit.nn.fit` would have returned for the epochs completed.
+
+    Examples
+    --------
+    >>> issubclass(NonFiniteError, FloatingPointError)
+    True
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        epoch: int | None = None,
+        batch: int | None = None,
+        value: float | None = None,
+        history: dict | None = None,
+    ):
+        super().__init__(message)
+        self.epoch, self.batch, self.value, self.history = epoch, batch, value, history
 
 
 class ConvergenceWarning(GpukitWarning):

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from subproc import ROOT, run_python
 
 import gpukit as gk
@@ -101,3 +102,15 @@ def test_bench_list_names_every_case_and_implementation(capsys):
     impls = out.split("implementations (--impls):")[1].split()
     assert [line.split()[0] for line in cases.splitlines()[1:]] == [c.name for c in CASES]
     assert impls == NAMES
+
+
+@pytest.mark.parametrize("bad", ["0", "1_0"])
+def test_info_reports_a_malformed_cpu_device_count_and_the_fix(bad):
+    proc = run_python(
+        "from gpukit.cli import main; main(['info'])", env={"GPUKIT_CPU_DEVICES": bad}
+    )
+    assert proc.returncode == 0, proc.stderr
+    numpy_line = next(line for line in proc.stdout.splitlines() if line.startswith("  numpy "))
+    assert "unavailable" in numpy_line and f"GPUKIT_CPU_DEVICES={bad!r}" in numpy_line
+    assert "Fix: set GPUKIT_CPU_DEVICES to a whole number from 1 to 1024" in numpy_line
+    assert "Selected: None" in proc.stdout

@@ -132,3 +132,121 @@ def test_big_endian_host_data_is_converted_before_dispatch():
     assert np.array_equal(got, np.arange(6.0))
     native = np.arange(6.0)
     assert _dtypes.check("gk.fft.fft", "x", native) is native  # no copy otherwise
+
+
+# -- array types whose meaning no backend keeps: masked arrays, numpy.matrix ---------------
+F64 = np.ones(3)
+# every public callable taking arrays that CALLS does not cover, first array argument replaced
+MORE_CALLS = {
+    "gk.asarray": lambda bad: gk.asarray(bad),
+    "gk.to_numpy": lambda bad: gk.to_numpy(bad),
+    "gk.kernels.bias_activation": lambda bad: gk.kernels.bias_activation(bad, F64),
+    "gk.kernels.bias_activation_backward": lambda bad: gk.kernels.bias_activation_backward(
+        bad, bad, F64, "relu"
+    ),
+    "gk.kernels.sgd_update": lambda bad: gk.kernels.sgd_update(bad, bad, lr=0.1),
+    "gk.kernels.adam_update": lambda bad: gk.kernels.adam_update(
+        np.ones((3, 3)), bad, np.zeros((3, 3)), np.zeros((3, 3)), step=1, lr=0.1
+    ),
+    "gk.kernels.softmax_cross_entropy": lambda bad: gk.kernels.softmax_cross_entropy(
+        bad, np.zeros(3, int)
+    ),
+    "gk.kernels.softmax_cross_entropy_backward": (
+        lambda bad: gk.kernels.softmax_cross_entropy_backward(bad, np.zeros(3, int), F64)
+    ),
+    "gk.kernels.matmul_tiled": lambda bad: gk.kernels.matmul_tiled(
+        bad.astype(np.float32), np.ones((3, 3), np.float32)
+    ),
+    "gk.nn.Module": lambda bad: gk.nn.Linear(3, 2, dtype="float64")(bad),
+    "gk.nn.MSELoss": lambda bad: gk.nn.MSELoss()(bad, np.ones((3, 3))),
+    "gk.nn.fit": lambda bad: gk.nn.fit(
+        gk.nn.Linear(3, 3, dtype="float64"),
+        gk.nn.MSELoss(),
+        gk.optim.SGD(gk.nn.Linear(3, 3).parameters(), lr=0.1),
+        bad,
+        np.ones((3, 3)),
+        epochs=1,
+        batch_size=3,
+    ),
+    "gk.nn.predict": lambda bad: gk.nn.predict(gk.nn.Linear(3, 2, dtype="float64"), bad),
+}
+WRAPPERS = {
+    "masked": lambda a: np.ma.masked_array(a, mask=np.eye(*a.shape[:2], dtype=bool)),
+    "matrix": lambda a: np.matrix(a),
+}
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("kind", sorted(WRAPPERS))
+@pytest.mark.parametrize("case", sorted({**CALLS, **MORE_CALLS}))
+def test_masked_arrays_and_matrices_are_refused_everywhere(case, kind):
+    call = {**CALLS, **MORE_CALLS}[case]
+    op = case.split("[")[0]
+    bad = WRAPPERS[kind](np.eye(3) * 2.0)
+    with pytest.raises(TypeError) as info:
+        call(bad)
+    msg = str(info.value)
+    if op.startswith(("gk.matmul", "gk.fft", "gk.linalg", "gk.sparse", "gk.kernels", "gk.as")):
+        assert msg.startswith(f"{op}: argument '"), msg
+    want = (
+        "is a numpy.ma masked array; gpukit would ignore its mask"
+        if kind == "masked"
+        else ("is a numpy.matrix")
+    )
+    assert want in msg, msg
+
+
+def test_the_refusal_does_not_import_numpy_ma(tmp_path):
+    from subproc import run_python
+
+    code = (
+        "import sys, numpy as np, gpukit as gk\n"
+        "had = 'numpy.ma' in sys.modules\n"
+        "gk.matmul(np.ones((2, 2)), [[1.0], [2.0]])\n"
+        "print(had, 'numpy.ma' in sys.modules)"
+    )
+    proc = run_python(code, env={"GPUKIT_BACKEND": "numpy"})
+    assert proc.returncode == 0, proc.stderr
+    had, after = proc.stdout.split()
+    assert after == had  # the check looks in sys.modules, never imports numpy.ma
+
+
+# -- big-endian input gives the native answer wherever a numeric dtype is accepted -----------
+def _leaves(result):
+    """The numbers and arrays of a result (tuples, named tuples, sparse matrices, infos)."""
+    if hasattr(result, "toarray"):
+        return [gk.to_numpy(result.toarray())]
+    if isinstance(result, tuple):
+        return [leaf for r in result for leaf in _leaves(r)]
+    if hasattr(result, "dtype") or isinstance(result, int | float | complex):
+        return [np.asarray(gk.to_numpy(result))]
+    return []
+
+
+SPD = np.eye(3) * 2.0 + 0.1  # a valid operand for every call (symmetric positive definite)
+
+
+@pytest.mark.parametrize("case", sorted(CALLS))
+def test_big_endian_input_gives_the_native_result(backend, case):
+    native = _leaves(CALLS[case](SPD))
+    swapped = _leaves(CALLS[case](SPD.astype(">f8")))
+    assert len(native) == len(swapped) > 0
+    for a, b in zip(native, swapped, strict=True):
+        assert np.allclose(a, b, rtol=1e-12, atol=0, equal_nan=True)
+
+
+def test_big_endian_input_in_kernels_and_nn(backend, rng):
+    x = rng.standard_normal((4, 3))
+    bias = rng.standard_normal(3)
+    want = gk.to_numpy(gk.kernels.bias_activation(x, bias, "gelu"))
+    got = gk.to_numpy(gk.kernels.bias_activation(x.astype(">f8"), bias.astype(">f8"), "gelu"))
+    assert np.array_equal(want, got)
+    p, g = rng.standard_normal(3).astype(">f8"), rng.standard_normal(3)
+    with pytest.raises(ValueError, match=r"param is updated in place but has non-native byte"):
+        gk.kernels.sgd_update(p, g, lr=0.1)  # a converted copy would be updated instead
+    model = gk.nn.Linear(3, 2, seed=0, dtype=">f8")  # parameters in native order
+    assert model.weight.dtype.isnative
+    xb = x.astype(">f8")
+    assert np.array_equal(gk.to_numpy(model(xb)), gk.to_numpy(model(x)))
+    loss = gk.nn.MSELoss()
+    assert float(loss(x, x.astype(">f8"))) == 0.0

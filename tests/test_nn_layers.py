@@ -234,16 +234,57 @@ def test_module_structure_repr_and_modes():
 def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="approximate"):
         gk.nn.GELU("fast")
-    with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"p must be in \[0\.0, 1\.0\], got 1\.5"):
         gk.nn.Dropout(1.5)
     with pytest.raises(ValueError, match=r"last 1 axes must be \(4,\)"):
         gk.nn.LayerNorm(4)(np.ones((2, 3), dtype=np.float32))
     with pytest.raises(TypeError, match="must be a Module"):
         gk.nn.Sequential(gk.nn.ReLU(), "relu")
-    with pytest.raises(RuntimeError, match="before any forward"):
+    with pytest.raises(RuntimeError, match=r"Sequential\.backward called before forward"):
         gk.nn.Sequential(gk.nn.ReLU()).backward(np.ones(2))
+    with pytest.raises(ValueError, match=r"Linear\(in_features=3\) got an input of shape \(2, 4\)"):
+        gk.nn.Linear(3, 2)(np.ones((2, 4), np.float32))
 
 
-def test_model_casts_input_to_parameter_dtype():
+# A wrong argument type is a TypeError naming the argument, never an AttributeError or a
+# comparison error from inside.
+WRONG_TYPES = [
+    (lambda: gk.nn.Linear("3", 2), r"^gk\.nn\.Linear: in_features must be an integer, got '3'"),
+    (lambda: gk.nn.Linear(3, 2.5), r"^gk\.nn\.Linear: out_features must be an integer"),
+    (lambda: gk.nn.Linear(3, 2, dtype="int32"), r"dtype must be a floating dtype, got int32"),
+    (lambda: gk.nn.Linear(3, 2, dtype="nonsense"), r"dtype must be a floating dtype"),
+    (lambda: gk.nn.Linear(3, 2, seed=1.5), r"seed must be an integer"),
+    (lambda: gk.nn.LeakyReLU("0.1"), r"^gk\.nn\.LeakyReLU: negative_slope must be a real"),
+    (lambda: gk.nn.Softmax(dim="last"), r"^gk\.nn\.Softmax: dim must be an integer"),
+    (lambda: gk.nn.Dropout("0.5"), r"^gk\.nn\.Dropout: p must be a real number"),
+    (lambda: gk.nn.Dropout(None), r"^gk\.nn\.Dropout: p must be a real number"),
+    (lambda: gk.nn.LayerNorm("4"), r"^gk\.nn\.LayerNorm: normalized_shape must be an int"),
+    (lambda: gk.nn.LayerNorm(4, eps="1e-5"), r"^gk\.nn\.LayerNorm: eps must be a real"),
+    (lambda: gk.nn.Linear(3, 2)(None), r"^gk\.nn\.Linear: argument 'x' must be an array"),
+    (lambda: gk.nn.Linear(3, 2)("abc"), r"argument 'x' has dtype <U3"),
+    (lambda: gk.nn.Linear(3, 2)(np.ma.masked_array(np.ones((1, 3), np.float32))),
+     "masked array"),
+    (lambda: gk.nn.Linear(3, 2)(np.matrix(np.ones((1, 3), np.float32))), "numpy.matrix"),
+    (lambda: gk.nn.Linear(3, 2).load_state_dict([("weight", 1)]),
+     r"state_dict must be a mapping"),
+    (lambda: gk.nn.Linear(3, 2).to(dtype="int64"), r"dtype must be a floating dtype"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("call", "match"), WRONG_TYPES)
+def test_wrong_argument_types_are_typeerrors_naming_the_argument(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+def test_model_refuses_an_array_of_another_dtype_and_says_how_to_fix_it():
     model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
-    assert model(np.ones((2, 3))).dtype == np.float32
+    with pytest.raises(TypeError) as info:
+        model(np.ones((2, 3)))  # float64 into float32: never cast silently
+    msg = str(info.value)
+    assert msg.startswith("gk.nn.Sequential: x has dtype float64 but the model's parameters are")
+    assert "x.astype('float32')" in msg and "model.to(dtype='float64')" in msg
+    with pytest.raises(TypeError, match="x has dtype int64"):
+        model(np.ones((2, 3), dtype=np.int64))
+    assert model([[1, 2, 3.5]]).dtype == np.float32  # lists take the parameters' dtype
+    assert model(np.ones((2, 3), np.float32)).dtype == np.float32

@@ -73,8 +73,18 @@ def test_loss_errors():
         gk.nn.CrossEntropyLoss(label_smoothing=2.0)
     with pytest.raises(ValueError, match=r"target shape \(3,\) must equal output shape \(2,\)"):
         gk.nn.MSELoss()(np.zeros(2), np.zeros(3))
-    with pytest.raises(ValueError, match="integer class labels of shape"):
+    with pytest.raises(TypeError, match="integer class labels, got dtype float64"):
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(2))
+    with pytest.raises(ValueError, match=r"integer class labels of shape \(2,\), got shape \(3,"):
+        gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(3, int))
+    with pytest.raises(TypeError, match=r"MSELoss: target has dtype float64 but the output is fl"):
+        gk.nn.MSELoss()(np.zeros(2, np.float32), np.zeros(2))
+    with pytest.raises(TypeError, match=r"BCEWithLogitsLoss: target has dtype int64"):
+        gk.nn.BCEWithLogitsLoss()(np.zeros(2), np.array([0, 1]))
+    with pytest.raises(TypeError, match=r"^MSELoss: argument 'output' must be an array, got None"):
+        gk.nn.MSELoss()(None, np.zeros(2))
+    with pytest.raises(TypeError, match="label_smoothing must be a real number"):
+        gk.nn.CrossEntropyLoss(label_smoothing="0.1")
     with pytest.raises(ValueError, match=r"labels must be in \[0, 3\)"):
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, 3]))
     with pytest.raises(ValueError, match=r"got values in \[-1, 0\]"):

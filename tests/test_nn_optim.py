@@ -86,16 +86,130 @@ def test_zero_grad_and_errors():
     assert p.grad is None
     opt.step()  # no gradient: no update
     assert p.data.tolist() == [0.0, 0.0]
-    with pytest.raises(ValueError, match="Nesterov"):
-        gk.optim.SGD([p], lr=0.1, nesterov=True)
-    with pytest.raises(ValueError, match="lr must be >= 0"):
-        gk.optim.Adam([p], lr=-1)
-    with pytest.raises(ValueError, match=r"betas\[1\] must be in"):
-        gk.optim.Adam([p], betas=(0.9, 1.0))
     with pytest.raises(ValueError, match="empty parameter list"):
         gk.optim.SGD([], lr=0.1)
     with pytest.raises(TypeError, match="must be a Parameter"):
         gk.optim.SGD([np.zeros(2)], lr=0.1)
+    with pytest.raises(TypeError, match=r"got Sequential; pass model\.parameters\(\)"):
+        gk.optim.SGD(gk.nn.Sequential(gk.nn.Linear(2, 2)), lr=0.1)
+    with pytest.raises(ValueError, match=r"params\[0\] appears in more than one group"):
+        gk.optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
+    with pytest.raises(TypeError, match="must be floating, got dtype int64"):
+        gk.optim.SGD([gk.nn.Parameter(np.zeros(2, int))], lr=0.1)
+
+
+INF, NAN = float("inf"), float("nan")
+# (optimizer, keyword arguments, exception, message): not a real number is a TypeError;
+# out of range or not finite a ValueError (PyTorch's checks, plus finiteness)
+BAD_HYPER = [
+    ("SGD", {"lr": "0.1"}, TypeError, r"lr must be a real number, got '0\.1' \(str\)"),
+    ("SGD", {"lr": None}, TypeError, "lr must be a real number, got None"),
+    ("SGD", {"lr": True}, TypeError, "lr must be a real number, got True"),
+    ("SGD", {"lr": 1 + 0j}, TypeError, "lr must be a real number"),
+    ("SGD", {"lr": INF}, ValueError, "lr must be finite, got inf"),
+    ("SGD", {"lr": NAN}, ValueError, "lr must be finite, got nan"),
+    ("SGD", {"lr": -1}, ValueError, r"lr must be >= 0\.0, got -1"),
+    ("SGD", {"lr": 0.1, "momentum": -0.5}, ValueError, "momentum must be >= 0"),
+    ("SGD", {"lr": 0.1, "momentum": INF}, ValueError, "momentum must be finite"),
+    ("SGD", {"lr": 0.1, "dampening": NAN}, ValueError, "dampening must be finite"),
+    ("SGD", {"lr": 0.1, "weight_decay": "0"}, TypeError, "weight_decay must be a real number"),
+    ("SGD", {"lr": 0.1, "weight_decay": -1e-4}, ValueError, "weight_decay must be >= 0"),
+    ("SGD", {"lr": 0.1, "nesterov": True}, ValueError, "Nesterov momentum requires momentum > 0"),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.1, "nesterov": True}, ValueError,
+     "and dampening == 0"),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": "yes"}, TypeError, "nesterov must be a bool"),
+    ("Adam", {"lr": -1}, ValueError, r"lr must be >= 0"),
+    ("Adam", {"betas": (0.9, 1.0)}, ValueError, r"betas\[1\] must be in \[0\.0, 1\.0\), got 1"),
+    ("Adam", {"betas": (NAN, 0.9)}, ValueError, r"betas\[0\] must be finite"),
+    ("Adam", {"betas": (0.9,)}, TypeError, r"betas must be a pair \(beta1, beta2\)"),
+    ("Adam", {"betas": 0.9}, TypeError, "betas must be a pair"),
+    ("Adam", {"betas": ("0.9", 0.99)}, TypeError, r"betas\[0\] must be a real number"),
+    ("Adam", {"eps": -1e-8}, ValueError, "eps must be >= 0"),
+    ("Adam", {"eps": INF}, ValueError, "eps must be finite"),
+    ("Adam", {"weight_decay": NAN}, ValueError, "weight_decay must be finite"),
+    ("AdamW", {"lr": INF}, ValueError, "lr must be finite"),
+    ("AdamW", {"weight_decay": -0.01}, ValueError, "weight_decay must be >= 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("cls", "kwargs", "error", "match"), BAD_HYPER)
+def test_hyperparameters_are_validated(cls, kwargs, error, match):
+    p = gk.nn.Parameter(np.zeros(2))
+    with pytest.raises(error, match=match) as info:
+        getattr(gk.optim, cls)([p], **kwargs)
+    assert type(info.value) is error
+    assert str(info.value).startswith(f"gk.optim.{cls}: ")
+
+
+def test_numpy_numbers_are_real_numbers():
+    p = gk.nn.Parameter(np.zeros(2))
+    opt = gk.optim.Adam([p], lr=np.float32(0.5), betas=[np.float64(0.8), 0.9], eps=np.array(1e-8))
+    p.grad = np.ones(2)
+    opt.step()
+    assert np.allclose(p.data, -0.5)
+
+
+@pytest.mark.parametrize("bad", [INF, NAN, -0.1, "0.1"])
+def test_a_learning_rate_set_between_steps_is_checked_before_any_update(rng, bad):
+    params = [gk.nn.Parameter(rng.standard_normal(3)) for _ in range(2)]
+    opt = gk.optim.SGD([{"params": params[:1]}, {"params": params[1:]}], lr=0.1, momentum=0.9)
+    before = [p.data.copy() for p in params]
+    for p in params:
+        p.grad = np.ones(3)
+    opt.param_groups[1]["lr"] = bad  # as a buggy scheduler would
+    with pytest.raises((TypeError, ValueError), match=r"^gk\.optim\.SGD: lr must be"):
+        opt.step()
+    assert all(np.array_equal(p.data, b) for p, b in zip(params, before, strict=True))
+    assert opt.state == {}
+
+
+def test_load_state_dict_with_bad_hyperparameters_changes_nothing():
+    params = [gk.nn.Parameter(np.zeros(2)), gk.nn.Parameter(np.zeros(2))]
+    opt = gk.optim.SGD([{"params": params[:1]}, {"params": params[1:]}], lr=0.1)
+    saved = opt.state_dict()
+    saved["param_groups"][0]["lr"] = 0.5
+    saved["param_groups"][1]["lr"] = float("inf")
+    with pytest.raises(ValueError, match="lr must be finite"):
+        opt.load_state_dict(saved)
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.1]
+
+
+def test_gradients_must_match_their_parameter(rng):
+    p = gk.nn.Parameter(rng.standard_normal((3, 4)))
+    opt = gk.optim.SGD([p], lr=0.1)
+    before = p.data.copy()
+    for grad, error, match in (
+        (np.ones(4), ValueError, r"shape \(3, 4\) has a gradient of shape \(4,\)"),
+        (np.ones((3, 4), np.float32), TypeError, "dtype float64 has a gradient of dtype float32"),
+        (p.data, ValueError, "gradient is the parameter's own array"),
+    ):
+        p.grad = grad
+        with pytest.raises(error, match=match):
+            opt.step()
+        assert np.array_equal(p.data, before)  # never broadcast into the parameter
+    strided = gk.nn.Parameter(np.ones((3, 8))[:, ::2])
+    strided.grad = np.ones((3, 4))
+    with pytest.raises(ValueError, match="writeable C-contiguous"):
+        gk.optim.SGD([strided], lr=0.1).step()
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda opt: gk.optim.StepLR(opt, 0), ValueError, "step_size must be >= 1"),
+        (lambda opt: gk.optim.StepLR(opt, 2.5), TypeError, "step_size must be an integer"),
+        (lambda opt: gk.optim.StepLR(opt, 2, gamma=NAN), ValueError, "gamma must be finite"),
+        (lambda opt: gk.optim.StepLR(opt, 2, gamma=-1), ValueError, "gamma must be >= 0"),
+        (lambda opt: gk.optim.CosineAnnealingLR(opt, "4"), TypeError, "T_max must be an int"),
+        (lambda opt: gk.optim.CosineAnnealingLR(opt, 4, eta_min=INF), ValueError, "finite"),
+        (lambda opt: gk.optim.StepLR(None, 2), TypeError, "optimizer must be a gk.optim.Opt"),
+    ],
+)
+def test_scheduler_arguments_are_validated(make, error, match):
+    opt = gk.optim.SGD([gk.nn.Parameter(np.zeros(1))], lr=1.0)
+    with pytest.raises(error, match=match) as info:
+        make(opt)
+    assert str(info.value).startswith("gk.optim.")
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,8 @@ import pytest
 
 import gpukit as gk
 
+from helpers import rel_err
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -39,11 +41,16 @@ def test_fit_learns_and_reports_history(backend, rng):
     assert model.training
 
 
-def test_fit_regression_with_host_data_float64(backend, rng):
-    x = rng.standard_normal((300, 3))  # float64 data, float32 model: cast per batch
+def test_fit_regression_with_host_data(backend, rng):
+    x = rng.standard_normal((300, 3))
     y = x @ np.array([[1.0], [-2.0], [0.5]])
     model = gk.nn.Sequential(gk.nn.Linear(3, 1))
     opt = gk.optim.Adam(model.parameters(), lr=0.05)
+    with pytest.raises(TypeError) as info:  # float64 data, float32 model: never cast silently
+        gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, epochs=1, batch_size=32, progress=False)
+    assert str(info.value).startswith("gk.nn.fit: x has dtype float64 but the model's param")
+    assert "x.astype('float32')" in str(info.value)
+    x, y = x.astype(np.float32), y.astype(np.float32)
     gk.reset_transfer_stats()
     hist = gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, epochs=30, batch_size=32, progress=False)
     assert hist["loss"][-1] < 1e-3
@@ -109,14 +116,47 @@ def test_model_input_placement(fake_device, rng):
         device_model(np.ones((1, 2), np.float32))
 
 
+def _fit(model, opt, x, y, **kwargs):
+    kwargs = {"epochs": 1, "batch_size": 2, "progress": False, **kwargs}
+    return gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, **kwargs)
+
+
 def test_fit_and_predict_errors(rng):
     model = gk.nn.Sequential(gk.nn.Linear(2, 2))
     opt = gk.optim.SGD(model.parameters(), lr=0.1)
+    x2, x3 = np.zeros((2, 2), np.float32), np.zeros((3, 2), np.float32)
     with pytest.raises(ValueError, match="x has 3 samples but y has 2"):
-        gk.nn.fit(model, gk.nn.MSELoss(), opt, np.zeros((3, 2)), np.zeros((2, 2)), epochs=1,
-                  batch_size=1)  # fmt: skip
+        _fit(model, opt, x3, x2)
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
-        gk.nn.predict(model, np.zeros((3, 2)), batch_size=0)
+        gk.nn.predict(model, x3, batch_size=0)
+    with pytest.raises(ValueError, match="epochs must be >= 0"):
+        _fit(model, opt, x2, x2, epochs=-1)
+    with pytest.raises(ValueError, match="x has no samples"):
+        gk.nn.predict(model, np.zeros((0, 2), np.float32))
+    # a wrong type is a TypeError naming the argument, never an AttributeError from inside
+    wrong = [
+        (lambda: gk.nn.fit(None, gk.nn.MSELoss(), opt, x2, x2, epochs=1, batch_size=1),
+         r"^gk\.nn\.fit: model must be a gk\.nn\.Module, got NoneType"),
+        (lambda: gk.nn.fit(model, "mse", opt, x2, x2, epochs=1, batch_size=1),
+         r"^gk\.nn\.fit: loss_fn must be a gk\.nn loss"),
+        (lambda: gk.nn.fit(model, gk.nn.MSELoss(), model, x2, x2, epochs=1, batch_size=1),
+         r"^gk\.nn\.fit: optimizer must have step\(\) and zero_grad\(\)"),
+        (lambda: _fit(model, opt, None, x2), r"^gk\.nn\.fit: argument 'x' must be an array"),
+        (lambda: _fit(model, opt, x2, None), r"^gk\.nn\.fit: argument 'y' must be an array"),
+        (lambda: _fit(model, opt, x2, x2, epochs=1.5), r"epochs must be an integer, got 1\.5"),
+        (lambda: _fit(model, opt, x2, x2, batch_size="2"), "batch_size must be an integer"),
+        (lambda: _fit(model, opt, x2, x2, validation=x2), "validation must be a pair"),
+        (lambda: _fit(model, opt, x2, x2.astype(np.float64)), r"^MSELoss: target has dtype f"),
+        (lambda: gk.nn.predict("model", x2), r"^gk\.nn\.predict: model must be a gk\.nn\.Mo"),
+        (lambda: gk.nn.predict(model, x2, batch_size=None), "batch_size must be an integer"),
+        (lambda: gk.nn.predict(model, x2.astype(np.float64)),
+         r"^gk\.nn\.predict: x has dtype float64 but the model's parameters are float32"),
+        (lambda: gk.nn.predict(model, np.ma.masked_array(x2)), "masked array"),
+    ]  # fmt: skip
+    for call, match in wrong:
+        with pytest.raises(TypeError, match=match):
+            call()
+    assert gk.nn.predict(model, [[1.0, 2.0]]).dtype == np.float32  # lists take the model's
 
 
 def test_digits_example_reaches_97_percent(backend):
@@ -201,3 +241,51 @@ def test_fit_refuses_data_on_another_device_than_the_model(fake_device):
     x = fake_device.asarray(np.ones((4, 2), np.float32), device=1)
     with pytest.raises(gk.DeviceMismatchError, match=r"fakedevice:1 but .* fakedevice:0"):
         gk.nn.predict(model, x)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_fit_stops_on_a_non_finite_loss_before_updating(backend, rng, bad):
+    x = rng.standard_normal((40, 3)).astype(np.float32)
+    y = rng.standard_normal((40, 1)).astype(np.float32)
+    y[25] = bad  # in the second batch of the first epoch (no shuffle)
+    x_ok, y_ok = x[:20], y[:20]
+    model = gk.nn.Sequential(gk.nn.Linear(3, 1, seed=0))
+    opt = gk.optim.SGD(model.parameters(), lr=0.01)
+    gk.nn.fit(model, gk.nn.MSELoss(), opt, x_ok, y_ok, epochs=1, batch_size=20, shuffle=False,
+              progress=False)  # fmt: skip
+    twin = gk.nn.Sequential(gk.nn.Linear(3, 1, seed=0))
+    twin.load_state_dict(model.state_dict())
+    twin_opt = gk.optim.SGD(twin.parameters(), lr=0.01)
+    gk.nn.fit(twin, gk.nn.MSELoss(), twin_opt, x_ok, y_ok, epochs=1, batch_size=20,
+              shuffle=False, progress=False)  # fmt: skip  # what the first batch alone does
+    with pytest.raises(gk.NonFiniteError) as info:
+        gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, epochs=3, batch_size=20, shuffle=False,
+                  progress=False)  # fmt: skip
+    err = info.value
+    assert isinstance(err, FloatingPointError)
+    assert (err.epoch, err.batch) == (0, 1) and not np.isfinite(err.value)
+    assert str(err).startswith(f"gk.nn.fit: the loss is {err.value} at epoch 0, batch 1")
+    assert err.history == {"loss": []}
+    # stopped before the bad batch's update: exactly the weights after the good batch
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        assert np.array_equal(gk.to_numpy(p.data), gk.to_numpy(q.data))
+        assert np.isfinite(gk.to_numpy(p.data)).all()
+
+
+def test_predict_returns_outputs_and_predict_proba_probabilities(backend, rng):
+    x = rng.standard_normal((11, 4)).astype(np.float32)
+    w, b = rng.standard_normal((3, 4)) * 20, rng.standard_normal(3) * 20  # large logits
+    model = gk.nn.Sequential(gk.nn.Linear(4, 3))
+    model.load_state_dict({"0.weight": w, "0.bias": b})
+    logits = x.astype(np.float64) @ w.astype(np.float32).T + b.astype(np.float32)
+    assert rel_err(gk.nn.predict(model, x, batch_size=4), logits) < 1e-5
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    softmax = z / z.sum(axis=1, keepdims=True)
+    probs = gk.nn.predict_proba(model, x, batch_size=4)
+    assert type(probs) is np.ndarray and rel_err(probs, softmax) < 1e-5
+    sigmoid = 1 / (1 + np.exp(-logits))
+    assert rel_err(gk.nn.predict_proba(model, x, activation="sigmoid"), sigmoid) < 1e-5
+    assert np.isfinite(gk.to_numpy(probs)).all()
+    with pytest.raises(ValueError, match="activation must be 'softmax' or 'sigmoid'"):
+        gk.nn.predict_proba(model, x, activation="relu")

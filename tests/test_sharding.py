@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import gpukit as gk
 from gpukit._runtime.workers import run_on_devices
 from gpukit._select import registry as _registry
+from gpukit.backend.virtual import VirtualDeviceArray
 
 from helpers import TOL, rel_err
 
@@ -50,11 +51,42 @@ def test_env_var_sets_device_count(monkeypatch):
     assert [d.index for d in backend.devices()] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5"])
-def test_env_var_bad_value_names_variable(monkeypatch, bad):
+# What int() takes but nobody writing the variable means: "1_0" (10), "+2", non-ASCII digits.
+BAD_COUNTS = ["0", "-2", "two", "1.5", "1e9", "1_0", "+2", "\u0663", "1025", "99999999999999999999"]
+
+
+@pytest.mark.parametrize("bad", BAD_COUNTS)
+def test_env_var_bad_value_names_variable_and_fix(monkeypatch, bad):
     monkeypatch.setenv("GPUKIT_CPU_DEVICES", bad)
-    with pytest.raises(ValueError, match=r"GPUKIT_CPU_DEVICES.*" + repr(bad).replace(".", r"\.")):
+    with pytest.raises(ValueError) as info:
         NumpyBackend().device_count()
+    msg = str(info.value)
+    assert f"GPUKIT_CPU_DEVICES={bad!r}" in msg
+    assert "Fix: set GPUKIT_CPU_DEVICES to a whole number from 1 to 1024" in msg
+
+
+@pytest.mark.parametrize(("raw", "count"), [(" 3 ", 3), ("1", 1), ("1024", 1024), ("", 1)])
+def test_env_var_good_values(monkeypatch, raw, count):
+    monkeypatch.setenv("GPUKIT_CPU_DEVICES", raw)
+    assert NumpyBackend().device_count() == count
+
+
+@pytest.mark.parametrize("bad", ["0", "abc", "1e9", "1_0"])
+def test_bad_env_var_is_reported_by_available_backends_and_raised_by_selection(monkeypatch, bad):
+    import gpukit_numpy
+
+    monkeypatch.setenv("GPUKIT_CPU_DEVICES", bad)
+    gk.register_backend("numpy_env", gpukit_numpy.create_backend)  # a fresh numpy backend
+    try:
+        status = gk.available_backends()["numpy_env"]  # never raises
+        assert not status.available
+        assert status.reason.startswith(f"misconfigured: GPUKIT_CPU_DEVICES={bad!r}")
+        with pytest.raises(ValueError, match=r"Fix: set GPUKIT_CPU_DEVICES"):
+            gk.set_backend("numpy_env")
+        monkeypatch.setenv("GPUKIT_CPU_DEVICES", "2")  # not remembered: fixing it fixes it
+        assert gk.available_backends()["numpy_env"].reason == "2 device(s)"
+    finally:
+        gk.unregister_backend("numpy_env")
 
 
 def test_env_var_read_at_first_use_not_import():
@@ -99,6 +131,61 @@ def test_mixing_virtual_devices_raises(rng):
         gk._dispatch.prepare(a, b, names=("a", "b"))
     with pytest.raises(gk.DeviceMismatchError):
         np.multiply(a, a, out=b)
+
+
+# NumPy's function API (__array_function__), each call mixing devices 0 and 1
+MIXING_FUNCTIONS = {
+    "concatenate": lambda a, b: np.concatenate([a, b]),
+    "stack": lambda a, b: np.stack((a, b)),
+    "dot": lambda a, b: np.dot(a, b),
+    "vdot": lambda a, b: np.vdot(a, b),
+    "inner": lambda a, b: np.inner(a, b),
+    "where": lambda a, b: np.where(a > 0, a, b),
+    "where_cond": lambda a, b: np.where(b > 0, a, 0.0),
+    "copyto": lambda a, b: np.copyto(a, b),
+    "allclose": lambda a, b: np.allclose(a, b),
+    "einsum": lambda a, b: np.einsum("i,i->", a, b),
+    "outer": lambda a, b: np.outer(a, b),
+    "hstack": lambda a, b: np.hstack([a, b]),
+    "block": lambda a, b: np.block([a, b]),
+    "dot_out": lambda a, b: np.dot(a[:1], a[:1].reshape(1, 1), out=b[:1]),
+    "kwarg": lambda a, b: np.clip(a, a_min=b, a_max=None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXING_FUNCTIONS))
+def test_numpy_functions_mixing_virtual_devices_raise(rng, name):
+    backend = NumpyBackend(2)
+    a = backend.asarray(_data(rng, 3), device=0)
+    b = backend.asarray(_data(rng, 3), device=1)
+    with pytest.raises(gk.DeviceMismatchError, match=r"numpy:0 and numpy:1|numpy:1 and numpy:0"):
+        MIXING_FUNCTIONS[name](a, b)
+
+
+def test_numpy_functions_keep_the_device_and_mix_with_host_data(rng):
+    backend = NumpyBackend(2)
+    x, h = _data(rng, 3), _data(rng, 3)
+    a = backend.asarray(x, device=1)
+    for result, want in (
+        (np.concatenate([a, h]), np.concatenate([x, h])),
+        (np.stack([a, a]), np.stack([x, x])),
+        (np.where(a > 0, a, h), np.where(x > 0, x, h)),
+        (np.outer(a, h), np.outer(x, h)),
+    ):
+        assert type(result) is VirtualDeviceArray and result.device_id == 1
+        assert np.array_equal(result, want)
+    assert [p.device_id for p in np.split(a, 3)] == [1, 1, 1]
+    assert float(np.dot(a, h)) == pytest.approx(float(np.dot(x, h)))
+
+
+def test_numpy_queries_on_two_virtual_devices_answer(rng):
+    """Functions that read no values (memory overlap, shape, dtype) may see two devices."""
+    backend = NumpyBackend(2)
+    x = _data(rng, 4)
+    a, b = backend.asarray(x, device=0), backend.asarray(x, device=1)
+    assert np.shares_memory(a, b) and np.may_share_memory(a, b)  # placement is a view
+    assert np.result_type(a, b) == x.dtype and np.shape(b) == (4,)
+    assert not np.shares_memory(a, backend.asarray(x.copy(), device=1))
 
 
 def test_workers_inherit_context_and_run_on_their_device():
@@ -258,7 +345,7 @@ def test_collectives_in_memory(cpu_devices, rng):
     ref = np.concatenate([np.asarray(p)[: i + 1] for i, p in enumerate(parts)])
     assert all(np.array_equal(g, ref) for g in gathered)
     bcast = coll.broadcast(parts[-1], root=n - 1)
-    assert all(np.array_equal(b, parts[-1]) for b in bcast)
+    assert all(np.array_equal(b, np.asarray(parts[-1])) for b in bcast)  # host: devices differ
     assert [cpu_devices.device_of(b) for b in bcast] == list(devs)
 
 

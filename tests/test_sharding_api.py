@@ -41,7 +41,8 @@ NO_ARRAY = {
     "gpukit": {
         "Backend", "BackendStatus", "BackendUnavailableError", "ConvergenceWarning", "Device",
         "DeviceMismatchError", "GpukitError", "GpukitWarning", "LinAlgError", "MemoryStats",
-        "OutOfMemoryError", "ShardedArray", "TransferGuardError", "UnknownBackendError",
+        "NonFiniteError", "OutOfMemoryError", "ShardedArray", "TransferGuardError",
+        "UnknownBackendError",
         "__version__", "available_backends", "device", "device_count", "devices",
         "empty_cache", "empty_pinned", "errors", "get_backend", "memory_stats",
         "register_backend", "reset_transfer_stats", "selection_reason", "set_backend",
@@ -230,6 +231,7 @@ for _name, _call in {
         progress=False,
     ),
     "predict": lambda e: gk.nn.predict(gk.nn.Linear(5, 1, seed=0), e.shard(e.m)),
+    "predict_proba": lambda e: gk.nn.predict_proba(gk.nn.Linear(5, 2, seed=0), e.shard(e.m)),
 }.items():
     refused(f"gpukit.nn.{_name}", _call, "gk.nn.DataParallel")
 

@@ -10,6 +10,7 @@ Arguments arrive validated by the front-end (``gpukit.kernels``).
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from scipy import special
@@ -143,30 +144,50 @@ def bias_activation_backward(
     return grad_x, grad_bias
 
 
-_AXPY_BLOCK = 1 << 16  # elements per block: a scratch of 256 KiB (float32), cache-resident
+#: Elements per block of the in-place updates: two float64 scratch blocks are 512 KiB,
+#: cache-resident, and a 1M-element update takes 32 rounds of ufunc calls.
+_BLOCK = 1 << 15
+_scratch = threading.local()
 
 
-def _axpy(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
-    """``y += alpha * x`` in place, without an ``alpha * x`` temporary of ``x``'s size.
+def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Two flat scratch blocks of ``dtype``: this thread's, allocated on its first update.
 
-    NumPy ufuncs over blocks, through one small scratch buffer. Not SciPy's BLAS
-    ``?axpy``: SciPy links an OpenBLAS of its own, whose thread pool fights NumPy's
-    (still spinning after the step's matrix products) for the cores, which made an
-    SGD step of a small MLP tens of times slower on a 2-core machine.
+    The in-place updates take all their temporaries from here, after which they allocate
+    nothing: an update fails before its first write or not at all, and an optimizer step
+    over many parameters cannot fail half-way for want of memory (gpukit._runtime.memory).
+    Not SciPy's BLAS ``?axpy`` either: SciPy links an OpenBLAS of its own, whose thread
+    pool fights NumPy's (still spinning after the step's matrix products) for the cores,
+    which made an SGD step of a small MLP tens of times slower on a 2-core machine.
     """
-    if alpha == 1.0:
-        y += x
-        return
-    if not (x.flags.c_contiguous and y.flags.c_contiguous) or x.shape != y.shape:  # one ufunc
-        y += np.multiply(x, alpha, dtype=y.dtype)
-        return
-    xf, yf = x.view(np.ndarray).reshape(-1), y.view(np.ndarray).reshape(-1)
-    scratch = np.empty(min(xf.size, _AXPY_BLOCK), dtype=y.dtype)
-    for lo in range(0, xf.size, _AXPY_BLOCK):
-        hi = min(lo + _AXPY_BLOCK, xf.size)
-        part = scratch[: hi - lo]
-        np.multiply(xf[lo:hi], alpha, out=part, casting="unsafe")
-        np.add(yf[lo:hi], part, out=yf[lo:hi])
+    cache = _scratch.__dict__
+    pair = cache.get(dtype)
+    if pair is None:
+        raw = cache.get("raw")
+        if raw is None:
+            raw = cache["raw"] = np.empty(2 * _BLOCK * 8, dtype=np.uint8)
+        n = _BLOCK * dtype.itemsize
+        pair = cache[dtype] = (raw[:n].view(dtype), raw[n : 2 * n].view(dtype))
+    return pair
+
+
+def _flat(a: np.ndarray | None) -> np.ndarray | None:
+    """A plain flat view of a C-contiguous array (no VirtualDeviceArray ufunc overrides)."""
+    if a is None:
+        return None
+    return (a if type(a) is np.ndarray else a.view(np.ndarray)).reshape(-1)
+
+
+def _blocks(*arrays: np.ndarray | None) -> list[tuple[np.ndarray | None, ...]]:
+    """Matching flat blocks of same-shaped C-contiguous arrays (None stays None)."""
+    flat = [_flat(a) for a in arrays]
+    size = flat[0].size
+    if size <= _BLOCK:
+        return [tuple(flat)]
+    return [
+        tuple(None if f is None else f[lo : lo + _BLOCK] for f in flat)
+        for lo in range(0, size, _BLOCK)
+    ]
 
 
 def sgd_update(
@@ -180,27 +201,35 @@ def sgd_update(
     weight_decay: float,
     first_step: bool,
 ) -> None:
-    """Reference of :func:`gpukit.kernels.sgd_update` (torch.optim.SGD), in place."""
-    d = grad
-    if weight_decay:
-        d = np.multiply(param, weight_decay)
-        d += grad
-    if momentum:
-        buf = momentum_buffer
-        if first_step:
-            np.copyto(buf, d)
-        else:
-            buf *= momentum
-            _axpy(1.0 - dampening, d, buf)
-        if nesterov:
-            if d is grad:
-                d = np.multiply(buf, momentum)
-                d += grad
+    """Reference of :func:`gpukit.kernels.sgd_update` (torch.optim.SGD), in place.
+
+    Block by block through two scratch blocks, so no temporary of the parameter's size
+    is made; everything is allocated before the first write.
+    """
+    if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
+        grad = np.ascontiguousarray(grad)
+    s1, s2 = _workspace(param.dtype)
+    for p, g, buf in _blocks(param, grad, momentum_buffer):
+        n = p.size
+        d = g
+        if weight_decay:  # d = grad + weight_decay * param
+            d = np.multiply(p, weight_decay, out=s1[:n])
+            d += g
+        if momentum:
+            if first_step:
+                np.copyto(buf, d)
+            else:  # buf = momentum * buf + (1 - dampening) * d
+                buf *= momentum
+                buf += np.multiply(d, 1.0 - dampening, out=s2[:n]) if dampening else d
+            if nesterov:  # step = d + momentum * buf
+                if d is g:
+                    d = np.multiply(buf, momentum, out=s1[:n])
+                    d += g
+                else:
+                    d += np.multiply(buf, momentum, out=s2[:n])
             else:
-                _axpy(momentum, buf, d)
-        else:
-            d = buf
-    _axpy(-lr, d, param)
+                d = buf
+        p -= np.multiply(d, lr, out=s2[:n])
 
 
 def adam_update(
@@ -216,28 +245,38 @@ def adam_update(
     weight_decay: float,
     decoupled: bool,
 ) -> None:
-    """Reference of :func:`gpukit.kernels.adam_update` (torch Adam/AdamW), in place."""
-    g = grad
-    if weight_decay:
-        if decoupled:
-            param *= 1.0 - lr * weight_decay
-        else:
-            g = np.multiply(param, weight_decay)
-            g += grad
-    t = np.subtract(g, exp_avg)  # exp_avg.lerp_(g, 1 - beta1), as torch does
-    t *= 1.0 - beta1
-    exp_avg += t
-    exp_avg_sq *= beta2
-    np.multiply(g, g, out=t)
-    t *= 1.0 - beta2
-    exp_avg_sq += t
+    """Reference of :func:`gpukit.kernels.adam_update` (torch Adam/AdamW), in place.
+
+    Block by block through two scratch blocks; everything is allocated before the first
+    write.
+    """
+    if not grad.flags.c_contiguous:
+        grad = np.ascontiguousarray(grad)
+    s1, s2 = _workspace(param.dtype)
     step_size = lr / (1.0 - beta1**step)
-    np.sqrt(exp_avg_sq, out=t)
-    t /= math.sqrt(1.0 - beta2**step)
-    t += eps
-    np.divide(exp_avg, t, out=t)
-    t *= step_size
-    param -= t
+    denom_scale = math.sqrt(1.0 - beta2**step)
+    for p, g, m, v in _blocks(param, grad, exp_avg, exp_avg_sq):
+        t = s1[: p.size]
+        if weight_decay:
+            if decoupled:
+                p *= 1.0 - lr * weight_decay
+            else:  # g = grad + weight_decay * param
+                decayed = np.multiply(p, weight_decay, out=s2[: p.size])
+                decayed += g
+                g = decayed
+        np.subtract(g, m, out=t)  # exp_avg.lerp_(g, 1 - beta1), as torch does
+        t *= 1.0 - beta1
+        m += t
+        v *= beta2
+        np.multiply(g, g, out=t)
+        t *= 1.0 - beta2
+        v += t
+        np.sqrt(v, out=t)
+        t /= denom_scale
+        t += eps
+        np.divide(m, t, out=t)
+        t *= step_size
+        p -= t
 
 
 def _label_pick(a: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,21 +1,32 @@
-"""The one dtype check of the numerical front-ends: the same TypeError on every backend.
+"""The one input check of the numerical front-ends: the same TypeError on every backend.
 
 A front-end checks each array argument here *before* :func:`gpukit._dispatch.prepare`,
 so a dtype that not every backend computes with (strings, objects, datetimes, long
 double, ...) is refused by gpukit with one message, rather than by whichever library
 or host-to-device copy meets it first (a ``ValueError`` from NumPy's casts, a
 ``UFuncTypeError``, CuPy's "Unsupported dtype", or silent success on the host only).
-docs/numerics.rst states the rule.
+So are the array types whose meaning no backend keeps: ``numpy.ma`` masked arrays (the
+mask would be dropped silently) and ``numpy.matrix`` (``*`` and indexing mean other
+things), and ``None`` where an array is required. docs/numerics.rst states the rule.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 
-__all__ = ["NATIVE_NUMERIC", "NUMERIC", "NUMERIC_CHARS", "check", "check_operator", "words"]
+__all__ = [
+    "NATIVE_NUMERIC",
+    "NUMERIC",
+    "NUMERIC_CHARS",
+    "check",
+    "check_operator",
+    "refuse_foreign",
+    "words",
+]
 
 #: Type characters of the dtypes every backend computes with (CuPy's set): bool,
 #: integers, float16/32/64, complex64/128, in either byte order.
@@ -51,7 +62,8 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
     Raises
     ------
     TypeError
-        Naming ``op``, the argument, the dtype seen and what is accepted.
+        Naming ``op``, the argument, the dtype seen and what is accepted; or naming the
+        argument when it is None, a ``numpy.ma`` masked array or a ``numpy.matrix``.
 
     Examples
     --------
@@ -63,6 +75,8 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
     ...
     TypeError: gk.matmul: argument 'a' has dtype <U1; expected a numeric dtype (bool, integer, float16/32/64 or complex64/128)
     """  # noqa: E501
+    if type(x) is not np.ndarray:  # the exact type first: the common case costs nothing
+        refuse_foreign(op, name, x)
     dtype = getattr(x, "dtype", None)
     if not isinstance(dtype, np.dtype):
         x = np.asarray(x)
@@ -78,8 +92,37 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
     else:
         if dtype in accepted:
             return x
+        if not dtype.isnative and dtype.newbyteorder("=") in accepted:
+            return x.astype(dtype.newbyteorder("=")) if type(x) is np.ndarray else x
         expected = words(accepted)
     raise TypeError(f"{op}: argument {name!r} has dtype {dtype}; expected {expected}")
+
+
+def refuse_foreign(op: str, name: str, x: Any) -> None:
+    """TypeError for None, a ``numpy.ma`` masked array or a ``numpy.matrix`` argument.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> refuse_foreign("gk.matmul", "a", np.ma.masked_array([1.0, 2.0], mask=[0, 1]))
+    Traceback (most recent call last):
+    ...
+    TypeError: gk.matmul: argument 'a' is a numpy.ma masked array; gpukit would ignore its mask. Fill the masked entries (a.filled(value)) or drop them (a.compressed()), then pass a plain array
+    """  # noqa: E501
+    if x is None:
+        raise TypeError(f"{op}: argument {name!r} must be an array, got None")
+    ma = sys.modules.get("numpy.ma")  # not imported: x cannot be a masked array
+    if ma is not None and isinstance(x, ma.MaskedArray):
+        raise TypeError(
+            f"{op}: argument {name!r} is a numpy.ma masked array; gpukit would ignore its "
+            f"mask. Fill the masked entries ({name}.filled(value)) or drop them "
+            f"({name}.compressed()), then pass a plain array"
+        )
+    if isinstance(x, np.matrix):
+        raise TypeError(
+            f"{op}: argument {name!r} is a numpy.matrix, whose operators and indexing mean "
+            f"other things than an array's; pass np.asarray({name})"
+        )
 
 
 def words(dtypes: Collection[np.dtype]) -> str:

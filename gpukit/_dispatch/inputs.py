@@ -19,9 +19,12 @@ from .._runtime.devices import check_device
 from .._runtime.placement import owner_of, placement
 from .._select.selection import get_backend
 from ..backend import Backend
+from . import dtypes as _dtypes
 from .decorator import operation
 
 __all__ = ["asarray", "prepare", "to_numpy"]
+
+_ndarray = np.ndarray
 
 
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
@@ -95,6 +98,10 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     ------
     ValueError
         ``device`` is out of range for the active backend.
+    TypeError
+        ``obj`` or ``dtype`` is not numeric (strings, objects, datetimes, long double: not
+        every backend holds them), or ``obj`` is None, a ``numpy.ma`` masked array (its
+        mask would be lost) or a ``numpy.matrix``.
 
     Examples
     --------
@@ -104,6 +111,9 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
     >>> x.dtype, x.shape
     (dtype('float32'), (2, 2))
     """
+    obj = _dtypes.check("gk.asarray", "obj", obj)  # numeric, native order, a real array
+    if dtype is not None and np.dtype(dtype).char not in _dtypes.NUMERIC_CHARS:
+        raise TypeError(f"gk.asarray: dtype {np.dtype(dtype)} is not {_dtypes.NUMERIC}")
     backend = get_backend()
     if device is not None:
         check_device(backend, device)
@@ -137,12 +147,21 @@ def to_numpy(x: Any) -> np.ndarray:
     numpy.ndarray
         The data on the host; ``x`` itself when it already is a NumPy array.
 
+    Raises
+    ------
+    TypeError
+        ``x`` is None, a ``numpy.ma`` masked array or a ``numpy.matrix``.
+    OutOfMemoryError
+        The host copy could not be allocated.
+
     Examples
     --------
     >>> import gpukit as gk
     >>> gk.to_numpy(gk.asarray([1, 2, 3])).tolist()
     [1, 2, 3]
     """
+    if type(x) is not _ndarray:
+        _dtypes.refuse_foreign("gk.to_numpy", "x", x)
     backend = owner_of(x)
     if backend is None:
         return np.asarray(x)

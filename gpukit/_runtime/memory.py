@@ -12,6 +12,13 @@ Nothing is left half-written: when an operation takes ``out=``, the wrapped func
 computes into a fresh array and the result is copied into ``out`` only once the
 whole computation has succeeded. ``out=`` therefore says where the result lands; it
 does not lower the peak memory of the operation.
+
+Nothing is applied twice: an operation that updates its arguments in place (an
+optimizer step, ``gk.kernels.adam_update``, a training loop) is declared
+``@operation(name, inplace=True)`` and is never re-run. It allocates everything it
+needs before its first write, so a failed call leaves its arguments as they were; the
+wrapper releases the pool's unused blocks and raises :class:`OutOfMemoryError` at
+once, and calling it again is the caller's decision.
 """
 
 from __future__ import annotations
@@ -65,7 +72,9 @@ def _size(n: int | None) -> str:
     return "an unknown number of bytes" if n is None else format_bytes(n, exact=True)
 
 
-def _explain(name: str, backend: Backend, requested: int | None, stats: MemoryStats) -> str:
+def _explain(
+    name: str, backend: Backend, requested: int | None, stats: MemoryStats, inplace: bool
+) -> str:
     where = f"{backend.name}:{stats.device}"
     have = [
         f"{_size(stats.free)} free" if stats.free is not None else "free memory unknown",
@@ -76,10 +85,16 @@ def _explain(name: str, backend: Backend, requested: int | None, stats: MemorySt
     else:
         pool = f"the pool holds {_size(stats.pool_held)}, {_size(stats.pool_unused)} unused"
     limit = "" if stats.limit is None else f", capped at {_size(stats.limit)}"
+    if inplace:
+        done = (
+            "It updates its arguments in place, so it was not re-run; they are unchanged "
+            "(it allocates before writing). Unused pool blocks were released"
+        )
+    else:
+        done = "Unused pool blocks were released and the operation retried once"
     return (
         f"{name} ran out of memory on {where}: it asked for {_size(requested)}; the device "
-        f"has {' '.join(p for p in have if p)}, {pool}{limit}. Unused pool blocks were "
-        f"released and the operation retried once. Fix: {FIX}"
+        f"has {' '.join(p for p in have if p)}, {pool}{limit}. {done}. Fix: {FIX}"
     )
 
 
@@ -110,18 +125,25 @@ def _deliver(out: Any, result: Any) -> Any:
     return out
 
 
-def operation(name: str) -> Callable[[F], F]:
+def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
     """Wrap the public operation ``name`` with the free-retry-explain policy.
 
-    Use it on every public front-end function: ``@operation("gk.fft.fft")``. The
-    function must be safe to run twice (it is re-run once after an out-of-memory
-    failure): pure, or writing only into ``out``, which this wrapper protects by
-    running the function with ``out=None`` and copying into ``out`` on success.
+    Use it on every public front-end function: ``@operation("gk.fft.fft")``. Unless
+    declared ``inplace``, the function must be safe to run twice (it is re-run once after
+    an out-of-memory failure): pure, or writing only into ``out``, which this wrapper
+    protects by running the function with ``out=None`` and copying into ``out`` on
+    success.
 
     Parameters
     ----------
     name : str
         The operation's public name, used in error messages.
+    inplace : bool, default False
+        The function updates some of its arguments in place (an optimizer step). It is
+        never re-run: an out-of-memory failure releases the pool's unused blocks and
+        raises :class:`~gpukit.errors.OutOfMemoryError` at once. Such a function must
+        allocate everything it needs before its first write, so that a failure leaves
+        its arguments unchanged.
 
     Returns
     -------
@@ -143,9 +165,7 @@ def operation(name: str) -> Callable[[F], F]:
         position = _out_position(fn)
         takes_out = _takes_out(fn)
 
-        def attempt(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            if not takes_out:
-                return fn(*args, **kwargs)
+        def with_out(*args: Any, **kwargs: Any) -> Any:
             if position is not None and len(args) > position:
                 out = args[position]
                 args = (*args[:position], None, *args[position + 1 :])
@@ -156,40 +176,56 @@ def operation(name: str) -> Callable[[F], F]:
             result = fn(*args, **kwargs)
             return result if out is None else _deliver(out, result)
 
+        attempt = with_out if takes_out else fn
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return attempt(args, kwargs)
+                return attempt(*args, **kwargs)
             except OutOfMemoryError:
                 raise  # a nested operation already retried and explained
             except Exception as exc:
-                backend, _ = _claim(exc)
+                backend, requested = _claim(exc)
                 if backend is None:
                     raise
+                if inplace:
+                    traceback.clear_frames(exc.__traceback__)  # free the temporaries first
+                    _release(backend)
+                    raise _out_of_memory(name, backend, requested, exc, True) from exc
                 # Leaving the except block drops the traceback, whose frames hold the
                 # failed attempt's temporaries; only then can the pool release them.
-            gc.collect()
-            release(backend)
+            _release(backend)
             try:
-                return attempt(args, kwargs)
+                return attempt(*args, **kwargs)
             except OutOfMemoryError:
                 raise
             except Exception as exc:
                 backend, requested = _claim(exc)
                 if backend is None:
                     raise
-                traceback.clear_frames(exc.__traceback__)  # a caught error must not pin memory
-                # the device that ran out: a device worker's, else the one the operation
-                # ran on (its input's, made current by gpukit._dispatch.operation)
-                device = failed_device(exc)
-                stats = stats_for(backend, backend.current_device() if device is None else device)
-                raise OutOfMemoryError(
-                    _explain(name, backend, requested, stats),
-                    operation=name,
-                    requested=requested,
-                    stats=stats,
-                ) from exc
+                raise _out_of_memory(name, backend, requested, exc, False) from exc
 
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def _release(backend: Backend) -> None:
+    gc.collect()
+    release(backend)
+
+
+def _out_of_memory(
+    name: str, backend: Backend, requested: int | None, exc: BaseException, inplace: bool
+) -> OutOfMemoryError:
+    traceback.clear_frames(exc.__traceback__)  # a caught error must not pin memory
+    # the device that ran out: a device worker's, else the one the operation ran on (its
+    # input's, made current by gpukit._dispatch.operation)
+    device = failed_device(exc)
+    stats = stats_for(backend, backend.current_device() if device is None else device)
+    return OutOfMemoryError(
+        _explain(name, backend, requested, stats, inplace),
+        operation=name,
+        requested=requested,
+        stats=stats,
+    )

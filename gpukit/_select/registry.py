@@ -7,8 +7,10 @@ group ``gpukit.backends`` (value: a zero-argument factory returning a
 :class:`~gpukit.backend.Backend`), or in code with :func:`register_backend`.
 Entry points are scanned once, on the first question that needs them. A backend
 that fails to load is remembered as unavailable with its reason; a plug-in that
-is broken (raises anything but ``BackendUnavailableError``) also warns. Nothing
-here runs at ``import gpukit``.
+is broken (raises anything but ``BackendUnavailableError``) also warns. A factory
+raising ``ValueError`` reports a malformed setting (``GPUKIT_CPU_DEVICES=abc``): the error
+reaches whoever selected the backend and is not remembered, so fixing the setting fixes
+the next use. Nothing here runs at ``import gpukit``.
 """
 
 from __future__ import annotations
@@ -293,6 +295,10 @@ def _build(entry: _Entry) -> None:
     except BackendUnavailableError as exc:
         entry.error = exc
         return
+    except ValueError:
+        # A malformed setting (GPUKIT_CPU_DEVICES=abc): the caller gets the message naming
+        # it; not remembered, so the next use after fixing the variable succeeds.
+        raise
     except ImportError as exc:
         entry.error = BackendUnavailableError(
             entry.name,
@@ -349,8 +355,8 @@ def available_backends() -> dict[str, BackendStatus]:
     """Every registered backend, whether it can run here, and why not.
 
     Loading a backend to answer may import its library (CuPy), but never raises: a
-    backend that cannot be created, or whose settings are malformed (``GPUKIT_MEMORY_LIMIT``),
-    is listed as unavailable with the reason.
+    backend that cannot be created, or whose settings are malformed (``GPUKIT_MEMORY_LIMIT``,
+    ``GPUKIT_CPU_DEVICES``), is listed as unavailable with the reason and the fix.
 
     Returns
     -------
@@ -378,6 +384,10 @@ def available_backends() -> dict[str, BackendStatus]:
         except ValueError as exc:  # a malformed setting (GPUKIT_MEMORY_LIMIT...): say which
             out[name] = BackendStatus(name, False, f"misconfigured: {exc}", entry.source)
         else:
-            n = backend.device_count()
-            out[name] = BackendStatus(name, True, f"{n} device(s)", entry.source)
+            try:
+                n = backend.device_count()
+            except ValueError as exc:  # a plug-in reading a malformed setting lazily
+                out[name] = BackendStatus(name, False, f"misconfigured: {exc}", entry.source)
+            else:
+                out[name] = BackendStatus(name, True, f"{n} device(s)", entry.source)
     return out

@@ -3,11 +3,14 @@
 Every check runs before any backend is called, so each backend raises the same
 exception with the same message, prefixed with the operation (``gk.kernels.<name>:``):
 ``TypeError`` for a dtype that is not accepted (the rule of every numerical front-end,
-:mod:`gpukit._dispatch.dtypes`), ``ValueError`` for shapes, layouts and hyper-parameter values.
+:mod:`gpukit._dispatch.dtypes`) or a hyper-parameter that is not a number, ``ValueError`` for
+shapes, layouts, overlapping arrays and hyper-parameter values (non-finite included).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -15,6 +18,7 @@ import numpy as np
 
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.inputs import prepare
+from .._runtime.placement import namespace
 from ..backend import Backend
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -28,20 +32,27 @@ def place(
     names: Sequence[str],
     accepted: Sequence[Collection[np.dtype]],
     inplace: Collection[str] = (),
+    optional: Collection[str] = (),
 ) -> tuple[Backend, list[Any]]:
     """Check each argument's dtype against ``accepted`` (TypeError), ``prepare`` them once
     and make any remaining host data (lists) native arrays.
 
     Arrays named in ``inplace`` are updated in place, so they must already be native
-    arrays of the backend the operation runs on: a copy would be updated instead.
+    arrays of the backend the operation runs on: a copy would be updated instead. Only
+    those named in ``optional`` may be None (a TypeError naming the argument otherwise).
     """
     checked = []
     for x, name, dtypes in zip(arrays, names, accepted, strict=True):
-        y = None if x is None else _dtypes.check(op, name, x, dtypes)
+        y = None if x is None and name in optional else _dtypes.check(op, name, x, dtypes)
         checked.append(x if name in inplace else y)
     backend, out = prepare(*checked, names=names)
     out = [x if x is None or hasattr(x, "dtype") else backend.asarray(x) for x in out]
     for given, got, name in zip(arrays, out, names, strict=True):
+        if name in inplace and given is not None and not getattr(given.dtype, "isnative", True):
+            raise ValueError(
+                f"{op}: {name} is updated in place but has non-native byte order "
+                f"({given.dtype}); convert it once: {name}.astype({name}.dtype.newbyteorder('='))"
+            )
         if name in inplace and given is not None and given is not got:
             raise ValueError(
                 f"{op}: {name} is updated in place, so it must be an array of the "
@@ -82,15 +93,61 @@ def check_labels(op: str, labels: Any, n: int) -> None:
 def check_range(
     op: str, value: Any, name: str, lo: float, hi: float | None = None, *, hi_open=True
 ) -> float:
-    """``lo <= value`` (and ``< hi`` or ``<= hi``); return it as a float."""
-    try:
-        if isinstance(value, str | bytes | bool):  # float() would take "0.1" and True
-            raise TypeError
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op}: {name} must be a real number, got {value!r}") from None
+    """A finite real ``value`` with ``lo <= value`` (and ``< hi`` or ``<= hi``), as a float.
+
+    ``TypeError`` for anything but a real number (a string, a bool, None, a complex, an
+    array of more than one element); ``ValueError`` for NaN, an infinity or a value out
+    of range. Python and NumPy numbers and 0-d real arrays are accepted.
+    """
+    v = real(op, value, name)
     above = hi is not None and (v >= hi if hi_open else v > hi)
-    if not v >= lo or above:  # `not >=` also catches NaN
-        bound = "" if hi is None else (f" and < {hi}" if hi_open else f" and <= {hi}")
-        raise ValueError(f"{op}: {name} must be >= {lo}{bound}, got {value!r}")
+    if v < lo or above:
+        if hi is None:
+            bound = f">= {lo}"
+        else:
+            bound = f"in [{lo}, {hi})" if hi_open else f"in [{lo}, {hi}]"
+        raise ValueError(f"{op}: {name} must be {bound}, got {value!r}")
     return v
+
+
+def real(op: str, value: Any, name: str) -> float:
+    """``value`` as a finite float: TypeError unless a real number, ValueError unless finite."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{op}: {name} must be a real number, got {value!r} ({type(value).__name__})"
+        )
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{op}: {name} must be finite, got {value!r}")
+    return v
+
+
+def check_flag(op: str, value: Any, name: str) -> bool:
+    """``value`` as a bool: TypeError unless a Python or NumPy bool (``"False"`` is not)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{op}: {name} must be a bool, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> None:
+    """The arrays ``updated`` (by name) are written in place: each writeable, and no two of
+    them or of the arrays ``read`` share memory. ``None`` entries are skipped.
+
+    Checked before anything is written, so a refused call changes nothing (a read-only
+    buffer found half-way would leave the others half-updated).
+    """
+    for name, x in updated.items():
+        if x is not None and not getattr(x.flags, "writeable", True):  # CuPy: always
+            raise ValueError(f"{op}: {name} is updated in place but is read-only")
+    given = [(n, x) for n, x in (*updated.items(), *read.items()) if x is not None]
+    xp = namespace(*(x for _, x in given))
+    for i, (name, x) in enumerate(given):
+        for other, y in given[i + 1 :]:
+            if xp.may_share_memory(x, y):
+                raise ValueError(
+                    f"{op}: {name} and {other} overlap in memory; each must be an array of "
+                    "its own (an in-place update reading and writing the same memory "
+                    "gives wrong results)"
+                )

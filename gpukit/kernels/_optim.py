@@ -6,10 +6,18 @@ import operator
 from typing import Any
 
 from .._dispatch import operation
-from ._checks import FLOATS, check_contiguous, check_like, check_range, place
+from ._checks import (
+    FLOATS,
+    check_contiguous,
+    check_flag,
+    check_like,
+    check_range,
+    check_updatable,
+    place,
+)
 
 
-@operation("gk.kernels.sgd_update")
+@operation("gk.kernels.sgd_update", inplace=True)
 def sgd_update(
     param: Any,
     grad: Any,
@@ -27,7 +35,9 @@ def sgd_update(
     With ``d = grad + weight_decay * param``: ``buf = d`` on the first step, else
     ``buf = momentum * buf + (1 - dampening) * d``; the step is ``d + momentum * buf``
     (Nesterov) or ``buf``; ``param -= lr * step``. Without momentum, ``param -= lr * d``.
-    One pass over param, grad and buffer.
+    One pass over param, grad and buffer. Everything is checked and allocated before
+    the first write, so a call that raises (an out-of-memory failure included) leaves
+    ``param`` and the buffer unchanged; it is never re-run automatically.
 
     Parameters
     ----------
@@ -53,12 +63,15 @@ def sgd_update(
     Raises
     ------
     ValueError
-        A negative hyper-parameter, Nesterov without momentum or with dampening, a
-        missing buffer, mismatched shapes, or a ``param``/buffer that is not a
-        C-contiguous array of the backend where the update runs.
+        A negative or non-finite hyper-parameter, Nesterov without momentum or with
+        dampening, a missing buffer, mismatched shapes, a ``param``/buffer that is not a
+        writeable C-contiguous array of the backend where the update runs, or arrays
+        that overlap in memory.
     TypeError
-        An array not float32/float64 or not of ``param``'s dtype, or a hyper-parameter
-        that is not a number.
+        An array not float32/float64 or not of ``param``'s dtype, a hyper-parameter
+        that is not a real number, or a flag that is not a bool.
+    OutOfMemoryError
+        Memory ran out; nothing was written.
 
     Examples
     --------
@@ -75,6 +88,8 @@ def sgd_update(
     momentum = check_range(op, momentum, "momentum", 0.0)
     dampening = check_range(op, dampening, "dampening", 0.0)
     weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
+    nesterov = check_flag(op, nesterov, "nesterov")
+    first_step = check_flag(op, first_step, "first_step")
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError(
             f"{op}: Nesterov momentum requires momentum > 0 and dampening == 0, got "
@@ -89,18 +104,20 @@ def sgd_update(
         names,
         (FLOATS,) * 3,
         inplace=("param", "momentum_buffer"),
+        optional=("momentum_buffer",),
     )
     check_contiguous(op, param, "param")
     check_like(op, grad, "grad", param, "param")
     if buf is not None:
         check_like(op, buf, "momentum_buffer", param, "param")
         check_contiguous(op, buf, "momentum_buffer")
+    check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
     backend.kernel("sgd_update")(
-        param, grad, buf, lr, momentum, dampening, bool(nesterov), weight_decay, bool(first_step)
+        param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first_step
     )
 
 
-@operation("gk.kernels.adam_update")
+@operation("gk.kernels.adam_update", inplace=True)
 def adam_update(
     param: Any,
     grad: Any,
@@ -122,6 +139,9 @@ def adam_update(
     ``param -= lr / (1 - beta1**step) * exp_avg / (sqrt(exp_avg_sq / (1 - beta2**step)) + eps)``,
     where ``g = grad + weight_decay * param`` (Adam) or, decoupled, ``g = grad`` and
     ``param *= 1 - lr * weight_decay`` first (AdamW). One pass over the four arrays.
+    Everything is checked and allocated before the first write, so a call that raises
+    (an out-of-memory failure included) leaves all three updated arrays unchanged; it is
+    never re-run automatically.
 
     Parameters
     ----------
@@ -145,11 +165,15 @@ def adam_update(
     Raises
     ------
     ValueError
-        A hyper-parameter out of range, ``step < 1``, mismatched shapes, or an updated
-        array that is not a C-contiguous array of the backend where it runs.
+        A hyper-parameter out of range or not finite, ``step < 1``, mismatched shapes,
+        an updated array that is not a writeable C-contiguous array of the backend where
+        it runs, or arrays that overlap in memory (``adam_update(p, g, m, m)``).
     TypeError
         An array not float32/float64 or not of ``param``'s dtype, ``step`` not an
-        integer, or a hyper-parameter that is not a number.
+        integer, a hyper-parameter that is not a real number, or ``decoupled`` not a
+        bool.
+    OutOfMemoryError
+        Memory ran out; nothing was written.
 
     Examples
     --------
@@ -162,6 +186,8 @@ def adam_update(
     """
     op = "gk.kernels.adam_update"
     try:
+        if isinstance(step, bool):
+            raise TypeError
         step = operator.index(step)
     except TypeError:
         raise TypeError(f"{op}: step must be an integer >= 1, got {step!r}") from None
@@ -174,6 +200,7 @@ def adam_update(
     beta2 = check_range(op, beta2, "beta2", 0.0, 1.0)
     eps = check_range(op, eps, "eps", 0.0)
     weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
+    decoupled = check_flag(op, decoupled, "decoupled")
     names = ("param", "grad", "exp_avg", "exp_avg_sq")
     backend, (param, grad, m, v) = place(
         op,
@@ -186,6 +213,7 @@ def adam_update(
     for arr, name in ((param, "param"), (m, "exp_avg"), (v, "exp_avg_sq")):
         check_like(op, arr, name, param, "param")
         check_contiguous(op, arr, name)
+    check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
     backend.kernel("adam_update")(
-        param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, bool(decoupled)
+        param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled
     )

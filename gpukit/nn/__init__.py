@@ -25,7 +25,7 @@ from .layers import GELU, Dropout, LayerNorm, LeakyReLU, Linear, ReLU, Sigmoid, 
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from .module import Module, Parameter
 from .parallel import DataParallel
-from .train import fit, predict
+from .train import fit, predict, predict_proba
 
 __all__ = [
     "GELU",
@@ -49,6 +49,7 @@ __all__ = [
     "load",
     "manual_seed",
     "predict",
+    "predict_proba",
     "save",
 ]
 

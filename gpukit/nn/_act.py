@@ -43,6 +43,8 @@ def forward(
 
     ``overwrite`` says that ``z`` is a temporary of the caller's that may be reused.
     """
+    if type(z) is not np.ndarray and isinstance(z, np.generic):  # a 0-d result: host
+        z = np.asarray(z)
     if type(z) is not np.ndarray:
         b = _zeros_bias(z) if bias is None else bias
         return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
@@ -94,6 +96,8 @@ def backward(
     ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
     """
     s, _ = saved
+    if type(s) is not np.ndarray and isinstance(s, np.generic):  # a 0-d output: host
+        s = np.asarray(s)
     if type(s) is not np.ndarray:
         b = _zeros_bias(s) if bias is None else bias
         gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope)

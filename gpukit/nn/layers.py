@@ -7,11 +7,14 @@ operations of their inputs' namespace (NumPy or CuPy) and ``gpukit.nn._act``.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
 from .. import _dispatch
+from .._runtime.memory import operation
+from ..kernels._checks import check_range, real
 from . import _act, _random
 from .module import Module, Parameter, on_device_of, on_grad_device
 
@@ -27,6 +30,36 @@ __all__ = [
     "Softmax",
     "Tanh",
 ]
+
+
+def _size(op: str, value: Any, name: str, lo: int = 0) -> int:
+    """An integer ``>= lo``: TypeError for a float, a string or a bool, ValueError below."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    if value < lo:
+        raise ValueError(f"{op}: {name} must be >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _float_dtype(op: str, dtype: Any) -> np.dtype:
+    """A floating parameter dtype (TypeError otherwise: an integer weight cannot learn)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{op}: dtype must be a floating dtype, got {dtype!r}") from None
+    if dt.kind != "f":
+        raise TypeError(f"{op}: dtype must be a floating dtype, got {dt}")
+    return dt.newbyteorder("=")  # parameters live in native order (CuPy has no other)
+
+
+def _seed(op: str, seed: Any) -> int | None:
+    return None if seed is None else _size(op, seed, "seed")
+
+
+def _real_input(name: str, x: Any) -> None:
+    """Activations and Softmax are defined on real numbers (a complex max means nothing)."""
+    if x.dtype.kind == "c":
+        raise TypeError(f"gk.nn.{name}: x must be real, got dtype {x.dtype}")
 
 
 def _flat(a: Any, n: int) -> Any:
@@ -60,7 +93,10 @@ class Linear(Module):
     Raises
     ------
     ValueError
-        A size is negative.
+        A size is negative; in the forward pass, an input whose last axis is not
+        ``in_features`` long.
+    TypeError
+        A size or seed that is not an integer, a dtype that is not floating.
 
     Examples
     --------
@@ -71,6 +107,7 @@ class Linear(Module):
     (4, 2)
     """
 
+    @operation("gk.nn.Linear")
     def __init__(
         self,
         in_features: int,
@@ -81,13 +118,10 @@ class Linear(Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        if in_features < 0 or out_features < 0:
-            raise ValueError(
-                f"Linear sizes must be non-negative, got in_features={in_features}, "
-                f"out_features={out_features}"
-            )
-        self.in_features, self.out_features = int(in_features), int(out_features)
-        rng = _random.generator(seed)
+        self.in_features = _size("gk.nn.Linear", in_features, "in_features")
+        self.out_features = _size("gk.nn.Linear", out_features, "out_features")
+        dtype = _float_dtype("gk.nn.Linear", dtype)
+        rng = _random.generator(_seed("gk.nn.Linear", seed))
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         w = rng.uniform(-bound, bound, (out_features, in_features)).astype(dtype)
         self.weight = Parameter(_dispatch.asarray(w))
@@ -98,6 +132,11 @@ class Linear(Module):
         self._x: Any = None
 
     def forward(self, x: Any) -> Any:
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Linear(in_features={self.in_features}) got an input of shape "
+                f"{tuple(x.shape)}: its last axis must have {self.in_features} features"
+            )
         self._x = x
         y = x @ self.weight.data.T
         if self.bias is not None:
@@ -135,6 +174,7 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
+        _real_input(type(self).__name__, x)
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
@@ -182,7 +222,7 @@ class LeakyReLU(_Activation):
 
     def __init__(self, negative_slope: float = 0.01) -> None:
         super().__init__()
-        self.negative_slope = float(negative_slope)
+        self.negative_slope = real("gk.nn.LeakyReLU", negative_slope, "negative_slope")
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}"
@@ -281,10 +321,13 @@ class Softmax(Module):
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"gk.nn.Softmax: dim must be an integer, got {dim!r}")
         self.dim = int(dim)
         self._y: Any = None
 
     def forward(self, x: Any) -> Any:
+        _real_input("Softmax", x)
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)
@@ -318,7 +361,9 @@ class Dropout(Module):
     Raises
     ------
     ValueError
-        ``p`` is outside [0, 1].
+        ``p`` is outside [0, 1] or not finite.
+    TypeError
+        ``p`` is not a real number, ``seed`` not an integer.
 
     Examples
     --------
@@ -333,9 +378,8 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, *, seed: int | None = None) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
-        self.p = float(p)
+        self.p = check_range("gk.nn.Dropout", p, "p", 0.0, 1.0, hi_open=False)
+        seed = _seed("gk.nn.Dropout", seed)
         self._seed = int(_random.generator(seed).integers(2**63)) if seed is None else seed
         self._rngs: dict[Any, Any] = {}
         self._mask: Any = None
@@ -389,6 +433,15 @@ class LayerNorm(Module):
     dtype : dtype
         Parameter dtype.
 
+    Raises
+    ------
+    TypeError
+        A size that is not an integer, ``eps`` not a real number, a dtype that is not
+        floating.
+    ValueError
+        A size below 1, ``eps`` negative or not finite; in the forward pass, an input
+        whose last axes are not ``normalized_shape``.
+
     Examples
     --------
     >>> import numpy as np
@@ -398,6 +451,7 @@ class LayerNorm(Module):
     True
     """
 
+    @operation("gk.nn.LayerNorm")
     def __init__(
         self,
         normalized_shape: int | tuple[int, ...],
@@ -408,9 +462,16 @@ class LayerNorm(Module):
         dtype: Any = "float32",
     ) -> None:
         super().__init__()
+        op = "gk.nn.LayerNorm"
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-        self.normalized_shape = tuple(int(n) for n in shape)
-        self.eps = float(eps)
+        if not isinstance(shape, tuple | list):
+            raise TypeError(
+                f"{op}: normalized_shape must be an integer or a tuple of integers, got "
+                f"{normalized_shape!r}"
+            )
+        self.normalized_shape = tuple(_size(op, n, "normalized_shape", 1) for n in shape)
+        self.eps = check_range(op, eps, "eps", 0.0)
+        dtype = _float_dtype(op, dtype)
         self.weight = self.bias = None
         if elementwise_affine:
             self.weight = Parameter(_dispatch.asarray(np.ones(self.normalized_shape, dtype)))

@@ -7,8 +7,11 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch import dtypes as _dtypes
+from .._runtime.memory import operation
+from ..kernels._checks import check_range
 from ..kernels._direct import kernel
-from .module import on_device_of
+from .module import mismatch, on_device_of
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -23,11 +26,33 @@ class _Loss:
         self._cache: Any = None
 
     def _prepare(self, output: Any, target: Any) -> tuple[Any, Any]:
-        if type(output) is np.ndarray and type(target) is np.ndarray:
+        if (
+            type(output) is np.ndarray
+            and type(target) is np.ndarray
+            and output.dtype.isnative
+            and target.dtype.isnative
+        ):
             return output, target
+        name = type(self).__name__
+        # a list becomes an array; None, strings, masked arrays are TypeErrors naming the argument
+        output = _dtypes.check(name, "output", output)
+        target = _dtypes.check(name, "target", target)
         _, (output, target) = _dispatch.prepare(output, target, names=("output", "target"))
         return output, target
 
+    def _check_dtypes(self, output: Any, target: Any) -> None:
+        """Float output; a float target of the output's dtype (never cast silently)."""
+        name = type(self).__name__
+        if output.dtype.kind != "f":
+            raise TypeError(f"{name}: output must be floating, got dtype {output.dtype}")
+        if target.dtype != output.dtype:
+            raise TypeError(
+                mismatch(name, "target", target.dtype, output.dtype).replace(
+                    "the model's parameters are", "the output is"
+                )
+            )
+
+    @operation("gk.nn.loss")
     def __call__(self, output: Any, target: Any) -> Any:
         """The reduced loss, a 0-d array on the output's device."""
         if type(output) is not np.ndarray or type(target) is not np.ndarray:
@@ -38,10 +63,14 @@ class _Loss:
         with on_device_of(output):  # CuPy computes on the current device: make it output's
             return self._forward(output, target)
 
+    @operation("gk.nn.loss.backward")
     def backward(self) -> Any:
         """d(loss)/d(output) for the last call, shaped like the output."""
         if self._cache is None:
-            raise RuntimeError(f"{type(self).__name__}.backward called before the loss")
+            raise RuntimeError(
+                f"{type(self).__name__}.backward called before the loss: call "
+                "loss_fn(output, target) first"
+            )
         first = self._cache[0] if isinstance(self._cache, tuple) else self._cache
         if type(first) is np.ndarray:
             return self._backward()
@@ -77,6 +106,9 @@ class MSELoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; output and target shapes differ.
+    TypeError
+        Output not floating, or a target of another dtype than the output (convert it:
+        nothing is cast silently).
 
     Examples
     --------
@@ -91,6 +123,7 @@ class MSELoss(_Loss):
 
     def _forward(self, output: Any, target: Any) -> Any:
         _same_shape("MSELoss", output, target)
+        self._check_dtypes(output, target)
         diff = output - target
         self._cache = diff
         total = (diff * diff).sum()
@@ -98,7 +131,7 @@ class MSELoss(_Loss):
 
     def _backward(self) -> Any:
         diff = self._cache
-        scale = 2.0 / diff.size if self.reduction == "mean" else 2.0
+        scale = 2.0 / max(diff.size, 1) if self.reduction == "mean" else 2.0  # size 0: empty
         return diff * diff.dtype.type(scale)
 
 
@@ -117,8 +150,10 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not integers of shape ``(N,)``; on the host, a label outside ``[0, C)``
-        (on a GPU such a row gets a NaN loss instead: checking would synchronise).
+        labels not of shape ``(N,)``; on the host, a label outside ``[0, C)`` (on a GPU
+        such a row gets a NaN loss instead: checking would synchronise).
+    TypeError
+        Logits not floating, labels not integers, ``label_smoothing`` not a number.
 
     Examples
     --------
@@ -133,18 +168,26 @@ class CrossEntropyLoss(_Loss):
 
     def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__(reduction)
-        if not 0.0 <= label_smoothing <= 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-        self.label_smoothing = float(label_smoothing)
+        self.label_smoothing = check_range(
+            "CrossEntropyLoss", label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False
+        )
         self._grad_loss: Any = None
 
     def _check(self, logits: Any, labels: Any) -> None:
+        if logits.dtype.kind != "f":
+            raise TypeError(f"CrossEntropyLoss: output must be floating, got dtype {logits.dtype}")
+        if labels.dtype.kind not in "iu":
+            raise TypeError(
+                f"CrossEntropyLoss: target must be integer class labels, got dtype {labels.dtype}"
+            )
         if logits.ndim != 2:
-            raise ValueError(f"CrossEntropyLoss: output must be (N, C), got {logits.shape}")
-        if labels.dtype.kind not in "iu" or tuple(labels.shape) != (logits.shape[0],):
+            raise ValueError(
+                f"CrossEntropyLoss: output must be (N, C), got shape {tuple(logits.shape)}"
+            )
+        if tuple(labels.shape) != (logits.shape[0],):
             raise ValueError(
                 f"CrossEntropyLoss: target must be integer class labels of shape "
-                f"({logits.shape[0]},), got shape {tuple(labels.shape)} dtype {labels.dtype}"
+                f"({logits.shape[0]},), got shape {tuple(labels.shape)}"
             )
 
     def _forward(self, logits: Any, labels: Any) -> Any:
@@ -214,6 +257,9 @@ class BCEWithLogitsLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; output and target shapes differ.
+    TypeError
+        Output not floating, or a target of another dtype than the output (convert it:
+        nothing is cast silently).
 
     Examples
     --------
@@ -225,8 +271,8 @@ class BCEWithLogitsLoss(_Loss):
 
     def _forward(self, logits: Any, target: Any) -> Any:
         _same_shape("BCEWithLogitsLoss", logits, target)
+        self._check_dtypes(logits, target)
         xp = _dispatch.namespace(logits)
-        target = target.astype(logits.dtype, copy=False)
         # max(x, 0) - x*y + log(1 + exp(-|x|)): no overflow for any x
         per = xp.maximum(logits, 0) - logits * target + xp.log1p(xp.exp(-xp.abs(logits)))
         self._cache = (logits, target)
@@ -239,5 +285,5 @@ class BCEWithLogitsLoss(_Loss):
         half = logits.dtype.type(0.5)
         g = half + half * xp.tanh(half * logits) - target  # sigmoid without overflow
         if self.reduction == "mean":
-            g *= logits.dtype.type(1.0 / logits.size)
+            g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g

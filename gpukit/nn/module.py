@@ -4,23 +4,47 @@ A module's forward pass (``module(x)``) keeps what its backward pass needs;
 ``module.backward(grad_output)`` returns the gradient with respect to the input and
 accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
 ``forward``/``backward``, PyTorch's naming and initialisation).
+
+Every subclass's ``forward`` and ``backward`` are wrapped when the class is made
+(:meth:`Module.__init_subclass__`): ``backward`` before ``forward`` is a ``RuntimeError``,
+and a backward pass is all or nothing: the gradients it produces are added to the
+parameters' ``.grad`` only once the whole pass has succeeded, so a failed pass leaves
+them as they were (a backward pass is never re-run: it is an in-place operation). An
+allocation failure in ``model(x)`` or ``backward`` becomes :class:`~gpukit.OutOfMemoryError`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch import dtypes as _dtypes
 from .._dispatch.kinds import kind_of
 from .._runtime import devices as _devices
+from .._runtime.memory import operation
 from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
 from ..errors import DeviceMismatchError
+
+# The gradients of the backward pass running in this thread, added to the parameters
+# when it has finished: (thread id, [(parameter, gradient), ...]). The thread id keeps
+# worker threads, which inherit the caller's context (DataParallel), out of it.
+_pending: ContextVar[tuple[int, list[tuple[Parameter, Any]]] | None] = ContextVar(
+    "gpukit_nn_pending_gradients", default=None
+)
+
+
+def _deferred() -> list[tuple[Parameter, Any]] | None:
+    entry = _pending.get()
+    return entry[1] if entry is not None and entry[0] == threading.get_ident() else None
+
 
 __all__ = ["Module", "Parameter"]
 
@@ -69,8 +93,15 @@ class Parameter:
         return self.data.dtype
 
     def accumulate(self, grad: Any) -> None:
-        """Add ``grad`` to :attr:`grad` (taking ``grad`` over when there is none yet)."""
-        if self.grad is None:
+        """Add ``grad`` to :attr:`grad` (taking ``grad`` over when there is none yet).
+
+        Inside a module's ``backward`` the addition waits until the whole backward pass
+        has succeeded.
+        """
+        pending = _deferred()
+        if pending is not None:
+            pending.append((self, grad))
+        elif self.grad is None:
             self.grad = grad
         else:
             self.grad += grad
@@ -100,9 +131,16 @@ class Module:
     """
 
     training: bool = True
+    _forwarded: bool = False  # whether a forward pass has run (backward needs its caches)
 
     def __init__(self) -> None:
         self.training = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
+        super().__init_subclass__(**kwargs)
+        cls.forward = _forward_op(getattr(cls.forward, "raw", cls.forward), cls.__name__)
+        cls.backward = _backward_op(getattr(cls.backward, "raw", cls.backward), cls.__name__)
 
     # -- computation -------------------------------------------------------------------------
     def forward(self, x: Any) -> Any:
@@ -117,15 +155,29 @@ class Module:
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement backward")
 
+    @operation("gk.nn.Module.__call__")
     def __call__(self, x: Any) -> Any:
+        """``forward(x)``, with ``x`` placed where the parameters live.
+
+        Host data given to a device model is moved there (an implicit, counted transfer);
+        lists and scalars take the parameters' dtype. An array of another dtype than the
+        parameters is a ``TypeError``: convert it, or the model (``model.to(dtype=...)``).
+        """
         if type(x) is not _ndarray and kind_of(x) is not None:
             return self._call_kind(x)
+        typed = hasattr(x, "dtype")
+        if type(x) is not _ndarray or not x.dtype.isnative:  # lists, None, masked, >f4
+            x = _dtypes.check(f"gk.nn.{type(self).__name__}", "x", x)
         anchor = self._anchor()
         if anchor is not None:
             ref = anchor.data
             if type(x) is not type(ref) or type(x) is not _ndarray:
                 x = _place(x, ref)
             if x.dtype != ref.dtype:
+                if typed:
+                    raise TypeError(
+                        mismatch(f"gk.nn.{type(self).__name__}", "x", x.dtype, ref.dtype)
+                    )
                 x = x.astype(ref.dtype)
             if type(ref) is not _ndarray:
                 with on_device_of(ref):  # CuPy computes on the current device: the model's
@@ -199,6 +251,7 @@ class Module:
         return self.train(False)
 
     # -- placement ---------------------------------------------------------------------------
+    @operation("gk.nn.Module.to")
     def to(self, backend: Any = None, device: int | None = None, dtype: Any = None) -> Module:
         """Move the parameters to ``backend``/``device`` and/or cast them to ``dtype``.
 
@@ -223,10 +276,13 @@ class Module:
         >>> layer.weight.dtype
         dtype('float64')
         """
+        if dtype is not None and np.dtype(dtype).kind != "f":
+            raise TypeError(f"Module.to: dtype must be a floating dtype, got {np.dtype(dtype)}")
         with use_backend(backend if backend is not None else get_backend()) as target:
             if device is not None:
                 _devices.check_device(target, device)
             where = target.current_device() if device is None else device
+            moved = []  # every parameter moved before any is replaced: all or nothing
             for p in self._iter_parameters():
                 data = p.data
                 owner = _dispatch.owner_of(data) or _host_backend()
@@ -235,7 +291,9 @@ class Module:
                 if dtype is not None and data.dtype != np.dtype(dtype):
                     with target.use_device(where):  # CuPy allocates on the current device
                         data = data.astype(dtype)
-                p.data, p.grad = data, None
+                moved.append((p, data))
+        for p, data in moved:
+            p.data, p.grad = data, None
         return self
 
     # -- state -------------------------------------------------------------------------------
@@ -256,6 +314,7 @@ class Module:
         """
         return {name: p.data for name, p in self.named_parameters()}
 
+    @operation("gk.nn.Module.load_state_dict")
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> None:
         """Copy values from ``state_dict`` into the parameters (their dtype and device).
 
@@ -271,6 +330,12 @@ class Module:
         ------
         ValueError
             Listing the missing keys, unexpected keys and shape mismatches.
+        TypeError
+            A value of a dtype that does not cast to its parameter's (complex into
+            float), or not an array.
+
+        Every value is converted and moved before the first parameter is written, so a
+        failure leaves the model as it was.
 
         Examples
         --------
@@ -280,6 +345,11 @@ class Module:
         >>> bool((a.weight.data == b.weight.data).all())
         True
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"load_state_dict into {type(self).__name__}: state_dict must be a mapping of "
+                f"names to arrays, got {type(state_dict).__name__}"
+            )
         own = dict(self.named_parameters())
         problems = []
         missing = [k for k in own if k not in state_dict]
@@ -297,9 +367,12 @@ class Module:
             problems.append(f"shape mismatches [{'; '.join(mismatched)}]")
         if problems:
             raise ValueError(f"load_state_dict into {type(self).__name__}: " + ", ".join(problems))
-        for name, p in own.items():
-            if name in state_dict:
-                assign(p.data, state_dict[name], name)
+        # every value converted and moved first: a failure leaves every parameter as it was
+        staged = [
+            (p, staged_value(p.data, state_dict[k], k)) for k, p in own.items() if k in state_dict
+        ]
+        for p, value in staged:
+            p.data[...] = value
 
     # -- display -----------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -337,7 +410,14 @@ def on_grad_device(backward: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def assign(dst: Any, value: Any, name: str) -> None:
-    """``dst[...] = value`` for a parameter or optimizer state ``dst``, wherever it lives.
+    """``dst[...] = value`` for a parameter or optimizer state ``dst``, wherever it lives."""
+    value = staged_value(dst, value, name)
+    with on_device_of(dst):  # the copy runs where dst lives
+        dst[...] = value
+
+
+def staged_value(dst: Any, value: Any, name: str) -> Any:
+    """``value`` ready to be written into ``dst``: on its device, of a dtype that casts.
 
     Host values reaching a device ``dst`` are an implicit transfer (counted, guarded);
     device values for a host ``dst`` are copied out explicitly.
@@ -348,8 +428,66 @@ def assign(dst: Any, value: Any, name: str) -> None:
         if _dispatch.owner_of(value) is None:
             value = np.asarray(value)
         _, (value, _) = _dispatch.prepare(value, dst, names=(name, "parameter"))
-    with on_device_of(dst):  # the copy runs where dst lives
-        dst[...] = value
+    if not np.can_cast(value.dtype, dst.dtype, "same_kind"):
+        raise TypeError(
+            f"{name}: a value of dtype {value.dtype} cannot be stored in a parameter of dtype "
+            f"{dst.dtype} without losing its kind (e.g. complex into float)"
+        )
+    return value
+
+
+def mismatch(where: str, name: str, got: np.dtype, want: np.dtype) -> str:
+    """The message for an array whose dtype is not the model's, with both fixes."""
+    return (
+        f"{where}: {name} has dtype {got} but the model's parameters are {want}; gpukit does "
+        f"not cast silently: convert the data ({name}.astype({str(want)!r})) or the model "
+        f"(model.to(dtype={str(got)!r}))"
+    )
+
+
+def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` as ``name``'s forward, recording that a forward pass has run.
+
+    Allocation failures are explained by the entry points that run it (``model(x)``,
+    ``fit``, ``predict``), which are operations; this adds no second wrapper per layer.
+    """
+
+    @functools.wraps(fn)
+    def forward(self: Module, x: Any) -> Any:
+        y = fn(self, x)
+        self._forwarded = True
+        return y
+
+    forward.raw = fn  # type: ignore[attr-defined]
+    return forward
+
+
+def _backward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` as ``name``'s backward: refused before a forward pass; gradients added to
+    the parameters only once the whole (outermost) pass has succeeded; never re-run."""
+
+    @operation(f"gk.nn.{name}.backward", inplace=True)
+    @functools.wraps(fn)
+    def backward(self: Module, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        if not self._forwarded:
+            raise RuntimeError(
+                f"{name}.backward called before forward: run the forward pass (model(x)) "
+                "first; backward uses what it kept"
+            )
+        if _deferred() is not None:  # inside an outer backward pass, which adds them
+            return fn(self, grad_output, need_input_grad=need_input_grad)
+        pending: list[tuple[Parameter, Any]] = []
+        token = _pending.set((threading.get_ident(), pending))
+        try:
+            out = fn(self, grad_output, need_input_grad=need_input_grad)
+        finally:
+            _pending.reset(token)
+        for p, g in pending:
+            p.accumulate(g)
+        return out
+
+    backward.raw = fn  # type: ignore[attr-defined]
+    return backward
 
 
 def _place(x: Any, ref: Any) -> Any:

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _dispatch
+from .._runtime.memory import operation
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
 from .._sharding.array import ShardedArray, split
@@ -86,13 +87,15 @@ class DataParallel(Module):
     ...     model = gk.nn.DataParallel(net)
     ...     opt = gk.optim.SGD(model.parameters(), lr=0.1)
     ...     loss_fn = gk.nn.MSELoss()
-    ...     loss = loss_fn(model(np.ones((5, 3))), np.zeros((5, 2)))
+    ...     x, y = np.ones((5, 3), "float32"), np.zeros((5, 2), "float32")
+    ...     loss = loss_fn(model(x), y)
     ...     _ = model.backward(loss_fn.backward(), need_input_grad=False)
     ...     opt.step()
     >>> sorted(model.state_dict()), model.devices
     (['0.bias', '0.weight'], (0,))
     """
 
+    @operation("gk.nn.DataParallel")
     def __init__(self, module: Module, devices: Sequence[int] | None = None) -> None:
         super().__init__()
         if not isinstance(module, Module):
@@ -152,6 +155,7 @@ class DataParallel(Module):
             coll = self._collectives[k] = self.backend.collectives(self.devices[:k])
         return coll
 
+    @operation("gk.nn.DataParallel.broadcast_parameters")
     def broadcast_parameters(self, k: int | None = None) -> None:
         """Copy the primary's parameters to the other replicas (the first ``k``; all by default).
 

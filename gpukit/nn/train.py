@@ -1,27 +1,58 @@
-"""fit and predict: mini-batch training and inference over host or device data.
+"""fit, predict and predict_proba: mini-batch training and inference over host or device data.
 
 Host data stays on the host; each batch is gathered into a staging buffer and moved
 to the model's device on its own (pinned staging memory on CUDA, two buffers so the
 next batch is gathered while the last copy runs), so a data set larger than device
 memory trains. These moves are explicit: counted, not subject to the transfer guard.
+Inputs must already have the model's dtype: nothing is cast silently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import sys
 from typing import Any
 
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch import dtypes as _dtypes
 from .._runtime import transfer as _transfer
 from .._select import registry as _registry
-from ..errors import DeviceMismatchError
+from ..errors import DeviceMismatchError, NonFiniteError
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
-from .module import Module
+from .module import Module, mismatch
 
-__all__ = ["fit", "predict"]
+__all__ = ["fit", "predict", "predict_proba"]
+
+
+def _count(op: str, value: Any, name: str, lo: int) -> int:
+    """An integer ``>= lo`` (``2.5`` and ``True`` are TypeErrors, not 2 and 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    if value < lo:
+        raise ValueError(f"{op}: {name} must be >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _check_model(op: str, model: Any) -> None:
+    if not isinstance(model, Module):
+        raise TypeError(f"{op}: model must be a gk.nn.Module, got {type(model).__name__}")
+
+
+def _samples(op: str, data: Any, name: str, dtype: np.dtype | None) -> Any:
+    """``data`` as an array with a first (sample) axis; with the model's ``dtype`` (inputs),
+    of that dtype (lists are converted to it, arrays must have it)."""
+    if not hasattr(data, "dtype") and data is not None and not isinstance(data, str):
+        data = np.asarray(data, dtype=dtype if dtype is not None else None)
+    data = _dtypes.check(op, name, data)
+    if data.ndim < 1:
+        raise ValueError(f"{op}: {name} must have a first axis of samples, got a 0-d array")
+    if dtype is not None and data.dtype != dtype:  # inputs: the model's dtype, never cast
+        raise TypeError(mismatch(op, name, data.dtype, dtype))
+    return data
 
 
 def _placement(model: Module) -> tuple[Any, np.dtype | None, int]:
@@ -41,11 +72,9 @@ def _device_scope(backend: Any, device: int) -> contextlib.AbstractContextManage
 
 
 class _Batches:
-    """Rows ``index`` of ``data`` as arrays on ``backend``'s device (float cast to ``dtype``)."""
+    """Rows ``index`` of ``data`` as arrays on ``backend``'s device (``batch_size`` at most)."""
 
-    def __init__(
-        self, data: Any, backend: Any, dtype: np.dtype | None, device: int, batch_size: int
-    ) -> None:
+    def __init__(self, data: Any, backend: Any, device: int, batch_size: int) -> None:
         self.backend = backend
         self.host = _dispatch.owner_of(data) is None
         if self.host:
@@ -62,7 +91,7 @@ class _Batches:
             )
         self.data = data
         self.device = device  # the model's, not the current device
-        self.dtype = dtype if dtype is not None and data.dtype.kind in "fc" else data.dtype
+        self.dtype = data.dtype
         shape = (batch_size, *data.shape[1:])
         self.events: list[Any] = [None, None]
         self.turn = 0
@@ -78,12 +107,10 @@ class _Batches:
         if not self.host:
             if not isinstance(index, slice):  # the shuffled rows, as indices on the device
                 index = self.backend.asarray(index, device=self.device)
-            out = data[index]
-            return out if out.dtype == self.dtype else out.astype(self.dtype)
+            return data[index]
         if self.pinned:
             return self._to_cupy(index)
         out = data[index]  # a view for a slice, a gather otherwise
-        out = out if out.dtype == self.dtype else out.astype(self.dtype)
         if self.backend.is_device:  # another device backend: its own host-to-device copy
             out = self.backend.asarray(out, device=self.device)
             _transfer.record("host_to_device", out.nbytes)
@@ -129,9 +156,9 @@ def _evaluate(
     model: Module, loss_fn: _Loss, x: Any, y: Any, batch_size: int
 ) -> tuple[float, float | None]:
     """Mean loss (and accuracy for classification losses) over ``(x, y)``."""
-    backend, dtype, device = _placement(model)
-    xs = _Batches(x, backend, dtype, device, batch_size)
-    ys = _Batches(y, backend, dtype, device, batch_size)
+    backend, _, device = _placement(model)
+    xs = _Batches(x, backend, device, batch_size)
+    ys = _Batches(y, backend, device, batch_size)
     n = len(xs.data)
     metric = _metric_name(loss_fn)
     # sums stay on the model's device: one host read per evaluation, not one per batch
@@ -153,6 +180,7 @@ def _evaluate(
     return float(total) / n, (float(correct) / (n * width) if metric else None)
 
 
+@_dispatch.operation("gk.nn.fit", inplace=True)
 def fit(
     model: Module,
     loss_fn: _Loss,
@@ -170,7 +198,11 @@ def fit(
     """Train ``model`` on ``(x, y)`` with mini-batch gradient steps.
 
     Each step: ``optimizer.zero_grad()``, ``out = model(xb)``, ``loss_fn(out, yb)``,
-    ``model.backward(loss_fn.backward(), need_input_grad=False)``, ``optimizer.step()``.
+    ``model.backward(loss_fn.backward(), need_input_grad=False)``, a check that the loss
+    is finite, ``optimizer.step()``. A NaN or infinite loss stops training with
+    :class:`gpukit.NonFiniteError` naming the epoch and batch, before that batch's
+    update: the model keeps the weights of the last finite step (on a GPU the check reads
+    one number per step, after the backward pass is queued).
 
     Parameters
     ----------
@@ -179,10 +211,13 @@ def fit(
     loss_fn : loss
         ``MSELoss``, ``CrossEntropyLoss`` or ``BCEWithLogitsLoss``.
     optimizer : gpukit.optim.Optimizer
-        Holding the model's parameters.
+        Holding the model's parameters (anything with ``zero_grad()`` and ``step()``).
     x, y : array
         Inputs and targets, first axis the samples; NumPy arrays (moved to the model's
-        device one batch at a time) or arrays on the model's device.
+        device one batch at a time) or arrays on the model's device. ``x`` must have the
+        model's dtype (``x.astype("float32")`` for a float32 model: nothing is cast
+        silently); ``y`` what the loss takes (integer labels for ``CrossEntropyLoss``,
+        the output's dtype otherwise).
     epochs : int
         Passes over the data.
     batch_size : int
@@ -206,8 +241,16 @@ def fit(
     ------
     ValueError
         ``x`` and ``y`` differ in length, ``epochs < 0`` or ``batch_size < 1``.
+    TypeError
+        An argument of the wrong type (``model`` not a Module, ``loss_fn`` not a gk.nn
+        loss, ``epochs`` not an integer, ...), or ``x`` not of the model's dtype.
+    NonFiniteError
+        A batch's loss is NaN or infinite (a ``FloatingPointError``); its ``epoch``,
+        ``batch`` and ``history`` attributes say where and what was learnt before.
     DeviceMismatchError
         Data on another backend than the model (a ``ValueError`` too).
+    OutOfMemoryError
+        Memory ran out (training is not re-run: the model keeps its last completed step).
 
     Examples
     --------
@@ -223,46 +266,82 @@ def fit(
     >>> hist["val_accuracy"][-1] > 0.9
     True
     """
-    x_val, y_val = validation if validation is not None else (None, None)
-    _dispatch.reject("gk.nn.fit", x=x, y=y, x_val=x_val, y_val=y_val)
+    op = "gk.nn.fit"
+    pair = isinstance(validation, tuple | list) and len(validation) == 2
+    x_val, y_val = validation if pair else (None, None)
+    _dispatch.reject(op, x=x, y=y, x_val=x_val, y_val=y_val)
+    _check_model(op, model)
+    if not isinstance(loss_fn, _Loss):
+        raise TypeError(
+            f"{op}: loss_fn must be a gk.nn loss (MSELoss, CrossEntropyLoss, "
+            f"BCEWithLogitsLoss), got {type(loss_fn).__name__}"
+        )
+    if not (
+        callable(getattr(optimizer, "step", None))
+        and callable(getattr(optimizer, "zero_grad", None))
+    ):
+        raise TypeError(
+            f"{op}: optimizer must have step() and zero_grad() (a gk.optim optimizer), got "
+            f"{type(optimizer).__name__}"
+        )
+    epochs = _count(op, epochs, "epochs", 0)
+    batch_size = _count(op, batch_size, "batch_size", 1)
+    if seed is not None:
+        seed = _count(op, seed, "seed", 0)
+    backend, dtype, device = _placement(model)
+    x, y = _samples(op, x, "x", dtype), _samples(op, y, "y", None)
     n = len(x)
     if len(y) != n:
-        raise ValueError(f"x has {n} samples but y has {len(y)}")
-    if epochs < 0 or batch_size < 1:
-        raise ValueError(f"need epochs >= 0 and batch_size >= 1, got {epochs}, {batch_size}")
+        raise ValueError(f"{op}: x has {n} samples but y has {len(y)}")
     if validation is not None:
-        x_val, y_val = validation
+        if not isinstance(validation, tuple | list) or len(validation) != 2:
+            raise TypeError(f"{op}: validation must be a pair (x_val, y_val), got {validation!r}")
+        x_val, y_val = (
+            _samples(op, validation[0], "x_val", dtype),
+            _samples(op, validation[1], "y_val", None),
+        )
         if len(x_val) != len(y_val) or len(x_val) == 0:
             raise ValueError(
-                f"validation needs x_val and y_val of the same non-zero length; got "
+                f"{op}: validation needs x_val and y_val of the same non-zero length; got "
                 f"{len(x_val)} and {len(y_val)} samples"
             )
-    backend, dtype, device = _placement(model)
-    xs = _Batches(x, backend, dtype, device, batch_size)
-    ys = _Batches(y, backend, dtype, device, batch_size)
+    xs = _Batches(x, backend, device, batch_size)
+    ys = _Batches(y, backend, device, batch_size)
     rng = np.random.default_rng(seed)
     history: dict[str, list[float]] = {"loss": []}
     bar = _progress(progress, epochs)
     was_training = model.training
     try:
         with _device_scope(backend, device):
-            for _ in range(epochs):
+            for epoch in range(epochs):
                 model.train()
                 order = rng.permutation(n) if shuffle else None
                 total: Any = 0.0
-                for start in range(0, n, batch_size):
+                for batch, start in enumerate(range(0, n, batch_size)):
                     stop = min(start + batch_size, n)
                     rows = slice(start, stop) if order is None else np.sort(order[start:stop])
                     xb, yb = xs.take(rows), ys.take(rows)
                     optimizer.zero_grad()
                     loss = loss_fn(model.forward(xb), yb)
                     model.backward(loss_fn.backward(), need_input_grad=False)
+                    value = float(loss)  # after backward is queued: the device keeps busy
+                    if not math.isfinite(value):
+                        raise NonFiniteError(
+                            f"{op}: the loss is {value} at epoch {epoch}, batch {batch} (samples "
+                            f"{start} to {stop - 1} of this epoch's order); training stopped "
+                            "before this batch's update. Lower the learning rate, or look for "
+                            "NaN/inf or extreme values in x and y",
+                            epoch=epoch,
+                            batch=batch,
+                            value=value,
+                            history=history,
+                        )
                     optimizer.step()
                     total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
                 history["loss"].append(float(total) / max(n, 1))
                 if validation is not None:
                     model.eval()
-                    val_loss, val_metric = _evaluate(model, loss_fn, *validation, batch_size)
+                    val_loss, val_metric = _evaluate(model, loss_fn, x_val, y_val, batch_size)
                     history.setdefault("val_loss", []).append(val_loss)
                     if val_metric is not None:
                         history.setdefault("val_accuracy", []).append(val_metric)
@@ -278,14 +357,20 @@ def fit(
 
 @_dispatch.operation("gk.nn.predict")
 def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
-    """Outputs of ``model`` on ``x`` in evaluation mode, batch by batch.
+    """The model's outputs on ``x`` in evaluation mode, batch by batch.
+
+    These are what the last layer computes: for a classifier trained with
+    ``CrossEntropyLoss`` or ``BCEWithLogitsLoss``, *logits*, not probabilities (as
+    ``model(x)`` in PyTorch, ``model.predict`` in Keras). For probabilities use
+    :func:`predict_proba`; for class labels, ``predict(model, x).argmax(axis=1)``.
 
     Parameters
     ----------
     model : Module
         The network (its mode is restored afterwards).
     x : array
-        Inputs, first axis the samples; host or on the model's device.
+        Inputs, first axis the samples, of the model's dtype; host or on the model's
+        device.
     batch_size : int
         Samples per forward pass.
 
@@ -298,7 +383,10 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     Raises
     ------
     ValueError
-        ``batch_size < 1``.
+        ``batch_size < 1``, or ``x`` has no samples.
+    TypeError
+        ``model`` not a Module, ``batch_size`` not an integer, or ``x`` not of the
+        model's dtype (convert it: nothing is cast silently).
     DeviceMismatchError
         Data on another backend than the model (a ``ValueError`` too).
 
@@ -306,16 +394,83 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0), gk.nn.Softmax())
-    >>> gk.nn.predict(model, np.ones((5, 3)), batch_size=2).shape
-    (5, 2)
+    >>> model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
+    >>> logits = gk.nn.predict(model, np.ones((5, 3), "float32"), batch_size=2)
+    >>> logits.shape, logits.argmax(axis=1).shape
+    ((5, 2), (5,))
     """
-    _dispatch.reject("gk.nn.predict", x=x)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return _predict("gk.nn.predict", model, x, batch_size, None)
+
+
+@_dispatch.operation("gk.nn.predict_proba")
+def predict_proba(
+    model: Module, x: Any, batch_size: int = 1024, *, activation: str = "softmax"
+) -> Any:
+    """Class probabilities of a classifier that outputs logits, batch by batch.
+
+    ``"softmax"`` (over the last axis) for a model trained with ``CrossEntropyLoss``: each
+    row sums to one. ``"sigmoid"`` (each output on its own) for ``BCEWithLogitsLoss``: the
+    probability of each label being 1. Computed stably (no overflow for large logits).
+
+    Parameters
+    ----------
+    model : Module
+        The network, ending with the logits (no Softmax layer).
+    x : array
+        Inputs, as for :func:`predict`.
+    batch_size : int
+        Samples per forward pass.
+    activation : {"softmax", "sigmoid"}
+        How logits become probabilities.
+
+    Returns
+    -------
+    array
+        Probabilities, shaped like the outputs: a NumPy array when ``x`` is on the host.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``activation``; as :func:`predict`.
+    TypeError
+        As :func:`predict`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> model = gk.nn.Sequential(gk.nn.Linear(3, 4, seed=0))
+    >>> p = gk.nn.predict_proba(model, np.ones((5, 3), "float32"))
+    >>> p.shape, bool(np.allclose(p.sum(axis=1), 1))
+    ((5, 4), True)
+    """
+    if activation not in ("softmax", "sigmoid"):
+        raise ValueError(
+            f"gk.nn.predict_proba: activation must be 'softmax' or 'sigmoid', got {activation!r}"
+        )
+    return _predict("gk.nn.predict_proba", model, x, batch_size, activation)
+
+
+def _probabilities(out: Any, activation: str) -> Any:
+    xp = _dispatch.namespace(out)
+    if activation == "sigmoid":
+        half = out.dtype.type(0.5)
+        return half + half * xp.tanh(half * out)  # no overflow for any logit
+    p = xp.exp(out - out.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return p
+
+
+def _predict(op: str, model: Module, x: Any, batch_size: int, activation: str | None) -> Any:
+    _dispatch.reject(op, x=x)
+    _check_model(op, model)
+    batch_size = _count(op, batch_size, "batch_size", 1)
     backend, dtype, device = _placement(model)
-    xs = _Batches(x, backend, dtype, device, batch_size)
+    x = _samples(op, x, "x", dtype)
+    xs = _Batches(x, backend, device, batch_size)
     n = len(xs.data)
+    if n == 0:
+        raise ValueError(f"{op}: x has no samples")
     was_training = model.training
     model.eval()
     outs = []
@@ -323,9 +478,9 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
         with _device_scope(backend, device):
             for start in range(0, n, batch_size):
                 out = model.forward(xs.take(slice(start, min(start + batch_size, n))))
+                if activation is not None:
+                    out = _probabilities(out, activation)
                 outs.append(_dispatch.to_numpy(out) if xs.host else out)
     finally:
         model.train(was_training)
-    if not outs:
-        raise ValueError("predict got no samples")
     return (np if xs.host else backend.xp).concatenate(outs)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
+from ..kernels._checks import check_range
 from .optimizer import Optimizer
 
 __all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR"]
@@ -28,7 +30,10 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer) -> None:
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"scheduler needs a gpukit Optimizer, got {type(optimizer)!r}")
+            raise TypeError(
+                f"gk.optim.{type(self).__name__}: optimizer must be a gk.optim.Optimizer, got "
+                f"{type(optimizer).__name__}"
+            )
         self.optimizer = optimizer
         for group in optimizer.param_groups:
             group.setdefault("initial_lr", group["lr"])
@@ -77,8 +82,11 @@ class StepLR(LRScheduler):
 
     Raises
     ------
+    TypeError
+        ``step_size`` is not an integer, ``gamma`` not a real number, ``optimizer`` not an
+        Optimizer.
     ValueError
-        ``step_size < 1``.
+        ``step_size < 1``, ``gamma`` negative or not finite.
 
     Examples
     --------
@@ -95,9 +103,8 @@ class StepLR(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
-        if int(step_size) < 1:
-            raise ValueError(f"step_size must be >= 1, got {step_size}")
-        self.step_size, self.gamma = int(step_size), float(gamma)
+        self.step_size = _epochs("gk.optim.StepLR", step_size, "step_size")
+        self.gamma = check_range("gk.optim.StepLR", gamma, "gamma", 0.0)
         super().__init__(optimizer)
 
     def get_lr(self) -> list[float]:
@@ -120,8 +127,11 @@ class CosineAnnealingLR(LRScheduler):
 
     Raises
     ------
+    TypeError
+        ``T_max`` is not an integer, ``eta_min`` not a real number, ``optimizer`` not an
+        Optimizer.
     ValueError
-        ``T_max < 1``.
+        ``T_max < 1``, ``eta_min`` negative or not finite.
 
     Examples
     --------
@@ -135,11 +145,19 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0) -> None:
-        if int(T_max) < 1:
-            raise ValueError(f"T_max must be >= 1, got {T_max}")
-        self.T_max, self.eta_min = int(T_max), float(eta_min)
+        self.T_max = _epochs("gk.optim.CosineAnnealingLR", T_max, "T_max")
+        self.eta_min = check_range("gk.optim.CosineAnnealingLR", eta_min, "eta_min", 0.0)
         super().__init__(optimizer)
 
     def get_lr(self) -> list[float]:
         t = math.cos(math.pi * self.last_epoch / self.T_max)
         return [self.eta_min + (b - self.eta_min) * (1 + t) / 2 for b in self.base_lrs]
+
+
+def _epochs(op: str, value: Any, name: str) -> int:
+    """A whole number of epochs >= 1 (``2.5`` and ``True`` are TypeErrors, not 2 and 1)."""
+    if isinstance(value, bool | float) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{op}: {name} must be >= 1, got {value!r}")
+    return int(value)

@@ -1,8 +1,17 @@
 """SGD, Adam and AdamW with ``torch.optim`` semantics, on fused in-place kernels.
 
-Hyper-parameters are validated when set (construction, ``load_state_dict``) and the
-learning rate when a step reads it, so ``step()`` calls each parameter's backend kernel
-directly, without re-validating four arrays per parameter per step.
+Hyper-parameters are validated when set (construction, ``load_state_dict``: a number
+that is not real is a ``TypeError``, one out of range or not finite a ``ValueError``)
+and the learning rate when a step reads it (schedulers change it), so ``step()`` calls
+each parameter's backend kernel directly, without re-validating four arrays per
+parameter per step.
+
+A step is all or nothing: every parameter's gradient is checked and every buffer it
+needs (new state, a contiguous copy of a strided gradient) is allocated before the
+first parameter is written, and the kernels allocate nothing once running (the numpy
+ones take their scratch from a per-thread workspace allocated before their first
+write). A step that fails, out of memory included, leaves every parameter and the
+optimizer state as they were, and is never re-run automatically.
 """
 
 from __future__ import annotations
@@ -14,18 +23,13 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._runtime.memory import operation
+from ..errors import DeviceMismatchError
+from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import kernel as _kernel
-from ..nn.module import Parameter, assign, on_device_of
+from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
-
-
-def _check(value: float, name: str, lo: float = 0.0, hi: float | None = None) -> float:
-    value = float(value)
-    if not value >= lo or (hi is not None and not value < hi):
-        where = f"in [{lo}, {hi})" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be {where}, got {value}")
-    return value
 
 
 class Optimizer:
@@ -48,28 +52,45 @@ class Optimizer:
     """
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        op = self._op = f"gk.optim.{type(self).__name__}"
+        if isinstance(params, Parameter | Module) or not isinstance(params, Iterable):
+            hint = "; pass model.parameters()" if hasattr(params, "parameters") else ""
+            raise TypeError(
+                f"{op}: params must be an iterable of Parameters (or of parameter-group "
+                f"dicts), got {type(params).__name__}{hint}"
+            )
         self.defaults = defaults
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            raise ValueError(f"{op}: optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         self.param_groups: list[dict[str, Any]] = []
-        for g in groups:
+        seen: set[int] = set()
+        for k, g in enumerate(groups):
+            if not isinstance(g, dict) or "params" not in g:
+                raise TypeError(
+                    f"{op}: parameter group {k} must be a dict with a 'params' entry, got "
+                    f"{type(g).__name__}"
+                )
             group = {**defaults, **g, "params": list(g["params"])}
             for i, p in enumerate(group["params"]):
                 if not isinstance(p, Parameter):
-                    raise TypeError(f"optimizer params[{i}] must be a Parameter, got {type(p)!r}")
-                if p.data.dtype.kind != "f":
-                    raise ValueError(
-                        f"optimizer params[{i}] must be floating, got dtype {p.data.dtype}"
+                    raise TypeError(
+                        f"{op}: params[{i}] must be a Parameter, got {type(p).__name__}"
                     )
+                if p.data.dtype.kind != "f":
+                    raise TypeError(f"{op}: params[{i}] must be floating, got dtype {p.data.dtype}")
+                if id(p) in seen:
+                    raise ValueError(f"{op}: params[{i}] appears in more than one group")
+                seen.add(id(p))
             self._validate(group)
             self.param_groups.append(group)
         self.state: dict[Parameter, dict[str, Any]] = {}
 
     def _validate(self, group: dict[str, Any]) -> None:
-        _check(group["lr"], "lr")
+        """Check the group's hyper-parameters (TypeError, ValueError); subclasses add theirs."""
+        check_range(self._op, group["lr"], "lr", 0.0)
 
     def zero_grad(self) -> None:
         """Forget every parameter's gradient (``grad = None``, PyTorch's default)."""
@@ -78,7 +99,29 @@ class Optimizer:
                 p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient."""
+        """Update every parameter that has a gradient: all of them, or none.
+
+        Raises
+        ------
+        ValueError
+            A gradient of another shape than its parameter, a parameter that is not a
+            writeable C-contiguous array, a gradient that is its parameter, or a
+            learning rate (set by a scheduler) out of range.
+        TypeError
+            A gradient of another dtype than its parameter.
+        DeviceMismatchError
+            A gradient on another device than its parameter.
+        OutOfMemoryError
+            Memory ran out; no parameter and no state was changed.
+        """
+        _step(self)
+
+    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``(kernel, args, new_state)`` for one parameter, allocating whatever it needs."""
+        raise NotImplementedError
+
+    def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
+        """The group's hyper-parameters as the kernel takes them (the lr re-checked)."""
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
@@ -107,20 +150,24 @@ class Optimizer:
         }
         return {"state": state, "param_groups": groups}
 
+    @operation("gk.optim.Optimizer.load_state_dict")
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyper-parameters and state saved by :meth:`state_dict`.
 
         Raises
         ------
         ValueError
-            The number of groups or of parameters per group differs, or a state
-            array's shape differs from its parameter's.
+            The number of groups or of parameters per group differs, a state array's
+            shape differs from its parameter's, or a hyper-parameter is out of range.
+            Nothing is changed then.
+        TypeError
+            A hyper-parameter is not a number.
         """
         groups = state_dict["param_groups"]
         sizes = [len(g["params"]) for g in groups]
         if sizes != [len(g["params"]) for g in self.param_groups]:
             raise ValueError(
-                f"optimizer state_dict has {sizes} parameters per group, this optimizer "
+                f"{self._op}: state_dict has {sizes} parameters per group, this optimizer "
                 f"has {[len(g['params']) for g in self.param_groups]}"
             )
         params: dict[int, Parameter] = {}
@@ -135,7 +182,7 @@ class Optimizer:
                 if hasattr(v, "shape") and np.ndim(v) > 0:
                     if tuple(np.shape(v)) != p.shape:
                         raise ValueError(
-                            f"optimizer state {k!r} of parameter {i} has shape "
+                            f"{self._op}: state {k!r} of parameter {i} has shape "
                             f"{tuple(np.shape(v))}, the parameter {p.shape}"
                         )
                     with on_device_of(p.data):
@@ -144,9 +191,12 @@ class Optimizer:
                     v = buf
                 entry[k] = v
             new_state[p] = entry
-        for saved, group in zip(groups, self.param_groups, strict=True):
-            hyper = {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
-            self._validate({**group, **hyper})
+        hypers = [
+            {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"} for saved in groups
+        ]
+        for group, hyper in zip(self.param_groups, hypers, strict=True):
+            self._validate({**group, **hyper})  # every group checked before any changes
+        for group, hyper in zip(self.param_groups, hypers, strict=True):
             group.update(hyper)
         self.state = new_state
 
@@ -210,42 +260,42 @@ class SGD(Optimizer):
             "momentum": momentum,
             "dampening": dampening,
             "weight_decay": weight_decay,
-            "nesterov": bool(nesterov),
+            "nesterov": nesterov,
         }
         super().__init__(params, defaults)
 
     def _validate(self, group: dict[str, Any]) -> None:
         super()._validate(group)
-        momentum = _check(group["momentum"], "momentum")
-        dampening = _check(group["dampening"], "dampening")
-        _check(group["weight_decay"], "weight_decay")
-        if group["nesterov"] and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires momentum > 0 and dampening == 0")
-
-    def step(self) -> None:
-        for group in self.param_groups:
-            lr = _check(group["lr"], "lr")
-            momentum = float(group["momentum"])
-            args = (
-                lr,
-                momentum,
-                float(group["dampening"]),
-                group["nesterov"],
-                float(group["weight_decay"]),
+        op = self._op
+        momentum = check_range(op, group["momentum"], "momentum", 0.0)
+        dampening = check_range(op, group["dampening"], "dampening", 0.0)
+        check_range(op, group["weight_decay"], "weight_decay", 0.0)
+        if check_flag(op, group["nesterov"], "nesterov") and (momentum <= 0 or dampening != 0):
+            raise ValueError(
+                f"{op}: Nesterov momentum requires momentum > 0 and dampening == 0, got "
+                f"momentum={group['momentum']!r}, dampening={group['dampening']!r}"
             )
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                buf, first = None, False
-                if momentum:
-                    state = self.state.setdefault(p, {})
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        with on_device_of(p.data):
-                            buf = _dispatch.namespace(p.data).empty_like(p.data)
-                        state["momentum_buffer"] = buf
-                        first = True
-                _kernel(p.data, "sgd_update")(p.data, p.grad, buf, *args, first)
+
+    def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
+        lr = check_range(self._op, group["lr"], "lr", 0.0)
+        return (
+            lr,
+            float(group["momentum"]),
+            float(group["dampening"]),
+            bool(group["nesterov"]),
+            float(group["weight_decay"]),
+        )
+
+    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
+        buf, new = None, None
+        if hyper[1]:  # momentum
+            state = self.state.get(p)
+            buf = None if state is None else state.get("momentum_buffer")
+            if buf is None:
+                with on_device_of(p.data):  # CuPy allocates on the current device
+                    buf = _dispatch.namespace(p.data).empty_like(p.data)
+                new = {"momentum_buffer": buf}  # filled with the first step's gradient
+        return _kernel(p.data, "sgd_update"), (p.data, grad, buf, *hyper, new is not None), new
 
 
 class Adam(Optimizer):
@@ -291,48 +341,38 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay}
+        if isinstance(betas, list | tuple):
+            defaults["betas"] = tuple(betas)
         super().__init__(params, defaults)
 
     def _validate(self, group: dict[str, Any]) -> None:
         super()._validate(group)
-        beta1, beta2 = group["betas"]
-        _check(beta1, "betas[0]", 0.0, 1.0)
-        _check(beta2, "betas[1]", 0.0, 1.0)
-        _check(group["eps"], "eps")
-        _check(group["weight_decay"], "weight_decay")
+        op = self._op
+        betas = group["betas"]
+        if not isinstance(betas, list | tuple) or len(betas) != 2:
+            raise TypeError(f"{op}: betas must be a pair (beta1, beta2), got {betas!r}")
+        check_range(op, betas[0], "betas[0]", 0.0, 1.0)
+        check_range(op, betas[1], "betas[1]", 0.0, 1.0)
+        check_range(op, group["eps"], "eps", 0.0)
+        check_range(op, group["weight_decay"], "weight_decay", 0.0)
 
-    def step(self) -> None:
-        for group in self.param_groups:
-            lr = _check(group["lr"], "lr")
-            beta1, beta2 = (float(b) for b in group["betas"])
-            eps, wd = float(group["eps"]), float(group["weight_decay"])
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state.get(p)
-                if state is None:
-                    xp = _dispatch.namespace(p.data)
-                    with on_device_of(p.data):  # CuPy allocates on the current device
-                        state = self.state[p] = {
-                            "step": 0,
-                            "exp_avg": xp.zeros_like(p.data),
-                            "exp_avg_sq": xp.zeros_like(p.data),
-                        }
-                state["step"] += 1
-                _kernel(p.data, "adam_update")(
-                    p.data,
-                    p.grad,
-                    state["exp_avg"],
-                    state["exp_avg_sq"],
-                    state["step"],
-                    lr,
-                    beta1,
-                    beta2,
-                    eps,
-                    wd,
-                    self._decoupled,
-                )
+    def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
+        lr = check_range(self._op, group["lr"], "lr", 0.0)
+        beta1, beta2 = group["betas"]
+        return lr, float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"])
+
+    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
+        state = self.state.get(p)
+        if state is None:
+            xp = _dispatch.namespace(p.data)
+            with on_device_of(p.data):  # CuPy allocates on the current device
+                m, v, step = xp.zeros_like(p.data), xp.zeros_like(p.data), 0
+        else:
+            m, v, step = state["exp_avg"], state["exp_avg_sq"], state["step"]
+        step += 1
+        args = (p.data, grad, m, v, step, *hyper, self._decoupled)
+        return _kernel(p.data, "adam_update"), args, {"step": step, "exp_avg": m, "exp_avg_sq": v}
 
 
 class AdamW(Adam):
@@ -364,3 +404,50 @@ class AdamW(Adam):
         weight_decay: float = 1e-2,
     ) -> None:
         super().__init__(params, lr, betas, eps, weight_decay)
+
+
+@operation("gk.optim.Optimizer.step", inplace=True)
+def _step(opt: Optimizer) -> None:
+    """One step of ``opt``: everything checked and allocated, then every kernel run."""
+    updates = []
+    for group in opt.param_groups:
+        hyper = opt._hyper(group)
+        for p in group["params"]:
+            if p.grad is not None:
+                updates.append((p, *opt._prepare(p, _gradient(opt._op, p), hyper)))
+    for p, kernel, args, new in updates:
+        kernel(*args)
+        if new is not None:
+            opt.state.setdefault(p, {}).update(new)
+
+
+def _gradient(op: str, p: Parameter) -> Any:
+    """``p.grad`` checked against ``p.data`` (which it updates), and contiguous."""
+    data, grad = p.data, p.grad
+    if type(grad) is not type(data):
+        grad = _place(grad, data)  # a host gradient moves to a device parameter
+    elif getattr(grad, "device", None) != getattr(data, "device", None):  # two GPUs
+        raise DeviceMismatchError(
+            f"{op}: a parameter on {data.device} has a gradient on {grad.device}"
+        )
+    if grad.shape != data.shape:
+        raise ValueError(
+            f"{op}: a parameter of shape {tuple(data.shape)} has a gradient of shape "
+            f"{tuple(grad.shape)}; they must match"
+        )
+    if grad.dtype != data.dtype:
+        raise TypeError(
+            f"{op}: a parameter of dtype {data.dtype} has a gradient of dtype {grad.dtype}; "
+            "they must match"
+        )
+    if not data.flags.c_contiguous or not getattr(data.flags, "writeable", True):
+        raise ValueError(
+            f"{op}: a parameter of shape {tuple(data.shape)} is updated in place, so it must "
+            "be a writeable C-contiguous array"
+        )
+    if grad is data:
+        raise ValueError(f"{op}: a parameter's gradient is the parameter's own array")
+    if not grad.flags.c_contiguous:  # copied now: the kernels must not allocate
+        with on_device_of(data):
+            grad = _dispatch.namespace(data).ascontiguousarray(grad)
+    return grad
