@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 import gpukit as gk
 
@@ -28,3 +29,8 @@ def rel_err(actual, expected) -> float:
 def simulated() -> bool:
     """Whether this run's CuPy is the simulator (``--cupy=sim``, which exports its path)."""
     return bool(os.environ.get("CUPYSIM_PATH"))
+
+
+def oracle(module: str):
+    """Import ``module`` from the ``oracles`` extra, or skip saying how to install it."""
+    return pytest.importorskip(module, reason=f'needs {module}: pip install -e ".[oracles]"')

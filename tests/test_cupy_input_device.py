@@ -58,7 +58,8 @@ NOT_ON_ARRAYS = {
     ),
     **dict.fromkeys(
         ["gk.BackendUnavailableError", "gk.ConvergenceWarning", "gk.DeviceMismatchError",
-         "gk.GpukitError", "gk.GpukitWarning", "gk.LinAlgError", "gk.OutOfMemoryError",
+         "gk.GpukitError", "gk.GpukitWarning", "gk.LinAlgError", "gk.NonFiniteError",
+         "gk.OutOfMemoryError",
          "gk.TransferGuardError", "gk.UnknownBackendError", "gk.errors"],
         "an error or warning type",
     ),
@@ -278,6 +279,13 @@ def _fit_predict(rng):
         for m in (net[0], net[2])
     ]
     return out, np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+
+
+def _predict_proba(rng):
+    net = gk.nn.Linear(4, 3, seed=0).to("cupy", device=1)
+    x = rng.standard_normal((10, 4)).astype(np.float32)
+    w, b = (gk.to_numpy(p.data).astype(np.float64) for p in (net.weight, net.bias))
+    return gk.nn.predict_proba(net, x, batch_size=4), _softmax(x @ w.T + b)
 
 
 def _save_load(rng):
@@ -507,6 +515,7 @@ def _nn_cases() -> dict[str, Callable]:
             "BCEWithLogitsLoss", _bce, lambda rng: rng.integers(0, 2, (6, 3)).astype("f4")),
         "gk.nn.fit": _fit_predict,
         "gk.nn.predict": _fit_predict,
+        "gk.nn.predict_proba": _predict_proba,
         "gk.nn.save": _save_load,
         "gk.nn.load": _save_load,
         "gk.nn.DataParallel": _data_parallel,

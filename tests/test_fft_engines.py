@@ -10,9 +10,9 @@ import pytest
 
 import gpukit as gk
 
-from helpers import rel_err
+from helpers import oracle, rel_err
 
-pyfftw = pytest.importorskip("pyfftw")
+pyfftw = oracle("pyfftw")
 _fftw = pytest.importorskip("gpukit_numpy._fftw")
 
 

@@ -19,7 +19,7 @@ import scipy.fft
 
 import gpukit as gk
 
-from helpers import rel_err
+from helpers import oracle, rel_err
 
 TRANSFORMS = [
     ("fft", "c"), ("ifft", "c"), ("rfft", "r"), ("irfft", "c"), ("hfft", "c"), ("ihfft", "r"),
@@ -40,7 +40,7 @@ ENGINES = [
 
 def _select(monkeypatch, tmp_path, engine, planner):
     if engine == "pyfftw":
-        pytest.importorskip("pyfftw")
+        oracle("pyfftw")
     monkeypatch.setenv("GPUKIT_FFT_ENGINE", engine)
     monkeypatch.setenv("GPUKIT_FFTW_PLANNER", planner)
     monkeypatch.setenv("GPUKIT_FFTW_WISDOM", str(tmp_path / "wisdom.json"))
@@ -183,7 +183,7 @@ def test_every_transform_works_in_forked_children(threaded_engine, rng):
 
 def test_fork_while_another_thread_is_planning(monkeypatch, tmp_path, rng):
     """A fork asked for while a thread holds the planner waits for it; the child plans."""
-    pytest.importorskip("pyfftw")
+    oracle("pyfftw")
     from gpukit_numpy import _fftw
 
     _select(monkeypatch, tmp_path, "pyfftw", "measure")

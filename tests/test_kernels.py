@@ -10,7 +10,7 @@ from scipy import special
 
 import gpukit as gk
 
-from helpers import TOL, rel_err
+from helpers import TOL, oracle, rel_err
 
 FLOATS = [np.float32, np.float64]
 SQ2 = math.sqrt(2.0)
@@ -83,7 +83,7 @@ TORCH_ACTS = {
 
 @pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
 def test_bias_activation_matches_torch(backend, rng, dtype, activation):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     x = (rng.standard_normal((33, 17)) * 3).astype(dtype)
     b = rng.standard_normal(17).astype(dtype)
     gy = rng.standard_normal(x.shape).astype(dtype)
@@ -143,7 +143,7 @@ def test_sgd_matches_formula_and_torch(backend, rng, dtype, cfg):
     assert rel_err(p, want) < _tol(dtype)
     if cfg.get("momentum"):
         assert rel_err(buf, want_buf) < _tol(dtype)
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     tp = torch.tensor(p0, dtype=torch.float64, requires_grad=True)
     opt = torch.optim.SGD([tp], **cfg)
     for g in grads:
@@ -188,7 +188,7 @@ def test_adam_matches_formula_and_torch(backend, rng, dtype, cfg):
     assert rel_err(p, wp) < _tol(dtype)
     assert rel_err(m, wm) < _tol(dtype)
     assert rel_err(v, wv) < _tol(dtype)
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     tp = torch.tensor(p0, dtype=torch.float64, requires_grad=True)
     cls = torch.optim.AdamW if decoupled else torch.optim.Adam
     opt = cls([tp], betas=(beta1, beta2), weight_decay=wd, lr=lr, eps=eps)
@@ -234,7 +234,7 @@ def test_softmax_cross_entropy_matches_formula(backend, rng, dtype, classes, eps
 
 @pytest.mark.parametrize("eps", [0.0, 0.2])
 def test_softmax_cross_entropy_matches_torch(backend, rng, dtype, eps):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     logits = (rng.standard_normal((23, 11)) * 4).astype(dtype)
     labels = rng.integers(0, 11, 23)
     grad_loss = np.full(23, 1 / 23, dtype=dtype)  # a mean

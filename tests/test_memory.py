@@ -17,7 +17,7 @@ from gpukit._select import registry as _registry
 from gpukit.errors import GpukitWarning
 
 from fakedevice import FakeDeviceBackend, FakeOutOfMemory
-from helpers import rel_err
+from helpers import oracle, rel_err
 
 MiB = 2**20
 
@@ -203,7 +203,7 @@ def test_numpy_requested_bytes():
 
 
 def test_cupy_oom_bytes():
-    cupy = pytest.importorskip("cupy")
+    cupy = oracle("cupy")
     oom_bytes = importlib.import_module("gpukit_cupy.memory").oom_bytes
     assert oom_bytes(cupy.cuda.memory.OutOfMemoryError(123_456, 1000, 0)) == 123_456
     assert oom_bytes(cupy.cuda.memory.OutOfMemoryError(2048, 1000, 4096)) == 2048

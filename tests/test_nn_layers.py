@@ -7,7 +7,7 @@ import pytest
 
 import gpukit as gk
 
-from helpers import TOL, rel_err
+from helpers import TOL, oracle, rel_err
 
 # name -> (gpukit factory, torch factory taking the torch module, input shape)
 LAYERS = {
@@ -82,7 +82,7 @@ def _check_vs_torch(module, torch_module, x, g, torch):
 
 @pytest.mark.parametrize("name", sorted(LAYERS))
 def test_layer_matches_torch(backend, rng, name):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     make, make_torch, shape = LAYERS[name]
     module = make()
     _randomise(module, rng)
@@ -94,7 +94,7 @@ def test_layer_matches_torch(backend, rng, name):
 
 @pytest.mark.parametrize("act", sorted(ACTS))
 def test_fused_sequential_matches_torch(backend, rng, act):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     make, make_torch = ACTS[act]
     model = gk.nn.Sequential(gk.nn.Linear(7, 5), make(), gk.nn.Linear(5, 3), make())
     assert len(model._plan()) == 2  # both Linear + activation pairs are fused

@@ -7,7 +7,7 @@ import pytest
 
 import gpukit as gk
 
-from helpers import TOL, rel_err
+from helpers import TOL, oracle, rel_err
 
 F64 = TOL[np.dtype(np.float64)]
 
@@ -28,7 +28,7 @@ OPTIMIZERS = {
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_optimizer_steps_match_torch(backend, rng, name):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     cls, kwargs = OPTIMIZERS[name]
     shapes = [(4, 3), (3,)]
     init = [rng.standard_normal(s) for s in shapes]
@@ -221,7 +221,7 @@ def test_scheduler_arguments_are_validated(make, error, match):
     ],
 )
 def test_scheduler_matches_torch(cls, kwargs):
-    torch = pytest.importorskip("torch")
+    torch = oracle("torch")
     opt = gk.optim.SGD([gk.nn.Parameter(np.zeros(1))], lr=0.3, momentum=0.9)
     t_opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.3, momentum=0.9)
     sched = getattr(gk.optim, cls)(opt, **kwargs)

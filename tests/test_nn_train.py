@@ -11,7 +11,7 @@ import pytest
 
 import gpukit as gk
 
-from helpers import rel_err
+from helpers import oracle, rel_err
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -160,7 +160,7 @@ def test_fit_and_predict_errors(rng):
 
 
 def test_digits_example_reaches_97_percent(backend):
-    pytest.importorskip("sklearn")
+    oracle("sklearn")
     sim = [os.environ["CUPYSIM_PATH"]] if os.environ.get("CUPYSIM_PATH") else []  # --cupy=sim
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*sim, ROOT]),
            "GPUKIT_BACKEND": backend.name}  # fmt: skip
@@ -175,7 +175,7 @@ def test_digits_example_reaches_97_percent(backend):
 
 
 def test_progress_bar_on_request(capsys, rng):
-    pytest.importorskip("tqdm")
+    oracle("tqdm")
     with gk.use_backend("numpy"):  # the bar is the same on every backend
         _fit_with_and_without_a_bar(capsys, rng)
 

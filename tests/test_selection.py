@@ -10,6 +10,8 @@ from subproc import run_python
 
 import gpukit as gk
 
+from helpers import oracle
+
 CUPY = gk.available_backends()["cupy"]
 PRINT_NAME = "import gpukit as gk; print(gk.get_backend().name)"
 
@@ -100,7 +102,7 @@ def test_gpukit_debug_shows_the_whole_chain():
 )
 def test_cupy_probe_tells_no_driver_from_an_old_driver(monkeypatch, driver, expected):
     """cudaErrorInsufficientDriver means either; the driver version tells which."""
-    cupy = pytest.importorskip("cupy")
+    cupy = oracle("cupy")
     from gpukit_cupy import backend as cupy_backend
 
     def insufficient():
@@ -257,7 +259,7 @@ def test_selection_reason_names_the_scope():
 
 def test_cupy_probe_reports_hidden_devices_with_the_variable(monkeypatch):
     """cudaErrorNoDevice (CUDA_VISIBLE_DEVICES hides every GPU) names the variable, not raw CUDA."""
-    cupy = pytest.importorskip("cupy")
+    cupy = oracle("cupy")
     from gpukit_cupy import backend as cupy_backend
 
     def no_device():
@@ -283,7 +285,7 @@ def test_names_must_be_strings():
 def test_cupy_probe_loads_the_cuda_libraries_and_names_the_missing_ones(monkeypatch):
     """A driver and a GPU but no CUDA libraries (no toolkit, no [ctk] wheels): the backend
     is unavailable at once, naming each library and the install that brings them."""
-    cupy = pytest.importorskip("cupy")
+    cupy = oracle("cupy")
     import functools
     import sys
     import types

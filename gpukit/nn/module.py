@@ -372,7 +372,8 @@ class Module:
             (p, staged_value(p.data, state_dict[k], k)) for k, p in own.items() if k in state_dict
         ]
         for p, value in staged:
-            p.data[...] = value
+            with on_device_of(p.data):  # the copy runs where the parameter lives
+                p.data[...] = value
 
     # -- display -----------------------------------------------------------------------------
     def extra_repr(self) -> str:
