@@ -24,6 +24,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
+from ._docstrings import paragraphs
 from ._runtime.devices import check_device
 from ._select.selection import get_backend
 
@@ -293,36 +294,26 @@ _EXAMPLES = """>>> import numpy as np
 >>> z is out and bool((out == y).all())
 True"""
 
-_ONE_D_DOC = (
-    """{summary}
 
-Parameters
-----------
-x : array_like
-    Input{input_note}.
-n : int, optional
+def _template(params: str) -> str:
+    """A transform's docstring template: its own parameters, then what every transform shares."""
+    return (
+        "{summary}\n\nParameters\n----------\nx : array_like\n    Input{input_note}.\n"
+        + params
+        + _COMMON_PARAMS
+        + "\n\nReturns\n-------\narray\n    {returns} ``out`` when given.\n\nRaises\n------\n"
+        + _COMMON_RAISES
+        + "\n\nExamples\n--------\n"
+        + _EXAMPLES
+    )
+
+
+_ONE_D_DOC = _template(
+    """n : int, optional
     Length of the transform{n_note}; ``x`` is cropped or zero-padded along ``axis``.
 axis : int, optional
     Axis to transform (default the last).
 """
-    + _COMMON_PARAMS
-    + """
-
-Returns
--------
-array
-    {returns} ``out`` when given.
-
-Raises
-------
-"""
-    + _COMMON_RAISES
-    + """
-
-Examples
---------
-"""
-    + _EXAMPLES
 )
 _ONE_D_ERRORS = dict(
     count="n",
@@ -352,38 +343,14 @@ def _one_d(fn_name: str, kind: str, **doc: str):
     return transform
 
 
-_N_DIM_DOC = (
-    """{summary}
-
-Parameters
-----------
-x : array_like
-    Input{input_note}.
-s : sequence of int, optional
+_N_DIM_DOC = _template(
+    """s : sequence of int, optional
     Transform lengths along ``axes``{s_note}; ``x`` is cropped or zero-padded. An entry
     ``-1`` keeps ``x``'s own length along that axis, NumPy 2's rule (on the last axis of
     a Hermitian input that length is ``m``, not the default ``2 * (m - 1)``).
 axes : sequence of int, optional
     Axes to transform, each at most once (default {axes_default}).
 """
-    + _COMMON_PARAMS
-    + """
-
-Returns
--------
-array
-    {returns} ``out`` when given.
-
-Raises
-------
-"""
-    + _COMMON_RAISES
-    + """
-
-Examples
---------
-"""
-    + _EXAMPLES
 )
 _N_DIM_ERRORS = dict(
     count="prod(s)",
@@ -544,7 +511,27 @@ def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
         return backend.asarray(backend.fft_freq(n, d, real))
 
 
+_freq_doc = paragraphs(
+    {
+        "freq_params": """\
+n : int
+    Window length, at least 1.
+d : float, optional
+    Sample spacing (default 1.0), non-zero.
+device : int, optional
+    Index of the active backend's device to create the result on (default the
+    current device). NumPy 2 takes only ``"cpu"`` here.""",
+        "freq_raises": """\
+ValueError
+    ``n`` is below 1, ``d`` is zero or ``device`` is out of range.
+TypeError
+    ``n`` or ``device`` is not an integer, or ``d`` is not a real number.""",
+    }
+)
+
+
 @operation("gk.fft.fftfreq")
+@_freq_doc
 def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     """Sample frequencies of :func:`fft` for ``n`` points spaced ``d`` apart.
 
@@ -552,13 +539,7 @@ def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
 
     Parameters
     ----------
-    n : int
-        Window length, at least 1.
-    d : float, optional
-        Sample spacing (default 1.0), non-zero.
-    device : int, optional
-        Index of the active backend's device to create the result on (default the
-        current device). NumPy 2 takes only ``"cpu"`` here.
+    {freq_params}
 
     Returns
     -------
@@ -567,10 +548,7 @@ def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
 
     Raises
     ------
-    ValueError
-        ``n`` is below 1, ``d`` is zero or ``device`` is out of range.
-    TypeError
-        ``n`` or ``device`` is not an integer, or ``d`` is not a real number.
+    {freq_raises}
 
     Examples
     --------
@@ -583,18 +561,13 @@ def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
 
 
 @operation("gk.fft.rfftfreq")
+@_freq_doc
 def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     """Sample frequencies of :func:`rfft` for ``n`` points spaced ``d`` apart.
 
     Parameters
     ----------
-    n : int
-        Window length, at least 1.
-    d : float, optional
-        Sample spacing (default 1.0), non-zero.
-    device : int, optional
-        Index of the active backend's device to create the result on (default the
-        current device). NumPy 2 takes only ``"cpu"`` here.
+    {freq_params}
 
     Returns
     -------
@@ -603,10 +576,7 @@ def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
 
     Raises
     ------
-    ValueError
-        ``n`` is below 1, ``d`` is zero or ``device`` is out of range.
-    TypeError
-        ``n`` or ``device`` is not an integer, or ``d`` is not a real number.
+    {freq_raises}
 
     Examples
     --------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 import textwrap
@@ -109,6 +110,9 @@ def test_public_function_has_numpydoc_docstring(qualname, func):
         problems.append("no Raises section (it raises)")
     if not any(line.lstrip().startswith(">>>") for line in doc["Examples"]):
         problems.append("no runnable Examples section")
+    unfilled = re.findall(r"^ *(\{\w+\})$", func.__doc__ or "", flags=re.M)
+    if unfilled:  # a shared paragraph (gpukit._docstrings) that was never put in
+        problems.append(f"placeholders left in the docstring: {', '.join(unfilled)}")
     assert not problems, f"{qualname}: " + "; ".join(problems)
 
 

@@ -13,7 +13,7 @@ import functools
 from typing import Any
 
 from .._dispatch import operation
-from . import _checks, _structure
+from . import _checks, _docs, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
 __all__ = [
@@ -42,6 +42,7 @@ def _finite(out: Any) -> list[Any]:
 
 
 @operation("gk.linalg.solve")
+@_docs.shared
 def solve(
     a: Any,
     b: Any,
@@ -75,9 +76,7 @@ def solve(
     transposed : bool, default False
         Solve ``a.T @ x = b`` (the transpose, not the conjugate transpose; also for
         complex ``a``, where SciPy raises NotImplementedError).
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -87,9 +86,7 @@ def solve(
 
     Raises
     ------
-    TypeError
-        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         ``a`` is singular (or, with ``"pos"``, not positive definite), on every backend.
     ValueError
@@ -138,6 +135,7 @@ def solve(
 
 
 @operation("gk.linalg.lstsq")
+@_docs.shared
 def lstsq(
     a: Any, b: Any, *, rcond: float | None = None, check_finite: bool = True
 ) -> tuple[Any, Any, int, Any]:
@@ -153,9 +151,7 @@ def lstsq(
     rcond : float, optional
         Singular values below ``rcond * max(sv)`` count as zero; default machine
         precision times ``max(M, N)``.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -169,9 +165,7 @@ def lstsq(
 
     Raises
     ------
-    TypeError
-        ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     ValueError
         ``a`` is not 2-D or ``b`` does not have M rows (the message names both shapes),
         or (``check_finite``) an input holds NaN or inf: LAPACK's ``gelsd`` may never
@@ -209,6 +203,7 @@ def lstsq(
 
 
 @operation("gk.linalg.inv")
+@_docs.shared
 def inv(a: Any, *, check_finite: bool = True) -> Any:
     """Inverse of a (stack of) square matrices.
 
@@ -217,9 +212,7 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     Parameters
     ----------
     a : array_like, shape (..., M, M)
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -227,13 +220,10 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         ``a`` is singular.
-    ValueError
-        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
+    {not_square}
 
     Examples
     --------
@@ -266,15 +256,14 @@ def _inexact_finite(op: str, backend: Any, a: Any, check_finite: bool) -> Any:
 
 
 @operation("gk.linalg.det")
+@_docs.shared
 def det(a: Any, *, check_finite: bool = True) -> Any:
     """Determinant of a (stack of) square matrices; 0 for a singular one.
 
     Parameters
     ----------
     a : array_like, shape (..., M, M)
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -282,9 +271,7 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     ValueError
         ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf
         (NumPy returns NaN there; SciPy raises, as here).
@@ -301,15 +288,14 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
 
 
 @operation("gk.linalg.slogdet")
+@_docs.shared
 def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     """Sign and natural log of the absolute determinant, safe from overflow.
 
     Parameters
     ----------
     a : array_like, shape (..., M, M)
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -323,11 +309,8 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
-    ValueError
-        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
+    {non_numeric}
+    {not_square}
 
     Examples
     --------
@@ -342,6 +325,7 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
 
 
 @operation("gk.linalg.cholesky")
+@_docs.shared
 def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     """Lower Cholesky factor ``L`` with ``a = L @ L^H`` (batched).
 
@@ -349,9 +333,7 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     ----------
     a : array_like, shape (..., M, M)
         Hermitian positive-definite matrices; only the lower triangle is read.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -360,13 +342,10 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         ``a`` is not positive definite, on every backend.
-    ValueError
-        ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf.
+    {not_square}
 
     Examples
     --------
@@ -387,6 +366,7 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
 
 
 @operation("gk.linalg.cho_solve")
+@_docs.shared
 def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
     """Solve ``a @ x = b`` given the Cholesky factor of ``a``.
 
@@ -399,9 +379,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
         :func:`scipy.linalg.cho_factor`: only the triangle ``lower`` names is read.
     b : array_like, shape (M,) or (..., M, K)
         Right-hand sides, with :func:`solve`'s rules.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -409,9 +387,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
 
     Raises
     ------
-    TypeError
-        ``c`` or ``b`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         ``c`` has a zero on its diagonal (the result is not finite).
     ValueError
@@ -456,6 +432,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
 
 
 @operation("gk.linalg.qr")
+@_docs.shared
 def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     """QR factorisation ``a = Q @ R`` (batched), as :func:`numpy.linalg.qr`.
 
@@ -465,9 +442,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     mode : {"reduced", "complete", "r"}
         ``"reduced"``: Q (..., M, K), R (..., K, N) with K = min(M, N); ``"complete"``:
         Q (..., M, M); ``"r"``: R only.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -476,9 +451,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     ValueError
         ``a`` has fewer than 2 dimensions, ``mode`` is unknown, or (``check_finite``)
         ``a`` holds NaN or inf.
@@ -502,6 +475,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
 
 
 @operation("gk.linalg.eigh")
+@_docs.shared
 def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices (batched).
 
@@ -510,9 +484,7 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     a : array_like, shape (..., M, M)
     UPLO : {"L", "U"}
         Which triangle of ``a`` is read.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -526,9 +498,7 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         The eigensolver did not converge.
     ValueError
@@ -558,6 +528,7 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
 
 
 @operation("gk.linalg.svd")
+@_docs.shared
 def svd(
     a: Any, full_matrices: bool = True, compute_uv: bool = True, *, check_finite: bool = True
 ) -> Any:
@@ -571,9 +542,7 @@ def svd(
         K = min(M, N).
     compute_uv : bool
         When False, only ``S`` is computed and returned.
-    check_finite : bool, default True
-        Refuse input holding NaN or inf with a ValueError naming it (as SciPy): LAPACK
-        may hang or return garbage on it. False skips that pass over the input.
+    {check_finite}
 
     Returns
     -------
@@ -583,9 +552,7 @@ def svd(
 
     Raises
     ------
-    TypeError
-        ``a`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     LinAlgError
         The SVD did not converge.
     ValueError
@@ -616,6 +583,7 @@ def svd(
 
 
 @operation("gk.linalg.norm")
+@_docs.shared
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """Vector or matrix norm, with :func:`numpy.linalg.norm`'s ``ord``/``axis`` rules.
 
@@ -635,9 +603,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
     Raises
     ------
-    TypeError
-        ``x`` has a non-numeric dtype (string, object, ...) or is long
-        double; the message names the argument, the dtype and what is accepted.
+    {non_numeric}
     ValueError
         ``ord`` is invalid for the number of axes, ``axis`` is out of range or repeated,
         or ``x`` has more than 2 dimensions with ``ord`` given and ``axis`` None.
