@@ -491,6 +491,7 @@ def test_cg_on_each_cluster(client, rng):
 )
 def test_solve_structures_read_what_scipy_reads(rng, assume_a, options):
     import scipy.linalg as scipy_linalg
+
     m = rng.standard_normal((8, 8))
     a = m @ m.T + 8 * np.eye(8)
     b = rng.standard_normal(8)
