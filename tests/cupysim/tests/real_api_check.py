@@ -108,7 +108,7 @@ def main() -> None:
                 if not found:
                     problems.append(f"{module}.{path}: its real module does not import")
                 break
-            if not found and isinstance(obj, types.ModuleType):
+            if not found and hasattr(obj, "__path__"):  # a package: maybe a submodule
                 # a submodule the simulator's process imported earlier, which the real
                 # CuPy leaves to an explicit import (cupy.cublas)
                 found = importlib.util.find_spec(f"{obj.__name__}.{part}") is not None

@@ -73,7 +73,10 @@ def test_every_exposed_name_exists_in_the_real_cupy(cp):
     here = Path(__file__).resolve()
     root = here.parents[3]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUPYSIM", "CUPY_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "backends")])
+    # CUPYSIM_REAL_CUPY_PATH: a directory holding another CuPy release to check against
+    # (tools/sim_lanes.sh puts the lowest one the extras allow there); default the installed one
+    other = os.environ.get("CUPYSIM_REAL_CUPY_PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join([*filter(None, [other]), str(root), str(root / "backends")])
     r = subprocess.run(
         [sys.executable, str(here.parent / "real_api_check.py")],
         input=json.dumps(entries), capture_output=True, text=True, env=env, timeout=300,
