@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU half on the CuPy simulator, in the configurations CI runs (docs/contributing_gpu.rst,
 # "What CI runs"). Needs g++ (kernels are compiled for the host) and the .[test] extra.
-# About 6 minutes on two cores; .ci/run starts it beside the main suite.
+# About 8 minutes on two cores; .ci/run starts it beside the main suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the checkout itself, whatever the editable install is doing meanwhile
@@ -18,15 +18,18 @@ lane() {  # lane NAME COMMAND...: run it, remember a failure, go on to the next 
     "$@" || failed+=("$name")
 }
 
-lane "1/5 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy stream" \
+lane "1/6 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy stream" \
     "${sim[@]}" -m "gpu or multi_gpu" -k "$slow"
-lane "2/5 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread default stream" \
+lane "2/6 one device, per-thread default stream (the kernel cases ran in lane 1)" \
+    env CUPYSIM_DEVICES=1 CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 \
+    "${sim[@]}" -m gpu -k "$slow" --ignore=tests/test_kernels_gpu.py
+lane "3/6 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread default stream" \
     env CUPYSIM_DEVICES=4 CUPYSIM_PEER_ACCESS=0 CUPYSIM_NCCL=0 \
     CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 "${sim[@]}" -m multi_gpu
-lane "3/5 the simulator's own tests (each modelled CuPy behaviour)" \
+lane "4/6 the simulator's own tests (each modelled CuPy behaviour)" \
     "${sim[@]}" tests/cupysim/tests
 for tool in address thread; do
-    lane "$([ $tool = address ] && echo 4 || echo 5)/5 every kernel once, $tool sanitizer" \
+    lane "$([ $tool = address ] && echo 5 || echo 6)/6 every kernel once, $tool sanitizer" \
         env PYTHONPATH="$PWD/tests/cupysim:$PYTHONPATH" \
         python -m cupysim.kernels.sanitize "$tool" -- python tools/run_kernels_once.py
 done

@@ -10,9 +10,11 @@ result is known without computing. At compute time, on a worker, :class:`OnChunk
 * runs the gpukit function where the chunk lives: CuPy chunks on the cupy backend and the
   GPU that holds them (on a ``dask_cuda`` worker, that worker's GPU), NumPy chunks on the
   worker's host backend (numpy unless a host plug-in is active);
-* checks that the result is of the announced type too, and for a device chunk waits
-  for its stream (Dask hands the result on to other threads, devices or processes,
-  which would otherwise read it unordered): one synchronisation per task.
+* for a device chunk, waits for the device before and after: a chunk received from
+  another worker was uploaded by Dask's communication thread on its own stream, and the
+  result goes on to other threads, devices or processes; none of them orders with this
+  thread's stream (under ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` nothing would);
+* checks that the result is of the announced type too.
 """
 
 from __future__ import annotations
@@ -160,6 +162,10 @@ class OnChunks:
                 out = self.fn(*blocks, **kwargs)
         else:
             device = owner.device_of(first)
+            # A chunk Dask received from another worker was copied to the device by its
+            # communication thread, on that thread's stream: with the per-thread default
+            # stream nothing orders that copy before this thread's reads.
+            owner.synchronize(device)
             with use_backend(owner), owner.use_device(device):
                 out = self.fn(*blocks, **kwargs)
             # Dask hands the result to other threads, devices or processes, none of which
