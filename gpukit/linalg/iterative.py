@@ -108,8 +108,15 @@ def _operator(
         )
     if _is_sparse_like(a):
         a = to_backend(backend, a, name, op=op)
+        values = a.data
     elif not hasattr(a, "shape") and callable(a):
         return _checked_callable(op, name, a, n, dtype)
+    else:
+        values = a if _is_array(a) else None  # a LinearOperator cannot be looked into
+    # As for 'b': an operator holding NaN or inf is no system to solve (with b = 0, x = 0
+    # would be reported as its exact solution)
+    if values is not None and not backend.linalg_all_finite(values):
+        raise ValueError(f"{op}: argument {name!r} holds NaN or inf; a solve needs finite entries")
     return backend.linalg_matvec(a)
 
 
