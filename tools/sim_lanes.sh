@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU half on the CuPy simulator, in the configurations CI runs (docs/contributing_gpu.rst,
 # "What CI runs"). Needs g++ (kernels are compiled for the host) and the .[test] extra.
-# About 8 minutes on two cores; .ci/run starts it beside the main suite.
+# About 7 minutes on two cores; .ci/run starts it beside the main suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the checkout itself, whatever the editable install is doing meanwhile
@@ -20,9 +20,16 @@ lane() {  # lane NAME COMMAND...: run it, remember a failure, go on to the next 
 
 lane "1/6 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy stream" \
     "${sim[@]}" -m "gpu or multi_gpu" -k "$slow"
-lane "2/6 one device, per-thread default stream (the kernel cases ran in lane 1)" \
+# Lane 2 leaves out the one-call numerics files (every call on the caller's thread: no
+# stream to order) whose cases lane 1 ran; threads, workers, Dask and nn paths stay in.
+ignore=()
+for name in test_kernels_gpu test_fft test_fft_args test_linalg_dense test_linalg_dense_scipy \
+    test_linalg_iterative_safety test_dtypes; do
+    ignore+=("--ignore=tests/$name.py")
+done
+lane "2/6 one device, per-thread default stream (threaded paths)" \
     env CUPYSIM_DEVICES=1 CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 \
-    "${sim[@]}" -m gpu -k "$slow" --ignore=tests/test_kernels_gpu.py
+    "${sim[@]}" -m gpu -k "$slow and not digits_example" "${ignore[@]}"
 lane "3/6 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread default stream" \
     env CUPYSIM_DEVICES=4 CUPYSIM_PEER_ACCESS=0 CUPYSIM_NCCL=0 \
     CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 "${sim[@]}" -m multi_gpu
