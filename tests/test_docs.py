@@ -137,3 +137,23 @@ def test_setup_commands_agree_across_readme_docs_and_ci():
 def test_check_covers_the_foundation():
     names = {q for q, _ in FUNCTIONS}
     assert {"gpukit.use_backend", "gpukit.asarray", "gpukit.cli.main"} <= names
+
+
+def test_getting_started_first_script_prints_what_the_page_shows():
+    """The page's first script runs as written and prints the page's output (the
+    selection line's reason depends on the machine: only its start is compared)."""
+    import re
+
+    from subproc import run_python
+
+    guide = (ROOT / "docs" / "getting_started.rst").read_text()
+    section = guide.split("A first script\n")[1]
+    script, shown = (
+        textwrap.dedent(block)
+        for block in re.findall(r"\.\. code-block:: \w+\n\n((?:   .*\n|\n)+)", section)[:2]
+    )
+    proc = run_python(script, env={"GPUKIT_BACKEND": "numpy"})
+    assert proc.returncode == 0, proc.stderr
+    got, want = proc.stdout.splitlines(), shown.strip().splitlines()
+    assert got[0].startswith("numpy - ") and want[0].startswith("numpy - ")
+    assert got[1:] == want[1:]
