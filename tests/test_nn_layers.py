@@ -213,6 +213,18 @@ def test_dropout_training_mask_scale_and_eval(backend, rng):
     assert rel_err(drop.eval()(x), gk.to_numpy(x)) == 0
 
 
+def test_softmax_of_integers_is_float64_without_wraparound(backend, rng):
+    """Integer logits are shifted by their max in float64 (found by the fuzz test: the int64
+    subtraction wrapped around and gave NaN)."""
+    import scipy.special
+
+    x = np.array([[-2, np.iinfo(np.int64).max], [3, -7]], dtype=np.int64)
+    x = np.concatenate([x, rng.integers(-1000, 1000, (3, 2))])
+    y = gk.nn.Softmax()(gk.asarray(x))
+    assert y.dtype == np.float64
+    assert rel_err(y, scipy.special.softmax(x.astype(np.float64), axis=-1)) < 1e-15
+
+
 def test_module_structure_repr_and_modes():
     model = gk.nn.Sequential(
         gk.nn.Linear(3, 4), gk.nn.GELU("tanh"), gk.nn.Dropout(0.1), gk.nn.LayerNorm(4)

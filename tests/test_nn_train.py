@@ -133,6 +133,13 @@ def test_fit_and_predict_errors(rng):
         _fit(model, opt, x2, x2, epochs=-1)
     with pytest.raises(ValueError, match="x has no samples"):
         gk.nn.predict(model, np.zeros((0, 2), np.float32))
+    # samples along a 1-D x's only axis: Linear(1) takes a batch of one as one sample and
+    # predict used to join three-wide outputs into one long vector (found by the fuzz test)
+    one_in = gk.nn.Linear(1, 3, seed=0)
+    with pytest.raises(ValueError, match=r"not one row per sample; x \(shape \(2,\)\)"):
+        gk.nn.predict(one_in, np.zeros(2, np.float32), batch_size=1)
+    with pytest.raises(ValueError, match=r"input of shape \(2,\): its last axis must have 1"):
+        gk.nn.predict(one_in, np.zeros(2, np.float32), batch_size=2)  # as one_in(x) says
     # a wrong type is a TypeError naming the argument, never an AttributeError from inside
     wrong = [
         (lambda: gk.nn.fit(None, gk.nn.MSELoss(), opt, x2, x2, epochs=1, batch_size=1),

@@ -328,6 +328,8 @@ class Softmax(Module):
 
     def forward(self, x: Any) -> Any:
         _real_input("Softmax", x)
+        if x.dtype.kind in "biu":  # float64 as exp would give; shifting by the max must not wrap
+            x = x.astype(np.float64)
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)

@@ -383,7 +383,8 @@ def predict(model: Module, x: Any, batch_size: int = 1024) -> Any:
     Raises
     ------
     ValueError
-        ``batch_size < 1``, or ``x`` has no samples.
+        ``batch_size < 1``, ``x`` has no samples, or the model's output for a batch does
+        not have one row per sample (``x``'s first axis is not the samples).
     TypeError
         ``model`` not a Module, ``batch_size`` not an integer, or ``x`` not of the
         model's dtype (convert it: nothing is cast silently).
@@ -477,7 +478,16 @@ def _predict(op: str, model: Module, x: Any, batch_size: int, activation: str | 
     try:
         with _device_scope(backend, device):
             for start in range(0, n, batch_size):
-                out = model.forward(xs.take(slice(start, min(start + batch_size, n))))
+                stop = min(start + batch_size, n)
+                out = model.forward(xs.take(slice(start, stop)))
+                if out.ndim < 1 or out.shape[0] != stop - start:
+                    # the batches are joined along the first axis: it must be the samples
+                    raise ValueError(
+                        f"{op}: the model's output for a batch of {stop - start} samples has "
+                        f"shape {tuple(out.shape)}, not one row per sample; x (shape "
+                        f"{tuple(x.shape)}) must hold the samples along its first axis (one "
+                        "sample: x[None])"
+                    )
                 if activation is not None:
                     out = _probabilities(out, activation)
                 outs.append(_dispatch.to_numpy(out) if xs.host else out)
