@@ -107,7 +107,8 @@ def test_bench_list_names_every_case_and_implementation(capsys):
 @pytest.mark.parametrize("bad", ["0", "1_0"])
 def test_info_reports_a_malformed_cpu_device_count_and_the_fix(bad):
     proc = run_python(
-        "from gpukit.cli import main; main(['info'])", env={"GPUKIT_CPU_DEVICES": bad}
+        "from gpukit.cli import main; main(['info'])",
+        env={"GPUKIT_CPU_DEVICES": bad, "GPUKIT_BACKEND": "numpy"},  # auto would take a GPU
     )
     assert proc.returncode == 0, proc.stderr
     numpy_line = next(line for line in proc.stdout.splitlines() if line.startswith("  numpy "))

@@ -42,6 +42,14 @@ UPDATES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _on_numpy():
+    """The arguments are NumPy arrays: run on the numpy backend also where a GPU (or the
+    CuPy simulator) makes ``auto`` pick cupy, which refuses host arrays updated in place."""
+    with gk.use_backend("numpy"):
+        yield
+
+
 @pytest.fixture
 def failing_workspace(monkeypatch):
     """Make the numpy updates' one allocation fail; yields the list of attempts."""
