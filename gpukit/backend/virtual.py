@@ -35,7 +35,7 @@ __all__ = [
 
 ENV_VAR = "GPUKIT_CPU_DEVICES"
 #: Each virtual device used gets its own worker thread; a count above this is a typo, not a
-#: plan (the largest simulated meshes people test with are a few hundred devices).
+#: plan (the largest virtual-device meshes people test with have a few hundred devices).
 MAX_DEVICES = 1024
 #: What to do about a malformed value, for every message that reports one.
 FIX = f"set {ENV_VAR} to a whole number from 1 to {MAX_DEVICES}, or unset it for one device"
