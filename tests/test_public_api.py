@@ -74,3 +74,20 @@ def test_api_reference_documents_nothing_outside_all():
         if module in public and attr not in public[module] and qualname not in public:
             stray.append(qualname)
     assert not stray, f"docs/api documents names outside their module's __all__: {stray}"
+
+
+def test_product_code_never_mentions_the_cupy_simulator():
+    """The simulator lives in tests/ only: gpukit and its backends run unchanged on it, so
+    no line of them may name it or branch on it (issue 14)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    hits = [
+        f"{path.relative_to(root)}:{n}"
+        for folder in ("gpukit", "backends")
+        for path in sorted((root / folder).rglob("*"))
+        if path.suffix in {".py", ".cu", ".cuh", ".toml", ".cfg"}
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "cupysim" in line.lower() or "simulat" in line.lower()
+    ]
+    assert not hits, hits
