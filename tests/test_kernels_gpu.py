@@ -80,24 +80,84 @@ def test_kernels_run_on_the_inputs_device(cupy_backend, rng):
     assert rel_err(y, want) < 1e-6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15 item 5: the CUDA softmax cross-entropy returns NaN for rows with -inf "
-    "(masked) logits; tests/cupysim/KERNEL_FAILURES.md",
-)
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_softmax_cross_entropy_with_masked_logits(cupy_backend, dtype, rng):
+def _xent_reference(logits, labels, eps):
+    """Loss, probs and d(loss)/d(logits) in float64, from their definitions.
+
+    Masked (-inf) logits have probability 0; with ``eps > 0`` they make the loss +inf
+    (the smoothed target puts mass on them) and the gradient stays finite, as in PyTorch.
+    """
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    rows, c = z.shape
+    s = np.exp(z).sum(axis=1)
+    probs = np.exp(z) / s[:, None]
+    target = np.full(z.shape, eps / c)
+    target[np.arange(rows), labels] += 1.0 - eps
+    with np.errstate(invalid="ignore"):  # 0 * -inf where eps == 0
+        smooth = np.where(target > 0, target * z, 0.0).sum(axis=1)
+    return np.log(s) - smooth, probs, probs - target
+
+
+def _assert_close(got, want, dtype):
+    """Elementwise relative agreement (a norm would hide a small row beside a huge one)."""
+    got = np.asarray(got, dtype=np.float64)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(
+        got[finite], want[finite], rtol=TOL[np.dtype(dtype)] * 10, atol=TOL[np.dtype(dtype)]
+    )
+
+
+def _xent_both_ways(logits, labels, eps, dtype):
+    """Forward and backward on the GPU against the float64 reference."""
     import cupy as cp
 
+    want_loss, want_probs, want_grad = _xent_reference(logits, labels, eps)
+    loss, probs = gk.kernels.softmax_cross_entropy(
+        cp.asarray(logits), cp.asarray(labels), label_smoothing=eps
+    )
+    grad = gk.kernels.softmax_cross_entropy_backward(
+        probs, cp.asarray(labels), cp.ones(len(labels), dtype=dtype), label_smoothing=eps
+    )
+    _assert_close(cp.asnumpy(loss), want_loss, dtype)
+    _assert_close(cp.asnumpy(probs), want_probs, dtype)
+    _assert_close(cp.asnumpy(grad), want_grad, dtype)
+    with gk.use_backend("numpy"):  # the NumPy twin gives the same answers
+        twin_loss, twin_probs = gk.kernels.softmax_cross_entropy(
+            logits, labels, label_smoothing=eps
+        )
+        twin_grad = gk.kernels.softmax_cross_entropy_backward(
+            twin_probs, labels, np.ones(len(labels), dtype=dtype), label_smoothing=eps
+        )
+    _assert_close(twin_loss, want_loss, dtype)
+    _assert_close(twin_grad, want_grad, dtype)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_cross_entropy_with_masked_logits(cupy_backend, dtype, eps, rng):
     logits = rng.standard_normal((7, 5)).astype(dtype) * 5
     labels = rng.integers(0, 5, 7)
     mask = rng.random((7, 5)) < 0.4
+    mask[:, 0] = True  # every row has one (first in some thread's stride: the old NaN)
     mask[np.arange(7), labels] = False  # the target class stays finite
     logits[mask] = -np.inf
     logits[0, labels[0]] = 1e30  # a very large logit
-    with gk.use_backend("numpy"):
-        want_loss, want_probs = gk.kernels.softmax_cross_entropy(logits, labels)
-    loss, probs = gk.kernels.softmax_cross_entropy(cp.asarray(logits), cp.asarray(labels))
-    assert np.isfinite(cp.asnumpy(loss)).all()
-    assert rel_err(cp.asnumpy(loss), want_loss) < TOL[np.dtype(dtype)] * 10
-    assert rel_err(cp.asnumpy(probs), want_probs) < TOL[np.dtype(dtype)] * 10
+    _xent_both_ways(logits, labels, eps, dtype)
+    if eps:  # PyTorch's answer: the loss of a row with a masked class is +inf
+        assert np.isinf(_xent_reference(logits, labels, eps)[0][mask.any(axis=1)]).all()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_cross_entropy_with_huge_logits(cupy_backend, dtype, eps, rng):
+    big = float(np.finfo(np.float32).max)
+    logits = rng.standard_normal((6, 5)).astype(dtype)
+    labels = rng.integers(0, 5, 6)
+    logits[0, labels[0]] = 1e30  # the target dominates: loss 0
+    logits[1, (labels[1] + 1) % 5] = 1e30  # another class dominates: loss ~1e30
+    logits[2, labels[2]] = big
+    logits[3, (labels[3] + 1) % 5] = big
+    logits[4] += 1e30  # every logit huge: only their differences matter
+    logits[5, :] = big  # a tie at the maximum, and c * max overflows a naive sum
+    _xent_both_ways(logits, labels, eps, dtype)
