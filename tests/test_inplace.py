@@ -19,6 +19,14 @@ from gpukit import _dispatch
 N = 200_000  # several blocks of the numpy updates
 
 
+@pytest.fixture(autouse=True)
+def _numpy_backend():
+    """Host arrays and injected host failures: the numpy backend, whatever the default
+    (``--cupy=sim`` makes it cupy)."""
+    with gk.use_backend("numpy") as b:
+        yield b
+
+
 def _arrays(rng, n=N, dtype=np.float64):
     p, g = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     m, v = rng.standard_normal(n).astype(dtype), rng.random(n).astype(dtype)

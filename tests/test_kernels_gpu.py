@@ -161,3 +161,50 @@ def test_softmax_cross_entropy_with_huge_logits(cupy_backend, dtype, eps, rng):
     logits[4] += 1e30  # every logit huge: only their differences matter
     logits[5, :] = big  # a tie at the maximum, and c * max overflows a naive sum
     _xent_both_ways(logits, labels, eps, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_strided_inputs_are_read_in_place(cupy_backend, dtype, rng):
+    """CuPy's kernel types read strided inputs directly: the same bits as contiguous copies."""
+    import cupy as cp
+
+    def both(fn, *arrays):
+        """fn on strided device views and on contiguous copies of them."""
+        views = [cp.asarray(a)[::2, 1::3] if a.ndim == 2 else cp.asarray(a)[::2] for a in arrays]
+        assert not any(v.flags.c_contiguous for v in views)
+        dense = [cp.ascontiguousarray(v) for v in views]
+        return fn(*views), fn(*dense)
+
+    big = lambda *shape: (rng.standard_normal(shape) * 3).astype(dtype)  # noqa: E731
+    x, gy, b = big(14, 30), big(14, 30), big(20)
+    for got, want in (
+        both(lambda x, b: gk.kernels.bias_activation(x, b[:10], "gelu"), x, b),
+        *zip(
+            *both(
+                lambda g, x, b: gk.kernels.bias_activation_backward(g, x, b[:10], "silu"), gy, x, b
+            ),
+            strict=True,
+        ),
+        both(
+            lambda p, lab, gl: gk.kernels.softmax_cross_entropy_backward(
+                p, lab[:7] % 10, gl[:7], label_smoothing=0.1
+            ),
+            big(14, 30),
+            rng.integers(0, 10, 14),
+            big(14),
+        ),
+    ):
+        np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+    # In-place updates: the gradient may be strided (the updated arrays must be contiguous).
+    p0, m0, v0 = big(100), big(100), np.abs(big(100))
+    grad = cp.asarray(big(200))[::2]
+    for update in (
+        lambda p, m, v, g: gk.kernels.sgd_update(p, g, m, lr=0.1, momentum=0.9, nesterov=True),
+        lambda p, m, v, g: gk.kernels.adam_update(p, g, m, v, step=3, lr=0.01, weight_decay=0.1),
+    ):
+        strided = [cp.asarray(a) for a in (p0, m0, v0)]
+        dense = [cp.asarray(a) for a in (p0, m0, v0)]
+        update(*strided, grad)
+        update(*dense, cp.ascontiguousarray(grad))
+        for s, d in zip(strided, dense, strict=True):
+            np.testing.assert_array_equal(cp.asnumpy(s), cp.asnumpy(d))
