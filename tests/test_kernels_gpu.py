@@ -44,24 +44,82 @@ def _poisoned_pool(cp, nbytes: int) -> None:
     del blocks
 
 
+def _float64_reference(run, seed: int, dtype):
+    """The case's outputs from the float64 reference formulas, and the inputs it drew.
+
+    The inputs are drawn in ``dtype`` exactly as on the GPU, then widened, so the only
+    difference left is the kernel's rounding. ``matmul_tiled`` takes float32 only: its
+    reference formula is the float64 product.
+    """
+    inputs = []
+
+    def widen(a):
+        inputs.append(a)
+        return a.astype(np.float64) if a.dtype.kind == "f" else a
+
+    with gk.use_backend("numpy"), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gk.kernels, "matmul_tiled", np.matmul)
+        want = run(widen, np.random.default_rng(seed), dtype)
+    return want, [np.asarray(a, dtype=np.float64) if a.dtype.kind == "f" else a for a in inputs]
+
+
+def _scales(kernel: str, inputs: list, want: list) -> list:
+    """Per output, the size of the terms its formula adds up (absolute, float64).
+
+    A float32 kernel's error is a few ulps of these terms, not of the result: where they
+    cancel (gelu_tanh's derivative for z < -1, 0.5 z (1 + erf) for negative z, probs
+    minus target, a momentum step) the result is small and its relative error large.
+    Each bound is the textbook one: the sum of the magnitudes of the terms.
+    """
+    if kernel == "bias_activation":
+        x, b = inputs
+        return [1.0 + np.abs(x + b)]
+    if kernel == "bias_activation_backward":
+        gy, x, b = inputs
+        gx = np.abs(gy) * (1.0 + np.abs(x + b))  # derivatives are O(1); gelu_tanh's O(|z|)
+        return [gx, gx.reshape(-1, b.size).sum(axis=0)]
+    if kernel in ("sgd_update", "adam_update"):
+        total = sum(np.abs(a) for a in inputs)  # param, grad and the state, elementwise
+        return [total for _ in want]
+    if kernel == "softmax_cross_entropy":
+        logits = inputs[0]
+        spread = np.abs(logits - logits.max(axis=1, keepdims=True)).max(axis=1)
+        return [1.0 + spread + np.log(logits.shape[1]), 1.0 + spread[:, None]]
+    if kernel == "softmax_cross_entropy_backward":
+        return [np.broadcast_to(np.abs(inputs[2])[:, None], want[0].shape)]
+    a, b = inputs  # matmul_tiled
+    return [np.abs(a) @ np.abs(b)]
+
+
 @pytest.mark.parametrize("kernel, run, dtype", GPU_CASES)
-def test_kernel_matches_reference(cupy_backend, kernel, run, dtype, request):
+def test_kernel_matches_reference(cupy_backend, kernel, run, dtype, rng, request):
+    """Each output element within a few ulps of its formula's terms of the float64 value.
+
+    The seed comes from the ``rng`` fixture (``GPUKIT_TEST_SEED`` replays a failure).
+    """
     import cupy as cp
 
-    seed = int(np.random.default_rng().integers(2**62))
-    request.node.gpukit_seed = seed
-    with gk.use_backend("numpy"):
-        want = run(lambda a: a, np.random.default_rng(seed), dtype)
+    seed = request.node.gpukit_seed
+    want, inputs = _float64_reference(run, seed, dtype)
     _poisoned_pool(cp, max(w.nbytes for w in want))
     got = run(cp.asarray, np.random.default_rng(seed), dtype)
     assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
+    u = np.finfo(dtype).eps
+    for g, w, scale in zip(got, want, _scales(kernel, inputs, want), strict=True):
         assert isinstance(g, cp.ndarray)
-        assert g.shape == w.shape and g.dtype == w.dtype
-        host = cp.asnumpy(g)
+        assert g.shape == w.shape and g.dtype == np.dtype(dtype)
+        host = cp.asnumpy(g).astype(np.float64)
         assert np.isfinite(host).all(), f"{kernel}: unwritten (NaN) or non-finite outputs"
-        # Each side rounds differently (FMA contraction, libdevice vs libm): a few ulps.
-        assert rel_err(host, w) < TOL[np.dtype(dtype)] * 10
+        # 64 ulps: libdevice/libm functions (a few ulps each), FMA contraction, and a
+        # reduction's order of summation (its error grows with the length summed).
+        terms = np.abs(w) + scale
+        length = max(1, inputs[0].size // max(1, w.size))  # terms summed per output
+        bound = 64 * u * np.sqrt(length) * terms
+        worst = np.argmax(np.abs(host - w) - bound)
+        assert np.abs(host - w).flat[worst] <= bound.flat[worst], (
+            f"{kernel}: element {worst}: {host.flat[worst]!r}, want {w.flat[worst]!r} "
+            f"(terms {terms.flat[worst]:.3g})"
+        )
 
 
 @pytest.mark.multi_gpu(2)
