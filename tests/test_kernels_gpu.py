@@ -266,3 +266,26 @@ def test_strided_inputs_are_read_in_place(cupy_backend, dtype, rng):
         update(*dense, cp.ascontiguousarray(grad))
         for s, d in zip(strided, dense, strict=True):
             np.testing.assert_array_equal(cp.asnumpy(s), cp.asnumpy(d))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_updates_allocate_no_device_memory(cupy_backend, dtype, rng):
+    """The in-place updates write into their outputs and copy nothing, a strided grad included."""
+    import cupy as cp
+
+    n = 1001
+    p, m = (cp.asarray(rng.standard_normal(n).astype(dtype)) for _ in range(2))
+    v = cp.asarray(rng.random(n).astype(dtype))
+    grad = cp.asarray(rng.standard_normal(2 * n).astype(dtype))[::2]
+    updates = (
+        lambda: gk.kernels.sgd_update(p, grad, lr=0.1, weight_decay=0.1),
+        lambda: gk.kernels.sgd_update(p, grad, m, lr=0.1, momentum=0.9, nesterov=True),
+        lambda: gk.kernels.adam_update(p, grad, m, v, step=2, lr=0.01, decoupled=True),
+    )
+    pool = cp.get_default_memory_pool()
+    for update in updates:
+        update()  # compiled, and anything cached made
+        pool.free_all_blocks()
+        before = pool.total_bytes()
+        update()
+        assert pool.total_bytes() == before
