@@ -98,7 +98,8 @@ class MemoryBound:
             x, b, gy = (
                 random(self.b, s, seed=i) for i, s in enumerate([(rows, cols), cols, (rows, cols)])
             )
-            arrays, moved = [x, gy], (3 if kernel.endswith("backward") else 2)
+            # backward: grad_y, x and grad_x, then grad_x reread by the bias-gradient sum
+            arrays, moved = [x, gy], (4 if kernel.endswith("backward") else 2)
             f["gk"] = {
                 "bias_relu": lambda: gk.kernels.bias_activation(x, b, "relu"),
                 "bias_gelu": lambda: gk.kernels.bias_activation(x, b, "gelu"),

@@ -19,6 +19,14 @@ from gpukit import _dispatch
 N = 200_000  # several blocks of the numpy updates
 
 
+@pytest.fixture(autouse=True)
+def _numpy_backend():
+    """Host arrays and injected host failures: the numpy backend, whatever the default
+    (``--cupy=sim`` makes it cupy)."""
+    with gk.use_backend("numpy") as b:
+        yield b
+
+
 def _arrays(rng, n=N, dtype=np.float64):
     p, g = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     m, v = rng.standard_normal(n).astype(dtype), rng.random(n).astype(dtype)
@@ -40,14 +48,6 @@ UPDATES = {
         p, g, m, v, step=3, lr=0.01, weight_decay=0.1, decoupled=True
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def _on_numpy():
-    """The arguments are NumPy arrays: run on the numpy backend also where a GPU (or the
-    CuPy simulator) makes ``auto`` pick cupy, which refuses host arrays updated in place."""
-    with gk.use_backend("numpy"):
-        yield
 
 
 @pytest.fixture

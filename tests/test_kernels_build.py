@@ -21,6 +21,7 @@ TESTS = Path(__file__).parent
 
 def test_registry_is_complete():
     cuda_py = (HERE / "__init__.py").read_text()
+    elementwise_py = (HERE / "_elementwise.py").read_text()
     test_text = (TESTS / "test_kernels.py").read_text()
     cased = {kernel for kernel, _, _ in CASES}
     for name, spec in KERNELS.items():
@@ -28,6 +29,13 @@ def test_registry_is_complete():
         assert name in gk.kernels.__all__, name
         assert callable(getattr(references, name)), f"{name}: no NumPy reference"
         assert re.search(rf"^def {name}\(", cuda_py, re.M), f"{name}: no CUDA launcher"
+        assert name in cased, f"{name}: no GPU case in tests/kernel_cases.py"
+        assert f"gk.kernels.{name}(" in test_text, f"{name}: no reference test"
+        if spec.kind != "RawModule":  # CuPy's kernel types, defined in _elementwise.py
+            assert spec.source is None and not spec.name_expressions, name
+            for kind in spec.kind.split(" + "):
+                assert f"cupy.{kind}(" in elementwise_py, f"{name}: no {kind}"
+            continue
         assert (HERE / spec.source).is_file(), spec.source
         text = (HERE / spec.source).read_text()
         for expr in spec.name_expressions:
@@ -36,8 +44,6 @@ def test_registry_is_complete():
                 rf"__global__ void\s+(__launch_bounds__\([^\n]*\)\s+)?{template}\(", text
             ), expr
             assert f'"{template}<' in cuda_py or f"{template}<" in cuda_py, f"{expr} never launched"
-        assert f"gk.kernels.{name}(" in test_text, f"{name}: no reference test"
-        assert name in cased, f"{name}: no GPU case in tests/kernel_cases.py"
     cu_files = {p.name for p in HERE.glob("*.cu")}
     assert cu_files == set(cuda_sources()), "a .cu file is not in the registry"
 

@@ -295,17 +295,19 @@ def softmax_cross_entropy(
     """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs)."""
     c = logits.shape[1]
     # With z = logits - max (exact where it matters, unlike adding the max back):
-    # loss = log sum_j exp(z_j) - (1 - eps) z_y - (eps / c) sum_j z_j.
+    # loss = log sum_j exp(z_j) - (1 - eps) z_y - sum_j (eps / c) z_j, each term scaled
+    # before the sum so that logits near the dtype's max do not overflow it. A -inf
+    # logit gives probability 0, and with eps > 0 a loss of +inf (as in PyTorch).
     z = np.subtract(logits, logits.max(axis=1, keepdims=True))
     picked, _ = _label_pick(z, labels)
-    zsum = z.sum(axis=1) if label_smoothing else None
+    zsum = np.multiply(z, label_smoothing / c).sum(axis=1) if label_smoothing else None
     np.exp(z, out=z)
     s = z.sum(axis=1, keepdims=True)
     z /= s
     loss = np.log(s[:, 0])
     loss -= (1.0 - label_smoothing) * picked
     if label_smoothing:
-        loss -= (label_smoothing / c) * zsum
+        loss -= zsum
     return loss, z
 
 

@@ -7,9 +7,11 @@ script and the docs are generated from one list and cannot forget a kernel:
 * its NumPy reference, a function of the same name in ``gpukit_numpy.kernels``
   (what the numpy backend runs, and what the GPU is tested against);
 * its CUDA implementation: a function of the same name in ``gpukit_cupy.kernels``
-  launching templated kernels from one ``.cu`` file under
-  ``backends/gpukit_cupy/kernels/`` (compiled lazily by ``cupy.RawModule`` with
-  the listed name expressions, once per device);
+  launching either CuPy's own kernel types (``cupy.ElementwiseKernel``,
+  ``cupy.ReductionKernel``, defined in ``gpukit_cupy.kernels._elementwise``) or
+  templated kernels from one ``.cu`` file under ``backends/gpukit_cupy/kernels/``
+  (compiled lazily by ``cupy.RawModule`` with the listed name expressions, once
+  per device) where a block's threads must cooperate;
 * the dtypes it accepts and its launch shape, in words.
 """
 
@@ -44,10 +46,17 @@ class KernelSpec:
     name : str
         Public name: ``gk.kernels.<name>``; also the name of its NumPy reference in
         ``gpukit_numpy.kernels`` and of its launcher in ``gpukit_cupy.kernels``.
-    source : str
-        The ``.cu`` file under ``backends/gpukit_cupy/kernels/`` holding its CUDA code.
+    kind : str
+        The CuPy kernel type(s) it launches: ``"ElementwiseKernel"``,
+        ``"ElementwiseKernel + ReductionKernel"`` or ``"RawModule"``.
+    why : str
+        Why that kind (for the docs).
+    source : str or None
+        For ``RawModule`` kernels, the ``.cu`` file under ``backends/gpukit_cupy/kernels/``
+        holding its CUDA code; None for CuPy's kernel types.
     name_expressions : tuple of str
-        Every template instantiation the launcher may ask ``cupy.RawModule`` for.
+        Every template instantiation the launcher may ask ``cupy.RawModule`` for
+        (empty for CuPy's kernel types).
     dtypes : tuple of str
         Floating dtypes accepted.
     launch : str
@@ -57,7 +66,9 @@ class KernelSpec:
     """
 
     name: str
-    source: str
+    kind: str
+    why: str
+    source: str | None
     name_expressions: tuple[str, ...]
     dtypes: tuple[str, ...]
     launch: str
@@ -72,53 +83,73 @@ def _each(template: str, dtypes=("float32", "float64"), **axes: tuple[str, ...])
     return tuple(out)
 
 
-_ACT_IDS = tuple(range(len(ACTIVATIONS)))
-_ELEMENTWISE = "1-D grid-stride loop, 256 threads/block, up to 32 blocks per SM"
+_ELEMENTWISE = "ElementwiseKernel"
+_ELEMENTWISE_WHY = (
+    "one independent result per element: CuPy generates the indexing, broadcasting, dtype "
+    "dispatch and strided access, and sizes the launch"
+)
+_RAW = "RawModule"
+_CUPY_LAUNCH = "CuPy's elementwise launch (one thread per element, CuPy's block size)"
 
 KERNELS: dict[str, KernelSpec] = {
     s.name: s
     for s in (
         KernelSpec(
             "bias_activation",
-            "bias_activation.cu",
-            _each("bias_act_forward<{T}, {A}>", A=_ACT_IDS),
-            ("float32", "float64"),
             _ELEMENTWISE,
+            _ELEMENTWISE_WHY + "; the bias broadcasts over the rows",
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
             "x + bias and the activation in one pass: reads x, writes y (2 arrays) where "
             "CuPy's expression writes and rereads a temporary per operation (4-10 arrays)",
         ),
         KernelSpec(
             "bias_activation_backward",
-            "bias_activation.cu",
-            _each("bias_act_backward<{T}, {A}>", A=_ACT_IDS) + _each("sum_rows<{T}>"),
+            "ElementwiseKernel + ReductionKernel",
+            "grad_x is elementwise; the bias gradient is a column sum, which CuPy's "
+            "ReductionKernel does as well as a hand-written block reduction (it is what "
+            "cupy.sum runs) while handling any number of leading axes",
+            None,
+            (),
             ("float32", "float64"),
-            "2-D grid: blocks of (min(32, c) columns x 256/that rows), rows grid-strided; "
-            "per-block column sums in shared memory, then one small reduction of the partials",
-            "recomputes x + bias, the derivative, grad_x and the bias gradient's partial "
-            "sums in one pass: reads grad_y and x, writes grad_x (3 arrays) where the "
-            "unfused expression moves 8 or more and rereads grad_x for the sum",
+            "CuPy's elementwise launch, then CuPy's reduction over every axis but the last",
+            "recomputes x + bias, the derivative and grad_x in one pass (reads grad_y and "
+            "x, writes grad_x: 3 arrays), then rereads grad_x once for the bias gradient, "
+            "where the unfused expression moves 8 or more",
         ),
         KernelSpec(
             "sgd_update",
-            "optimizers.cu",
-            _each("sgd_update<{T}, {M}>", M=("false", "true")),
-            ("float32", "float64"),
             _ELEMENTWISE,
+            _ELEMENTWISE_WHY + "; the updated arrays are the kernel's outputs, so nothing "
+            "is allocated",
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
             "weight decay, momentum (Nesterov or not) and the step in one in-place pass: "
             "reads param, grad, buffer and writes param, buffer (5 arrays)",
         ),
         KernelSpec(
             "adam_update",
-            "optimizers.cu",
-            _each("adam_update<{T}>"),
-            ("float32", "float64"),
             _ELEMENTWISE,
+            _ELEMENTWISE_WHY + "; the updated arrays are the kernel's outputs, so nothing "
+            "is allocated",
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
             "weight decay (L2 or decoupled), both moments, bias correction and the step in "
             "one in-place pass: reads param, grad, exp_avg, exp_avg_sq and writes three of "
             "them (7 arrays) where torch-style CuPy code moves about 30",
         ),
         KernelSpec(
             "softmax_cross_entropy",
+            _RAW,
+            "each row's max and sum of exponentials is a reduction whose result every "
+            "thread of the row then needs: warp shuffles and shared memory within a block, "
+            "which CuPy's kernel types cannot express",
             "softmax_xent.cu",
             _each("softmax_xent_forward<{T}, {L}>", L=_LABELS),
             ("float32", "float64"),
@@ -129,16 +160,20 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             "softmax_cross_entropy_backward",
-            "softmax_xent.cu",
-            _each("softmax_xent_backward<{T}, {L}>", L=_LABELS),
-            ("float32", "float64"),
             _ELEMENTWISE,
+            _ELEMENTWISE_WHY + "; the label and grad_loss broadcast per row",
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
             "probs minus the (smoothed) one-hot target, scaled by grad_loss per row, in one "
             "pass: reads probs, writes grad_logits (2 arrays) where CuPy's expression "
             "builds a one-hot matrix and moves 5 or more",
         ),
         KernelSpec(
             "matmul_tiled",
+            _RAW,
+            "threads of a block share tiles of A and B through shared memory and barriers",
             "matmul_tiled.cu",
             ("matmul_tiled<128, 128, 8, 8, 8>", "matmul_tiled<64, 64, 8, 4, 4>"),
             ("float32",),
@@ -158,8 +193,9 @@ def spec(name: str) -> KernelSpec:
 
 
 def cuda_sources() -> dict[str, tuple[str, ...]]:
-    """Each ``.cu`` file with every name expression instantiated from it."""
+    """Each ``.cu`` file (RawModule kernels) with every name expression instantiated from it."""
     out: dict[str, tuple[str, ...]] = {}
     for s in KERNELS.values():
-        out[s.source] = out.get(s.source, ()) + s.name_expressions
+        if s.source is not None:
+            out[s.source] = out.get(s.source, ()) + s.name_expressions
     return out

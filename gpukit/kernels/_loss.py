@@ -40,6 +40,8 @@ def softmax_cross_entropy(
     target is ``(1 - e) * one_hot + e / c``, as in ``torch.nn.functional.cross_entropy``.
     A label outside ``[0, c)`` gives a NaN loss for its row (checking would cost a
     device synchronisation; out-of-range labels are never read past the row).
+    A ``-inf`` (masked) logit has probability 0; with ``label_smoothing > 0`` its
+    row's loss is ``+inf`` and the gradient stays finite, as in PyTorch.
 
     Parameters
     ----------

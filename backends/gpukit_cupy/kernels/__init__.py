@@ -1,9 +1,13 @@
 """CUDA implementations of ``gk.kernels`` on the cupy backend.
 
-Each launcher takes the front-end's validated arguments, makes its inputs
-C-contiguous, allocates outputs and launches templated kernels from the ``.cu``
-files beside it (see ``gpukit.backend.kernels`` for the name expressions).
-Nothing compiles at import: each source compiles on its first launch on a device.
+Each launcher takes the front-end's validated arguments and launches either one
+of CuPy's own kernel types (``_elementwise``: ``ElementwiseKernel`` for the
+elementwise and in-place operations, ``ReductionKernel`` for the bias gradient;
+CuPy handles broadcasting, dtypes and strided inputs) or, where a block's threads
+must cooperate through shared memory, a templated ``RawModule`` kernel from the
+``.cu`` files beside it (the softmax cross-entropy rows, the tiled matmul; see
+``gpukit.backend.kernels`` for the name expressions). Nothing compiles at import:
+each kernel compiles on its first launch on a device.
 """
 
 from __future__ import annotations
@@ -16,9 +20,8 @@ from typing import Any
 import cupy
 import numpy as np
 
-from gpukit.backend.kernels import ACTIVATIONS
-
-from ._launch import BLOCK, ctype, function, grid_1d, index, scalar, sm_count
+from . import _elementwise
+from ._launch import BLOCK, ctype, function, index, scalar, sm_count
 
 __all__ = [
     "adam_update",
@@ -42,62 +45,20 @@ def _on_inputs_device(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_BIAS = "bias_activation.cu"
-_OPTIM = "optimizers.cu"
 _XENT = "softmax_xent.cu"
 
 
 @_on_inputs_device
 def bias_activation(x, bias, activation: str, negative_slope: float):
-    x = cupy.ascontiguousarray(x)
-    bias = cupy.ascontiguousarray(bias)
-    y = cupy.empty_like(x)
-    if x.size:
-        kernel = function(
-            _BIAS, f"bias_act_forward<{ctype(x.dtype)}, {ACTIVATIONS.index(activation)}>"
-        )
-        kernel(
-            grid_1d(x.size),
-            (BLOCK,),
-            (x, bias, y, index(x.size), index(bias.size), scalar(x.dtype, negative_slope)),
-        )
-    return y
-
-
-def _backward_shape(rows: int, c: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Grid and block of the backward kernel: min(32, c) columns by 256/that rows."""
-    bx = min(32, 1 << (c - 1).bit_length())
-    by = BLOCK // bx
-    gx = -(-c // bx)
-    gy = max(1, min(-(-rows // by), (sm_count() * 8) // gx, 1024))
-    return (gx, gy), (bx, by)
+    return _elementwise.bias_act_forward(activation)(x, bias, x.dtype.type(negative_slope))
 
 
 @_on_inputs_device
 def bias_activation_backward(grad_y, x, bias, activation: str, negative_slope: float):
-    grad_y = cupy.ascontiguousarray(grad_y)
-    x = cupy.ascontiguousarray(x)
-    bias = cupy.ascontiguousarray(bias)
-    c = bias.size
-    rows = x.size // c
-    grad_x = cupy.empty_like(x)
-    grad_bias = cupy.empty_like(bias)
-    if rows == 0:
-        grad_bias.fill(0)
-        return grad_x, grad_bias
-    t = ctype(x.dtype)
-    grid, block = _backward_shape(rows, c)
-    partial = cupy.empty((grid[1], c), dtype=x.dtype)
-    kernel = function(_BIAS, f"bias_act_backward<{t}, {ACTIVATIONS.index(activation)}>")
-    kernel(
-        grid,
-        block,
-        (grad_y, x, bias, grad_x, partial, index(rows), index(c), scalar(x.dtype, negative_slope)),
-        shared_mem=block[0] * block[1] * x.dtype.itemsize,
-    )
-    function(_BIAS, f"sum_rows<{t}>")(
-        grid_1d(c), (BLOCK,), (partial, grad_bias, index(grid[1]), index(c))
-    )
+    kernel = _elementwise.bias_act_backward(activation)
+    grad_x = kernel(grad_y, x, bias, x.dtype.type(negative_slope))
+    # CuPy's simple reduction: a block per group of columns, strided down the rows.
+    grad_bias = _elementwise.column_sum(grad_x, axis=tuple(range(grad_x.ndim - 1)))
     return grad_x, grad_bias
 
 
@@ -105,29 +66,20 @@ def bias_activation_backward(grad_y, x, bias, activation: str, negative_slope: f
 def sgd_update(
     param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay, first_step
 ):
-    if not param.size:
-        return
-    grad = cupy.ascontiguousarray(grad)
-    has_momentum = momentum_buffer is not None
-    kernel = function(
-        _OPTIM, f"sgd_update<{ctype(param.dtype)}, {'true' if has_momentum else 'false'}>"
-    )
     s = param.dtype.type
-    kernel(
-        grid_1d(param.size),
-        (BLOCK,),
-        (
-            param,
-            grad,
-            momentum_buffer if has_momentum else param,  # never read without momentum
-            index(param.size),
-            s(lr),
-            s(momentum),
-            s(1.0 - dampening),
-            s(weight_decay),
-            np.int32(nesterov),
-            np.int32(first_step),
-        ),
+    if momentum_buffer is None:
+        _elementwise.sgd_plain(grad, s(lr), s(weight_decay), param)
+        return
+    _elementwise.sgd_momentum(
+        grad,
+        s(lr),
+        s(momentum),
+        s(1.0 - dampening),
+        s(weight_decay),
+        np.int32(nesterov),
+        np.int32(first_step),
+        param,
+        momentum_buffer,
     )
 
 
@@ -135,31 +87,22 @@ def sgd_update(
 def adam_update(
     param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay, decoupled
 ):
-    if not param.size:
-        return
-    grad = cupy.ascontiguousarray(grad)
     s = param.dtype.type
     l2 = 0.0 if decoupled else weight_decay
     decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    kernel = function(_OPTIM, f"adam_update<{ctype(param.dtype)}>")
-    kernel(
-        grid_1d(param.size),
-        (BLOCK,),
-        (
-            param,
-            grad,
-            exp_avg,
-            exp_avg_sq,
-            index(param.size),
-            s(1.0 - beta1),
-            s(beta2),
-            s(1.0 - beta2),
-            s(eps),
-            s(l2),
-            s(decay),
-            s(lr / (1.0 - beta1**step)),
-            s(math.sqrt(1.0 - beta2**step)),
-        ),
+    _elementwise.adam()(
+        grad,
+        s(1.0 - beta1),
+        s(beta2),
+        s(1.0 - beta2),
+        s(eps),
+        s(l2),
+        s(decay),
+        s(lr / (1.0 - beta1**step)),
+        s(math.sqrt(1.0 - beta2**step)),
+        param,
+        exp_avg,
+        exp_avg_sq,
     )
 
 
@@ -201,29 +144,15 @@ def softmax_cross_entropy(logits, labels, label_smoothing: float):
 
 @_on_inputs_device
 def softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing: float):
-    probs = cupy.ascontiguousarray(probs)
-    labels = _labels(labels)
-    grad_loss = cupy.ascontiguousarray(grad_loss)
-    n, c = probs.shape
-    grad = cupy.empty_like(probs)
-    if n:
-        s = probs.dtype.type
-        kernel = function(_XENT, f"softmax_xent_backward<{ctype(probs.dtype)}, {_ltype(labels)}>")
-        kernel(
-            grid_1d(n * c),
-            (BLOCK,),
-            (
-                probs,
-                labels,
-                grad_loss,
-                grad,
-                index(n * c),
-                index(c),
-                s(1.0 - label_smoothing),
-                s(label_smoothing / c),
-            ),
-        )
-    return grad
+    s = probs.dtype.type
+    return _elementwise.softmax_xent_backward()(
+        probs,
+        labels[:, None],
+        grad_loss[:, None],
+        s(1.0 - label_smoothing),
+        s(label_smoothing / probs.shape[1]),
+        np.int64(probs.shape[1]),
+    )
 
 
 # (BM, BN, BK, TM, TN): the big tile when the output has enough tiles to fill the GPU.

@@ -1,4 +1,4 @@
-"""Compiling the ``.cu`` sources lazily, once per device, and sizing launches."""
+"""Compiling the ``.cu`` sources lazily, once per device (RawModule kernels)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from gpukit.backend.kernels import cuda_sources
 from ..cuda_sources import source
 
 BLOCK = 256
-#: Blocks per SM for grid-stride elementwise launches: enough to hide latency.
-BLOCKS_PER_SM = 32
 
 _modules: dict[tuple[str, int], cupy.RawModule] = {}
 _lock = threading.Lock()
@@ -45,11 +43,6 @@ def _sm_count(device: int) -> int:
 def sm_count() -> int:
     """Streaming multiprocessors of the current device."""
     return _sm_count(cupy.cuda.Device().id)
-
-
-def grid_1d(n: int, block: int = BLOCK) -> tuple[int]:
-    """Blocks for a grid-stride loop over ``n`` items (n >= 1)."""
-    return (max(1, min(-(-n // block), sm_count() * BLOCKS_PER_SM)),)
 
 
 def ctype(dtype: np.dtype) -> str:

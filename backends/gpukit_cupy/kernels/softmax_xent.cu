@@ -52,7 +52,9 @@ __device__ V block_reduce(V a, V empty) {
 }
 
 // One block per row, rows grid-strided. With z = l - max(l) (exact where it matters):
-// loss = log sum_j exp(z_j) - (1 - eps) z_y - eps/c sum_j z_j.
+// loss = log sum_j exp(z_j) - (1 - eps) z_y - eps/c sum_j z_j. A -inf (masked) logit
+// has probability 0; with eps > 0 the loss is +inf (smoothing puts mass on it), as in
+// PyTorch, while the gradient stays finite.
 template <typename T, typename L>
 __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __restrict__ labels,
                                      T* __restrict__ loss, T* __restrict__ probs, gk_index n,
@@ -66,16 +68,19 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
       if (v > a.m) {
         a.s = a.s * gk_exp(a.m - v) + T(1);
         a.m = v;
-      } else {
+      } else if (v > gk_neg_inf<T>()) {  // a -inf logit adds 0; exp(-inf - -inf) is NaN
         a.s += gk_exp(v - a.m);
       }
     }
     a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    // The smoothing term sum_j (eps/c) z_j, each term scaled before it is added so that
+    // a finite result never overflows on the way (c logits near the dtype's max).
+    const T w = smoothing / T(c);
     T zsum = T(0);
     for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
       const T z = l[j] - a.m;
       p[j] = gk_exp(z) / a.s;
-      zsum += z;
+      if (smoothing != T(0)) zsum += w * z;
     }
     if (smoothing != T(0)) zsum = block_reduce(zsum, T(0));
     if (threadIdx.x == 0) {
@@ -83,7 +88,7 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
       T out = gk_nan<T>();
       if (y >= 0 && (gk_index)y < c) {
         out = gk_log(a.s) - (T(1) - smoothing) * (l[y] - a.m);
-        if (smoothing != T(0)) out -= smoothing / T(c) * zsum;
+        if (smoothing != T(0)) out -= zsum;  // -inf logits make it +inf, as in PyTorch
       }
       loss[row] = out;
     }

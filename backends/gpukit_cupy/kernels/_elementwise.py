@@ -1,0 +1,133 @@
+"""The elementwise kernels as ``cupy.ElementwiseKernel`` / ``cupy.ReductionKernel``.
+
+CuPy generates the indexing: broadcasting (the bias over rows, a label per row),
+dtype dispatch through the ``T`` placeholder (one definition for float32 and
+float64), strided inputs read in place, and the launch shape. Each kernel compiles
+on its first call per device and dtype; constructing one compiles nothing.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import cupy
+
+from gpukit.backend.kernels import ACTIVATIONS
+
+from ..cuda_sources import source
+
+
+@cache
+def _activations() -> str:
+    return source("activations.cuh")
+
+
+@cache
+def _common() -> str:
+    """gk_common.cuh: the float/double math names (gk_sqrt) and gk_nan."""
+    return source("gk_common.cuh")
+
+
+@cache
+def bias_act_forward(activation: str) -> cupy.ElementwiseKernel:
+    """``y = act(x + bias)``; bias broadcasts over the leading axes."""
+    return cupy.ElementwiseKernel(
+        "T x, T bias, T slope",
+        "T y",
+        f"y = act_forward<T, {ACTIVATIONS.index(activation)}>(x + bias, slope)",
+        f"gk_bias_act_forward_{activation}",
+        preamble=_activations(),
+    )
+
+
+@cache
+def bias_act_backward(activation: str) -> cupy.ElementwiseKernel:
+    """``grad_x = grad_y * act'(x + bias)``."""
+    return cupy.ElementwiseKernel(
+        "T grad_y, T x, T bias, T slope",
+        "T grad_x",
+        f"grad_x = grad_y * act_derivative<T, {ACTIVATIONS.index(activation)}>(x + bias, slope)",
+        f"gk_bias_act_backward_{activation}",
+        preamble=_activations(),
+    )
+
+
+#: Column sums (over every axis but the last) of the bias gradient.
+column_sum = cupy.ReductionKernel("T g", "T s", "g", "a + b", "s = a", "0", "gk_column_sum")
+
+#: torch.optim.SGD without momentum, in place.
+sgd_plain = cupy.ElementwiseKernel(
+    "T grad, T lr, T weight_decay",
+    "T param",
+    """
+    T d = grad;
+    if (weight_decay != T(0)) d += weight_decay * param;
+    param = param - lr * d;
+    """,
+    "gk_sgd_update",
+)
+
+#: torch.optim.SGD with momentum (dampening, Nesterov), in place. damp1 = 1 - dampening.
+sgd_momentum = cupy.ElementwiseKernel(
+    "T grad, T lr, T momentum, T damp1, T weight_decay, int32 nesterov, int32 first_step",
+    "T param, T buf",
+    """
+    T d = grad;
+    if (weight_decay != T(0)) d += weight_decay * param;
+    const T b = first_step ? d : momentum * buf + damp1 * d;
+    buf = b;
+    d = nesterov ? d + momentum * b : b;
+    param = param - lr * d;
+    """,
+    "gk_sgd_momentum_update",
+)
+
+
+@cache
+def adam() -> cupy.ElementwiseKernel:
+    """torch.optim.Adam / AdamW, in place.
+
+    l2: weight decay added to the gradient (Adam), 0 for AdamW; decay: 1 - lr *
+    weight_decay (AdamW), 1 for Adam. step_size = lr / (1 - beta1^t), bc2_sqrt =
+    sqrt(1 - beta2^t); omb1 = 1 - beta1, omb2 = 1 - beta2.
+    """
+    return cupy.ElementwiseKernel(
+        "T grad, T omb1, T beta2, T omb2, T eps, T l2, T decay, T step_size, T bc2_sqrt",
+        "T param, T exp_avg, T exp_avg_sq",
+        """
+    T p = param;
+    T g = grad;
+    if (l2 != T(0)) g += l2 * p;
+    p *= decay;
+    const T m = exp_avg + omb1 * (g - exp_avg);  // lerp, as torch does
+    const T v = beta2 * exp_avg_sq + omb2 * (g * g);
+    exp_avg = m;
+    exp_avg_sq = v;
+    param = p - step_size * (m / (gk_sqrt(v) / bc2_sqrt + eps));
+    """,
+        "gk_adam_update",
+        preamble=_common(),
+    )
+
+
+@cache
+def softmax_xent_backward() -> cupy.ElementwiseKernel:
+    """grad = grad_loss * (probs - off - (j == label ? on : 0)), per row.
+
+    label and grad_loss broadcast over the row; grad is C-contiguous (allocated
+    by CuPy), so its column j is i % c. Labels outside [0, c) give NaN. on = 1 -
+    smoothing, off = smoothing / c.
+    """
+    return cupy.ElementwiseKernel(
+        "T probs, L label, T grad_loss, T on, T off, int64 c",
+        "T grad",
+        """
+    if (label >= 0 && label < c) {
+      grad = (probs - off - ((long long)label == i % c ? on : T(0))) * grad_loss;
+    } else {
+      grad = gk_nan<T>();
+    }
+    """,
+        "gk_softmax_xent_backward",
+        preamble=_common(),
+    )
