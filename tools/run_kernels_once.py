@@ -3,6 +3,7 @@
     compute-sanitizer --tool memcheck --error-exitcode 1 python tools/run_kernels_once.py
     python tools/run_kernels_once.py --list            # the kernel names, one per line
     python tools/run_kernels_once.py --kernel NAME     # only NAME's cases (one verdict each)
+    python tools/run_kernels_once.py --kind RawModule  # only kernels of that registry kind
 
 Runs each case of tests/kernel_cases.py (every activation, optimizer configuration,
 label type and tile shape, in every dtype the registry lists) except the
@@ -30,8 +31,15 @@ def main(argv: list[str]) -> int:
     if argv == ["--list"]:
         print("\n".join(sorted(gk.kernels.KERNELS)))
         return 0
-    only = argv[1] if argv[:1] == ["--kernel"] and len(argv) == 2 else None
-    if argv and only is None:
+    if len(argv) == 2 and argv[0] == "--kernel":
+        chosen = {argv[1]} & set(gk.kernels.KERNELS)
+    elif len(argv) == 2 and argv[0] == "--kind":  # "ElementwiseKernel + ReductionKernel" has both
+        chosen = {n for n, k in gk.kernels.KERNELS.items() if argv[1] in k.kind.split(" + ")}
+    elif not argv:
+        chosen = set(gk.kernels.KERNELS)
+    else:
+        chosen = set()
+    if not chosen:
         print(__doc__, file=sys.stderr)
         return 2
     import cupy as cp
@@ -40,7 +48,7 @@ def main(argv: list[str]) -> int:
     launched: dict[str, int] = {}
     failures = []
     for kernel, cid, run in CASES:
-        if "1000003" in cid or (only is not None and kernel != only):
+        if "1000003" in cid or kernel not in chosen:
             continue
         for dtype in gk.kernels.KERNELS[kernel].dtypes:
             out = run(cp.asarray, np.random.default_rng(0), dtype)
@@ -48,7 +56,7 @@ def main(argv: list[str]) -> int:
             if not all(bool(cp.isfinite(o).all()) for o in out):
                 failures.append(f"{kernel} {cid} {dtype}: non-finite output")
             launched[kernel] = launched.get(kernel, 0) + 1
-    missing = sorted((set(gk.kernels.KERNELS) if only is None else {only}) - set(launched))
+    missing = sorted(chosen - set(launched))
     for name, count in sorted(launched.items()):
         print(f"{name:34s} {count:4d} launches")
     for line in failures + [f"{name}: never launched" for name in missing]:

@@ -35,11 +35,13 @@ lane "3/6 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread defaul
     CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 "${sim[@]}" -m multi_gpu
 lane "4/6 the simulator's own tests (each modelled CuPy behaviour)" \
     "${sim[@]}" tests/cupysim/tests
-for tool in address thread; do
-    lane "$([ $tool = address ] && echo 5 || echo 6)/6 every kernel once, $tool sanitizer" \
-        env PYTHONPATH="$PWD/tests/cupysim:$PYTHONPATH" \
-        python -m cupysim.kernels.sanitize "$tool" -- python tools/run_kernels_once.py
-done
+sanitize=(env PYTHONPATH="$PWD/tests/cupysim:$PYTHONPATH" python -m cupysim.kernels.sanitize)
+lane "5/6 every kernel once, AddressSanitizer + UBSan" \
+    "${sanitize[@]}" address -- python tools/run_kernels_once.py
+# Races need threads that share memory: the RawModule kernels (shared-memory tiles, block
+# reductions). An ElementwiseKernel's threads each own their element.
+lane "6/6 the shared-memory kernels once, ThreadSanitizer" \
+    "${sanitize[@]}" thread -- python tools/run_kernels_once.py --kind RawModule
 
 if [ ${#failed[@]} -gt 0 ]; then
     printf 'sim_lanes: FAILED: %s\n' "${failed[@]}"
