@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import gpukit as gk
 from gpukit.linalg._blas import HostSpace, host_space
 
 from helpers import rel_err
@@ -48,3 +49,9 @@ def test_mixed_dtypes_and_other_functions_follow_numpy(rng):
 
 def test_dtypes_blas_lacks_use_numpy():
     assert host_space(np.dtype(np.float16)) is np
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres", "gmres"])
+def test_empty_system_solves_on_the_host(method):
+    x, info = getattr(gk.linalg, method)(np.zeros((0, 0)), np.zeros(0))
+    assert x.shape == (0,) and info.converged
