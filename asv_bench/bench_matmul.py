@@ -6,6 +6,7 @@ import numpy as np
 
 import gpukit as gk
 
+from . import common
 from .common import BACKENDS, have, random, sync, use
 
 SIZES = [8, 512, 2048]
@@ -84,3 +85,24 @@ class MatmulTorch:
 
     def time_torch_cpu(self, n, dtype):
         self.torch.matmul(self.a, self.b)
+
+
+class MatmulSmall:
+    """8x8 float32 ``matmul``, gpukit and its peers on one axis (issue 20: per-call cost).
+
+    Nothing but per-call overhead shows at this size; the target is gpukit-numpy within
+    15% of numpy (``python -m tools.compare.small`` measures the ratio fairly).
+    """
+
+    params = [common.IMPLS]
+    param_names = ["impl"]
+
+    def setup(self, name):
+        self.impl = common.impl(name)
+        self.a = self.impl.put(common.host_random((8, 8)).astype(np.float32))
+        family = self.impl.family
+        self.op = gk.matmul if family == "gpukit" else self.impl.xp.matmul
+
+    def time_matmul(self, name):
+        self.op(self.a, self.a)
+        self.impl.sync()

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
-from ._select.selection import active_is_host
+from ._select import selection as _selection
 
 __all__ = ["matmul"]
 
@@ -16,6 +16,10 @@ _PRECISIONS = (None, "highest", "tf32")
 _ndarray = np.ndarray
 _np_matmul = np.matmul
 _NUMERIC = _dtypes.NATIVE_NUMERIC
+_scoped_backend = _selection.scoped_backend
+# The numpy backend once a checked call has met it (identity is cheaper than reading
+# ``.name``); a sentinel until then, so that "no backend selected yet" never matches.
+_host: Any = object()
 
 
 def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | None:
@@ -89,28 +93,30 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     >>> c.shape, float(c[0, 0, 0])
     ((4, 2, 5), 3.0)
     """
-    # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds, so plain
-    # ndarrays of a native numeric dtype skip dispatch and the OOM wrapper (an allocation
-    # failure falls through to the checked path, which explains it) and shapes are
-    # diagnosed only when NumPy refuses them. Everything else (object or string dtypes
-    # included) takes the checked path.
-    if (
-        precision is None
-        and type(a) is _ndarray
-        and type(b) is _ndarray
-        and a.dtype in _NUMERIC
-        and b.dtype in _NUMERIC
-        and active_is_host()
-    ):
-        try:
-            return _np_matmul(a, b)
-        except ValueError:
-            problem = _shape_problem(a.shape, b.shape)
-            if problem is None:
-                raise
-            raise ValueError(problem) from None
-        except MemoryError:
-            pass  # the checked path retries once, then explains (gk.OutOfMemoryError)
+    # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds (callgrind:
+    # numpy.matmul is ~10.3k instructions a call, each check here ~100-500), so plain
+    # ndarrays with the numpy backend active skip dispatch and the OOM wrapper. The
+    # active backend is read inline and compared by identity with the numpy backend
+    # the first checked call recorded (a function call costs as much as the checks), the
+    # dtype is checked once, on the result (every dtype NumPy multiplies that gpukit
+    # refuses -- object, long double -- gives a result of that dtype), and shapes are
+    # diagnosed only when NumPy refuses them. Everything else takes the checked path,
+    # which also explains an allocation failure (gk.OutOfMemoryError) after one retry.
+    if precision is None and type(a) is _ndarray is type(b):
+        if (_scoped_backend() or _selection._default) is _host:
+            try:
+                out = _np_matmul(a, b)
+            except ValueError:
+                problem = _shape_problem(a.shape, b.shape)
+                if problem is None:
+                    raise
+                if a.dtype in _NUMERIC and b.dtype in _NUMERIC:  # else: the dtype's TypeError
+                    raise ValueError(problem) from None
+            except (TypeError, MemoryError):
+                pass  # the checked path names the dtype, or retries once and explains
+            else:
+                if out.dtype in _NUMERIC:
+                    return out
     return _matmul(a, b, precision)
 
 
@@ -120,6 +126,9 @@ def _matmul(a: Any, b: Any, precision: str | None) -> Any:
     a = _dtypes.check("gk.matmul", "a", a)
     b = _dtypes.check("gk.matmul", "b", b)
     backend, (a, b) = prepare(a, b, names=("a", "b"))
+    if backend.name == "numpy":
+        global _host
+        _host = backend  # later calls with plain ndarrays take the fast path in matmul()
     problem = _shape_problem(np.shape(a), np.shape(b))
     if problem is not None:
         raise ValueError(problem)

@@ -99,6 +99,30 @@ def test_fast_path_result_is_a_plain_ndarray(rng):
     assert rel_err(got, a.astype(np.float64) @ a) < 1e-5
 
 
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: np.ones((2, 2), dtype=object), TypeError),
+        (lambda: np.ones((2, 2), dtype=np.longdouble), TypeError),
+        (lambda: np.array([["a", "b"], ["c", "d"]]), TypeError),
+        (lambda: np.ones((2, 3), dtype=object), TypeError),  # the dtype before the shape
+    ],
+)
+def test_fast_path_refuses_what_the_checked_path_refuses(make, expected):
+    a = make()
+    with gk.use_backend("numpy"):
+        gk.matmul(np.ones((2, 2)), np.ones((2, 2)))  # warm: the fast path is armed
+        with pytest.raises(expected, match=r"gk\.matmul: argument 'a' has dtype"):
+            gk.matmul(a, a)
+
+
+def test_fast_path_follows_the_active_backend(fake_device, rng):
+    a = _random(rng, (4, 4), "float64")
+    with gk.use_backend("numpy"):
+        assert type(gk.matmul(a, a)) is np.ndarray  # arms the fast path
+    assert isinstance(gk.matmul(a, a), FakeDeviceArray)  # fake_device is active here
+
+
 def test_host_inputs_move_to_the_device_backend(fake_device, rng):
     a, b = _random(rng, (3, 4), "float64"), _random(rng, (4, 5), "float64")
     gk.reset_transfer_stats()

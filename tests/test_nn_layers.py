@@ -66,7 +66,7 @@ def _check_vs_torch(module, torch_module, x, g, torch):
     """Our float32 results vs PyTorch in float64 with the same weights."""
     y = module(gk.asarray(x))
     g_dev = gk.asarray(g)
-    gx = module.backward(g_dev)
+    gx = module.backward(g_dev, need_input_grad=True)
     assert np.array_equal(gk.to_numpy(g_dev), g)  # the caller's gradient is left alone
     xt = torch.from_numpy(x.astype(np.float64)).requires_grad_(True)
     yt = torch_module(xt)
@@ -115,13 +115,24 @@ def test_need_input_grad_false_skips_it_and_keeps_param_grads(backend, rng):
     x = gk.asarray(rng.standard_normal((5, 4)).astype(np.float32))
     g = gk.asarray(rng.standard_normal((5, 2)).astype(np.float32))
     model(x)
-    model.backward(g)
+    assert model.backward(g, need_input_grad=True).shape == (5, 4)
     full = [gk.to_numpy(p.grad) for p in model.parameters()]
-    model.zero_grad()
-    model(x)
-    assert model.backward(g, need_input_grad=False) is None
-    for p, ref in zip(model.parameters(), full, strict=True):
-        assert rel_err(p.grad, ref) < 1e-6
+    for ask in ({"need_input_grad": False}, {}):  # Sequential's default: not computed
+        model.zero_grad()
+        model(x)
+        assert model.backward(g, **ask) is None
+        for p, ref in zip(model.parameters(), full, strict=True):
+            assert rel_err(p.grad, ref) < 1e-6
+
+
+def test_single_layers_return_the_input_gradient_by_default(backend, rng):
+    layer = gk.nn.Linear(4, 3)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    g = rng.standard_normal((5, 3)).astype(np.float32)
+    layer(gk.asarray(x))
+    gx = layer.backward(gk.asarray(g))
+    w = gk.to_numpy(layer.weight.data).astype(np.float64)
+    assert rel_err(gx, g.astype(np.float64) @ w) < TOL[np.dtype(np.float32)]
 
 
 def test_grads_accumulate_until_zero_grad(backend, rng):
@@ -181,7 +192,7 @@ def test_finite_differences_float64(rng, name):
     module = make().to("numpy", dtype="float64")
     module.load_state_dict(state)
     module(x)
-    gx = module.backward(g)
+    gx = module.backward(g, need_input_grad=True)
     assert rel_err(gx, _numeric_grad(f, x)) < 1e-6
     for (pname, p), (_, arr) in zip(module.named_parameters(), state.items(), strict=True):
         assert rel_err(p.grad, _numeric_grad(f, arr)) < 1e-6, pname

@@ -101,7 +101,7 @@ def test_input_gradient_and_accumulation_match_one_device(cpu_devices, rng):
         opt.zero_grad()
         for xb, yb in zip(x, y, strict=True):  # two backward passes accumulate
             loss_fn(model(xb), yb)
-            model.gx = model.backward(loss_fn.backward())
+            model.gx = model.backward(loss_fn.backward(), need_input_grad=True)
     for p, q in zip(single.parameters(), dp.parameters(), strict=True):
         assert rel_err(q.grad, p.grad) < 1e-12
     assert rel_err(dp.gx, single.gx) < 1e-12
@@ -201,7 +201,7 @@ def test_error_on_one_device_reaches_caller_without_deadlock(rng):
                 np.array_equal(p.grad, b) for p, b in zip(dp.parameters(), before, strict=True)
             )
             dp(x)  # the workers are still usable
-            result["again"] = dp.backward(np.ones((8, 2), np.float32)).shape
+            result["again"] = dp.backward(np.ones((8, 2), np.float32), need_input_grad=True).shape
 
     t = threading.Thread(target=run)
     t.start()

@@ -61,7 +61,7 @@ def gpukit_step(x: Any, y: Any) -> Step:
     def step():
         opt.zero_grad()
         loss = loss_fn(model(x), y)
-        model.backward(loss_fn.backward(), need_input_grad=False)
+        model.backward(loss_fn.backward())
         opt.step()
         return loss
 

@@ -33,7 +33,10 @@ logger = logging.getLogger("gpukit")
 ENV_VAR = "GPUKIT_BACKEND"
 
 _scoped: ContextVar[Backend | None] = ContextVar("gpukit_backend", default=None)
-_default: Backend | None = None
+_default: Backend | None = None  # read directly by the gk.matmul fast path (gpukit._matmul)
+#: The backend of the innermost ``use_backend`` block, or None: for front-end fast paths,
+#: which read ``scoped_backend() or _default`` inline (a Python call costs more than that).
+scoped_backend = _scoped.get
 _default_reason = ""
 _lock = threading.Lock()
 
@@ -101,20 +104,6 @@ def get_backend() -> Backend:
         if _registry.debug():
             raise
         raise exc.with_traceback(None)  # noqa: B904 (the same error, without inner frames)
-
-
-def active_is_host() -> bool:
-    """Fast check used by front-end fast paths: is the active backend the numpy one?
-
-    False when no backend can be selected, so the caller's checked path raises the error.
-    """
-    backend = _scoped.get() or _default
-    if backend is None:
-        try:
-            backend = _default_backend()
-        except BackendUnavailableError:
-            return False
-    return backend.name == "numpy"
 
 
 def selection_reason() -> str:

@@ -16,7 +16,8 @@ buffer they reuse on every call (``numpy.dot(A, v, out=buf)``), or ``b`` itself.
 ``xp.empty_like``, ``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an
 array module for native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for
 row-sharded vectors, so each loop is written once for both. A space may also provide fused
-``axpy``/``xpay`` (one pass per device instead of two).
+``axpy``/``xpay`` (one pass per device instead of two) and ``scalar_dot``; on the host the
+space is :class:`gpukit.linalg._blas.HostSpace` (BLAS-1 in place).
 Scalars come to the host once each (``.item()``): on a GPU that is one small
 synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Every scalar is
 checked for NaN/inf, so a non-finite operator ends the solve with a reason rather than
@@ -84,11 +85,12 @@ class Result:
 
 
 def _dot(xp: Any, a: Any, b: Any) -> Any:
-    return xp.vdot(a, b).item()
+    dot = getattr(xp, "scalar_dot", None)  # a space may return the Python scalar itself
+    return xp.vdot(a, b).item() if dot is None else dot(a, b)
 
 
 def _norm(xp: Any, a: Any) -> float:
-    return math.sqrt(abs(xp.vdot(a, a).item()))
+    return math.sqrt(abs(_dot(xp, a, a)))
 
 
 def _axpy(xp: Any, alpha: Any, x: Any, y: Any, tmp: Any) -> None:

@@ -76,7 +76,7 @@ class Sequential(Module):
     ...                          gk.nn.Linear(8, 2, seed=1))
     >>> x = np.ones((5, 4), dtype="float32")
     >>> y = model(x)
-    >>> grad_x = model.backward(np.ones_like(y))
+    >>> grad_x = model.backward(np.ones_like(y), need_input_grad=True)
     >>> grad_x.shape, model[0].weight.grad.shape
     ((5, 4), (8, 4))
     """
@@ -140,7 +140,14 @@ class Sequential(Module):
         return x
 
     @on_grad_device
-    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+    def backward(self, grad_output: Any, *, need_input_grad: bool = False) -> Any:
+        """Run the layers' backward in reverse; the model's input gradient only when asked.
+
+        ``need_input_grad=True`` returns the gradient with respect to the input of the
+        last forward pass; by default (False) it is not computed and None is returned,
+        which saves the first layer's ``grad @ weight`` product (PyTorch, too, computes
+        an input's gradient only when that input requires one).
+        """
         steps = self._steps
         if steps is None:
             raise RuntimeError("Sequential.backward called before any forward pass")

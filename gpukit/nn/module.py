@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -49,6 +50,7 @@ def _deferred() -> list[tuple[Parameter, Any]] | None:
 __all__ = ["Module", "Parameter"]
 
 _ndarray = np.ndarray
+_UNSET: Any = object()  # need_input_grad not passed: the subclass's default applies
 
 
 class Parameter:
@@ -151,7 +153,10 @@ class Module:
         """Gradient with respect to the last forward's input; accumulates parameter grads.
 
         With ``need_input_grad=False`` the input gradient is not computed and None is
-        returned (PyTorch never computes the gradient of a network's input either).
+        returned. Single layers compute it by default (a hand-composed network needs it
+        from every layer but the first); :class:`~gpukit.nn.Sequential`, the model, does
+        only when asked (``need_input_grad=True``), as PyTorch computes the gradient of a
+        network's input only for an input that requires it.
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement backward")
 
@@ -467,9 +472,14 @@ def _backward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fn`` as ``name``'s backward: refused before a forward pass; gradients added to
     the parameters only once the whole (outermost) pass has succeeded; never re-run."""
 
+    # the subclass's own default (True for layers, False for Sequential), read once
+    default = inspect.signature(fn).parameters["need_input_grad"].default
+
     @operation(f"gk.nn.{name}.backward", inplace=True)
     @functools.wraps(fn)
-    def backward(self: Module, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+    def backward(self: Module, grad_output: Any, *, need_input_grad: Any = _UNSET) -> Any:
+        if need_input_grad is _UNSET:
+            need_input_grad = default
         if not self._forwarded:
             raise RuntimeError(
                 f"{name}.backward called before forward: run the forward pass (model(x)) "

@@ -197,7 +197,9 @@ class DataParallel(Module):
         )
         return ShardedArray(self.backend, outs, 0, devs).gather(devs[0])
 
-    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+    def backward(self, grad_output: Any, *, need_input_grad: bool = False) -> Any:
+        """Backward on every replica; the input gradient only when asked, as
+        :meth:`gpukit.nn.Sequential.backward` (the model's own default is not consulted)."""
         k = len(self._sizes)
         if k == 0:
             raise RuntimeError("DataParallel.backward called before any forward pass")

@@ -1,0 +1,88 @@
+"""Issue 20's four figures in one command: gpukit against its peer on small problems.
+
+    python -m tools.compare.small [--threads N]
+
+Rows (ratio = gpukit seconds / peer seconds, same run, tools/compare/timing.py: both
+sides interleaved, an idle pause before each side's block so the other's BLAS threads
+stop spinning, median of per-pair ratios):
+
+* ``gk.matmul`` 8x8 float32 / ``numpy.matmul`` (target <= 1.15);
+* ``gk.linalg.cg`` / ``scipy.sparse.linalg.cg`` on the 5-point Poisson operator of a
+  256x256 grid, rtol 1e-8, both running the same iterations (target <= 0.8);
+* one training step of a 784-256-10 ReLU MLP written as users write it (model, loss,
+  ``backward``, ``optimizer.step``) / the same step in PyTorch CPU, at batch 32, 256 and
+  2048 (targets <= 0.8, <= 0.9, <= 1.0); skipped when PyTorch is not importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+import gpukit as gk
+from gpukit._bench import mlp
+
+from .timing import compare, table
+
+NN_TARGETS = {32: "<= 0.8", 256: "<= 0.9", 2048: "<= 1.0"}
+
+
+def matmul_row() -> tuple:
+    a = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    pair = compare(lambda: gk.matmul(a, a), lambda: np.matmul(a, a), repeats=9)
+    return "matmul 8x8 float32 vs numpy.matmul", pair, "<= 1.15"
+
+
+def cg_row() -> tuple:
+    A = gk.sparse.poisson2d(256)
+    rhs = np.random.default_rng(1).standard_normal(A.shape[0])
+    _, info = gk.linalg.cg(A, rhs, rtol=1e-8)
+    iterations = []
+    spla.cg(A, rhs, rtol=1e-8, callback=lambda xk: iterations.append(1))
+    if info.iterations != len(iterations):
+        raise RuntimeError(f"iterations differ: gpukit {info.iterations}, scipy {len(iterations)}")
+    pair = compare(
+        lambda: gk.linalg.cg(A, rhs, rtol=1e-8), lambda: spla.cg(A, rhs, rtol=1e-8), repeats=5
+    )
+    return f"cg Poisson 256x256 ({info.iterations} it) vs scipy cg", pair, "<= 0.8"
+
+
+def nn_rows(torch) -> list[tuple]:
+    rows = []
+    for batch in (32, 256, 2048):
+        x, y = mlp.data(batch)
+        ours = mlp.gpukit_step(x, y)
+        peer = mlp.torch_step(torch, x, y, "cpu")
+        pair = compare(ours, peer)
+        rows.append((f"MLP step b={batch} vs PyTorch CPU", pair, NN_TARGETS[batch]))
+    return rows
+
+
+def main() -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, help="BLAS and PyTorch threads (default: BLAS's)")
+    args = parser.parse_args()
+    if args.threads:
+        threadpool_limits(args.threads, user_api="blas")
+    threads = max(
+        (i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=1
+    )
+    gk.set_backend("numpy")
+    rows = [matmul_row(), cg_row()]
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not importable: the MLP rows are skipped")
+    else:
+        torch.set_num_threads(threads)
+        rows += nn_rows(torch)
+    print(f"issue 20: small problems, numpy backend; BLAS and PyTorch threads: {threads}")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
