@@ -57,6 +57,17 @@ def xp(backend):
 
 
 @pytest.fixture
+def cupy_backend():
+    """The cupy backend made active, for tests that are about CuPy itself (a real GPU or
+    the simulator); skipped with the reason when it cannot run."""
+    status = gk.available_backends()["cupy"]
+    if not status.available:
+        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
+    with gk.use_backend("cupy") as backend:
+        yield backend
+
+
+@pytest.fixture
 def fake_device():
     """The fake two-device backend, active for the test's duration."""
     with gk.use_backend("fakedevice") as b:

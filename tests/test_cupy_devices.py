@@ -34,15 +34,6 @@ LAYOUTS = {
 
 
 @pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as backend:
-        yield backend
-
-
-@pytest.fixture
 def no_host_waits(cupy_backend, monkeypatch):
     """Fail if gpukit makes the host wait for a device (it should order streams instead)."""
     calls = []

@@ -24,15 +24,12 @@ MiB = 2**20
 
 
 @pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as backend:
-        yield backend
-        for d in range(backend.device_count()):
-            gk.set_memory_limit(None, device=d)
-        gk.empty_cache()
+def cupy_backend(cupy_backend):
+    """conftest's, with every device's limit lifted and the pools emptied afterwards."""
+    yield cupy_backend
+    for d in range(cupy_backend.device_count()):
+        gk.set_memory_limit(None, device=d)
+    gk.empty_cache()
 
 
 def _device(count: int) -> int:

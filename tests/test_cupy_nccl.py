@@ -16,15 +16,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.multi_gpu(2)]
 
 
 @pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as backend:
-        yield backend
-
-
-@pytest.fixture
 def fresh_comms(monkeypatch):
     """An empty communicator cache, and the list of ``initAll`` calls made from now on."""
     from cupy.cuda import nccl

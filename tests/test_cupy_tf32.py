@@ -23,15 +23,6 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as backend:
-        yield backend
-
-
-@pytest.fixture
 def requests():
     """The simulator's record of TF32 requests, cleared (real GPUs keep no such record)."""
     if not simulated():

@@ -24,15 +24,6 @@ GPU_CASES = [
 ]
 
 
-@pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as b:
-        yield b
-
-
 def _poisoned_pool(cp, nbytes: int) -> None:
     """Fill free pool memory with NaN: the outputs allocated next reuse these blocks.
 

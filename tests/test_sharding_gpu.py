@@ -16,15 +16,6 @@ from helpers import TOL, rel_err
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture
-def cupy_backend():
-    status = gk.available_backends()["cupy"]
-    if not status.available:
-        pytest.skip(f"backend 'cupy' unavailable: {status.reason}")
-    with gk.use_backend("cupy") as backend:
-        yield backend
-
-
 def test_single_gpu_sharded_ops(cupy_backend, rng):
     a = rng.standard_normal((301, 64)).astype(np.float32)
     b = rng.standard_normal((64, 32)).astype(np.float32)
