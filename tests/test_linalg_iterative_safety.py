@@ -486,3 +486,14 @@ def test_sharded_solve_follows_the_same_rule(rng, method):
         x, info = SOLVE[method](gk.shard(a), readonly(np, b), M=lambda v: v, rtol=1e-11)
         assert info.converged and isinstance(x, gk.ShardedArray)
         assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
+
+
+def test_bicgstab_underflowing_omega_is_a_breakdown(backend, xp):
+    """t^H t underflows to zero while t^H s does not (found by the fuzz test): the scalars
+    are Python floats since the BLAS-1 loops, so the division raised ZeroDivisionError."""
+    a = np.zeros((5, 5), np.float32)
+    a[0, 0], a[1, 4], a[4, 1] = 1.0, 1.0, 4.627701e-37
+    b = np.array([1.0, 9.30075809e-140, 0.0, 0.0, 0.0])
+    with pytest.warns(gk.ConvergenceWarning, match="omega"):
+        _, info = gk.linalg.bicgstab(xp.asarray(a), xp.asarray(b), rtol=0.0)
+    assert not info.converged and info.reason.startswith("breakdown: omega")

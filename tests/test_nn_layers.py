@@ -236,6 +236,20 @@ def test_softmax_of_integers_is_float64_without_wraparound(backend, rng):
     assert rel_err(y, scipy.special.softmax(x.astype(np.float64), axis=-1)) < 1e-15
 
 
+def test_layernorm_float16_statistics_do_not_overflow(backend, rng):
+    """float16 rows whose squares pass 65504 (found by the fuzz test: the variance was inf
+    and every output 0): statistics in float32, as PyTorch computes them for half."""
+    x = np.concatenate([[[512.0, 0.0, -300.0]], rng.uniform(-400, 400, (4, 3))])
+    layer = gk.nn.LayerNorm(3, dtype="float16")
+    y = layer(gk.asarray(x.astype(np.float16)))
+    x64 = x.astype(np.float16).astype(np.float64)
+    want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    assert y.dtype == np.float16 and rel_err(y, want) < 2e-3
+    g = layer.backward(gk.asarray(np.ones_like(x, dtype=np.float16)))
+    assert g.dtype == np.float16 and np.isfinite(gk.to_numpy(g)).all()
+    assert layer.weight.grad.dtype == np.float16
+
+
 def test_module_structure_repr_and_modes():
     model = gk.nn.Sequential(
         gk.nn.Linear(3, 4), gk.nn.GELU("tanh"), gk.nn.Dropout(0.1), gk.nn.LayerNorm(4)

@@ -285,11 +285,13 @@ def bicgstab(
         ts = _dot(xp, t, r)
         if not _finite(tt, ts):
             return Outcome(x, k, False, NONFINITE)
-        if abs(ts) <= eps * math.sqrt(tt) * snorm:
+        # t^H s = 0 to working precision, or t^H t or omega underflowing to zero (the
+        # scalars are Python floats: a zero divisor raises instead of giving inf)
+        omega = ts / tt if tt else 0.0
+        if omega == 0 or abs(ts) <= eps * math.sqrt(tt) * snorm:
             if callback is not None:
                 callback(x)
             return Outcome(x, k, False, BICGSTAB_OMEGA)
-        omega = ts / tt
         _axpy(xp, omega, shat, x, tmp)  # before r (which shat may be) changes
         _axpy(xp, -omega, t, r, tmp)
         rnorm = _norm(xp, r)

@@ -493,35 +493,38 @@ class LayerNorm(Module):
     def forward(self, x: Any) -> Any:
         xp = _dispatch.namespace(x)
         axes = self._axes(x)
-        mean = x.mean(axis=axes, keepdims=True)
-        xc = x - mean
+        # float16 statistics in float32, as PyTorch does: squares of float16 overflow at 65504
+        work = x.astype(np.float32) if x.dtype == np.float16 else x
+        mean = work.mean(axis=axes, keepdims=True)
+        xc = work - mean
         var = (xc * xc).mean(axis=axes, keepdims=True)
-        rstd = 1 / xp.sqrt(var + x.dtype.type(self.eps))
+        rstd = 1 / xp.sqrt(var + work.dtype.type(self.eps))
         xhat = xc * rstd
         self._cache = (xhat, rstd, axes)
         if self.weight is None:
-            return xhat
+            return xhat.astype(x.dtype, copy=False)
         y = xhat * self.weight.data
         if self.bias is not None:
             y += self.bias.data
-        return y
+        return y.astype(x.dtype, copy=False)
 
     @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         xhat, rstd, axes = self._cache
-        g = grad_output
+        g = grad_output.astype(xhat.dtype, copy=False)  # float16 in float32, as forward
         lead = tuple(range(g.ndim - len(axes)))
         if self.weight is not None:
-            self.weight.accumulate((g * xhat).sum(axis=lead))
+            dtype = self.weight.data.dtype
+            self.weight.accumulate((g * xhat).sum(axis=lead).astype(dtype, copy=False))
             if self.bias is not None:
-                self.bias.accumulate(g.sum(axis=lead))
+                self.bias.accumulate(g.sum(axis=lead).astype(dtype, copy=False))
             g = g * self.weight.data
         if not need_input_grad:
             return None
         gx = g - g.mean(axis=axes, keepdims=True)
         gx -= xhat * (g * xhat).mean(axis=axes, keepdims=True)
         gx *= rstd
-        return gx
+        return gx.astype(grad_output.dtype, copy=False)
 
     def extra_repr(self) -> str:
         return (
