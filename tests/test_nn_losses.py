@@ -77,6 +77,9 @@ def test_loss_errors():
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(2))
     with pytest.raises(ValueError, match=r"integer class labels of shape \(2,\), got shape \(3,"):
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.zeros(3, int))
+    for classless in ((0, 0), (2, 0)):  # found by the fuzz test: a division by C on CuPy
+        with pytest.raises(ValueError, match=r"\(N, C\) with C >= 1 classes"):
+            gk.nn.CrossEntropyLoss()(np.zeros(classless), np.zeros(classless[0], int))
     with pytest.raises(TypeError, match=r"MSELoss: target has dtype float64 but the output is fl"):
         gk.nn.MSELoss()(np.zeros(2, np.float32), np.zeros(2))
     with pytest.raises(TypeError, match=r"BCEWithLogitsLoss: target has dtype int64"):

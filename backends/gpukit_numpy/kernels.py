@@ -300,7 +300,7 @@ def softmax_cross_entropy(
     # logit gives probability 0, and with eps > 0 a loss of +inf (as in PyTorch).
     z = np.subtract(logits, logits.max(axis=1, keepdims=True))
     picked, _ = _label_pick(z, labels)
-    zsum = np.multiply(z, label_smoothing / c).sum(axis=1) if label_smoothing else None
+    zsum = np.multiply(z, label_smoothing / max(c, 1)).sum(axis=1) if label_smoothing else None
     np.exp(z, out=z)
     s = z.sum(axis=1, keepdims=True)
     z /= s
@@ -316,7 +316,7 @@ def softmax_cross_entropy_backward(
 ) -> np.ndarray:
     """Reference of :func:`gpukit.kernels.softmax_cross_entropy_backward`."""
     c = probs.shape[1]
-    g = probs - label_smoothing / c if label_smoothing else probs.copy()
+    g = probs - label_smoothing / max(c, 1) if label_smoothing else probs.copy()  # c = 0: empty
     valid = (labels >= 0) & (labels < c)
     rows = np.flatnonzero(valid)
     g[rows, labels[rows]] -= 1.0 - label_smoothing

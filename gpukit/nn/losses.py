@@ -180,9 +180,10 @@ class CrossEntropyLoss(_Loss):
             raise TypeError(
                 f"CrossEntropyLoss: target must be integer class labels, got dtype {labels.dtype}"
             )
-        if logits.ndim != 2:
+        if logits.ndim != 2 or logits.shape[1] == 0:
             raise ValueError(
-                f"CrossEntropyLoss: output must be (N, C), got shape {tuple(logits.shape)}"
+                f"CrossEntropyLoss: output must be (N, C) with C >= 1 classes, got shape "
+                f"{tuple(logits.shape)}"
             )
         if tuple(labels.shape) != (logits.shape[0],):
             raise ValueError(

@@ -150,7 +150,7 @@ def softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing: fl
         labels[:, None],
         grad_loss[:, None],
         s(1.0 - label_smoothing),
-        s(label_smoothing / probs.shape[1]),
+        s(label_smoothing / max(probs.shape[1], 1)),  # no classes: nothing to scale
         np.int64(probs.shape[1]),
     )
 
