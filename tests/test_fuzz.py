@@ -205,6 +205,11 @@ def reference(call: Callable[[], Any]) -> Any:
 
 
 # -- gk: matmul, asarray, to_numpy ----------------------------------------------------------
+def _on_host() -> bool:
+    """Whether the active backend computes with NumPy itself (then results are bit-equal)."""
+    return gk.get_backend().name == "numpy"
+
+
 @FUZZ
 @given(a=arrays(max_dims=3), b=arrays(max_dims=3))
 def test_fuzz_matmul(a, b):
@@ -214,7 +219,12 @@ def test_fuzz_matmul(a, b):
     want = reference(lambda: np.matmul(a, b))
     assert want is not None, "gk.matmul computed what numpy.matmul refuses"
     assert got.dtype == want.dtype
-    close(got, want, 0.0)  # the same computation on the host: identical
+    if _on_host():
+        close(got, want, 0.0)  # the same computation: identical
+    elif finite(a, b):  # cuBLAS sums (and overflows) in its own order
+        scale = float(np.abs(a).max(initial=0.0)) * float(np.abs(b).max(initial=0.0))
+        close(got, want, tolerance(want.dtype) * max(1, a.shape[-1]), nonfinite=False,
+              scale=scale)  # fmt: skip
 
 
 @FUZZ
@@ -585,7 +595,8 @@ def test_fuzz_layers_and_predict(layer, width, data):
         batch = data.draw(st.sampled_from([1, 2, 1024, 0, -1, 2.5]), label="batch_size")
         out = attempt(lambda: gk.nn.predict(module, x, batch_size=batch))
         if not isinstance(out, Raised) and finite(x):
-            close(out, gk.to_numpy(module(x)), 0.0)
+            # batches of another size may round differently on a GPU library
+            close(out, gk.to_numpy(module(x)), 0.0 if _on_host() else tolerance(x.dtype))
 
 
 # -- gk.sparse --------------------------------------------------------------------------------
