@@ -96,26 +96,34 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds (callgrind:
     # numpy.matmul is ~10.3k instructions a call, each check here ~100-500), so plain
     # ndarrays with the numpy backend active skip dispatch and the OOM wrapper. The
-    # active backend is read inline and compared by identity with the numpy backend
-    # the first checked call recorded (a function call costs as much as the checks), the
-    # dtype is checked once, on the result (every dtype NumPy multiplies that gpukit
-    # refuses -- object, long double -- gives a result of that dtype), and shapes are
-    # diagnosed only when NumPy refuses them. Everything else takes the checked path,
-    # which also explains an allocation failure (gk.OutOfMemoryError) after one retry.
+    # active backend is read inline (one global while no use_backend block was ever
+    # entered, ~300 instructions less than the ContextVar and the default) and compared
+    # by identity with the numpy backend the first checked call recorded (a function
+    # call costs as much as the checks), the dtype is checked once, on the result (every
+    # dtype NumPy multiplies that gpukit refuses -- object, long double -- gives a result
+    # of that dtype), and shapes are diagnosed only when NumPy refuses them. Everything
+    # else takes the checked path, which also explains an allocation failure
+    # (gk.OutOfMemoryError) after one retry.
     if precision is None and type(a) is _ndarray is type(b):
-        if (_scoped_backend() or _selection._default) is _host:
+        if _selection.unscoped_default is _host or (
+            (_scoped_backend() or _selection._default) is _host
+        ):
             try:
                 out = _np_matmul(a, b)
+                numeric = out.dtype in _NUMERIC
             except ValueError:
                 problem = _shape_problem(a.shape, b.shape)
                 if problem is None:
                     raise
                 if a.dtype in _NUMERIC and b.dtype in _NUMERIC:  # else: the dtype's TypeError
                     raise ValueError(problem) from None
-            except (TypeError, MemoryError):
-                pass  # the checked path names the dtype, or retries once and explains
+            # TypeError: the checked path names the dtype; MemoryError: it retries once and
+            # explains; AttributeError: two 1-d object arrays gave a Python scalar, which the
+            # checked path refuses (found by the fuzz test)
+            except (TypeError, MemoryError, AttributeError):
+                pass
             else:
-                if out.dtype in _NUMERIC:
+                if numeric:
                     return out
     return _matmul(a, b, precision)
 

@@ -106,6 +106,8 @@ def test_fast_path_result_is_a_plain_ndarray(rng):
         (lambda: np.ones((2, 2), dtype=np.longdouble), TypeError),
         (lambda: np.array([["a", "b"], ["c", "d"]]), TypeError),
         (lambda: np.ones((2, 3), dtype=object), TypeError),  # the dtype before the shape
+        # two 1-d object arrays: NumPy returns a Python scalar, no array (the fuzz test)
+        (lambda: np.array([0.0], dtype=object), TypeError),
     ],
 )
 def test_fast_path_refuses_what_the_checked_path_refuses(make, expected):

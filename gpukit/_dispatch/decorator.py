@@ -7,6 +7,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .._runtime import memory
 from .._runtime.placement import first_device
 from .._select.registry import debug
@@ -16,6 +18,15 @@ from .kinds import find, implementation
 __all__ = ["operation"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Exact types that are never a registered array kind nor a device array: a call whose
+# arguments are all of these (NumPy arrays, Python and NumPy scalars, strings, None,
+# containers) needs neither the kind search nor the device search, one set look-up per
+# argument. Containers are not looked into by either search.
+_PLAIN = frozenset(
+    {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
+    | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
+)
 
 
 def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
@@ -60,10 +71,19 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            found = find(args, kwargs)
-            if found is not None and found[0].name not in native:
-                return implementation(name, *found)(*args, **kwargs)
             try:
+                for x in args:  # the warm host call: plain arguments only, no search
+                    if type(x) not in _PLAIN:
+                        break
+                else:
+                    for x in kwargs.values():
+                        if type(x) not in _PLAIN:
+                            break
+                    else:
+                        return guarded(*args, **kwargs)
+                found = find(args, kwargs)
+                if found is not None and found[0].name not in native:
+                    return implementation(name, *found)(*args, **kwargs)
                 home = first_device(itertools.chain(args, kwargs.values()))
                 if home is None:
                     return guarded(*args, **kwargs)

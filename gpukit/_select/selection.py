@@ -39,6 +39,27 @@ _default: Backend | None = None  # read directly by the gk.matmul fast path (gpu
 scoped_backend = _scoped.get
 _default_reason = ""
 _lock = threading.Lock()
+#: The active backend while no ``use_backend`` block has ever been entered in this process
+#: (then no context can hold a scoped backend, and the default is active everywhere); None
+#: before the default is resolved and for good from the first ``use_backend`` on. A hot
+#: path reads this one global where it would otherwise read the ContextVar and the default.
+unscoped_default: Backend | None = None
+_ever_scoped = False  # written under _lock, with unscoped_default
+
+
+def _set_default(backend: Backend, reason: str) -> None:
+    """Make ``backend`` the default (the caller holds ``_lock``)."""
+    global _default, _default_reason, unscoped_default
+    _default, _default_reason = backend, reason
+    if not _ever_scoped:
+        unscoped_default = backend
+
+
+def _mark_scoped() -> None:
+    """The first ``use_backend`` of the process: ``unscoped_default`` no longer holds."""
+    global _ever_scoped, unscoped_default
+    with _lock:
+        _ever_scoped, unscoped_default = True, None
 
 
 def _auto() -> tuple[Backend, str]:
@@ -66,10 +87,9 @@ def _resolve(name: str, how: str) -> tuple[Backend, str]:
 
 
 def _default_backend() -> Backend:
-    global _default, _default_reason
     with _lock:
         if _default is None:
-            _default, _default_reason = _resolve(os.environ.get(ENV_VAR, "auto"), ENV_VAR)
+            _set_default(*_resolve(os.environ.get(ENV_VAR, "auto"), ENV_VAR))
         return _default
 
 
@@ -165,10 +185,9 @@ def set_backend(name: str) -> Backend:
     >>> gk.set_backend("numpy").name
     'numpy'
     """
-    global _default, _default_reason
     backend, reason = _resolve(name, "set_backend")
     with _lock:
-        _default, _default_reason = backend, reason
+        _set_default(backend, reason)
     return backend
 
 
@@ -203,6 +222,8 @@ def use_backend(name: str | Backend) -> Iterator[Backend]:
     ('numpy', 'numpy')
     """
     backend = name if isinstance(name, Backend) else _resolve(name, "use_backend")[0]
+    if not _ever_scoped:
+        _mark_scoped()  # before the ContextVar is set: no fast path may skip reading it
     token = _scoped.set(backend)
     try:
         yield backend

@@ -1,0 +1,63 @@
+"""The warm host path of dispatch (issue 20) skips searches, never their outcome.
+
+``@operation`` and ``prepare`` return early when every argument is plain host data on a
+host backend; each case here has one argument that must leave that path: an array kind
+(sharded), a device array, by position or by keyword, and host data on a device backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+from gpukit._dispatch import operation, prepare
+from gpukit_numpy import NumpyBackend
+
+
+@operation("gk.test_where")
+def _where(a, b=None, *, c=None):
+    """Where it ran: the active backend and its current device, and the inputs as given."""
+    backend = gk.get_backend()
+    return backend.name, backend.current_device(), (a, b, c)
+
+
+PLAIN = [np.ones(3), 2, 2.5, 1j, True, None, "s", (1, 2), [1.0], {"k": 1}, np.float32(1)]
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
+def test_plain_arguments_run_the_function_as_given(value):
+    with gk.use_backend("numpy"):
+        name, device, (a, b, c) = _where(value, b=value, c=value)
+    assert (name, device) == ("numpy", 0)
+    assert a is value and b is value and c is value
+
+
+@pytest.mark.parametrize("where", ["positional", "keyword"])
+def test_a_sharded_argument_anywhere_reaches_its_kind(rng, where):
+    with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
+        x = gk.shard(rng.standard_normal(8))
+        args = (np.ones(2), x) if where == "positional" else (np.ones(2),)
+        kwargs = {} if where == "positional" else {"c": x}
+        with pytest.raises(TypeError, match=r"gk\.test_where does not accept a ShardedArray"):
+            _where(*args, **kwargs)
+
+
+@pytest.mark.parametrize("where", ["positional", "keyword"])
+def test_a_device_array_anywhere_makes_its_device_current(fake_device, where):
+    x = fake_device.asarray(np.ones(2), device=1)
+    assert fake_device.current_device() == 0
+    args, kwargs = ((np.ones(2), x), {}) if where == "positional" else ((np.ones(2),), {"c": x})
+    name, device, _ = _where(*args, **kwargs)
+    assert (name, device) == ("fakedevice", 1)
+
+
+def test_prepare_keeps_host_arrays_on_a_host_backend_and_moves_them_to_a_device(fake_device):
+    x, y = np.arange(3.0), np.ones(3)
+    with gk.use_backend("numpy"):
+        backend, (a, b, none) = prepare(x, y, None)
+    assert backend.name == "numpy" and a is x and b is y and none is None
+    backend, (a, b, none) = prepare(x, y, None)  # fakedevice active: an implicit transfer
+    assert backend is fake_device and none is None
+    assert all(fake_device.owns(v) for v in (a, b))
+    np.testing.assert_array_equal(fake_device.to_numpy(a), x)
