@@ -292,3 +292,20 @@ def test_numpy_backend_fft_does_not_import_cupy():
     proc = run_python(code, env={"GPUKIT_FFT_ENGINE": "scipy"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["scipy", "24.0", "False"]
+
+
+@pytest.mark.parametrize("fn", ["fft", "ifft", "rfft", "irfft"])
+@pytest.mark.parametrize("n", [None, 5, 13])
+def test_one_axis_transforms_are_scipys_nd_transform_bit_for_bit(rng, fn, n):
+    """A one-axis transform calls scipy.fft's one-axis function (cheaper argument handling):
+    the same pocketfft call as the n-d function over that axis, to the bit."""
+    import scipy.fft
+
+    x = rng.standard_normal((3, 8, 6))
+    if fn != "rfft":
+        x = x + 1j * rng.standard_normal(x.shape)
+    with gk.use_backend("numpy"):
+        got = getattr(gk.fft, fn)(x, n=n, axis=1, norm="ortho")
+    s = (n if n is not None else (2 * (8 - 1) if fn == "irfft" else 8),)
+    want = getattr(scipy.fft, fn + "n")(x, s=s, axes=(1,), norm="ortho")
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
