@@ -506,3 +506,15 @@ def test_solve_check_finite_refuses_nan_when_computed(rng):
     x = gk.linalg.solve(da.from_array(a, chunks=2), da.from_array(b, chunks=2))
     with pytest.raises(ValueError, match=r"argument 'b' holds NaN or inf"):
         x.compute(scheduler="sync")
+
+
+def test_krylov_norms_of_dask_vectors_do_not_underflow():
+    """The Dask space's largest magnitude rescales a norm whose squares underflow: a
+    float32 b of 1.2e-38 against A = 0 fails honestly with b's true norm."""
+    b = np.full(6, 1.1754944e-38, dtype=np.float32)
+    with gk.use_backend("numpy"), pytest.warns(gk.ConvergenceWarning):
+        _, info = gk.linalg.cg(
+            da.from_array(np.zeros((6, 6), np.float32), chunks=3), da.from_array(b, chunks=3)
+        )
+    assert not info.converged
+    assert info.residual_norm == pytest.approx(float(np.linalg.norm(b.astype(np.float64))))

@@ -497,3 +497,31 @@ def test_bicgstab_underflowing_omega_is_a_breakdown(backend, xp):
     with pytest.warns(gk.ConvergenceWarning, match="omega"):
         _, info = gk.linalg.bicgstab(xp.asarray(a), xp.asarray(b), rtol=0.0)
     assert not info.converged and info.reason.startswith("breakdown: omega")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("magnitude", [1.1754944e-38, 1e-30, 1e25], ids=["tiny", "small", "huge"])
+def test_norms_do_not_underflow_into_a_false_convergence(backend, method, magnitude):
+    """A float32 b whose squares underflow (or overflow) still has its true norm: a singular
+    A then gives an honest failure, never "x = 0, converged" (the fuzz test under the
+    simulator: gmres with A = [[0]] and b = [1.2e-38] reported convergence at iteration 0)."""
+    b = np.full(3, magnitude, dtype=np.float32)
+    want = float(np.linalg.norm(b.astype(np.float64)))
+    with pytest.warns(gk.ConvergenceWarning, match="did not converge"):
+        x, info = getattr(gk.linalg, method)(
+            gk.asarray(np.zeros((3, 3), np.float32)), gk.asarray(b)
+        )
+    assert not info.converged
+    assert info.residual_norm == pytest.approx(want, rel=1e-6)
+    assert info.tolerance == pytest.approx(1e-5 * want, rel=1e-6)
+    assert not gk.to_numpy(x).any()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_b_whose_norm_exceeds_float64_is_refused_naming_the_overflow(backend, method):
+    """||b|| beyond float64 (two entries of 1.3e308): the rescaled norm is inf, and the
+    solve refuses b with the ValueError that says so, not an OverflowError from the
+    rescaling (the fuzz test)."""
+    b = gk.asarray(np.full(2, 1.27116101e308))
+    with pytest.raises(ValueError, match="the norm of argument 'b' overflows float64"):
+        getattr(gk.linalg, method)(gk.asarray(np.zeros((2, 2))), b)

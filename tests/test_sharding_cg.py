@@ -154,3 +154,14 @@ def test_sharded_solve_errors(rng):
             gk.linalg.cg([a[:5], a[5:]], gk.shard(b))
         with pytest.raises(ValueError, match="4 row blocks but backend 'numpy' has 3 devices"):
             gk.linalg.cg([a[:3], a[3:6], a[6:8], a[8:]], b)
+
+
+def test_sharded_norms_do_not_underflow_into_a_false_convergence(cpu_devices):
+    """The sharded space's largest magnitude rescales a norm whose squares underflow: a
+    float32 b of 1.2e-38 against A = 0 is an honest failure with b's true norm."""
+    b = np.full(8, 1.1754944e-38, dtype=np.float32)
+    with pytest.warns(gk.ConvergenceWarning):
+        x, info = gk.linalg.cg(gk.shard(np.zeros((8, 8), np.float32)), gk.shard(b))
+    assert not gk.to_numpy(x).any()
+    assert not info.converged
+    assert info.residual_norm == pytest.approx(float(np.linalg.norm(b.astype(np.float64))))

@@ -26,6 +26,11 @@ def _raising() -> Iterator[None]:
 class CupyLinalg(LinalgOps):
     """cupy.linalg with cuSOLVER errors raised; batched Cholesky solves via cupyx.lapack."""
 
+    def krylov_space(self, dtype: Any) -> Any:
+        from .krylov import DeviceSpace
+
+        return DeviceSpace(self.xp, dtype)
+
     def linalg_solve(self, a: Any, b: Any, assume_a: str) -> Any:
         with _raising():
             if assume_a == "pos":

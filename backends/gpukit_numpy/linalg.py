@@ -128,6 +128,11 @@ class NumpyLinalg(LinalgOps):
     """numpy.linalg for general matrices, LAPACK Cholesky for positive-definite ones,
     LAPACK's condition estimates for one matrix."""
 
+    def krylov_space(self, dtype: np.dtype) -> Any:
+        from .krylov import host_space  # SciPy's BLAS: imported by the first Krylov solve
+
+        return host_space(dtype)
+
     def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
         if a.ndim != 2 or a.shape[0] == 0:  # a stack: numpy's batched solve, exact rcond
             return super().linalg_solve_rcond(a, b, assume_a)

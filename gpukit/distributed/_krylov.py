@@ -187,6 +187,13 @@ class DaskSpace:
     def norm(self, x: Vector) -> float:
         return math.sqrt(abs(self.vdot(x, x).item()))
 
+    def max_abs(self, x: Vector) -> float:
+        """The largest magnitude of any entry (the rescaled norm's rare path)."""
+        import dask.array as da
+
+        with computing(self.op):
+            return float(da.absolute(x.value).max().compute())
+
 
 def _fetch(partials: Any) -> list[Any]:
     """The chunks of a persisted 1-d array, in order: gathered from a distributed

@@ -16,8 +16,9 @@ buffer they reuse on every call (``numpy.dot(A, v, out=buf)``), or ``b`` itself.
 ``xp.empty_like``, ``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an
 array module for native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for
 row-sharded vectors, so each loop is written once for both. A space may also provide fused
-``axpy``/``xpay`` (one pass per device instead of two) and ``scalar_dot``; on the host the
-space is :class:`gpukit.linalg._blas.HostSpace` (BLAS-1 in place).
+``axpy``/``xpay`` (one pass per device instead of two) and ``scalar_dot``: the backend's
+``krylov_space`` gives them (BLAS-1 in place on the host, one ElementwiseKernel each on
+CuPy), and the sharded space runs the backend's on every shard.
 Scalars come to the host once each (``.item()``): on a GPU that is one small
 synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Every scalar is
 checked for NaN/inf, so a non-finite operator ends the solve with a reason rather than
@@ -90,7 +91,31 @@ def _dot(xp: Any, a: Any, b: Any) -> Any:
 
 
 def _norm(xp: Any, a: Any) -> float:
-    return math.sqrt(abs(_dot(xp, a, a)))
+    """``||a||_2``. ``sqrt(a^H a)`` first; when that is 0 or inf, which the squares'
+    underflow or overflow can cause (a float32 ``b = [1.2e-38]`` has ``b^H b = 0``, and
+    the solve once reported ``x = 0`` as converged), the norm of ``a`` rescaled by its
+    largest magnitude."""
+    n = math.sqrt(abs(_dot(xp, a, a)))
+    if 0.0 < n < math.inf or math.isnan(n) or a.shape[0] == 0:
+        return n
+    max_abs = getattr(xp, "max_abs", None)  # a space of distributed vectors provides it
+    m = float(xp.abs(a).max()) if max_abs is None else max_abs(a)
+    if m == 0.0 or not math.isfinite(m):
+        return m
+    # a * 2**-e has entries of at most 1 (exact: a power of two), applied in factors of
+    # at most 2**60 so that each factor is representable in float32
+    e = math.frexp(m)[1]
+    t = xp.empty_like(a)
+    xp.copyto(t, a)
+    left = -e
+    while left:
+        step = max(-60, min(60, left))
+        xp.multiply(t, 2.0**step, out=t)
+        left -= step
+    try:
+        return math.ldexp(math.sqrt(abs(_dot(xp, t, t))), e)
+    except OverflowError:  # beyond float64 itself (two entries of 1.3e308)
+        return math.inf
 
 
 def _axpy(xp: Any, alpha: Any, x: Any, y: Any, tmp: Any) -> None:

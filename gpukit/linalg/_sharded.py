@@ -42,6 +42,14 @@ class ShardedSpace:
         self.backend, self.devices = backend, devices
         self._xp = backend.xp
         self._collectives = backend.collectives(devices)
+        self._spaces: dict[np.dtype, Any] = {}
+
+    def _fused(self, dtype: np.dtype) -> Any:
+        """The backend's Krylov space for ``dtype`` shards (its fused axpy/xpay)."""
+        space = self._spaces.get(dtype)
+        if space is None:
+            space = self._spaces[dtype] = self.backend.krylov_space(dtype)
+        return space
 
     def _map(self, fn: Callable[..., Any], *vectors: ShardedArray) -> list[Any]:
         return map_devices(self.backend, self.devices, fn, *(v.shards for v in vectors))
@@ -67,14 +75,29 @@ class ShardedSpace:
         return out
 
     def axpy(self, alpha: Any, x: ShardedArray, y: ShardedArray) -> None:
-        """``y += alpha * x``, one task per device (no scratch: shards are small)."""
-        xp = self._xp
-        self._map(lambda a, b: xp.add(b, xp.multiply(a, alpha), out=b), x, y)
+        """``y += alpha * x``, one task per device, each the backend's fused update."""
+        axpy = self._update("axpy", y)
+        if axpy is None:
+            xp = self._xp
+            self._map(lambda a, b: xp.add(b, xp.multiply(a, alpha), out=b), x, y)
+        else:
+            self._map(lambda a, b: axpy(alpha, a, b), x, y)
 
     def xpay(self, x: ShardedArray, beta: Any, y: ShardedArray) -> None:
-        """``y = x + beta * y``, one task per device."""
-        xp = self._xp
-        self._map(lambda a, b: xp.add(xp.multiply(b, beta, out=b), a, out=b), x, y)
+        """``y = x + beta * y``, one task per device, each the backend's fused update."""
+        xpay = self._update("xpay", y)
+        if xpay is None:
+            xp = self._xp
+            self._map(lambda a, b: xp.add(xp.multiply(b, beta, out=b), a, out=b), x, y)
+        else:
+            self._map(lambda a, b: xpay(a, beta, b), x, y)
+
+    def _update(self, name: str, y: ShardedArray) -> Any:
+        """The backend's fused ``name`` for ``y``'s dtype, or None (no shard is empty:
+        BLAS refuses empty vectors)."""
+        if any(s.size == 0 for s in y.shards):
+            return None
+        return getattr(self._fused(np.dtype(y.dtype)), name, None)
 
     def copyto(self, dst: ShardedArray, src: ShardedArray) -> None:
         """``dst[...] = src``, shard by shard."""
@@ -89,6 +112,12 @@ class ShardedSpace:
 
     def zeros_like(self, x: ShardedArray) -> ShardedArray:
         return self._wrap(self._map(self._xp.zeros_like, x))
+
+    def max_abs(self, x: ShardedArray) -> float:
+        """The largest magnitude of any entry (0 for no entries)."""
+        xp = self._xp
+        parts = self._map(lambda s: float(xp.abs(s).max()) if s.size else 0.0, x)
+        return max(parts, default=0.0)
 
     def norm(self, x: ShardedArray) -> float:
         return float(abs(self.vdot(x, x).item())) ** 0.5

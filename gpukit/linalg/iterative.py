@@ -24,7 +24,6 @@ from ..backend import Backend
 from ..errors import ConvergenceWarning, warn
 from ..sparse import issparse, to_backend
 from . import _krylov, _sharded
-from ._blas import host_space
 from ._checks import solve_dtype
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
@@ -318,8 +317,8 @@ def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
     psolve = None if m is None else _operator(op, backend, m, "M", n, dtype)
     b = b.astype(dtype, copy=False)
     x = xp.zeros(n, dtype=dtype) if x0 is None else x0.astype(dtype, copy=True)
-    if xp is np and n:  # BLAS refuses empty vectors; NumPy handles n = 0
-        xp = host_space(dtype)
+    if n:  # the backend's fused updates (BLAS refuses empty vectors; xp handles n = 0)
+        xp = backend.krylov_space(dtype)
     return xp, matvec, psolve, b, x, dtype, backend
 
 

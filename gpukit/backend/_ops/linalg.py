@@ -104,6 +104,16 @@ class LinalgOps:
 
         return scipy.sparse.csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
 
+    def krylov_space(self, dtype: np.dtype) -> Any:
+        """The vector space the Krylov loops of ``gk.linalg`` run in for ``dtype`` vectors.
+
+        ``self.xp`` by default. A backend may return an object that behaves as ``self.xp``
+        and adds any of ``axpy(alpha, x, y)`` (``y += alpha * x`` in place),
+        ``xpay(x, beta, y)`` (``y = x + beta * y`` in place) and ``scalar_dot(a, b)``
+        (``vdot`` as a Python scalar): fused in one pass, without temporaries.
+        """
+        return self.xp
+
     def linalg_matvec(self, a: Any) -> Callable[[Any], Any]:
         """``v -> a @ v`` for a dense array, a sparse matrix or a LinearOperator."""
         matvec = getattr(a, "matvec", None)

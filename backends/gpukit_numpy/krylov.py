@@ -1,10 +1,14 @@
 """The host vector space of the Krylov loops: NumPy, with BLAS-1 for the hot updates.
 
-:mod:`gpukit.linalg._krylov` takes its vector operations from ``xp``. On the host,
-``numpy.multiply`` + ``numpy.add`` make two passes and a temporary for ``y += a x``, and
-``numpy.vdot(...).item()`` a NumPy scalar per reduction; BLAS ``axpy``/``scal``/``dot``
-(through :mod:`scipy.linalg.blas`, the library NumPy's own products use) update in place
-in one pass and return Python scalars. Everything else is NumPy's.
+The loops of :mod:`gpukit.linalg._krylov` take their vector operations from a *space*
+(``Backend.krylov_space``). On the host, ``numpy.multiply`` + ``numpy.add`` make two passes
+and a temporary for ``y += a x``, and ``numpy.vdot(...).item()`` a NumPy scalar per
+reduction; BLAS ``axpy``/``scal``/``dot`` (through :mod:`scipy.linalg.blas`) update in place
+in one pass and return Python scalars. Everything else is NumPy's. SciPy's wheels bundle an
+OpenBLAS of their own, with its own thread pool (NumPy's products run on NumPy's copy). In
+the Krylov loops the two pools take turns (a product, then the updates); an optimizer step
+interleaves them so tightly that they fight for the cores, which is why
+:mod:`gpukit_numpy.kernels` updates with NumPy's ufuncs.
 """
 
 from __future__ import annotations
