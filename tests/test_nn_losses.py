@@ -94,3 +94,13 @@ def test_loss_errors():
         gk.nn.CrossEntropyLoss()(np.zeros((2, 3)), np.array([0, -1], dtype=np.int32))
     with pytest.raises(RuntimeError, match="before the loss"):
         gk.nn.MSELoss().backward()
+
+
+@pytest.mark.parametrize("labels", [[0, 3], [-1, 0]], ids=["too-large", "negative"])
+def test_cross_entropy_refuses_labels_out_of_range_on_every_backend(backend, labels):
+    """The same ValueError on CuPy as on the host (the fuzz test under the simulator: the
+    device path returned a NaN loss, which an optimizer step spreads into the weights)."""
+    logits = gk.asarray(np.zeros((2, 3)))
+    target = gk.asarray(np.array(labels, dtype=np.int32))
+    with pytest.raises(ValueError, match=r"labels must be in \[0, 3\), got values in"):
+        gk.nn.CrossEntropyLoss()(logits, target)

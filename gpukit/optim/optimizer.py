@@ -29,6 +29,8 @@ from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import kernel as _kernel
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
+_ndarray = np.ndarray
+
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
 
@@ -426,7 +428,9 @@ def _gradient(op: str, p: Parameter) -> Any:
     data, grad = p.data, p.grad
     if type(grad) is not type(data):
         grad = _place(grad, data)  # a host gradient moves to a device parameter
-    elif getattr(grad, "device", None) != getattr(data, "device", None):  # two GPUs
+    elif type(data) is not _ndarray and getattr(grad, "device", None) != getattr(
+        data, "device", None
+    ):  # two GPUs (host arrays have no device to compare: skip two look-ups per step)
         raise DeviceMismatchError(
             f"{op}: a parameter on {data.device} has a gradient on {grad.device}"
         )
@@ -440,7 +444,8 @@ def _gradient(op: str, p: Parameter) -> Any:
             f"{op}: a parameter of dtype {data.dtype} has a gradient of dtype {grad.dtype}; "
             "they must match"
         )
-    if not data.flags.c_contiguous or not getattr(data.flags, "writeable", True):
+    flags = data.flags  # one flags object for both reads
+    if not flags.c_contiguous or not getattr(flags, "writeable", True):
         raise ValueError(
             f"{op}: a parameter of shape {tuple(data.shape)} is updated in place, so it must "
             "be a writeable C-contiguous array"
