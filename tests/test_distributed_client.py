@@ -6,6 +6,7 @@ Every wait has a deadline (a connection timeout, a subprocess timeout): nothing 
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import threading
@@ -118,6 +119,30 @@ def test_unanswered_scheduler_address_times_out_naming_it(monkeypatch):
         gk.distributed.client(timeout=1)
     assert dask.config.get("scheduler", None) == before  # the failed client left no trace
     assert isinstance(gk.errors.SchedulerUnreachableError("x"), TimeoutError)
+
+
+def _clients() -> int:
+    from distributed import Client
+
+    return sum(isinstance(o, Client) for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("bad", ["unanswered", "nonsense"])
+def test_a_failed_connection_leaves_no_half_made_client(monkeypatch, bad):
+    """The half-made Client of a failed connection is finalized before client() raises:
+    left to the garbage collector, its finalizer once ran inside another LocalCluster's
+    start and deadlocked on distributed's class-wide LoopRunner lock (the suite hung)."""
+    gc.collect()
+    before = _clients()
+    address = f"tcp://127.0.0.1:{_free_port()}" if bad == "unanswered" else bad
+    monkeypatch.setenv(ENV, address)
+    gc.disable()  # only client() itself may collect
+    try:
+        with pytest.raises((ValueError, gk.errors.SchedulerUnreachableError)):
+            gk.distributed.client(timeout=1)
+        assert _clients() == before
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("bad", ["nonsense", "tcp://host-without-port"])

@@ -10,6 +10,7 @@ makes its own. The client is Dask's default scheduler while it is open.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -131,16 +132,23 @@ def _connect(client_type: type, address: str, timeout: float) -> Any:
         with _undone_on_failure():
             return client_type(address, timeout=timeout, set_as_default=True)
     except ValueError as exc:
-        raise ValueError(
+        error: Exception = ValueError(
             f"{ENV_VAR}={address!r} is not a Dask scheduler address ({exc}); expected e.g. "
             "tcp://host:8786"
-        ) from None
+        )
     except (OSError, TimeoutError) as exc:
-        raise SchedulerUnreachableError(
+        error = SchedulerUnreachableError(
             f"no Dask scheduler answered at {address} ({ENV_VAR}) within {timeout:g} s: "
             f"{exc}. Start one there (dask scheduler; dask worker {address}), fix "
             f"{ENV_VAR}, or unset it to use an in-process cluster"
-        ) from None
+        )
+    # The half-made Client is garbage in a reference cycle (through the traceback just
+    # dropped). Finalize it now: its __del__ stops its event-loop runner, and run by the
+    # collector at a random later moment -- while another Client or LocalCluster starts
+    # its runner under distributed's class-wide LoopRunner lock -- it deadlocks (seen:
+    # the test suite hung in LocalCluster() after the failed-connection tests).
+    gc.collect()
+    raise error
 
 
 def close() -> None:
