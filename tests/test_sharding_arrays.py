@@ -142,7 +142,11 @@ def test_reductions_match_numpy(cpu_devices, rng, dtype):
                 got = getattr(s, name)(axis=axis, keepdims=keepdims)
                 want = getattr(np, name)(wide, axis=axis, keepdims=keepdims)
                 assert np.shape(got) == want.shape, (name, axis)
-                assert rel_err(got, want) < tol, (name, axis, keepdims)
+                # a sum is as accurate as its terms are large (42 float32 terms of ~10 once
+                # summed to 0.06, 5e-5 off in relative terms): judged against their magnitudes
+                terms = getattr(np, name)(np.abs(wide), axis=axis, keepdims=keepdims)
+                err = np.linalg.norm(np.asarray(gk.to_numpy(got), dtype=wide.dtype) - want)
+                assert err <= tol * np.linalg.norm(terms), (name, axis, keepdims)
                 kept = axis is not None and 0 not in np.atleast_1d(np.array(axis) % 3)
                 assert isinstance(got, gk.ShardedArray) == kept
     assert s.mean().dtype == (np.float64 if dtype == "int64" else x.dtype)

@@ -47,7 +47,17 @@ def check_devices(backend: Backend, devices: Sequence[int] | None) -> tuple[int,
     """``devices`` validated (every device of ``backend`` when None)."""
     if devices is None:
         return tuple(range(backend.device_count()))
-    devs = tuple(devices)
+    if isinstance(devices, int | np.integer):  # devices=2 meant two devices, or device 2?
+        raise TypeError(
+            f"devices must be a sequence of device indices or None, got the integer "
+            f"{devices!r}; pass devices=range({devices}) for the first {devices} devices"
+        )
+    try:
+        devs = tuple(devices)
+    except TypeError:
+        raise TypeError(
+            f"devices must be a sequence of device indices or None, got {devices!r}"
+        ) from None
     if not devs:
         raise ValueError("devices must name at least one device; got an empty sequence")
     for d in devs:
