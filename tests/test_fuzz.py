@@ -19,6 +19,7 @@ never skipped.
 
 from __future__ import annotations
 
+import contextvars
 import faulthandler
 import os
 import threading
@@ -138,7 +139,8 @@ def attempt(call: Callable[[], Any]) -> Any:
         except BaseException as exc:  # examined below, in the test's thread
             box["error"] = exc
 
-    worker = threading.Thread(target=target, daemon=True)
+    # the test's context (its use_backend block): a new thread starts with an empty one
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(target,), daemon=True)
     worker.start()
     worker.join(CALL_TIMEOUT)
     if worker.is_alive():
@@ -157,7 +159,9 @@ def attempt(call: Callable[[], Any]) -> Any:
 def _watchdog():
     """The last resort against a hang that holds the GIL: dump every stack and exit."""
     faulthandler.dump_traceback_later(CALL_TIMEOUT * EXAMPLES + 120, exit=True)
-    with gk.use_backend("numpy"):
+    # CuPy where it runs (a GPU, or the simulator: --cupy=sim), else NumPy; _on_host() says
+    # which, and the comparisons follow (bit-equality on the host, rounding on a GPU)
+    with gk.use_backend("cupy" if gk.available_backends()["cupy"].available else "numpy"):
         yield
     faulthandler.cancel_dump_traceback_later()
 
@@ -283,6 +287,8 @@ def test_fuzz_fft(data, name, x, norm):
         return  # a clear refusal is allowed
     if want is None:
         pytest.fail(f"gk.fft.{name} computed what numpy.fft.{name} refuses ({kwargs})")
+    if x.size == 0:  # zero-padded to n: the transform of zeros is zeros, but NumPy 2.4's
+        want = np.zeros_like(want)  # irfft([], n=1) returns uninitialised memory (1e-26)
     if finite(x):
         close(got, want, tolerance(got.dtype, x.dtype), nonfinite=False)
 
@@ -331,7 +337,12 @@ def test_fuzz_linalg_dense(name, a, b):
         eye = np.broadcast_to(np.eye(a.shape[-1]), a.shape)
         close(np.matmul(a64, x), eye, tol, scale=_size(a64) * _size(x))
     elif name == "det":
-        close(got, np.linalg.det(a64), tol)
+        # in the result's dtype: a determinant beyond its range is inf (a float32 one of
+        # 3.4028237e38 is); within rounding of that edge, either answer is right
+        g = np.asarray(gk.to_numpy(got))
+        want = np.linalg.det(a64)
+        edge = np.abs(want) >= np.finfo(g.dtype).max * (1 - tol)
+        close(np.where(edge, 0, g), np.where(edge, 0, want), tol)
     elif name == "slogdet":
         sign, logabs = got
         want_sign, want_log = np.linalg.slogdet(a64)
@@ -363,7 +374,7 @@ def test_fuzz_linalg_dense(name, a, b):
         x = x[..., None] if b.ndim == 1 else x  # a 1-D b is a vector for every matrix
         llx = np.matmul(lower, np.matmul(np.conj(np.swapaxes(lower, -1, -2)), x))
         llx = llx[..., 0] if b.ndim == 1 else llx
-        close(llx, np.broadcast_to(b, llx.shape), tol, scale=_size(lower) ** 2 * _size(x))
+        close(llx, np.broadcast_to(b, llx.shape), tol, scale=_size(lower) * _size(lower) * _size(x))
 
 
 def _hermitian(a: np.ndarray) -> np.ndarray:
@@ -404,7 +415,8 @@ def test_fuzz_linalg_iterative(method, n, data, rtol, maxiter):
     a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
     x_host = np.asarray(gk.to_numpy(x))
     x64 = x_host.astype(np.complex128)
-    residual = np.linalg.norm(b64 - a64 @ x64)
+    # BLAS nrm2 scales: numpy.linalg.norm squares, and a residual of 1e240 overflowed
+    residual = scipy.linalg.norm(b64 - a64 @ x64)
     assert np.isfinite(residual)
     # what evaluating a residual costs in the solve's precision (x's dtype: the solver can
     # judge convergence no more finely, nor can SciPy's)
