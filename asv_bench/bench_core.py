@@ -8,6 +8,7 @@ but overhead shows, against the raw library's equivalent.
 from __future__ import annotations
 
 import gpukit as gk
+from gpukit._dispatch import operation
 from gpukit._dispatch.inputs import prepare
 
 from . import common
@@ -131,6 +132,30 @@ class Prepare:
 
     def time_prepare_two(self, backend):
         prepare(self.x, self.y, names=("a", "b"))
+
+
+def _first(a, b):
+    return a
+
+
+_first_op = operation("gk.bench_first")(_first)
+
+
+class Operation:
+    """The ``@operation`` wrapper every public operation wears (array kinds, the input's
+    device, the out-of-memory policy) on two host 8x8 arrays, against the bare function:
+    what dispatch adds to every call on the numpy backend, nothing else."""
+
+    params = [["operation", "bare-function"]]
+    param_names = ["impl"]
+
+    def setup(self, impl):
+        common.use("numpy")
+        self.x = common.host_random((8, 8))
+        self.fn = _first_op if impl == "operation" else _first
+
+    def time_call(self, impl):
+        self.fn(self.x, self.x)
 
 
 class HostAsarray:
