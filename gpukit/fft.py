@@ -500,12 +500,7 @@ def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
     backend = get_backend()
     if device is not None:
-        if isinstance(device, bool) or not isinstance(device, int | np.integer):
-            raise TypeError(
-                f"{name}: device must be a device index of the {backend.name} backend (an "
-                f"int), got {device!r}"
-            )
-        device = check_device(backend, int(device))
+        device = check_device(backend, device, f"{name}: device")
     with contextlib.nullcontext() if device is None else backend.use_device(device):
         # asarray places it on the current (virtual) device, as creation functions do
         return backend.asarray(backend.fft_freq(n, d, real))

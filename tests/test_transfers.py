@@ -221,3 +221,43 @@ def test_cupy_asarray_moves_an_array_to_the_device_asked_for(rng):
     assert (x.device.id, y.device.id, z.device.id) == (0, 1, 1)
     np.testing.assert_array_equal(gk.to_numpy(y), host)
     assert z.dtype == np.float32
+
+
+def _enter_device(d):
+    with gk.device(d) as dev:
+        return dev
+
+
+DEVICE_TAKERS = {
+    "gk.device": _enter_device,
+    "gk.synchronize": lambda d: gk.synchronize(d),
+    "gk.asarray": lambda d: gk.asarray(np.ones(2), device=d),
+    "gk.memory_stats": lambda d: gk.memory_stats(d),
+    "gk.set_memory_limit": lambda d: gk.set_memory_limit(None, device=d),
+    "gk.shard": lambda d: gk.shard(np.ones(4), devices=[0, d]),
+    "ShardedArray.gather": lambda d: gk.shard(np.ones(4)).gather(device=d),
+    "gk.fft.fftfreq": lambda d: gk.fft.fftfreq(4, device=d),
+}
+
+
+@pytest.mark.parametrize("take", DEVICE_TAKERS.values(), ids=DEVICE_TAKERS)
+@pytest.mark.parametrize("bad", ["cpu", 1.0, True], ids=repr)
+def test_a_device_that_is_no_integer_is_a_typeerror_everywhere(fake_device, take, bad):
+    """Not a ValueError claiming ``'cpu'`` is "out of range" (found probing gk.device)."""
+    with pytest.raises(TypeError, match=rf"an int in 0\.\.1\), got {type(bad).__name__}"):
+        take(bad)
+
+
+@pytest.mark.parametrize("take", [_enter_device, DEVICE_TAKERS["gk.shard"]])
+def test_none_names_no_device(fake_device, take):
+    with pytest.raises(TypeError, match=r"an int in 0\.\.1\), got NoneType None"):
+        take(None)
+
+
+@pytest.mark.parametrize("take", DEVICE_TAKERS.values(), ids=DEVICE_TAKERS)
+def test_numpy_integers_are_device_indices(fake_device, take):
+    """``np.int64(1)`` is device 1 (it was refused as "out of range"), and 2 is out of range."""
+    take(np.int64(1))
+    assert fake_device.current_device() == 0  # nothing left device 1 current
+    with pytest.raises(ValueError, match="device 2 is out of range: backend 'fakedevice' has 2"):
+        take(np.int64(2))

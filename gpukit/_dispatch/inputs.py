@@ -125,7 +125,7 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: b
         raise TypeError(f"gk.asarray: dtype {np.dtype(dtype)} is not {_dtypes.NUMERIC}")
     backend = get_backend()
     if device is not None:
-        check_device(backend, device)
+        device = check_device(backend, device)
     source = owner_of(obj)
     if source is not None and source is not backend:
         obj = to_numpy(obj)  # a device array of another backend goes through the host

@@ -5,16 +5,28 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import numpy as np
+
 from .._select.selection import get_backend
 from ..backend import Backend, Device
 
 __all__ = ["check_device", "device", "device_count", "devices", "synchronize"]
 
 
-def check_device(backend: Backend, index: object) -> int:
-    """Validate a device index for ``backend``; return it as an int."""
+def check_device(backend: Backend, index: object, what: str = "device") -> int:
+    """Validate a device index for ``backend``; return it as an int.
+
+    A non-integer (``"cpu"``, ``1.0``, ``True``) is a TypeError, an integer out of range a
+    ValueError; NumPy integers are indices like ints (``cupy.cuda.Device`` takes them).
+    """
     count = backend.device_count()
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+    if isinstance(index, bool) or not isinstance(index, int | np.integer):
+        raise TypeError(
+            f"{what} must be a device index of the {backend.name} backend (an int in "
+            f"0..{count - 1}), got {type(index).__name__} {index!r}"
+        )
+    index = int(index)
+    if not 0 <= index < count:
         raise ValueError(
             f"device {index!r} is out of range: backend {backend.name!r} has {count} "
             f"device(s), indices 0..{count - 1}"
@@ -77,6 +89,8 @@ def device(index: int) -> Iterator[Device]:
 
     Raises
     ------
+    TypeError
+        ``index`` is not an integer (NumPy integers are accepted).
     ValueError
         ``index`` is out of range; the message gives the valid range.
 
@@ -88,7 +102,7 @@ def device(index: int) -> Iterator[Device]:
     0
     """
     backend = get_backend()
-    check_device(backend, index)
+    index = check_device(backend, index)
     with backend.use_device(index):
         yield backend.devices()[index]
 
@@ -105,6 +119,8 @@ def synchronize(device: int | None = None) -> None:
 
     Raises
     ------
+    TypeError
+        ``device`` is not an integer.
     ValueError
         ``device`` is out of range for the active backend.
 
@@ -115,5 +131,5 @@ def synchronize(device: int | None = None) -> None:
     """
     backend = get_backend()
     if device is not None:
-        check_device(backend, device)
+        device = check_device(backend, device)
     backend.synchronize(device)

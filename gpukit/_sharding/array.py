@@ -127,7 +127,7 @@ class ShardedArray(ElementwiseMixin, ReductionMixin, InteropMixin):
         """
         backend = self.backend
         if device is not None:
-            check_device(backend, device)
+            device = check_device(backend, device)
         if not backend.is_device:
             whole = self.to_numpy()
             return whole if device is None else backend.asarray(whole, device=device)

@@ -60,8 +60,7 @@ def check_devices(backend: Backend, devices: Sequence[int] | None) -> tuple[int,
         ) from None
     if not devs:
         raise ValueError("devices must name at least one device; got an empty sequence")
-    for d in devs:
-        check_device(backend, d)
+    devs = tuple(check_device(backend, d, "each of devices") for d in devs)
     if len(set(devs)) != len(devs):
         raise ValueError(f"devices must not repeat a device; got {devs}")
     return devs
