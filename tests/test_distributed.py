@@ -518,3 +518,17 @@ def test_krylov_norms_of_dask_vectors_do_not_underflow():
         )
     assert not info.converged
     assert info.residual_norm == pytest.approx(float(np.linalg.norm(b.astype(np.float64))))
+
+
+@pytest.mark.parametrize("magnitude", [1e-20, 1e20])
+def test_krylov_solves_badly_scaled_dask_systems(rng, magnitude):
+    """The power-of-two rescaling of b runs in the Dask space too: a float32 b of 1e-20 or
+    1e20 converges (CG's dot products flushed to zero or overflowed before)."""
+    a = gk.to_numpy(gk.sparse.poisson2d(3).toarray()).astype(np.float32)
+    b = (rng.standard_normal(9) * magnitude).astype(np.float32)
+    with gk.use_backend("numpy"):
+        x, info = gk.linalg.cg(da.from_array(a, chunks=3), da.from_array(b, chunks=3))
+    assert info.converged, info.reason
+    x = np.asarray(x.compute() if hasattr(x, "compute") else x, dtype=np.float64)
+    ref = np.linalg.solve(a.astype(np.float64), b.astype(np.float64) / magnitude)
+    assert rel_err(x / magnitude, ref) < 1e-3

@@ -8,6 +8,7 @@ SciPy's solvers for breakdown codes).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -525,3 +526,80 @@ def test_a_b_whose_norm_exceeds_float64_is_refused_naming_the_overflow(backend, 
     b = gk.asarray(np.full(2, 1.27116101e308))
     with pytest.raises(ValueError, match="the norm of argument 'b' overflows float64"):
         getattr(gk.linalg, method)(gk.asarray(np.zeros((2, 2))), b)
+
+
+def _poisson(dtype, scale=1.0):
+    """A well-conditioned SPD matrix (5-point Laplacian of a 6x6 grid, cond ~ 20)."""
+    return (gk.to_numpy(gk.sparse.poisson2d(6).toarray()) * scale).astype(dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    ("dtype", "magnitude"),
+    [("float32", m) for m in (1e-38, 1e-30, 1e-20, 1e-12, 1e8, 1e15, 1e20, 1e30, 1e37)]
+    + [("float64", m) for m in (1e-300, 1e-200, 1e-90, 1e90, 1e200, 1e300)],
+)
+def test_badly_scaled_right_hand_sides_converge(backend, rng, method, dtype, magnitude):
+    """A float32 b of norm 1e-20 made CG report "A is not positive definite" (its dot
+    products flushed to zero), one of 1e20 "NaN or inf from A or M"; the solve now runs on
+    b scaled by a power of two, so only A's conditioning decides."""
+    a = _poisson(dtype)
+    b = (rng.standard_normal(a.shape[0]) * magnitude).astype(dtype)
+    rtol = 1e-5 if dtype == "float32" else 1e-10
+    x, info = SOLVE[method](gk.asarray(a), gk.asarray(b), rtol=rtol)
+    assert info.converged, info.reason
+    # the float64 references are formed on x and b scaled by the same power of two
+    # (exact), as 1e300 would overflow their norms
+    unit = 2.0 ** -math.frexp(magnitude)[1]
+    x64, b64 = gk.to_numpy(x).astype(np.float64) * unit, b.astype(np.float64) * unit
+    assert rel_err(x64, np.linalg.solve(a.astype(np.float64), b64)) < 100 * rtol
+    true = np.linalg.norm(b64 - a.astype(np.float64) @ x64) / unit  # the given system's
+    assert info.residual_norm <= info.tolerance
+    assert info.residual_norm == pytest.approx(true, rel=0.5, abs=1e-3 * info.tolerance)
+    assert info.tolerance == pytest.approx(rtol * np.linalg.norm(b64) / unit, rel=1e-5)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_scaling_b_by_a_power_of_two_scales_the_solution_exactly(backend, rng, method):
+    """The rescaling is exact: b * 2**40 (float32, rescaled) gives x * 2**40 bit for bit,
+    in the same iterations, and callbacks see the unscaled system's iterates."""
+    a = gk.asarray(_poisson("float32"))
+    b = rng.standard_normal(a.shape[0]).astype(np.float32)
+    seen, seen_big = [], []
+    x, info = SOLVE[method](a, gk.asarray(b), callback=lambda xk: seen.append(gk.to_numpy(xk)))
+    big, info_big = SOLVE[method](
+        a, gk.asarray(b * 2.0**40), callback=lambda xk: seen_big.append(gk.to_numpy(xk))
+    )
+    assert info.converged and info_big.iterations == info.iterations
+    assert np.array_equal(gk.to_numpy(big), gk.to_numpy(x) * np.float32(2.0**40))
+    assert info_big.residual_norm == info.residual_norm * 2.0**40
+    assert len(seen_big) == len(seen) > 0
+    pairs = zip(seen_big, seen, strict=True)
+    assert all(np.array_equal(s, t * np.float32(2.0**40)) for s, t in pairs)
+
+
+def test_minres_does_not_call_a_regular_a_singular_when_b_is_large_against_it(backend, rng):
+    """MINRES counted ||b|| into its estimate of ||A||, so with ||b|| / ||A|| > 1/eps every
+    rotation looked negligible: A = 1e-10 * Laplacian, ||b|| ~ 1e8, float64, "breakdown: A
+    is singular" at iteration 0."""
+    a = _poisson("float64", 1e-10)
+    b = rng.standard_normal(a.shape[0]) * 1e7
+    x, info = gk.linalg.minres(gk.asarray(a), gk.asarray(b), rtol=1e-8)
+    assert info.converged, info.reason
+    assert rel_err(x, np.linalg.solve(a, b)) < 1e-6
+
+
+def test_a_huge_x0_against_a_tiny_b_is_solved_unscaled(backend, rng):
+    """Scaling x0 up with a tiny b would overflow it: the solve keeps the system as given
+    (and says honestly that it cannot reach b's tolerance from there)."""
+    a = _poisson("float32")
+    b = (rng.standard_normal(a.shape[0]) * 1e-30).astype(np.float32)
+    x0 = np.full(a.shape[0], 1e30, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gk.ConvergenceWarning)
+        x, info = gk.linalg.cg(gk.asarray(a), gk.asarray(b), x0=gk.asarray(x0), maxiter=5)
+    x64 = gk.to_numpy(x).astype(np.float64)
+    assert np.isfinite(x64).all()
+    true = np.linalg.norm(b.astype(np.float64) - a.astype(np.float64) @ x64)
+    assert info.residual_norm == pytest.approx(true, rel=1e-3)
+    assert info.converged == (true <= info.tolerance)

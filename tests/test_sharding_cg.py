@@ -165,3 +165,16 @@ def test_sharded_norms_do_not_underflow_into_a_false_convergence(cpu_devices):
     assert not gk.to_numpy(x).any()
     assert not info.converged
     assert info.residual_norm == pytest.approx(float(np.linalg.norm(b.astype(np.float64))))
+
+
+@pytest.mark.parametrize("magnitude", [1e-20, 1e20])
+def test_sharded_solves_of_badly_scaled_systems_converge(cpu_devices, rng, magnitude):
+    """The power-of-two rescaling of b runs on shards too: a float32 b of 1e-20 or 1e20
+    converges (CG's dot products flushed to zero or overflowed before)."""
+    a = gk.sparse.poisson2d(4).toarray().astype(np.float32)
+    b = (rng.standard_normal(16) * magnitude).astype(np.float32)
+    x, info = gk.linalg.cg(gk.shard(a), gk.shard(b))
+    assert info.converged, info.reason
+    assert isinstance(x, gk.ShardedArray)
+    ref = np.linalg.solve(a.astype(np.float64), b.astype(np.float64) / magnitude)
+    assert rel_err(gk.to_numpy(x).astype(np.float64) / magnitude, ref) < 1e-3

@@ -102,20 +102,37 @@ def _norm(xp: Any, a: Any) -> float:
     m = float(xp.abs(a).max()) if max_abs is None else max_abs(a)
     if m == 0.0 or not math.isfinite(m):
         return m
-    # a * 2**-e has entries of at most 1 (exact: a power of two), applied in factors of
-    # at most 2**60 so that each factor is representable in float32
-    e = math.frexp(m)[1]
+    e = math.frexp(m)[1]  # a * 2**-e has entries of at most 1
     t = xp.empty_like(a)
     xp.copyto(t, a)
-    left = -e
-    while left:
-        step = max(-60, min(60, left))
-        xp.multiply(t, 2.0**step, out=t)
-        left -= step
+    scale_by_power_of_two(xp, t, -e)
     try:
         return math.ldexp(math.sqrt(abs(_dot(xp, t, t))), e)
     except OverflowError:  # beyond float64 itself (two entries of 1.3e308)
         return math.inf
+
+
+def scale_by_power_of_two(xp: Any, v: Any, e: int) -> None:
+    """``v *= 2**e`` in place: exact (no rounding) while no entry under- or overflows,
+    applied in factors of at most ``2**60`` so that each is representable in float32."""
+    while e:
+        step = max(-60, min(60, e))
+        xp.multiply(v, 2.0**step, out=v)
+        e -= step
+
+
+def balancing_exponent(bnorm: float, dtype: np.dtype) -> int:
+    """The power of two ``e`` to solve ``A (x 2**-e) = b 2**-e`` with, so that ``||b||`` is
+    about 1 in the loops; 0 when ``bnorm`` is already within ``2**±(k/4)`` of 1, ``k`` the
+    dtype's exponent range (2**±32 for float32, 2**±256 for float64).
+
+    Every quantity the loops form is a product of ``b``'s scale and ``A``'s: a float32
+    ``b`` of norm 1e-20 has dot products of 1e-40 that flush to zero (CG then reported
+    "A is not positive definite"), one of 1e20 overflowing ones ("NaN or inf"). Scaling by
+    a power of two is exact, so a solve that needs no scaling gives the same bits scaled.
+    """
+    e = math.frexp(bnorm)[1]
+    return e if abs(e) > np.finfo(dtype).maxexp // 4 else 0
 
 
 def _axpy(xp: Any, alpha: Any, x: Any, y: Any, tmp: Any) -> None:
@@ -387,7 +404,10 @@ def minres(
         if beta2 < 0:
             return Outcome(x, k - 1, False, M_INDEFINITE)
         beta = math.sqrt(beta2)
-        tnorm2 += alfa * alfa + oldb * oldb + beta2
+        # ||T||_F^2 of the Lanczos tridiagonal: the first oldb is ||b|| (in M's norm), not
+        # an entry of T; counted, a b large against A (||b|| / ||A|| > 1/eps) made every
+        # gamma look negligible, and the solve called a well-conditioned A singular
+        tnorm2 += alfa * alfa + beta2 + (oldb * oldb if k >= 2 else 0.0)
         oldeps = epsln
         delta = cs * dbar + sn * alfa
         gbar = sn * dbar - cs * alfa

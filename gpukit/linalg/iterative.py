@@ -224,23 +224,58 @@ def run(
     if bnorm == 0:  # x = 0 solves it exactly, whatever x0 (as SciPy)
         xp.multiply(x, 0, out=x)
         return x, IterativeInfo(True, 0, 0.0, tol, method, _krylov.CONVERGED)
+    e = _krylov.balancing_exponent(bnorm, dtype)
+    if e:  # solve A (x 2**-e) = b 2**-e: exact, and the loops' products stay in range
+        start = _scaled_copy(xp, x, -e) if x0 is not None else x
+        if x0 is not None and not finite(start):  # x0 huge against b: solve it unscaled
+            e = 0
+        else:
+            b = _scaled_copy(xp, b, -e)
+            if x0 is not None:
+                xp.copyto(x, start)
+            if callback is not None:
+                callback = _unscaling(xp, x, e, callback)
     if start_mb and psolve is not None:
         xp.copyto(x, psolve(b))
     elif start_mb:
         xp.copyto(x, b)
     loop = getattr(_krylov, method)
     out = _krylov.run(
-        loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, tol, maxiter, callback,
-        **extra,
+        loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, math.ldexp(tol, -e),
+        maxiter, callback, **extra,
     )  # fmt: skip
-    info = IterativeInfo(out.converged, out.iterations, out.residual, tol, method, out.reason)
+    residual = out.residual
+    if e:
+        _krylov.scale_by_power_of_two(xp, out.x, e)
+        residual = math.ldexp(residual, e)
+    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
     if not info.converged:
         warn(
             f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
-            f"residual norm {out.residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
+            f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
             ConvergenceWarning,
         )
     return out.x, info
+
+
+def _scaled_copy(xp: Any, v: Any, e: int) -> Any:
+    """``v * 2**e`` in a new vector of the space (``v`` may be the caller's ``b``)."""
+    out = xp.empty_like(v)
+    xp.copyto(out, v)
+    _krylov.scale_by_power_of_two(xp, out, e)
+    return out
+
+
+def _unscaling(xp: Any, x: Any, e: int, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``callback`` called with the iterate of the unscaled system, ``x 2**e``."""
+    shown = xp.empty_like(x)
+
+    def call(xk: Any) -> Any:
+        xp.copyto(shown, xk)
+        _krylov.scale_by_power_of_two(xp, shown, e)
+        return callback(shown)
+
+    return call
 
 
 def _refuse_non_finite(
