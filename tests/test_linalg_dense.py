@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -261,6 +263,64 @@ def test_norm(backend, xp, rng, dtype, shape, ord, axis):
     assert rel_err(got, np.linalg.norm(ref(x), ord=ord, axis=axis)) < tol(dtype)
     kept = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis, keepdims=True)
     assert kept.shape == np.linalg.norm(ref(x), ord=ord, axis=axis, keepdims=True).shape
+
+
+@pytest.mark.parametrize(
+    ("shape", "ord", "axis", "keepdims"),
+    [
+        ((7,), None, None, False),
+        ((7,), 2, None, False),
+        ((7,), 3, None, False),
+        ((7,), 0.5, None, False),
+        ((4, 6), None, None, False),
+        ((4, 6), "fro", None, True),
+        ((4, 6), None, 1, False),
+        ((4, 6), 3, 0, True),
+        ((3, 4, 6), "fro", (2, 1), False),
+        ((3, 4, 6), None, None, False),
+    ],
+)
+@pytest.mark.parametrize(
+    ("dtype", "magnitude"),
+    [
+        ("float32", 1e-30),
+        ("float32", 1e-42),  # subnormal entries
+        ("float32", 1e25),
+        ("complex64", 1e-28),
+        ("complex64", 1e30),
+        ("float64", 1e-200),
+        ("float64", 1e250),
+    ],
+)
+def test_norms_whose_powers_underflow_or_overflow_keep_their_value(
+    backend, xp, rng, shape, ord, axis, keepdims, dtype, magnitude
+):
+    """NumPy's norm of a float32 vector of 1e-30 entries is 0 (the squares flush to zero)
+    and of 1e25 entries inf, with a RuntimeWarning, though both norms are representable;
+    gk.linalg.norm recomputes such results on the input scaled by a power of two."""
+    x = (_random(rng, shape, dtype) * magnitude).astype(dtype)
+    x.flat[0] = magnitude  # one entry of the magnitude at least (a subnormal draw may be 0)
+    unit = 2.0 ** -math.frexp(magnitude)[1]  # exact: the reference's norms stay in range
+    want = np.linalg.norm(ref(x) * unit, ord=ord, axis=axis, keepdims=keepdims) / unit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning for a representable result
+        got = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis, keepdims=keepdims)
+    assert got.shape == np.shape(want) and got.dtype == np.finfo(dtype).dtype
+    err = np.abs(np.asarray(gk.to_numpy(got), np.float64) * unit - want * unit).max()
+    # subnormal entries carry fewer digits: their rounding is absolute, 2**-149 each
+    bound = tol(dtype) * np.abs(want * unit).max() + x.size * 2.0**-149 * unit
+    assert err <= bound
+
+
+def test_a_norm_beyond_the_dtype_is_inf(backend, xp):
+    """Rescued norms stay honest: two float32 entries of 3e38 have a norm beyond float32."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow warning, kept
+        got = gk.linalg.norm(xp.asarray(np.array([3e38, 3e38], np.float32)))
+    assert np.isinf(float(got)) and got.dtype == np.float32
+    assert float(gk.linalg.norm(xp.asarray(np.array([np.inf, 1.0])))) == np.inf
+    assert float(gk.linalg.norm(xp.zeros(3, np.float32))) == 0.0
+    assert np.isnan(float(gk.linalg.norm(xp.asarray(np.array([np.nan, 1e-30], np.float32)))))
 
 
 def test_linalg_error_is_numpy_linalg_error(backend, xp):

@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from .._dispatch import operation
-from . import _checks, _docs, _structure
+from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
 __all__ = [
@@ -619,4 +621,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """
     backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
     _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
-    return backend.linalg_norm(x, ord, axis, keepdims)
+    if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axis, x.ndim)):
+        return backend.linalg_norm(x, ord, axis, keepdims)
+    with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
+        out = backend.linalg_norm(x, ord, axis, keepdims)
+    return _norm_range.rescue(
+        backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out, axis, keepdims
+    )
