@@ -603,3 +603,16 @@ def test_a_huge_x0_against_a_tiny_b_is_solved_unscaled(backend, rng):
     true = np.linalg.norm(b.astype(np.float64) - a.astype(np.float64) @ x64)
     assert info.residual_norm == pytest.approx(true, rel=1e-3)
     assert info.converged == (true <= info.tolerance)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_residual_beyond_float64_is_inf_not_an_overflowerror(backend, method):
+    """The scaled system's residual is scaled back with math.ldexp, which raises
+    OverflowError beyond float64 (the fuzz test, bicgstab): A x0 = 1e309 against b = 1e300."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gk.ConvergenceWarning)
+        _, info = SOLVE[method](
+            gk.asarray(np.array([[1e10]])), gk.asarray(np.array([1e300])),
+            x0=gk.asarray(np.array([1e299])), maxiter=0,
+        )  # fmt: skip
+    assert info.residual_norm == math.inf and not info.converged

@@ -247,7 +247,10 @@ def run(
     residual = out.residual
     if e:
         _krylov.scale_by_power_of_two(xp, out.x, e)
-        residual = math.ldexp(residual, e)
+        try:
+            residual = math.ldexp(residual, e)
+        except OverflowError:  # a diverged residual beyond float64 (the fuzz test)
+            residual = math.inf
     info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
     if not info.converged:
         warn(
