@@ -152,7 +152,10 @@ def test_reduction_axes_on_a_strided_view(rng, axis, keepdims):
     got = SUM(view, axis=axis, keepdims=keepdims)
     want = a.transpose(2, 0, 1)[::2].sum(axis=axis, keepdims=keepdims)
     assert got.shape == want.shape
-    np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-12)
+    # another summation order than NumPy's: the error is judged against |terms| (a sum of
+    # standard normals cancels to near 0 now and then, where rtol alone fails)
+    terms = np.abs(a).transpose(2, 0, 1)[::2].sum(axis=axis, keepdims=keepdims)
+    assert np.all(np.abs(cupy.asnumpy(got) - want) <= 1e-12 * terms)
 
 
 def test_reduction_map_post_map_and_two_inputs(rng):

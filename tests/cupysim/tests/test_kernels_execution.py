@@ -74,7 +74,8 @@ def test_block_tree_reduction(rng):
     x = rng.standard_normal(100003)
     out = cupy.zeros(1)
     run(code, "bsum", (1,), (512,), (cupy.asarray(x), out, np.int32(x.size)))
-    assert cupy.asnumpy(out)[0] == pytest.approx(x.sum(), rel=1e-12)
+    # a tree order, not NumPy's: judged against the sum of |x| (the sum itself may cancel)
+    assert abs(cupy.asnumpy(out)[0] - x.sum()) <= 1e-12 * np.abs(x).sum()
 
 
 def test_syncthreads_count_and_or():
@@ -148,7 +149,9 @@ def test_warp_reduction_by_shuffles(rng):
     x = rng.standard_normal(3 * 256)
     out = cupy.zeros(3 * 8)
     run(code, "wsum", (3,), (256,), (cupy.asarray(x), out))
-    np.testing.assert_allclose(cupy.asnumpy(out), x.reshape(24, 32).sum(1), rtol=1e-12)
+    # a shuffle tree, not NumPy's order: judged against the sums of |x| per warp
+    terms = np.abs(x).reshape(24, 32).sum(1)
+    assert np.all(np.abs(cupy.asnumpy(out) - x.reshape(24, 32).sum(1)) <= 1e-12 * terms)
 
 
 def test_partial_mask_shuffle():
