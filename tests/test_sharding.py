@@ -7,9 +7,11 @@ per N, see the ``cpu_devices`` fixture) and against float64 NumPy references.
 from __future__ import annotations
 
 import contextvars
+import math
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -379,6 +381,28 @@ def test_reductions(cpu_devices, rng, dtype):
     by_row = gk.sharding.sum(ms, axis=1)
     assert isinstance(by_row, gk.ShardedArray)
     assert terms_err(by_row, m64.sum(axis=1), np.abs(m64).sum(axis=1)) < tol
+
+
+@pytest.mark.parametrize(
+    ("shape", "ord", "axis", "keepdims"),
+    [((8,), None, None, False), ((8,), 3, None, False), ((6, 4), "fro", None, False),
+     ((6, 4), None, 1, False), ((6, 4), None, 0, True), ((6, 4), 3, 1, True)],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("dtype", "magnitude"), [("float32", 1e-30), ("float32", 1e25), ("float64", 1e-200)]
+)
+def test_sharded_norms_whose_powers_underflow_or_overflow_keep_their_value(
+    cpu_devices, rng, shape, ord, axis, keepdims, dtype, magnitude
+):
+    """As gk.linalg.norm on native arrays: a float32 vector of 1e-30 entries had norm 0."""
+    x = (_data(rng, shape, "float64") * magnitude).astype(dtype)
+    unit = 2.0 ** -math.frexp(magnitude)[1]  # exact: keeps the reference in range
+    want = np.linalg.norm(x.astype(np.float64) * unit, ord=ord, axis=axis, keepdims=keepdims)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning for a representable result
+        got = gk.linalg.norm(gk.shard(x), ord=ord, axis=axis, keepdims=keepdims)
+    assert got.shape == want.shape and got.dtype == x.dtype
+    assert rel_err(np.asarray(gk.to_numpy(got), np.float64) * unit, want) < TOL[x.dtype]
 
 
 def test_reduction_order_is_deterministic(rng):

@@ -53,6 +53,17 @@ def test_two_gpus_round_trip_and_ops(cupy_backend, rng):
 
 
 @pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_two_gpus_norms_whose_squares_underflow(cupy_backend, rng, axis):
+    """The norm rescue reaches CuPy shards through NumPy's ufunc protocol (frexp, ldexp):
+    float32 entries of 1e-30 have squares that flush to zero, their norm is 1e-30-ish."""
+    x = (rng.standard_normal((9, 4)) * 1e-30).astype(np.float32)
+    got = gk.linalg.norm(gk.shard(x, devices=[0, 1]), axis=axis)
+    want = np.linalg.norm(x.astype(np.float64) * 2.0**100, axis=axis) / 2.0**100
+    assert rel_err(np.asarray(gk.to_numpy(got), np.float64), want) < TOL[np.dtype("float32")]
+
+
+@pytest.mark.multi_gpu(2)
 def test_two_gpus_collectives(cupy_backend, rng):
     parts = [cupy_backend.asarray(rng.standard_normal(100), device=d) for d in (0, 1)]
     expected = gk.to_numpy(parts[0]) + gk.to_numpy(parts[1])

@@ -30,27 +30,33 @@ def powered(ord: Any, axis: Any, ndim: int) -> bool:
     return math.isfinite(p) and p > 0 and p != 1
 
 
-def rescue(xp: Any, norm: Any, x: Any, out: Any, axis: Any, keepdims: bool) -> Any:
-    """``out`` (``norm(x)``) with each 0 or inf that ``x``'s magnitudes do not explain
-    replaced by the norm of ``x`` scaled to entries of at most 1.
+def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """``out`` (``norm(x)`` over ``axes``), recomputed when any value is 0 or inf.
 
-    On a GPU, deciding whether any value needs it is one small reduction and a
-    synchronisation; the recomputation runs only when one does.
+    The recomputation takes the norm of ``|x|`` in float64 with each slice divided by a
+    power of two near its largest magnitude, then scales back: exact for every slice, so
+    the whole result is replaced (a slice of zeros stays 0, one holding inf or NaN stays
+    inf or NaN, one whose norm exceeds the dtype becomes inf). ``xp`` is the array module
+    (NumPy's functions also serve sharded arrays, through their ufunc protocol). On a GPU,
+    deciding whether any value needs it is one small reduction and a synchronisation.
     """
     if isinstance(out, np.generic) and 0.0 < float(out) < math.inf:
         return out  # the common host case, without array operations
-    bad = (out == 0) | xp.isinf(out)
-    if not bool(bad.any()):
+    if not bool(xp.any((out == 0) | xp.isinf(out))):
         return out
-    axes = tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim)
-    wide = np.complex128 if x.dtype.kind == "c" else np.float64
-    m = xp.abs(x).max(axis=axes, keepdims=True).astype(np.float64)
-    m = xp.where((m > 0) & xp.isfinite(m), m, 1.0)
-    # 2**-e with e from m: exact scaling, factors formed in float64 (2**149 is not float32)
-    scale = xp.ldexp(xp.ones_like(m), xp.frexp(m)[1])
-    again = norm(x.astype(wide) / scale) * (scale if keepdims else scale.squeeze(axes))
-    fixed = xp.where(bad, again.astype(out.dtype), out)
+    mag = xp.abs(x).astype(np.float64)
+    shift = xp.frexp(mag.max(axis=axes, keepdims=True))[1]  # max(|slice|) < 2**shift
+    again = norm(xp.ldexp(mag, -shift))
+    back = shift if keepdims else xp.frexp(mag.max(axis=axes))[1]
+    fixed = xp.ldexp(again, back).astype(out.dtype)
     return fixed[()] if isinstance(out, np.generic) else fixed  # NumPy's scalar stays one
+
+
+def axes_of(axis: Any, ndim: int) -> tuple[int, ...]:
+    """The axes a norm reduces (every axis when ``axis`` is None)."""
+    if axis is None:
+        return tuple(range(ndim))
+    return _axes(axis, ndim)
 
 
 def _axes(axis: Any, ndim: int) -> tuple[int, ...]:

@@ -626,5 +626,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
         out = backend.linalg_norm(x, ord, axis, keepdims)
     return _norm_range.rescue(
-        backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out, axis, keepdims
+        backend.xp,
+        lambda y: backend.linalg_norm(y, ord, axis, keepdims),
+        x,
+        out,
+        _norm_range.axes_of(axis, x.ndim),
+        keepdims,
     )

@@ -18,6 +18,7 @@ from .._sharding import reductions as _red
 from .._sharding.array import ShardedArray
 from .._sharding.layout import describe
 from ..linalg import _checks as _linalg_checks
+from ..linalg import _norm_range
 from ._checks import require_sharded
 
 __all__ = ["dot", "norm", "sum", "vdot"]
@@ -184,18 +185,22 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
     x = require_sharded(x, "x", op)
     _dtypes.check(op, "x", x)
     _linalg_checks.norm_arguments(op, x.shape, ord, axis)
-    if x.dtype.kind not in "fc":
+    inexact = x.dtype.kind in "fc"
+    if not inexact:
         x = x.astype(np.float64)
     elif x.dtype.itemsize < 4:
         x = x.astype(np.float32)
-    if axis is None:
-        axes = tuple(range(x.ndim)) if ord is not None else None
-    else:
-        items = axis if isinstance(axis, tuple | list) else (axis,)
-        axes = tuple(int(a) % x.ndim for a in items)
+    axes = _norm_range.axes_of(axis, x.ndim)
     a = np.abs(x)
-    if ord is None or ord == "fro" or (ord == 2 and len(axes) == 1):
-        return _root(np.square(a).sum(axis=axes, keepdims=keepdims), np.sqrt, x)
+    if _norm_range.powered(ord, axis, x.ndim):
+        if not inexact:
+            return _powers(a, ord, axes, keepdims, x)
+        with np.errstate(over="ignore"):  # an overflowing square is rescued
+            out = _powers(a, ord, axes, keepdims, x)
+        # the same rescue as gk.linalg.norm's: NumPy's functions reach the shards
+        return _norm_range.rescue(
+            np, lambda y: _powers(y, ord, axes, keepdims, x), x, out, axes, keepdims
+        )
     if len(axes) == 1:
         (ax,) = axes
         if ord == np.inf:
@@ -206,7 +211,7 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
             return (a != 0).sum(axis=ax, keepdims=keepdims, dtype=a.dtype)
         if ord == 1:
             return a.sum(axis=ax, keepdims=keepdims)
-        p = float(ord)
+        p = float(ord)  # p < 0
         return _root(np.power(a, p).sum(axis=ax, keepdims=keepdims), lambda t: t ** (1 / p), x)
     if ord in ("nuc", 2, -2):
         raise TypeError(
@@ -219,6 +224,14 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
     sums = a.sum(axis=row, keepdims=keepdims)
     reduce = sums.max if ord in (1, np.inf) else sums.min
     return reduce(axis=col if keepdims else col - (row < col), keepdims=keepdims)
+
+
+def _powers(a: Any, ord: Any, axes: tuple[int, ...], keepdims: bool, x: ShardedArray) -> Any:
+    """``sum(a**p) ** (1/p)`` over ``axes`` for the magnitudes ``a`` (2 for None/"fro")."""
+    if ord is None or ord == "fro" or ord == 2:
+        return _root(np.square(a).sum(axis=axes, keepdims=keepdims), np.sqrt, x)
+    p = float(ord)
+    return _root(np.power(a, p).sum(axis=axes, keepdims=keepdims), lambda t: t ** (1 / p), x)
 
 
 def _root(result: Any, fn: Any, x: ShardedArray) -> Any:
