@@ -6,6 +6,7 @@ import numpy as np
 
 import gpukit as gk
 
+from . import common
 from .common import BACKENDS, have, sync, use
 
 
@@ -107,3 +108,29 @@ class SolvePeers:
 
             torch.cholesky_solve(self.tb, torch.linalg.cholesky(self.ta))
         sync(self.backend)
+
+
+class Norm:
+    """``linalg.norm`` of a float32 vector, gpukit and its peers on one axis.
+
+    gk.linalg.norm checks each 2-norm for a 0 or inf that under- or overflowing squares
+    caused (NumPy's, CuPy's and PyTorch's answers there) and recomputes it scaled: at 16
+    entries the check is the cost this measures (a float comparison on the host, a
+    reduction and a synchronisation on a GPU); at 1M entries it should vanish. The
+    ``tiny`` case (entries of 1e-30) times the recomputation itself.
+    """
+
+    params = [common.IMPLS, ["16", "1M", "tiny"]]
+    param_names = ["impl", "case"]
+
+    def setup(self, name, case):
+        self.impl = common.impl(name)
+        n = 16 if case == "16" else 1 << 20
+        host = common.host_random((n,)).astype(np.float32)
+        self.x = self.impl.put(host * np.float32(1e-30) if case == "tiny" else host)
+        family = self.impl.family
+        self.op = gk.linalg.norm if family == "gpukit" else self.impl.xp.linalg.norm
+
+    def time_norm(self, name, case):
+        self.op(self.x)
+        self.impl.sync()
