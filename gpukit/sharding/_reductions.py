@@ -197,10 +197,12 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
             return _powers(a, ord, axes, keepdims, x)
         with np.errstate(over="ignore"):  # an overflowing square is rescued
             out = _powers(a, ord, axes, keepdims, x)
-        # the same rescue as gk.linalg.norm's: NumPy's functions reach the shards
-        return _norm_range.rescue(
-            np, lambda y: _powers(y, ord, axes, keepdims, x), x, out, axes, keepdims
-        )
+        # the same rescue as gk.linalg.norm's: NumPy's functions reach the shards; a native
+        # result lives on the first shard's device (_root), so its checks run there
+        with x.backend.use_device(x.devices[0]):
+            return _norm_range.rescue(
+                np, lambda y: _powers(y, ord, axes, keepdims, x), x, out, axes, keepdims
+            )
     if len(axes) == 1:
         (ax,) = axes
         if ord == np.inf:
