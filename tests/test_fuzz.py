@@ -358,11 +358,10 @@ def test_fuzz_linalg_dense(name, a, b):
         close(np.matmul(us, gk.to_numpy(vh)[..., : s.shape[-1], :]), a64, tol)
     elif name == "norm":  # the true norm rounded to the result's dtype (NumPy's squares
         # under- and overflow: gk rescues them), from a64 scaled by a power of two
-        m = float(np.abs(a64).max())
-        unit = 2.0 ** -math.frexp(m)[1] if 0 < m < math.inf else 1.0
+        k = _balancing(float(np.abs(a64).max()))
         with np.errstate(over="ignore"):
-            want = np.float64(np.linalg.norm(a64 * unit) / unit)
-            want = want.astype(np.asarray(gk.to_numpy(got)).dtype)
+            want = _times_pow2(np.linalg.norm(_times_pow2(a64, k)), -k)
+            want = np.float64(want).astype(np.asarray(gk.to_numpy(got)).dtype)
         close(got, want, tol)
     elif name == "lstsq":
         x = gk.to_numpy(got[0])
@@ -390,6 +389,16 @@ def _hermitian(a: np.ndarray) -> np.ndarray:
     lower = np.tril(a, -1)
     diagonal = np.real(np.diagonal(a, axis1=-2, axis2=-1))[..., None] * np.eye(a.shape[-1])
     return lower + np.conj(np.swapaxes(lower, -1, -2)) + diagonal
+
+
+def _balancing(top: float) -> int:
+    """``k`` with ``top * 2**k`` in [0.5, 1) (0 for 0, inf and NaN)."""
+    return -math.frexp(top)[1] if 0 < top < math.inf else 0
+
+
+def _times_pow2(v: Any, k: int) -> Any:
+    """``v * 2**k`` exactly, in two factors: 2**1033 (a subnormal's scale) is no float."""
+    return v * 2.0 ** (k // 2) * 2.0 ** (k - k // 2)
 
 
 def _size(a: np.ndarray) -> float:
@@ -424,10 +433,10 @@ def test_fuzz_linalg_iterative(method, n, data, rtol, maxiter):
     x64 = x_host.astype(np.complex128)
     # evaluated on b and x scaled by a power of two, as the solve runs (A @ x of a b near
     # 1e300 can overflow while b - A x does not); BLAS nrm2 scales where NumPy's squares
-    top = float(np.abs(b64).max(initial=0.0))
-    unit = 2.0 ** -math.frexp(top)[1] if 0 < top < math.inf else 1.0
+    k = _balancing(float(np.abs(b64).max(initial=0.0)))
     with np.errstate(over="ignore"):
-        residual = scipy.linalg.norm(b64 * unit - a64 @ (x64 * unit)) / unit
+        scaled = scipy.linalg.norm(_times_pow2(b64, k) - a64 @ _times_pow2(x64, k))
+        residual = _times_pow2(scaled, -k)
     assert np.isfinite(residual)
     # what evaluating a residual costs in the solve's precision (x's dtype: the solver can
     # judge convergence no more finely, nor can SciPy's)

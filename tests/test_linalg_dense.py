@@ -289,6 +289,7 @@ def test_norm(backend, xp, rng, dtype, shape, ord, axis):
         ("complex64", 1e-28),
         ("complex64", 1e30),
         ("float64", 1e-200),
+        ("float64", 1e-310),  # subnormal entries: a scale of 2**1030 (was inf)
         ("float64", 1e250),
     ],
 )
@@ -300,16 +301,19 @@ def test_norms_whose_powers_underflow_or_overflow_keep_their_value(
     gk.linalg.norm recomputes such results on the input scaled by a power of two."""
     x = (_random(rng, shape, dtype) * magnitude).astype(dtype)
     x.flat[0] = magnitude  # one entry of the magnitude at least (a subnormal draw may be 0)
-    unit = 2.0 ** -math.frexp(magnitude)[1]  # exact: the reference's norms stay in range
-    want = np.linalg.norm(ref(x) * unit, ord=ord, axis=axis, keepdims=keepdims) / unit
+    # compared in units of 2**-k, the reference's norms in range (ldexp: exact, and 2**1030
+    # for float64 subnormals is no float)
+    k = -math.frexp(magnitude)[1]
+    scaled = np.ldexp(np.abs(ref(x)), k)
+    want = np.linalg.norm(scaled, ord=ord, axis=axis, keepdims=keepdims)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow warning for a representable result
         got = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis, keepdims=keepdims)
     assert got.shape == np.shape(want) and got.dtype == np.finfo(dtype).dtype
-    err = np.abs(np.asarray(gk.to_numpy(got), np.float64) * unit - want * unit).max()
-    # subnormal entries carry fewer digits: their rounding is absolute, 2**-149 each
-    bound = tol(dtype) * np.abs(want * unit).max() + x.size * 2.0**-149 * unit
-    assert err <= bound
+    err = np.abs(np.ldexp(np.asarray(gk.to_numpy(got), np.float64), k) - want).max()
+    # subnormal entries carry fewer digits: their rounding is absolute, one spacing each
+    spacing = np.ldexp(float(np.finfo(dtype).smallest_subnormal), k)
+    assert err <= tol(dtype) * np.abs(want).max() + x.size * spacing
 
 
 def test_a_norm_beyond_the_dtype_is_inf(backend, xp):

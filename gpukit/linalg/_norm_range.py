@@ -34,8 +34,8 @@ def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims
     """``out`` (``norm(x)`` over ``axes``), recomputed when any value is 0 or inf.
 
     The recomputation takes the norm of ``|x|`` with each slice divided by a power of two
-    near its largest magnitude (in ``x``'s precision when that power is representable
-    there, else in float64), then scales back: exact for every slice, so
+    near its largest magnitude, in ``x``'s precision, then scales back: exact for every
+    slice, so
     the whole result is replaced (a slice of zeros stays 0, one holding inf or NaN stays
     inf or NaN, one whose norm exceeds the dtype becomes inf). ``xp`` is the array module
     (NumPy's functions also serve sharded arrays, through their ufunc protocol). On a GPU,
@@ -48,12 +48,12 @@ def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims
     mag = xp.abs(x)
     top = mag.max(axis=axes, keepdims=True)
     shift = xp.frexp(top)[1]  # max(|slice|) < 2**shift
-    factor = xp.ldexp(xp.ones_like(top, dtype=np.float64), -shift)
-    with np.errstate(over="ignore"):  # exact when representable (2**-149 .. 2**127 in float32)
-        narrow = factor.astype(mag.dtype)
-    if bool(xp.all((narrow != 0) & xp.isfinite(narrow))):
-        factor = narrow  # one pass in the input's precision; else float64 (2**149)
-    again = norm(mag * factor)
+    with np.errstate(over="ignore"):  # a factor beyond the dtype is detected below
+        factor = xp.ldexp(xp.ones_like(top, dtype=np.float64), -shift).astype(mag.dtype)
+    if bool(xp.all((factor != 0) & xp.isfinite(factor))):
+        again = norm(mag * factor)  # a power of two of the dtype: one exact multiply
+    else:  # subnormal data (float64 2e-311 needs 2**1033): ldexp, exact but 4x slower
+        again = norm(xp.ldexp(mag, -shift))
     back = shift if keepdims else top.max(axis=axes)  # drops the kept length-1 axes
     back = back if keepdims else xp.frexp(back)[1]
     fixed = xp.ldexp(again.astype(np.float64), back).astype(out.dtype)
