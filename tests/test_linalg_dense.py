@@ -316,6 +316,20 @@ def test_norms_whose_powers_underflow_or_overflow_keep_their_value(
     assert err <= tol(dtype) * np.abs(want).max() + x.size * spacing
 
 
+@pytest.mark.parametrize("axis", [None, 1])
+def test_float16_norms_are_summed_in_float32(backend, xp, axis):
+    """As the other functions here: a float16 norm is computed in float32 and returned in
+    float16, correctly rounded (float16 sums gave 203.375 for 83 * sqrt(6) = 203.31, whose
+    float16 is 203.25: the fuzz test under the simulator), and squares of 1e-4 or 300 do
+    not under- or overflow float16."""
+    for scale in (1.0, 1e-4, 300.0):
+        a = (np.array([[0.0, 83.0, 83.0, 83.0, 83.0, 83.0, 83.0]]) * scale).astype(np.float16)
+        got = gk.linalg.norm(xp.asarray(a), axis=axis)
+        want = np.linalg.norm(a.astype(np.float64), axis=axis).astype(np.float16)
+        assert got.dtype == np.float16 and got.shape == np.shape(want)
+        assert np.array_equal(np.asarray(gk.to_numpy(got)), want), scale
+
+
 def test_a_norm_beyond_the_dtype_is_inf(backend, xp):
     """Rescued norms stay honest: two float32 entries of 3e38 have a norm beyond float32."""
     with warnings.catch_warnings():

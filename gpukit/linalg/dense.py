@@ -621,6 +621,9 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """
     backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
     _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
+    if x.dtype == np.float16:  # summed in float32 (no float16 square under- or overflows),
+        # returned as NumPy's float16: correctly rounded where float16 sums were ulps off
+        return norm(x.astype(np.float32), ord, axis, keepdims).astype(np.float16)
     if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axis, x.ndim)):
         return backend.linalg_norm(x, ord, axis, keepdims)
     with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
