@@ -37,10 +37,9 @@ def _activate(z: np.ndarray, activation: str, slope: float) -> None:
         np.maximum(z, 0, out=z)
     elif activation == "leaky_relu":
         np.multiply(z, slope, out=z, where=z < 0)
-    elif activation == "gelu":
-        t = np.multiply(z, _SQRT1_2)
-        special.erf(t, out=t)
-        t += 1.0
+    elif activation == "gelu":  # Phi(z) = erfc(-z/sqrt2)/2: 1 + erf(z/sqrt2) cancels, z << 0
+        t = np.multiply(z, -_SQRT1_2)
+        special.erfc(t, out=t)
         t *= 0.5
         z *= t
     elif activation == "gelu_tanh":
@@ -70,10 +69,9 @@ def _derivative(z: np.ndarray, activation: str, slope: float) -> np.ndarray:
         np.copyto(d, slope, where=z <= 0)
         return d
     if activation == "gelu":
-        # 0.5 (1 + erf(z/sqrt2)) + z phi(z)
-        d = np.multiply(z, _SQRT1_2)
-        special.erf(d, out=d)
-        d += 1.0
+        # 0.5 erfc(-z/sqrt2) + z phi(z)
+        d = np.multiply(z, -_SQRT1_2)
+        special.erfc(d, out=d)
         d *= 0.5
         pdf = np.multiply(z, z)
         pdf *= -0.5

@@ -88,9 +88,8 @@ def forward(
         y = np.tanh(z, out=out)
     elif name == "leaky_relu":
         y = np.where(z > 0, z, z * z.dtype.type(slope))
-    elif name == "gelu":
-        y = _special().erf(z * z.dtype.type(_INV_SQRT2))
-        y += 1
+    elif name == "gelu":  # Phi(z) = erfc(-z/sqrt2)/2: 1 + erf(z/sqrt2) cancels for z << 0
+        y = _special().erfc(z * z.dtype.type(-_INV_SQRT2))
         y *= z
         y *= z.dtype.type(0.5)
     elif name == "gelu_tanh":
@@ -145,8 +144,7 @@ def backward(
     elif name == "leaky_relu":
         gz = grad * np.where(s > 0, one, s.dtype.type(slope))
     elif name == "gelu":
-        d = _special().erf(s * s.dtype.type(_INV_SQRT2))
-        d += 1
+        d = _special().erfc(s * s.dtype.type(-_INV_SQRT2))
         d *= s.dtype.type(0.5)
         d += s * np.exp(s * s * s.dtype.type(-0.5)) * s.dtype.type(_INV_SQRT_2PI)
         gz = grad * d

@@ -15,8 +15,8 @@ __device__ __forceinline__ float gk_exp(float x) { return expf(x); }
 __device__ __forceinline__ double gk_exp(double x) { return exp(x); }
 __device__ __forceinline__ float gk_log(float x) { return logf(x); }
 __device__ __forceinline__ double gk_log(double x) { return log(x); }
-__device__ __forceinline__ float gk_erf(float x) { return erff(x); }
-__device__ __forceinline__ double gk_erf(double x) { return erf(x); }
+__device__ __forceinline__ float gk_erfc(float x) { return erfcf(x); }
+__device__ __forceinline__ double gk_erfc(double x) { return erfc(x); }
 __device__ __forceinline__ float gk_tanh(float x) { return tanhf(x); }
 __device__ __forceinline__ double gk_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float gk_sqrt(float x) { return sqrtf(x); }
