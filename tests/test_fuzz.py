@@ -622,7 +622,12 @@ def test_fuzz_layers_and_predict(layer, width, data):
         elif layer == "layernorm" and x.size:
             mu = x64.mean(axis=-1, keepdims=True)
             var = x64.var(axis=-1, keepdims=True)
-            close(y, (x64 - mu) / np.sqrt(var + 1e-5), max(tol, 1e-4), nonfinite=False)
+            want = (x64 - mu) / np.sqrt(var + 1e-5)
+            if not _on_host():  # rows whose sum of squares overflows the dtype: 0, as
+                # PyTorch (documented; detecting them on a GPU costs a sync per call)
+                over = var * x64.shape[-1] > np.finfo(np.dtype(dtype)).max
+                want = np.where(over, 0.0, want)
+            close(y, want, max(tol, 1e-4), nonfinite=False)
         g = attempt(lambda: module.backward(np.ones_like(gk.to_numpy(y))))
         assert not isinstance(g, Raised) or isinstance(g.exc, ValueError | TypeError)
     if layer == "linear":

@@ -419,6 +419,18 @@ class Dropout(Module):
         return f"p={self.p}"
 
 
+def _scaled_rstd(xc: np.ndarray, axes: tuple[int, ...], eps: float, rstd: np.ndarray) -> Any:
+    """``1 / sqrt(var + eps)`` of rows whose sum of squares overflowed, from the rows scaled
+    by a power of two near their largest magnitude (exact): a float32 row ``[0, 2.6e19]``
+    has a variance of 1.7e38 but a sum of squares beyond float32, and was normalised to 0
+    (as PyTorch does) instead of ``[-1, 1]`` (the fuzz test). Rows with NaN keep theirs."""
+    shift = np.frexp(np.abs(xc).max(axis=axes, keepdims=True))[1]
+    xs = np.ldexp(xc, -shift)
+    var = (xs * xs).mean(axis=axes, keepdims=True)
+    scaled = np.ldexp(1 / np.sqrt(var + np.ldexp(xc.dtype.type(eps), -2 * shift)), -shift)
+    return np.where(np.isnan(rstd), rstd, scaled).astype(xc.dtype, copy=False)
+
+
 class LayerNorm(Module):
     """Normalise over the last axes to zero mean, unit variance; then scale and shift.
 
@@ -501,8 +513,11 @@ class LayerNorm(Module):
         # (a row of equal entries of 7e16 in float32 was centred to +-4e9 and normalised
         # to +-1 instead of 0 on CuPy; found by the fuzz test)
         xc -= xc.mean(axis=axes, keepdims=True)
-        var = (xc * xc).mean(axis=axes, keepdims=True)
+        with np.errstate(over="ignore"):  # an overflowing sum of squares is rescued below
+            var = (xc * xc).mean(axis=axes, keepdims=True)
         rstd = 1 / xp.sqrt(var + work.dtype.type(self.eps))
+        if xp is np and not np.isfinite(var).all():  # host: a free check of one value a row
+            rstd = _scaled_rstd(xc, axes, self.eps, rstd)
         xhat = xc * rstd
         self._cache = (xhat, rstd, axes)
         if self.weight is None:
