@@ -620,13 +620,18 @@ def test_fuzz_layers_and_predict(layer, width, data):
         elif layer == "tanh":
             close(y, np.tanh(x64), tol, nonfinite=False)
         elif layer == "layernorm" and x.size:
-            mu = x64.mean(axis=-1, keepdims=True)
-            var = x64.var(axis=-1, keepdims=True)
-            want = (x64 - mu) / np.sqrt(var + 1e-5)
-            if not _on_host():  # rows whose sum of squares overflows the dtype: 0, as
-                # PyTorch (documented; detecting them on a GPU costs a sync per call)
-                over = var * x64.shape[-1] > np.finfo(np.dtype(dtype)).max
-                want = np.where(over, 0.0, want)
+            # on rows scaled by 2**k (exact; eps scaled alike): a float64 row of 1.9e154 has
+            # a sum of squares beyond float64 itself
+            k = -np.frexp(np.abs(x64).max(axis=-1, keepdims=True))[1]
+            with np.errstate(over="ignore"):
+                xs = np.ldexp(x64, k)
+                dev = xs - xs.mean(axis=-1, keepdims=True)
+                var = (dev * dev).mean(axis=-1, keepdims=True)
+                want = dev / np.sqrt(var + np.ldexp(1e-5, 2 * k))
+                if not _on_host():  # rows whose sum of squares overflows the dtype: 0, as
+                    # PyTorch (documented; detecting them on a GPU costs a sync per call)
+                    sums = np.ldexp(var * x64.shape[-1], -2 * k)
+                    want = np.where(sums > np.finfo(np.dtype(dtype)).max, 0.0, want)
             close(y, want, max(tol, 1e-4), nonfinite=False)
         g = attempt(lambda: module.backward(np.ones_like(gk.to_numpy(y))))
         assert not isinstance(g, Raised) or isinstance(g.exc, ValueError | TypeError)
