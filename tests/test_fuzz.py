@@ -629,9 +629,12 @@ def test_fuzz_layers_and_predict(layer, width, data):
                 var = (dev * dev).mean(axis=-1, keepdims=True)
                 want = dev / np.sqrt(var + np.ldexp(1e-5, 2 * k))
                 if not _on_host():  # rows whose sum of squares overflows the dtype: 0, as
-                    # PyTorch (documented; detecting them on a GPU costs a sync per call)
-                    sums = np.ldexp(var * x64.shape[-1], -2 * k)
-                    want = np.where(sums > np.finfo(np.dtype(dtype)).max, 0.0, want)
+                    # PyTorch (documented; detecting them on a GPU costs a sync per call);
+                    # within rounding of the dtype's max, either answer
+                    sums = np.ldexp(var * x64.shape[-1], -2 * k) / np.finfo(np.dtype(dtype)).max
+                    got = np.asarray(gk.to_numpy(y), np.float64)
+                    edge = (np.abs(sums - 1) < 1e-3) & np.all(got == 0, axis=-1, keepdims=True)
+                    want = np.where((sums > 1) | edge, 0.0, want)
             close(y, want, max(tol, 1e-4), nonfinite=False)
         g = attempt(lambda: module.backward(np.ones_like(gk.to_numpy(y))))
         assert not isinstance(g, Raised) or isinstance(g.exc, ValueError | TypeError)
