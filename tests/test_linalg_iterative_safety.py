@@ -38,6 +38,8 @@ REASONS = {
     "(A or M singular on it)",
     "stagnation: the recurrence met the tolerance but the true residual did not, and "
     "restarting did not reduce it (rounding limits the attainable accuracy)",
+    "range: the solve of b scaled by a power of two converged, but its solution scaled back "
+    "over- or underflows the dtype, and the solution as returned misses the tolerance",
 }
 
 
@@ -616,3 +618,30 @@ def test_a_residual_beyond_float64_is_inf_not_an_overflowerror(backend, method):
             x0=gk.asarray(np.array([1e299])), maxiter=0,
         )  # fmt: skip
     assert info.residual_norm == math.inf and not info.converged
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_solution_that_overflows_when_scaled_back_is_no_convergence(backend, method):
+    """b = 2.1e242 against A = 1.2e-66: the scaled solve converges, but x = b / A is 1.8e308,
+    beyond float64, and scaled back it is inf. It was reported converged with x = inf (the
+    fuzz test at 6,000 examples); the returned x is judged as returned."""
+    a, b = np.array([[1.16813184e-66]]), np.array([2.09994259e242])
+    with pytest.warns(gk.ConvergenceWarning, match="range: the solve of b scaled"):
+        x, info = SOLVE[method](gk.asarray(a), gk.asarray(b))
+    assert not info.converged and info.reason in REASONS and info.reason.startswith("range")
+    assert info.residual_norm == math.inf and np.isinf(gk.to_numpy(x)).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_subnormal_solution_is_judged_as_returned(backend, rng, method):
+    """x ~ 1e-310 (b of 1e-300 against A of 1e10): scaled back, x is subnormal and loses
+    digits; the reported residual is the returned x's own, within the tolerance or not."""
+    a = _poisson("float64", 1e10)
+    b = rng.standard_normal(a.shape[0]) * 1e-300
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gk.ConvergenceWarning)
+        x, info = SOLVE[method](gk.asarray(a), gk.asarray(b))
+    x64 = np.ldexp(gk.to_numpy(x).astype(np.float64), 1000)  # exact: back in range
+    true = np.linalg.norm(np.ldexp(b, 1000) - a @ x64) / 2.0**1000
+    assert info.residual_norm == pytest.approx(true, rel=1e-3, abs=1e-3 * info.tolerance)
+    assert info.converged == (info.residual_norm <= info.tolerance)

@@ -55,6 +55,10 @@ STAGNATION = (
     "stagnation: the recurrence met the tolerance but the true residual did not, and "
     "restarting did not reduce it (rounding limits the attainable accuracy)"
 )
+RANGE = (
+    "range: the solve of b scaled by a power of two converged, but its solution scaled back "
+    "over- or underflows the dtype, and the solution as returned misses the tolerance"
+)
 
 
 @dataclass

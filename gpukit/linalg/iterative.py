@@ -244,21 +244,34 @@ def run(
         loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, math.ldexp(tol, -e),
         maxiter, callback, **extra,
     )  # fmt: skip
-    residual = out.residual
+    residual, converged, reason = out.residual, out.converged, out.reason
     if e:
         _krylov.scale_by_power_of_two(xp, out.x, e)
-        try:
-            residual = math.ldexp(residual, e)
-        except OverflowError:  # a diverged residual beyond float64 (the fuzz test)
-            residual = math.inf
-    info = IterativeInfo(out.converged, out.iterations, residual, tol, method, out.reason)
+        if converged:  # judged again as returned: scaled back, x may overflow (b/A of 1e308)
+            # or lose bits to subnormals; the returned x, scaled again, is exact
+            back = _scaled_copy(xp, out.x, -e)
+            scaled = _krylov._norm(xp, _krylov.residual(xp, matvec, b, back, back))
+            converged = scaled <= math.ldexp(tol, -e)  # False for NaN or inf
+            residual, reason = (scaled, reason) if converged else (scaled, _krylov.RANGE)
+        residual = _ldexp_or_inf(residual, e)
+    info = IterativeInfo(converged, out.iterations, residual, tol, method, reason)
     if not info.converged:
         warn(
-            f"{op} did not converge: {out.reason} after {out.iterations} iterations, "
+            f"{op} did not converge: {reason} after {out.iterations} iterations, "
             f"residual norm {residual:.3e} > tolerance {tol:.3e} (n={n}, dtype {dtype})",
             ConvergenceWarning,
         )
     return out.x, info
+
+
+def _ldexp_or_inf(v: float, e: int) -> float:
+    """``v * 2**e``; inf beyond float64 (math.ldexp raises OverflowError there) or for NaN."""
+    if math.isnan(v):
+        return math.inf
+    try:
+        return math.ldexp(v, e)
+    except OverflowError:  # a diverged residual beyond float64 (the fuzz test)
+        return math.inf
 
 
 def _scaled_copy(xp: Any, v: Any, e: int) -> Any:
