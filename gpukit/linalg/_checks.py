@@ -52,9 +52,10 @@ _INEXACT = frozenset(np.dtype(c) for c in "fdFD")
 _MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, _INF, -_INF)
 
 
-def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None:
+def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> tuple[int, ...]:
     """``numpy.linalg.norm``'s rules for ``ord`` and ``axis``, checked once for every
-    backend (NumPy and CuPy word their errors differently)."""
+    backend (NumPy and CuPy word their errors differently); the axes the norm reduces,
+    non-negative (every axis when ``axis`` is None)."""
     ndim = len(shape)
     if axis is None:
         if ord is not None and ndim not in (1, 2):
@@ -71,8 +72,9 @@ def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None
             )
         if len(axes) == 2 and axes[0] % ndim == axes[1] % ndim:
             raise ValueError(f"{op}: axis={axis!r} repeats an axis of x (shape {shape})")
+    axes = tuple(int(a) % ndim for a in axes)
     if ord is None:
-        return
+        return axes
     if len(axes) == 2:
         if ord not in _MATRIX_ORDS:
             raise ValueError(
@@ -83,6 +85,7 @@ def norm_arguments(op: str, shape: tuple[int, ...], ord: Any, axis: Any) -> None
         raise ValueError(
             f"{op}: ord={ord!r} is not a vector norm; expected None, inf, -inf or a number"
         )
+    return axes
 
 
 def solve_dtype(*dtypes: Any) -> np.dtype:

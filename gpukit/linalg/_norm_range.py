@@ -15,16 +15,13 @@ from typing import Any
 import numpy as np
 
 
-def powered(ord: Any, axis: Any, ndim: int) -> bool:
-    """Whether ``norm(x, ord, axis)`` sums powers of the entries (2-norms, Frobenius,
+def powered(ord: Any, axes: tuple[int, ...]) -> bool:
+    """Whether a norm over ``axes`` sums powers of the entries (2-norms, Frobenius,
     vector p-norms with ``p > 0`` other than 1): the norms that can under- or overflow
     while their value is representable. ``p < 0`` is left as NumPy defines it."""
     if ord is None or ord == "fro":
         return True
-    vector = (ndim == 1 and axis is None) or (
-        axis is not None and (isinstance(axis, int | np.integer) or len(tuple(axis)) == 1)
-    )
-    if not vector or isinstance(ord, str):
+    if len(axes) != 1 or isinstance(ord, str):  # matrix norms other than Frobenius
         return False
     p = float(ord.real) if isinstance(ord, complex) else float(ord)
     return math.isfinite(p) and p > 0 and p != 1
@@ -35,8 +32,7 @@ def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims
 
     The recomputation takes the norm of ``|x|`` with each slice divided by a power of two
     near its largest magnitude, in ``x``'s precision, then scales back: exact for every
-    slice, so
-    the whole result is replaced (a slice of zeros stays 0, one holding inf or NaN stays
+    slice, so the whole result is replaced (a slice of zeros stays 0, one holding inf or NaN stays
     inf or NaN, one whose norm exceeds the dtype becomes inf). ``xp`` is the array module
     (NumPy's functions also serve sharded arrays, through their ufunc protocol). On a GPU,
     deciding whether any value needs it is one small reduction and a synchronisation.
@@ -54,19 +50,7 @@ def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims
         again = norm(mag * factor)  # a power of two of the dtype: one exact multiply
     else:  # subnormal data (float64 2e-311 needs 2**1033): ldexp, exact but 4x slower
         again = norm(xp.ldexp(mag, -shift))
-    back = shift if keepdims else top.max(axis=axes)  # drops the kept length-1 axes
-    back = back if keepdims else xp.frexp(back)[1]
+    # without keepdims, the shifts of the result's shape (max over the length-1 axes)
+    back = shift if keepdims else xp.frexp(top.max(axis=axes))[1]
     fixed = xp.ldexp(again.astype(np.float64), back).astype(out.dtype)
     return fixed[()] if isinstance(out, np.generic) else fixed  # NumPy's scalar stays one
-
-
-def axes_of(axis: Any, ndim: int) -> tuple[int, ...]:
-    """The axes a norm reduces (every axis when ``axis`` is None)."""
-    if axis is None:
-        return tuple(range(ndim))
-    return _axes(axis, ndim)
-
-
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
-    return tuple(int(a) % ndim for a in axes)

@@ -620,19 +620,19 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     6.0
     """
     backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
-    _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
-    if x.dtype == np.float16:  # summed in float32 (no float16 square under- or overflows),
-        # returned as NumPy's float16: correctly rounded where float16 sums were ulps off
-        return norm(x.astype(np.float32), ord, axis, keepdims).astype(np.float16)
-    if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axis, x.ndim)):
-        return backend.linalg_norm(x, ord, axis, keepdims)
-    with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
+    axes = _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
+    # float16 is summed in float32 (no float16 square under- or overflows) and returned as
+    # NumPy's float16: correctly rounded where float16 sums were ulps off
+    half = x.dtype == np.float16
+    if half:
+        x = x.astype(np.float32)
+    if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axes)):
         out = backend.linalg_norm(x, ord, axis, keepdims)
-    return _norm_range.rescue(
-        backend.xp,
-        lambda y: backend.linalg_norm(y, ord, axis, keepdims),
-        x,
-        out,
-        _norm_range.axes_of(axis, x.ndim),
-        keepdims,
-    )
+    else:
+        with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
+            out = backend.linalg_norm(x, ord, axis, keepdims)
+        out = _norm_range.rescue(
+            backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out, axes,
+            keepdims,
+        )  # fmt: skip
+    return out.astype(np.float16) if half else out

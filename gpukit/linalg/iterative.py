@@ -252,7 +252,9 @@ def run(
             back = _scaled_copy(xp, out.x, -e)
             scaled = _krylov._norm(xp, _krylov.residual(xp, matvec, b, back, back))
             converged = scaled <= math.ldexp(tol, -e)  # False for NaN or inf
-            residual, reason = (scaled, reason) if converged else (scaled, _krylov.RANGE)
+            residual = scaled
+            if not converged:
+                reason = _krylov.RANGE
         residual = _ldexp_or_inf(residual, e)
     info = IterativeInfo(converged, out.iterations, residual, tol, method, reason)
     if not info.converged:

@@ -184,15 +184,14 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
     op = "gk.linalg.norm"
     x = require_sharded(x, "x", op)
     _dtypes.check(op, "x", x)
-    _linalg_checks.norm_arguments(op, x.shape, ord, axis)
+    axes = _linalg_checks.norm_arguments(op, x.shape, ord, axis)
     inexact = x.dtype.kind in "fc"
     if not inexact:
         x = x.astype(np.float64)
     elif x.dtype.itemsize < 4:
         x = x.astype(np.float32)
-    axes = _norm_range.axes_of(axis, x.ndim)
     a = np.abs(x)
-    if _norm_range.powered(ord, axis, x.ndim):
+    if _norm_range.powered(ord, axes):
         if not inexact:
             return _powers(a, ord, axes, keepdims, x)
         with np.errstate(over="ignore"):  # an overflowing square is rescued
