@@ -645,3 +645,20 @@ def test_a_subnormal_solution_is_judged_as_returned(backend, rng, method):
     true = np.linalg.norm(np.ldexp(b, 1000) - a @ x64) / 2.0**1000
     assert info.residual_norm == pytest.approx(true, rel=1e-3, abs=1e-3 * info.tolerance)
     assert info.converged == (info.residual_norm <= info.tolerance)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_deep_subnormal_b_gets_a_tolerance_it_can_meet(backend, rng, method):
+    """b of 1e-320 (float64, about 4 significant bits): rtol * ||b|| underflowed to 0, no
+    residual met it, and every method ran to "maxiter reached" (or a breakdown) with a
+    message of "0.000e+00 > tolerance 0.000e+00". The tolerance is now formed at the
+    solved system's scale: the scaled solve converges, and the subnormal x it returns is
+    judged as returned -- here it misses, with the reason "range"."""
+    a = _poisson("float64")
+    b = rng.standard_normal(a.shape[0]) * 1e-320
+    with pytest.warns(gk.ConvergenceWarning, match="range: the solve of b scaled"):
+        x, info = SOLVE[method](gk.asarray(a), gk.asarray(b))
+    assert not info.converged and info.reason.startswith("range")
+    assert info.iterations < a.shape[0]  # the scaled solve converged: no maxiter
+    b_up, x_up = np.ldexp(b, 1070), np.ldexp(gk.to_numpy(x), 1070)  # exact: back in range
+    assert np.linalg.norm(b_up - a @ x_up) > 1e-5 * np.linalg.norm(b_up)  # the miss is real

@@ -235,13 +235,18 @@ def run(
                 xp.copyto(x, start)
             if callback is not None:
                 callback = _unscaling(xp, x, e, callback)
+    # the tolerance of the system solved, formed at its scale: rtol * ||b|| of a b of
+    # 1e-320 underflows to 0 in float64, which no residual meets ("maxiter reached")
+    scaled_tol = max(rtol * math.ldexp(bnorm, -e), _ldexp_or_inf(atol, -e))
+    if e:  # reported as the residual is: scaled back, rounded alike
+        tol = math.ldexp(scaled_tol, e)
     if start_mb and psolve is not None:
         xp.copyto(x, psolve(b))
     elif start_mb:
         xp.copyto(x, b)
     loop = getattr(_krylov, method)
     out = _krylov.run(
-        loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, math.ldexp(tol, -e),
+        loop, xp, matvec, psolve, b, x, x0 is None and not start_mb, scaled_tol,
         maxiter, callback, **extra,
     )  # fmt: skip
     residual, converged, reason = out.residual, out.converged, out.reason
@@ -251,7 +256,7 @@ def run(
             # or lose bits to subnormals; the returned x, scaled again, is exact
             back = _scaled_copy(xp, out.x, -e)
             scaled = _krylov._norm(xp, _krylov.residual(xp, matvec, b, back, back))
-            converged = scaled <= math.ldexp(tol, -e)  # False for NaN or inf
+            converged = scaled <= scaled_tol  # False for NaN or inf
             residual = scaled
             if not converged:
                 reason = _krylov.RANGE
