@@ -212,6 +212,18 @@ def test_norm_matches_numpy(cpu_devices, rng, ord, axis):
         assert np.shape(got) == np.shape(want) and rel_err(got, want) < 1e-12
 
 
+@pytest.mark.parametrize(("ord", "axis"), [(None, None), (np.inf, 0), (1, 1), (3.5, 0)])
+def test_float16_norms_are_float16_as_native_ones(cpu_devices, rng, ord, axis):
+    """NumPy's dtype for a float16 norm, summed in float32 and correctly rounded: the
+    sharded norm returned float32 where the native one returns float16."""
+    x = (rng.standard_normal((7, 5)) * 300).astype(np.float16)  # float16 squares overflow
+    got = gk.linalg.norm(gk.shard(x), ord=ord, axis=axis)
+    want = np.linalg.norm(x.astype(np.float64), ord=ord, axis=axis).astype(np.float16)
+    native = gk.linalg.norm(x, ord=ord, axis=axis)
+    assert got.dtype == native.dtype == np.float16
+    assert np.array_equal(np.asarray(gk.to_numpy(got)), want)
+
+
 def test_norm_refuses_singular_value_norms(rng):
     with gk.use_backend(NumpyBackend(2)):
         s = gk.shard(_data(rng, (4, 4)))

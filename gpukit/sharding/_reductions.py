@@ -185,11 +185,15 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
     x = require_sharded(x, "x", op)
     _dtypes.check(op, "x", x)
     axes = _linalg_checks.norm_arguments(op, x.shape, ord, axis)
-    inexact = x.dtype.kind in "fc"
+    if x.dtype == np.float16:  # summed in float32, returned in NumPy's float16 (as native)
+        return _norm(x.astype(np.float32), ord, axes, keepdims, True).astype(np.float16)
+    return _norm(x, ord, axes, keepdims, x.dtype.kind in "fc")
+
+
+def _norm(x: ShardedArray, ord: Any, axes: tuple[int, ...], keepdims: bool, inexact: bool) -> Any:
+    """The norm of validated arguments; integers (not ``inexact``) in float64."""
     if not inexact:
         x = x.astype(np.float64)
-    elif x.dtype.itemsize < 4:
-        x = x.astype(np.float32)
     a = np.abs(x)
     if _norm_range.powered(ord, axes):
         if not inexact:
@@ -216,7 +220,7 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
         return _root(np.power(a, p).sum(axis=ax, keepdims=keepdims), lambda t: t ** (1 / p), x)
     if ord in ("nuc", 2, -2):
         raise TypeError(
-            f"{op}: ord={ord!r} of a {describe(x)} needs its singular values, a dense "
+            f"gk.linalg.norm: ord={ord!r} of a {describe(x)} needs its singular values, a dense "
             "factorisation of the whole matrix: gather it first (x.gather())"
         )
     row, col = axes
