@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Pair:
-    """Median seconds per call of each side and the median per-pair ratio a/b."""
+    """Median seconds per call of each side, the median per-pair ratio a/b and the
+    quartiles of the per-pair ratios (how far the machine moved during the run)."""
 
     a_seconds: float
     b_seconds: float
     ratio: float
+    quartiles: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def _block(fn: Callable[[], object], number: int, sync: Callable[[], None]) -> float:
@@ -62,15 +64,16 @@ def compare(
         ta.append(got[a])
         tb.append(got[b])
         ratios.append(got[a] / got[b])
-    return Pair(statistics.median(ta), statistics.median(tb), statistics.median(ratios))
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return Pair(statistics.median(ta), statistics.median(tb), statistics.median(ratios), (q1, q3))
 
 
 def table(rows: list[tuple[str, Pair, str]]) -> str:
     """Format comparison rows ``(label, pair, target)`` as a plain-text table."""
-    lines = [f"{'case':<48} {'gpukit':>11} {'peer':>11} {'ratio':>7}  target"]
+    lines = [f"{'case':<48} {'gpukit':>11} {'peer':>11} {'ratio':>7} {'quartiles':>13}  target"]
     for label, p, target in rows:
         lines.append(
             f"{label:<48} {p.a_seconds * 1e3:>9.3f}ms {p.b_seconds * 1e3:>9.3f}ms "
-            f"{p.ratio:>7.3f}  {target}"
+            f"{p.ratio:>7.3f} {p.quartiles[0]:>6.3f}-{p.quartiles[1]:<6.3f}  {target}"
         )
     return "\n".join(lines)
