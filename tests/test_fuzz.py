@@ -644,8 +644,10 @@ def test_fuzz_layers_and_predict(layer, width, data):
         batch = data.draw(st.sampled_from([1, 2, 1024, 0, -1, 2.5]), label="batch_size")
         out = attempt(lambda: gk.nn.predict(module, x, batch_size=batch))
         if not isinstance(out, Raised) and finite(x):
-            # batches of another size may round differently on a GPU library
-            close(out, gk.to_numpy(module(x)), 0.0 if _on_host() else tolerance(x.dtype))
+            # batches of another size may round differently, on the host too: NumPy's matmul
+            # of one float32 row [5, 5] differed in the last bit from the same row among two
+            # (another BLAS kernel; the fuzz test at 6,000 examples)
+            close(out, gk.to_numpy(module(x)), tolerance(x.dtype))
 
 
 # -- gk.sparse --------------------------------------------------------------------------------

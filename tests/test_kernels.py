@@ -109,6 +109,23 @@ def test_bias_activation_1d_and_extremes(backend, dtype):
         assert rel_err(gb, gk.to_numpy(gx)) == 0.0  # 1-D: nothing to sum over
 
 
+def test_leaky_relu_gradient_at_nan_is_torchs_on_every_backend(backend, dtype):
+    """``z > 0 ? 1 : slope``: a NaN input takes the slope, as in PyTorch (the CUDA kernel
+    wrote ``z <= 0 ? slope : 1`` and gave 1), in the kernels and in the nn layer alike."""
+    torch = oracle("torch")
+    x = np.array([np.nan, -2.0, 3.0], dtype=dtype)
+    gy = np.array([2.0, 2.0, 2.0], dtype=dtype)
+    tx = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.leaky_relu(tx, 0.25).backward(torch.tensor(gy))
+    want = tx.grad.numpy()  # [0.5, 0.5, 2]
+    b = np.zeros(3, dtype)
+    gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "leaky_relu", negative_slope=0.25)
+    layer = gk.nn.LeakyReLU(0.25)
+    layer(gk.asarray(x))
+    for got in (gx, layer.backward(gk.asarray(gy))):
+        assert np.array_equal(gk.to_numpy(got), want)
+
+
 def test_gelu_keeps_its_relative_accuracy_in_the_tail(backend, dtype):
     """gelu(z) = z Phi(z) as 0.5 z (1 + erf(z / sqrt2)) cancels for z << 0: float32 gelu(-10)
     was 0 (true -7.6e-23) and float64 gelu(-5) 4e-11 off (the fuzz test at 6,000 examples).

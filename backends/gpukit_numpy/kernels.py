@@ -13,7 +13,8 @@ import math
 import threading
 
 import numpy as np
-from scipy import special
+
+from gpukit.backend.activations import activate, derivative
 
 from . import blas as _blas
 
@@ -27,107 +28,12 @@ __all__ = [
     "softmax_cross_entropy_backward",
 ]
 
-_SQRT1_2 = math.sqrt(0.5)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_K_TANH = math.sqrt(2.0 / math.pi)  # gelu's tanh form: tanh(k (z + 0.044715 z^3))
-_C_TANH = 0.044715
-
-
-def _activate(z: np.ndarray, activation: str, slope: float) -> None:
-    """z <- act(z), in place."""
-    if activation == "relu":
-        np.maximum(z, 0, out=z)
-    elif activation == "leaky_relu":
-        np.multiply(z, slope, out=z, where=z < 0)
-    elif activation == "gelu":  # Phi(z) = erfc(-z/sqrt2)/2: 1 + erf(z/sqrt2) cancels, z << 0
-        t = np.multiply(z, -_SQRT1_2)
-        special.erfc(t, out=t)
-        t *= 0.5
-        z *= t
-    elif activation == "gelu_tanh":
-        t = np.multiply(z, z)
-        t *= _C_TANH
-        t += 1.0
-        t *= z
-        t *= _K_TANH
-        np.tanh(t, out=t)
-        t += 1.0
-        t *= 0.5
-        z *= t
-    elif activation == "silu":
-        z *= special.expit(z)
-    elif activation == "sigmoid":
-        special.expit(z, out=z)
-    elif activation == "tanh":
-        np.tanh(z, out=z)
-
-
-def _derivative(z: np.ndarray, activation: str, slope: float) -> np.ndarray:
-    """act'(z), overwriting z where that saves a temporary."""
-    if activation == "relu":
-        return z > 0
-    if activation == "leaky_relu":
-        d = np.ones_like(z)
-        np.copyto(d, slope, where=z <= 0)
-        return d
-    if activation == "gelu":
-        # 0.5 erfc(-z/sqrt2) + z phi(z)
-        d = np.multiply(z, -_SQRT1_2)
-        special.erfc(d, out=d)
-        d *= 0.5
-        pdf = np.multiply(z, z)
-        pdf *= -0.5
-        np.exp(pdf, out=pdf)
-        pdf *= _INV_SQRT_2PI
-        z *= pdf
-        d += z
-        return d
-    if activation == "gelu_tanh":
-        # 0.5 (1 + t) + 0.5 z (1 - t^2) k (1 + 3 c z^2),  t = tanh(k (z + c z^3))
-        z2 = np.multiply(z, z)
-        t = np.multiply(z2, _C_TANH)
-        t += 1.0
-        t *= z
-        t *= _K_TANH
-        np.tanh(t, out=t)
-        z2 *= 3.0 * _C_TANH
-        z2 += 1.0
-        z2 *= _K_TANH * 0.5
-        z2 *= z  # 0.5 k z (1 + 3 c z^2)
-        d = np.multiply(t, t)
-        np.subtract(1.0, d, out=d)
-        d *= z2
-        t += 1.0
-        t *= 0.5
-        d += t
-        return d
-    if activation == "silu":
-        # s (1 + z (1 - s))
-        s = special.expit(z)
-        d = np.subtract(1.0, s)
-        d *= z
-        d += 1.0
-        d *= s
-        return d
-    if activation == "sigmoid":
-        special.expit(z, out=z)
-        d = np.subtract(1.0, z)
-        d *= z
-        return d
-    # tanh
-    np.tanh(z, out=z)
-    d = np.multiply(z, z)
-    np.subtract(1.0, d, out=d)
-    return d
-
 
 def bias_activation(
     x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
 ) -> np.ndarray:
     """Reference of :func:`gpukit.kernels.bias_activation`: ``act(x + bias)``."""
-    y = np.add(x, bias)
-    _activate(y, activation, negative_slope)
-    return y
+    return activate(np.add(x, bias), activation, negative_slope, overwrite=True)
 
 
 def bias_activation_backward(
@@ -138,8 +44,8 @@ def bias_activation_backward(
         grad_x = grad_y.copy()
     else:
         z = np.add(x, bias)
-        d = _derivative(z, activation, negative_slope)
-        grad_x = np.multiply(grad_y, d, out=z)  # d never aliases z: reuse z's memory
+        d = derivative(z, activation, negative_slope, overwrite=True)
+        grad_x = np.multiply(grad_y, d, out=z)  # d is never z: reuse z's memory
     grad_bias = grad_x.reshape(-1, bias.shape[0]).sum(axis=0)
     return grad_x, grad_bias
 

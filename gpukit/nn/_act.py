@@ -2,29 +2,24 @@
 
 Host arrays are computed in place with NumPy (the pre-activation is a fresh array the
 caller owns, so no temporaries are needed) and keep the output when the derivative can
-be written with it (ReLU, Sigmoid, Tanh). Device arrays go through the fused kernels
-``gk.kernels.bias_activation`` / ``bias_activation_backward``: one launch each way.
+be written with it (ReLU, Sigmoid, Tanh); the formulas are the numpy backend's own
+(:mod:`gpukit.backend.activations`), without the kernels' copies. Device arrays go through
+the fused kernels ``gk.kernels.bias_activation`` / ``bias_activation_backward``: one
+launch each way.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import _dispatch
+from ..backend.activations import FROM_OUTPUT, activate, derivative
 from ..kernels import ACTIVATIONS
 from ..kernels._direct import kernel
 
 __all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward"]
-
-# Derivative written in terms of the output: the output is saved, the input can be overwritten.
-_FROM_OUTPUT = frozenset({"identity", "relu", "sigmoid", "tanh"})
-_SQRT_2_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
 
 _FLOAT32_64 = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
@@ -45,12 +40,6 @@ def bias_grad(g: Any) -> Any:
 
 def _as_float32(*arrays: Any) -> list[Any]:
     return [a.astype(np.float32) for a in arrays]
-
-
-def _special():
-    import scipy.special
-
-    return scipy.special
 
 
 def _zeros_bias(z: Any) -> Any:
@@ -77,33 +66,13 @@ def forward(
     if bias is not None:
         z = np.add(z, bias, out=z if overwrite else None)
         overwrite = True
-    out = z if overwrite and name in _FROM_OUTPUT else None
     if name == "identity":
-        y = z
-    elif name == "relu":
-        y = np.maximum(z, 0, out=out)
-    elif name == "sigmoid":
-        y = _special().expit(z, out=out)
-    elif name == "tanh":
-        y = np.tanh(z, out=out)
-    elif name == "leaky_relu":
-        y = np.where(z > 0, z, z * z.dtype.type(slope))
-    elif name == "gelu":  # Phi(z) = erfc(-z/sqrt2)/2: 1 + erf(z/sqrt2) cancels for z << 0
-        y = _special().erfc(z * z.dtype.type(-_INV_SQRT2))
-        y *= z
-        y *= z.dtype.type(0.5)
-    elif name == "gelu_tanh":
-        y = np.tanh(z.dtype.type(_SQRT_2_PI) * (z + z.dtype.type(0.044715) * z**3))
-        y += 1
-        y *= z
-        y *= z.dtype.type(0.5)
-    elif name == "silu":
-        y = _special().expit(z)
-        y *= z
-    else:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
-    saved = y if name in _FROM_OUTPUT else z
-    return y, (saved, name in _FROM_OUTPUT)
+        return z, (z, True)
+    # the derivative of FROM_OUTPUT activations is written with the output, so the input may
+    # be overwritten; the others keep their input for backward
+    from_output = name in FROM_OUTPUT
+    y = activate(z, name, slope, overwrite=overwrite and from_output)
+    return y, (y if from_output else z, from_output)
 
 
 def backward(
@@ -120,7 +89,7 @@ def backward(
 
     ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
     """
-    s, _ = saved
+    s = saved[0]
     if type(s) is not np.ndarray and isinstance(s, np.generic):  # a 0-d output: host
         s = np.asarray(s)
     if type(s) is not np.ndarray:
@@ -131,32 +100,11 @@ def backward(
             gz, gb = kernel(s, "bias_activation_backward")(*_as_float32(grad, s, b), name, slope)
             gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)
         return gz, gb if want_bias else None
-    one = s.dtype.type(1)
     if name == "identity":
         gz = grad
-    elif name == "relu":
-        gz = np.multiply(grad, s > 0, out=grad if overwrite else None)
-    elif name == "sigmoid":
-        gz = grad * s
-        gz *= one - s
-    elif name == "tanh":
-        gz = grad * (one - s * s)
-    elif name == "leaky_relu":
-        gz = grad * np.where(s > 0, one, s.dtype.type(slope))
-    elif name == "gelu":
-        d = _special().erfc(s * s.dtype.type(-_INV_SQRT2))
-        d *= s.dtype.type(0.5)
-        d += s * np.exp(s * s * s.dtype.type(-0.5)) * s.dtype.type(_INV_SQRT_2PI)
-        gz = grad * d
-    elif name == "gelu_tanh":
-        k = s.dtype.type(0.044715)
-        t = np.tanh(s.dtype.type(_SQRT_2_PI) * (s + k * s**3))
-        d = s.dtype.type(0.5) * s * (one - t * t) * s.dtype.type(_SQRT_2_PI) * (one + 3 * k * s * s)
-        d += s.dtype.type(0.5) * (one + t)
-        gz = grad * d
-    else:  # silu
-        sig = _special().expit(s)
-        gz = grad * (sig * (one + s * (one - sig)))
+    else:
+        d = derivative(s, name, slope, of_output=saved[1])
+        gz = np.multiply(grad, d, out=grad if overwrite else None)
     gb = None
     if want_bias:
         gb = bias_grad(gz)

@@ -32,7 +32,7 @@ __device__ __forceinline__ T act_forward(T z, T slope) {
 template <typename T, int ACT>
 __device__ __forceinline__ T act_derivative(T z, T slope) {
   if (ACT == 1) return z > T(0) ? T(1) : T(0);
-  if (ACT == 2) return z <= T(0) ? slope : T(1);
+  if (ACT == 2) return z > T(0) ? T(1) : slope;  // NaN takes the slope, as in PyTorch
   if (ACT == 3) {
     const T cdf = T(0.5) * gk_erfc(z * T(-GK_SQRT1_2));
     return cdf + z * T(GK_INV_SQRT_2PI) * gk_exp(T(-0.5) * z * z);
