@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -80,29 +81,21 @@ def test_threads_binding_and_updating_at_once(fresh_binding, rng, dtype):
     data = [(rng.standard_normal(50_000).astype(dtype), rng.standard_normal(50_000).astype(dtype))
             for _ in range(threads)]  # fmt: skip
     want = [y.astype(np.float64) + rounds * 0.5 * x.astype(np.float64) for x, y in data]
-    got, errors = [None] * threads, []
     start = threading.Barrier(threads)
 
     def work(i):
-        try:
-            start.wait()
-            f = blas.axpy(dtype)
-            got[i] = f
-            x, y = data[i]
-            for _ in range(rounds):
-                if f is None:
-                    y += dtype(0.5) * x
-                else:
-                    f(0.5, x, y)
-        except Exception as exc:  # reported below
-            errors.append(exc)
+        start.wait()
+        f = blas.axpy(dtype)
+        x, y = data[i]
+        for _ in range(rounds):
+            if f is None:
+                y += dtype(0.5) * x
+            else:
+                f(0.5, x, y)
+        return f
 
-    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert not errors
+    with ThreadPoolExecutor(threads) as pool:  # a worker's exception re-raises here
+        got = list(pool.map(work, range(threads)))
     assert len({id(f) for f in got}) == 1
     for (_, y), w in zip(data, want, strict=True):
         assert rel_err(y, w) < 50 * EPS[dtype]
