@@ -18,7 +18,7 @@ import pytest
 import gpukit as gk
 from gpukit_numpy import blas
 
-from helpers import rel_err
+from helpers import rel_err, terms_err
 
 DTYPES = [np.float32, np.float64]
 EPS = {np.float32: 1e-6, np.float64: 1e-15}
@@ -43,10 +43,11 @@ def test_axpy_matches_a_float64_reference(rng, dtype, n):
     f = _available(dtype)
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     alpha = float(rng.standard_normal())
-    want = y.astype(np.float64) + np.float64(dtype(alpha)) * x.astype(np.float64)
+    y64, ax64 = y.astype(np.float64), np.float64(dtype(alpha)) * x.astype(np.float64)
     f(alpha, x, y)
     assert y.dtype == dtype
-    assert n == 0 or rel_err(y, want) < 4 * EPS[dtype]
+    # judged against the terms' magnitudes: y + alpha x may cancel (one element, n = 1)
+    assert n == 0 or terms_err(y, y64 + ax64, np.abs(y64) + np.abs(ax64)) < 4 * EPS[dtype]
 
 
 def test_other_dtypes_have_no_routine():
@@ -67,6 +68,29 @@ def test_a_wrong_binding_is_refused(fresh_binding, monkeypatch):
 
     monkeypatch.setattr(blas, "_caller", wrong)
     assert blas.axpy(np.float64) is None
+
+
+def test_32_bit_platforms_get_no_routine(fresh_binding, monkeypatch):
+    """64-bit integer arguments would land in the wrong places of an LP64 routine there."""
+    monkeypatch.setattr(blas.ctypes, "sizeof", lambda t: 4)
+    assert blas.axpy(np.float64) is None
+
+
+def test_the_module_imports_without_fork(monkeypatch):
+    """Windows has no os.register_at_fork: the module (and with it every numpy kernel)
+    must import all the same."""
+    import importlib
+
+    monkeypatch.delattr(blas.os, "register_at_fork")
+    try:
+        importlib.reload(blas)  # raised AttributeError before the guard
+        p = np.ones(4)
+        with gk.use_backend("numpy"):
+            gk.kernels.sgd_update(p, np.full(4, 2.0), lr=0.5)
+        assert p.tolist() == [0.0] * 4
+    finally:
+        monkeypatch.undo()
+        importlib.reload(blas)
 
 
 def test_no_known_name_means_no_routine(fresh_binding, monkeypatch):
@@ -152,3 +176,27 @@ def test_an_sgd_step_with_an_overlapping_gradient_is_numpys(rng):
         want = p.data - 0.25 * p.grad
         gk.optim.SGD([p], lr=0.25).step()
     assert rel_err(p.data, want) < 1e-15
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sgd_with_lr_zero_still_propagates_nan(dtype):
+    """OpenBLAS's axpy returns early for alpha = 0, so NaN and inf in the gradient never
+    reached the parameter; ``p - 0 * g`` is NaN there, on the ufunc path, in the CUDA
+    kernel and in torch.optim.SGD."""
+    p = np.ones(3, dtype)
+    with gk.use_backend("numpy"), np.errstate(invalid="ignore"):  # inf * 0, as NumPy warns
+        gk.kernels.sgd_update(p, np.array([np.nan, np.inf, 1.0], dtype), lr=0.0)
+    assert np.isnan(p[:2]).all() and p[2] == 1
+
+
+def test_the_reference_update_refuses_a_read_only_parameter(rng):
+    """Called directly (the public function checks first), the NumPy reference raises on a
+    read-only parameter as its ufuncs do, rather than writing through BLAS."""
+    import gpukit_numpy.kernels as reference
+
+    p, g = rng.standard_normal(100), rng.standard_normal(100)
+    p.flags.writeable = False
+    before = p.copy()
+    with pytest.raises(ValueError, match="read-only"):
+        reference.sgd_update(p, g, None, 0.1, 0.0, 0.0, False, 0.0, False)
+    assert np.array_equal(p, before)

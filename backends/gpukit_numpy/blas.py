@@ -13,10 +13,12 @@ library lies. The names tried are those of the BLAS builds NumPy's wheels and co
 builds use: scipy-openblas64 (NumPy 2 wheels), OpenBLAS with a ``64_`` suffix (NumPy 1
 wheels), MKL's ILP64 ``_64`` names, and plain ``cblas_?axpy``. Integer arguments are passed
 as 64-bit and every call covers fewer than ``2**31`` elements, which reads the same to an
-LP64 and an ILP64 routine on 64-bit ABIs. Before first use a routine is checked on a
-small problem with an exact answer; where no name resolves or the check fails (a NumPy on
-Accelerate, Windows, where symbols are not searched through dependencies), :func:`axpy`
-returns None and callers keep their ufuncs.
+LP64 and an ILP64 routine on 64-bit platforms (32-bit ones get no routine). Before first
+use a routine is checked on a small problem with an exact answer; where no name resolves
+(Windows, where symbols are not searched through a library's dependencies; a BLAS whose
+names differ) or the check fails, :func:`axpy` returns None and callers keep their
+ufuncs. OpenBLAS skips the update when ``alpha`` is 0, so a NaN in ``x`` then leaves
+``y`` as it was, where ``y + 0 * x`` would be NaN: callers pass a nonzero ``alpha``.
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ _LETTER = {
 _CHUNK = 1 << 30  # elements per call: below 2**31, whatever the routine's integer width
 _found: dict[np.dtype, Axpy | None] = {}
 _lock = threading.Lock()
-# held across fork, so that a child never inherits it taken by a thread it does not have
-os.register_at_fork(
-    before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
-)
+if hasattr(os, "register_at_fork"):  # not on Windows
+    # held across fork, so that a child never inherits it taken by a thread it does not have
+    os.register_at_fork(
+        before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
+    )
 
 
 def _library() -> ctypes.CDLL | None:
@@ -72,7 +75,9 @@ def _caller(routine: Any) -> Axpy:
 def _bind(dtype: np.dtype) -> Axpy | None:
     """The checked routine for ``dtype``, or None."""
     letter, scalar = _LETTER[dtype]
-    lib = _library()
+    # 64-bit integer arguments read right by an LP64 routine only where they travel in
+    # 64-bit registers: not on 32-bit platforms
+    lib = _library() if ctypes.sizeof(ctypes.c_void_p) == 8 else None
     if lib is None:
         return None
     for pattern in _NAMES:
@@ -94,9 +99,9 @@ def axpy(dtype: np.dtype) -> Axpy | None:
     """NumPy's BLAS ``axpy`` for ``dtype`` (float32, float64), or None where unavailable.
 
     The routine, ``f(alpha, x, y)``, computes ``y += alpha * x`` in place for 1-d
-    C-contiguous, aligned, non-overlapping ``x`` and ``y`` of ``dtype`` and one size; the
-    caller checks that (BLAS does not). ``alpha`` is rounded to ``dtype``, as a Python
-    float scalar is in NumPy's arithmetic.
+    C-contiguous, aligned, non-overlapping ``x`` and writeable ``y`` of ``dtype`` and one
+    size, and a nonzero ``alpha``; the caller checks that (BLAS does not). ``alpha`` is
+    rounded to ``dtype``, as a Python float scalar is in NumPy's arithmetic.
 
     Examples
     --------

@@ -65,9 +65,7 @@ def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     The in-place updates take all their temporaries from here, after which they allocate
     nothing: an update fails before its first write or not at all, and an optimizer step
     over many parameters cannot fail half-way for want of memory (gpukit._runtime.memory).
-    Not SciPy's BLAS ``?axpy`` either: SciPy links an OpenBLAS of its own, whose thread
-    pool fights NumPy's (still spinning after the step's matrix products) for the cores,
-    which made an SGD step of a small MLP tens of times slower on a 2-core machine.
+    (Plain SGD needs none: it is one BLAS ``axpy`` from NumPy's own BLAS, :mod:`.blas`.)
     """
     cache = _scratch.__dict__
     pair = cache.get(dtype)
@@ -100,10 +98,15 @@ def _blocks(*arrays: np.ndarray | None) -> list[tuple[np.ndarray | None, ...]]:
 
 
 def _blas_ready(y: np.ndarray, x: np.ndarray) -> bool:
-    """``x`` and ``y`` (flat, C-contiguous) suit BLAS ``axpy``: one dtype, aligned, apart
-    (BLAS, unlike a ufunc, does not guard against overlap)."""
+    """``x`` and ``y`` (flat, C-contiguous) suit BLAS ``axpy``: one dtype, aligned, ``y``
+    writeable, apart (BLAS, unlike a ufunc, checks none of it)."""
+    fx, fy = x.flags, y.flags
     return (
-        x.dtype == y.dtype and x.flags.aligned and y.flags.aligned and not np.may_share_memory(x, y)
+        x.dtype == y.dtype
+        and fx.aligned
+        and fy.aligned
+        and fy.writeable
+        and not np.may_share_memory(x, y)
     )
 
 
@@ -128,7 +131,7 @@ def sgd_update(
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
         p, g = _flat(param), _flat(grad)
         fused = _blas.axpy(p.dtype)
-        if fused is not None and _blas_ready(p, g):
+        if fused is not None and lr and _blas_ready(p, g):  # lr = 0: NaN must still reach p
             # one pass, on the BLAS threads the step's products just used: a third of the
             # two ufunc passes' time on a 784x256 float32 weight inside a training step
             fused(-lr, g, p)
