@@ -366,6 +366,26 @@ def test_model_refuses_an_array_of_another_dtype_and_says_how_to_fix_it():
     assert model(np.ones((2, 3), np.float32)).dtype == np.float32
 
 
+@pytest.mark.parametrize("name", sorted(ACTS))
+def test_float16_activations_stay_float16(backend, rng, name):
+    """Every activation layer keeps float16 forward and backward, within float16 rounding of
+    PyTorch in float64 (on the host SciPy's ``expit`` has no float16 loop: Sigmoid and SiLU
+    returned float64)."""
+    torch = oracle("torch")
+    make, make_torch = ACTS[name]
+    x = (rng.standard_normal((5, 8)) * 2).astype(np.float16)
+    g = rng.standard_normal((5, 8)).astype(np.float16)
+    layer = make()
+    y = layer(gk.asarray(x))
+    gx = layer.backward(gk.asarray(g))
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    ty = make_torch(torch.nn)(tx)
+    ty.backward(torch.tensor(g.astype(np.float64)))
+    assert y.dtype == gx.dtype == np.float16
+    assert rel_err(y, ty.detach().numpy()) < 4e-3
+    assert rel_err(gx, tx.grad.numpy()) < 4e-3
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("shape", [(1, 5), (37, 9), (4, 6, 9), (0, 3)])
 @pytest.mark.parametrize("fused", [False, True], ids=["Linear", "Linear+Tanh"])

@@ -38,6 +38,12 @@ def _special() -> Any:
     return scipy.special
 
 
+def _expit(z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The logistic sigmoid in ``z``'s dtype: SciPy's ``expit`` has no float16 loop and
+    gave float16 input a float64 result."""
+    return _special().expit(z, out=np.empty_like(z) if out is None else out)
+
+
 def activate(z: np.ndarray, name: str, slope: float, *, overwrite: bool = False) -> np.ndarray:
     """``act(z)``: written into ``z`` itself when ``overwrite``, else a new array
     (``slope``: leaky ReLU's negative slope).
@@ -55,7 +61,7 @@ def activate(z: np.ndarray, name: str, slope: float, *, overwrite: bool = False)
     if name == "relu":
         return np.maximum(z, 0, out=out)
     if name == "sigmoid":
-        return _special().expit(z, out=out)
+        return _expit(z, out)
     if name == "tanh":
         return np.tanh(z, out=out)
     if name == "identity":
@@ -78,7 +84,7 @@ def activate(z: np.ndarray, name: str, slope: float, *, overwrite: bool = False)
         t += 1.0
         t *= 0.5
     elif name == "silu":
-        t = _special().expit(z)
+        t = _expit(z)
     else:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
     return np.multiply(z, t, out=z if overwrite else t)  # z times its gate
@@ -104,6 +110,8 @@ def derivative(
     >>> bool(np.isclose(derivative(y, "tanh", 0.0, of_output=True)[0], 1 - y[0] ** 2))
     True
     """
+    if name == "identity":
+        raise ValueError("the identity's gradient is the incoming one: pass it through")
     if of_output and name not in FROM_OUTPUT:
         raise ValueError(f"the derivative of {name!r} is not a function of its output")
     one = v.dtype.type(1)
@@ -114,9 +122,7 @@ def derivative(
     if name in ("sigmoid", "tanh"):
         s = v
         if not of_output:
-            s = (_special().expit if name == "sigmoid" else np.tanh)(
-                v, out=v if overwrite else None
-            )
+            s = (_expit if name == "sigmoid" else np.tanh)(v, v if overwrite else None)
         if name == "sigmoid":  # s (1 - s)
             d = np.subtract(one, s)
             d *= s
@@ -155,7 +161,7 @@ def derivative(
         d += t
         return d
     if name == "silu":  # s (1 + z (1 - s)),  s = sigmoid(z)
-        s = _special().expit(v)
+        s = _expit(v)
         d = np.subtract(1.0, s)
         d *= v
         d += 1.0
