@@ -185,6 +185,11 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
     x = require_sharded(x, "x", op)
     _dtypes.check(op, "x", x)
     axes = _linalg_checks.norm_arguments(op, x.shape, ord, axis)
+    if len(axes) == 2 and ord in ("nuc", 2, -2):
+        raise TypeError(
+            f"{op}: ord={ord!r} of a {describe(x)} needs its singular values, a dense "
+            "factorisation of the whole matrix: gather it first (x.gather())"
+        )
     if x.dtype == np.float16:  # summed in float32, returned in NumPy's float16 (as native)
         return _norm(x.astype(np.float32), ord, axes, keepdims, True).astype(np.float16)
     return _norm(x, ord, axes, keepdims, x.dtype.kind in "fc")
@@ -218,11 +223,6 @@ def _norm(x: ShardedArray, ord: Any, axes: tuple[int, ...], keepdims: bool, inex
             return a.sum(axis=ax, keepdims=keepdims)
         p = float(ord)  # p < 0
         return _root(np.power(a, p).sum(axis=ax, keepdims=keepdims), lambda t: t ** (1 / p), x)
-    if ord in ("nuc", 2, -2):
-        raise TypeError(
-            f"gk.linalg.norm: ord={ord!r} of a {describe(x)} needs its singular values, a dense "
-            "factorisation of the whole matrix: gather it first (x.gather())"
-        )
     row, col = axes
     if ord in (np.inf, -np.inf):  # the largest (smallest) row sum instead of column sum
         row, col = col, row
