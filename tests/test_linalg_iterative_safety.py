@@ -662,3 +662,15 @@ def test_a_deep_subnormal_b_gets_a_tolerance_it_can_meet(backend, rng, method):
     assert info.iterations < a.shape[0]  # the scaled solve converged: no maxiter
     b_up, x_up = np.ldexp(b, 1070), np.ldexp(gk.to_numpy(x), 1070)  # exact: back in range
     assert np.linalg.norm(b_up - a @ x_up) > 1e-5 * np.linalg.norm(b_up)  # the miss is real
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_scaled_solve_reports_atol_as_given(backend, rng, method):
+    """b of 1e-300 is solved scaled by 2**996; atol = 1e300 scaled alike overflows, and the
+    reported tolerance came back inf. It is atol, met at once by x = 0."""
+    a = _poisson("float64")
+    b = rng.standard_normal(a.shape[0]) * 1e-300
+    x, info = SOLVE[method](gk.asarray(a), gk.asarray(b), atol=1e300)
+    assert info.converged and info.tolerance == 1e300 and info.iterations == 0
+    assert info.residual_norm == pytest.approx(np.linalg.norm(b), rel=1e-12)
+    assert not gk.to_numpy(x).any()

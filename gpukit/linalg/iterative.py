@@ -237,9 +237,10 @@ def run(
                 callback = _unscaling(xp, x, e, callback)
     # the tolerance of the system solved, formed at its scale: rtol * ||b|| of a b of
     # 1e-320 underflows to 0 in float64, which no residual meets ("maxiter reached")
-    scaled_tol = max(rtol * math.ldexp(bnorm, -e), _ldexp_or_inf(atol, -e))
-    if e:  # reported as the residual is: scaled back, rounded alike
-        tol = math.ldexp(scaled_tol, e)
+    relative = rtol * math.ldexp(bnorm, -e)
+    scaled_tol = max(relative, _ldexp_or_inf(atol, -e))
+    if e:  # rtol's part reported as the residual is (scaled back, rounded alike), atol as given
+        tol = max(_ldexp_or_inf(relative, e), atol)
     if start_mb and psolve is not None:
         xp.copyto(x, psolve(b))
     elif start_mb:
