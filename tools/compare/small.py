@@ -17,6 +17,7 @@ stop spinning, median of per-pair ratios):
 from __future__ import annotations
 
 import argparse
+import os
 
 import numpy as np
 import scipy.sparse.linalg as spla
@@ -85,6 +86,9 @@ def main() -> None:
         torch.set_num_threads(threads)
         rows += nn_rows(torch)
     print(f"issue 20: small problems, numpy backend; BLAS and PyTorch threads: {threads}")
+    # the kernels each BLAS copy runs (an OPENBLAS_CORETYPE in the environment picks them)
+    kernels = sorted({f"{i['prefix']} {i.get('architecture')}" for i in threadpool_info()})
+    print(f"BLAS: {', '.join(kernels)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
     print(table(rows))
 
 
