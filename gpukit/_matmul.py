@@ -41,14 +41,28 @@ def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | 
 
 
 def check_precision(precision: Any) -> None:
-    """``precision`` is one gk.matmul knows (ValueError otherwise)."""
+    """``precision`` is one gk.matmul knows: a TypeError for a non-string (an array there is
+    NumPy's ``out``, which gk.matmul does not take), a ValueError for an unknown name."""
+    if precision is None:
+        return
+    if not isinstance(precision, str):
+        hint = ""
+        if hasattr(precision, "shape"):
+            hint = (
+                "; gk.matmul has no out argument (numpy.matmul's third positional one): it "
+                "returns the product"
+            )
+        raise TypeError(
+            f"gk.matmul: precision must be None, 'highest' or 'tf32', got "
+            f"{type(precision).__name__}{hint}"
+        )
     if precision not in _PRECISIONS:
         raise ValueError(
             f"gk.matmul: precision must be None, 'highest' or 'tf32', got {precision!r}"
         )
 
 
-def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
+def matmul(a: Any, b: Any, precision: str | None = None) -> Any:
     """Matrix product ``a @ b`` with NumPy's broadcasting and batching rules.
 
     Runs where the inputs live (cuBLAS through CuPy for device arrays). Plain NumPy
@@ -61,6 +75,8 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
         (``a``) or column (``b``) vector and the added dimension removed afterwards;
         leading (batch) dimensions broadcast.
     precision : {None, "highest", "tf32"}, optional
+        The third argument (``numpy.matmul``'s third positional argument is ``out``, which
+        gk.matmul does not take: passing an array there is a ``TypeError`` that says so).
         ``"highest"`` computes in the inputs' full precision. ``"tf32"`` lets float32
         and complex64 products (batched ones too) use TensorFloat-32 tensor cores
         (about 10 mantissa bits) for this call only, on GPUs that have them; on the CPU
@@ -77,10 +93,11 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     ------
     ValueError
         ``a`` or ``b`` is 0-D, the contracted dimensions differ, the batch dimensions
-        do not broadcast (the message names both shapes), or ``precision`` is unknown.
+        do not broadcast (the message names both shapes), or ``precision`` is an unknown
+        name.
     TypeError
         ``a`` or ``b`` has a non-numeric dtype (string, object, ...) or long double, or is
-        a masked array, a ``numpy.matrix`` or None.
+        a masked array, a ``numpy.matrix`` or None; ``precision`` is not a string or None.
     OutOfMemoryError
         The product could not be allocated, also after one retry.
 
@@ -103,7 +120,8 @@ def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     # dtype NumPy multiplies that gpukit refuses -- object, long double -- gives a result
     # of that dtype), and shapes are diagnosed only when NumPy refuses them. Everything
     # else takes the checked path, which also explains an allocation failure
-    # (gk.OutOfMemoryError) after one retry.
+    # (gk.OutOfMemoryError) after one retry. ``precision`` is positional-or-keyword: a
+    # keyword-only default costs CPython a dict look-up per call (163 instructions).
     if precision is None and type(a) is _ndarray is type(b):
         if _selection.unscoped_default is _host or (
             (_scoped_backend() or _selection._default) is _host

@@ -93,6 +93,21 @@ def test_unknown_precision_raises(backend):
         gk.matmul(gk.asarray(np.ones((2, 2))), gk.asarray(np.ones((2, 2))), precision="fast")
 
 
+def test_a_third_positional_argument_is_precision_never_out(backend, rng):
+    """NumPy's third positional argument is ``out``; gk.matmul's is ``precision``. An array
+    there is a TypeError saying gk.matmul takes no out (it was a confusing ValueError about
+    an array's truth value for ``precision=array``); a precision that is not a string is a
+    TypeError; a name given by position works."""
+    a = gk.asarray(_random(rng, (3, 3), "float64"))
+    out = gk.asarray(np.empty((3, 3)))
+    with pytest.raises(TypeError, match=r"gk\.matmul has no out argument"):
+        gk.matmul(a, a, out)
+    with pytest.raises(TypeError, match="precision must be None, 'highest' or 'tf32', got int"):
+        gk.matmul(a, a, precision=3)
+    want = gk.to_numpy(a).astype(np.float64) @ gk.to_numpy(a).astype(np.float64)
+    assert rel_err(gk.matmul(a, a, "highest"), want) < 1e-14
+
+
 def test_fast_path_result_is_a_plain_ndarray(rng):
     a = _random(rng, (8, 8), "float32")
     with gk.use_backend("numpy"):
