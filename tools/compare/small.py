@@ -87,7 +87,11 @@ def main() -> None:
         rows += nn_rows(torch)
     print(f"issue 20: small problems, numpy backend; BLAS and PyTorch threads: {threads}")
     # the kernels each BLAS copy runs (an OPENBLAS_CORETYPE in the environment picks them)
-    kernels = sorted({f"{i['prefix']} {i.get('architecture')}" for i in threadpool_info()})
+    kernels = sorted(
+        f"{os.path.basename(i['filepath'])} {i.get('architecture')}"
+        for i in threadpool_info()
+        if i["user_api"] == "blas"
+    )
     print(f"BLAS: {', '.join(kernels)}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
     print(table(rows))
 
