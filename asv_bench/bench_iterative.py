@@ -1,4 +1,4 @@
-"""Poisson CG: gk.linalg.cg vs scipy.sparse.linalg.cg and cupyx's cg on the same matrix."""
+"""CG: gk.linalg.cg vs scipy.sparse.linalg.cg (and cupyx's), on a Poisson matrix and a dense one."""
 
 from __future__ import annotations
 
@@ -48,3 +48,29 @@ class PoissonCG:
         return self.bytes * 200 / (time.perf_counter() - t0) / 1e9
 
     track_gbps.unit = "GB/s"
+
+
+class DenseCG:
+    """CG on a dense 2000x2000 positive-definite array, 20 iterations, against SciPy's cg on
+    the same array: the mat-vecs and, for gpukit, its up-front check that A is finite (one
+    mat-vec on the host since the check multiplies A by ones)."""
+
+    params = (["gpukit", "library"],)
+    param_names = ("impl",)
+
+    def setup(self, impl):
+        use("numpy")
+        rng = np.random.default_rng(0)
+        m = rng.standard_normal((2000, 2000))
+        self.A = m @ m.T / 2000 + np.eye(2000)
+        self.b = rng.standard_normal(2000)
+
+    def time_cg(self, impl):
+        import warnings
+
+        import scipy.sparse.linalg as spla
+
+        solve = gk.linalg.cg if impl == "gpukit" else spla.cg
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # maxiter reached, on purpose
+            solve(self.A, self.b, rtol=1e-30, maxiter=20)

@@ -201,6 +201,50 @@ def test_non_finite_operator_array_is_a_value_error(backend, xp, rng, method, ar
         SOLVE[method](ops["A"], xp.asarray(b), M=ops["M"])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_large_matrix_is_checked_through_one_mat_vec(rng, dtype, order):
+    """From 2**18 entries the numpy backend checks a matrix with ``x @ ones`` first: one
+    non-finite entry anywhere (NaN, +-inf, inf and -inf in one row, in a complex part) makes
+    a row's sum non-finite, and a finite matrix whose row sums overflow is still finite."""
+    import tracemalloc
+
+    n = 520  # 270,400 entries
+    a = np.asarray(rng.standard_normal((n, n)), dtype=dtype, order=order)
+    with gk.use_backend("numpy") as backend:
+        tracemalloc.start()
+        try:
+            assert backend.linalg_all_finite(a)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < n * n // 8  # no boolean array of a's size: the mat-vec decided
+        for bad in (np.nan, np.inf, -np.inf):
+            i, j = rng.integers(n, size=2)
+            worse = a.copy(order=order)
+            worse[i, j] = bad
+            assert not backend.linalg_all_finite(worse), (bad, i, j)
+        both = a.copy(order=order)
+        both[7, 3], both[7, 400] = np.inf, -np.inf
+        assert not backend.linalg_all_finite(both)
+        if np.dtype(dtype).kind == "c":
+            imag = a.copy(order=order)
+            imag[n - 1, 0] = complex(1.0, np.inf)
+            assert not backend.linalg_all_finite(imag)
+        huge = a.copy(order=order)
+        huge[5, :] = np.finfo(huge.real.dtype).max  # its row sum overflows: still finite
+        assert backend.linalg_all_finite(huge)
+
+
+def test_a_large_dense_operator_with_nan_is_refused(rng):
+    """Through the solver: a 600x600 A (the mat-vec check) with one NaN is a ValueError."""
+    n = 600
+    a = np.eye(n) * 4 + rng.standard_normal((n, n)) * 0.01
+    a[int(rng.integers(n)), int(rng.integers(n))] = np.nan
+    with gk.use_backend("numpy"), pytest.raises(ValueError, match=r"argument 'A' holds NaN or inf"):
+        gk.linalg.cg(a, rng.standard_normal(n))
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("when", [0, 1, 3])
 def test_operator_producing_nan_ends_with_a_reason(backend, xp, rng, method, when):

@@ -124,9 +124,36 @@ def _pocon(c: np.ndarray, anorm: float) -> float:
     return rcond
 
 
+#: Matrices from this many entries up are first checked through one BLAS mat-vec.
+_GEMV_CHECK_MIN = 1 << 18
+_BLAS_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+
 class NumpyLinalg(LinalgOps):
     """numpy.linalg for general matrices, LAPACK Cholesky for positive-definite ones,
     LAPACK's condition estimates for one matrix."""
+
+    def linalg_all_finite(self, x: Any) -> bool:
+        """Whether every entry of ``x`` is finite; a large matrix through one mat-vec first.
+
+        ``isfinite(x).all()`` makes a boolean array of ``x``'s size on one core: three
+        mat-vecs' time for a 2000x2000 float64 matrix (1.17 ms against 0.58), which a dense
+        Krylov solve paid up front. A NaN or inf entry makes its row's sum with ones NaN or
+        inf (``inf - inf`` is NaN), so a finite ``x @ ones``, computed on NumPy's BLAS
+        threads, proves ``x`` finite (0.60 ms there); only a non-finite one, which a row of
+        huge finite entries can also give, is looked at entry by entry.
+        """
+        if (
+            x.ndim == 2
+            and x.size >= _GEMV_CHECK_MIN
+            and x.dtype in _BLAS_DTYPES
+            and (x.flags.c_contiguous or x.flags.f_contiguous)
+        ):
+            with np.errstate(all="ignore"):  # inf - inf, an overflowing sum: a check, not news
+                sums = x @ np.ones(x.shape[1], x.dtype)
+            if np.isfinite(sums).all():
+                return True
+        return bool(np.isfinite(x).all())
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         from .krylov import host_space  # SciPy's BLAS: imported by the first Krylov solve
