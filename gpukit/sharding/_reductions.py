@@ -191,12 +191,13 @@ def norm(x: ShardedArray, ord: Any = None, axis: Any = None, keepdims: bool = Fa
             "factorisation of the whole matrix: gather it first (x.gather())"
         )
     if x.dtype == np.float16:  # summed in float32, returned in NumPy's float16 (as native)
-        return _norm(x.astype(np.float32), ord, axes, keepdims, True).astype(np.float16)
-    return _norm(x, ord, axes, keepdims, x.dtype.kind in "fc")
+        return _norm(x.astype(np.float32), ord, axes, keepdims).astype(np.float16)
+    return _norm(x, ord, axes, keepdims)
 
 
-def _norm(x: ShardedArray, ord: Any, axes: tuple[int, ...], keepdims: bool, inexact: bool) -> Any:
-    """The norm of validated arguments; integers (not ``inexact``) in float64."""
+def _norm(x: ShardedArray, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """The norm of validated arguments; integers in float64."""
+    inexact = x.dtype.kind in "fc"
     if not inexact:
         x = x.astype(np.float64)
     a = np.abs(x)
