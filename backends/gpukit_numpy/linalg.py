@@ -160,6 +160,15 @@ class NumpyLinalg(LinalgOps):
 
         return host_space(dtype)
 
+    def linalg_matvec(self, a: Any) -> Any:
+        """A host sparse matrix's product moves to diagonal storage when the matrix is
+        banded (:mod:`gpukit_numpy.sparse_product`); any other operator as by default."""
+        if self.linalg_is_sparse(a):
+            from .sparse_product import sparse_product
+
+            return sparse_product(a)
+        return super().linalg_matvec(a)
+
     def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
         if a.ndim != 2 or a.shape[0] == 0:  # a stack: numpy's batched solve, exact rcond
             return super().linalg_solve_rcond(a, b, assume_a)
