@@ -22,6 +22,13 @@ from helpers import TOL, rel_err
 DTYPES = [np.float32, np.float64]
 
 
+@pytest.fixture(autouse=True)
+def numpy_backend():
+    """The host backend, whatever the run's default (``--cupy=sim`` makes it cupy)."""
+    with gk.use_backend("numpy"):
+        yield
+
+
 @pytest.fixture
 def any_size(monkeypatch):
     """Small matrices move too (the size rule is tested on its own)."""
