@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import scipy.sparse
 import scipy.sparse.linalg as spla
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import gpukit as gk
 from gpukit_numpy import sparse_product as sparse
@@ -75,6 +77,42 @@ def test_diagonal_product_matches_reference(rng, any_size, dtype, shape, offsets
     assert y.dtype == a.dtype
     # the sums are formed in CSR's order: the very same values (why iterations agree)
     np.testing.assert_array_equal(y, a @ v)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    m=st.integers(1, 120),
+    n=st.integers(1, 120),
+    offsets=st.lists(st.integers(-119, 119), min_size=1, max_size=8, unique=True),
+    holes=st.floats(0, 0.5),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    index_dtype=st.sampled_from([np.int32, np.int64]),
+)
+def test_any_band_moves_exactly_when_it_should(
+    rng, any_size, m, n, offsets, holes, dtype, index_dtype
+):
+    rows, cols = [], []
+    for k in offsets:
+        i = np.arange(max(0, -k), min(m, n - k))
+        keep = rng.random(i.size) >= holes
+        rows.append(i[keep])
+        cols.append(i[keep] + k)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    values = rng.standard_normal(rows.size).astype(dtype)
+    a = scipy.sparse.coo_matrix((values, (rows, cols)), shape=(m, n)).tocsr()
+    a.indices, a.indptr = a.indices.astype(index_dtype), a.indptr.astype(index_dtype)
+    product = sparse.diagonal_product(a)
+    # the rule, from the entries themselves: the diagonals present, the column window
+    present = np.unique(cols - rows).size
+    width = cols.max() + 1 - cols.min() if cols.size else 0
+    moves = cols.size > 0 and present * width <= sparse.MAX_FILL * cols.size
+    assert (product is not None) == moves
+    if moves:
+        v = rng.standard_normal(n).astype(dtype)
+        np.testing.assert_array_equal(product(v), a @ v)
+        assert rel_err(product(v), _reference(a, v)) < TOL[np.dtype(dtype)]
 
 
 def test_diagonals_are_stored_in_csr_order(rng, any_size):
