@@ -14,9 +14,9 @@ such a ``v`` has already failed.)
 Only float32 and float64 matrices of at least :data:`MIN_NONZEROS` entries move: below,
 the products cost about the same; SciPy's complex DIA product was slower than CSR on wide
 bands (2.3x with 64 diagonals, complex128). Finding the diagonals and copying the values
-costs 6-12 CSR products, so the product starts on CSR and moves only once it has served
-:data:`TRIAL_PRODUCTS` calls: shorter solves never pay for the move, and a solve that
-moves is slower only when it ends soon after (at most 1.2x, measured at 65 products).
+costs about ten CSR products, so the product starts on CSR and moves only once it has
+served :data:`TRIAL_PRODUCTS` calls: shorter solves never pay for the move; a solve that
+moves is slower until about 130-160 products in all (1.2x at 65), then faster.
 The matrix is read when the move happens; as on a device, where the matrix is copied
 once, it must not change during a solve.
 """
@@ -31,10 +31,10 @@ import scipy.sparse
 
 __all__ = ["MIN_NONZEROS", "TRIAL_PRODUCTS", "diagonal_product", "sparse_product"]
 
-# CSR products served before the move to DIA is tried. The move costs 6-12 CSR products
-# (more when its memory is new to the process); DIA's product saves about half of one, so
-# a solve that moves is slower only if it ends within about 20 products after the move.
-# Short solves repeated on one matrix (time steps from the last solution, a few tens of
+# CSR products served before the move to DIA is tried. The move costs about ten CSR
+# products (8-10 measured on memory new to the process), which the cheaper products repay
+# by about 130-160 products in all (docs/benchmarks/2026-11-23-cpu-small-dia.md). Short
+# solves repeated on one matrix (time steps from the last solution, a few tens of
 # iterations each) never move, and never pay.
 TRIAL_PRODUCTS = 64
 # Smaller matrices keep CSR: their DIA product was no faster (0.7-1.4x, noisy).
