@@ -9,6 +9,8 @@ would drop entries, cost more than CSR, or not fit in memory. The structural tes
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -217,6 +219,61 @@ def test_a_stale_canonical_flag_is_not_trusted(rng, any_size):
     unsorted.indices[[3, 4]] = unsorted.indices[[4, 3]]  # row 1's columns out of order
     unsorted.data[[3, 4]] = unsorted.data[[4, 3]]
     assert sparse.diagonal_product(unsorted) is None
+
+
+def test_a_duplicate_in_the_last_row_after_an_empty_first_row(rng, any_size):
+    # row 0 empty puts a row start at entry 0; it must not mask the last row's check
+    a = _banded(rng, 100, 100, [-1, 0, 1], np.float64).tolil()
+    a[0, 0] = a[0, 1] = 0
+    a = a.tocsr()
+    a.eliminate_zeros()
+    assert a.indptr[1] == 0
+    # the last row's last entry stored twice
+    indptr = a.indptr.copy()
+    indptr[-1] += 1
+    dup = scipy.sparse.csr_matrix(
+        (np.r_[a.data, 1.0], np.r_[a.indices, a.indices[-1]], indptr), shape=a.shape
+    )
+    assert dup.indptr[1] == 0 and dup.indices[-1] == dup.indices[-2]
+    assert sparse.diagonal_product(dup) is None
+    v = rng.standard_normal(100)
+    expected = a @ v
+    expected[-1] += v[dup.indices[-1]]
+    product = sparse.sparse_product(dup)
+    for _ in range(sparse.TRIAL_PRODUCTS + 2):
+        assert rel_err(product(v), expected) < 1e-12
+
+
+def test_shapes_beyond_int32_keep_csr(monkeypatch):
+    # SciPy's DIA product sums row and offset in int32 for such shapes and reads out of
+    # bounds (a segfault): refused before anything is looked at. A real CSR matrix of
+    # 2**31 rows needs a 16 GiB indptr, so a stand-in carries the attributes read.
+    def untouched(*args):
+        raise AssertionError("the matrix was looked into")
+
+    monkeypatch.setattr(sparse, "_sampled_offsets", untouched)
+    monkeypatch.setattr(sparse, "_build", untouched)
+    nnz = sparse.MIN_NONZEROS
+    for shape in [(2**31 - 1, 12000), (12000, 2**31 - 1)]:
+        stand_in = SimpleNamespace(
+            shape=shape,
+            dtype=np.dtype(np.float64),
+            indptr=np.array([0, nnz], np.int64),
+            indices=np.zeros(nnz, np.int64),
+            data=np.ones(nnz),
+        )
+        assert sparse.diagonal_product(stand_in) is None
+
+
+def test_indptr_not_starting_at_zero_keeps_csr(rng, any_size):
+    a = _banded(rng, 300, 300, [-1, 0, 1], np.float64)
+    shifted = a.copy()
+    shifted.indptr = a.indptr + 1
+    shifted.indices = np.r_[0, a.indices].astype(np.int32)
+    shifted.data = np.r_[9.0, a.data]
+    v = rng.standard_normal(300)
+    np.testing.assert_array_equal(shifted @ v, a @ v)  # SciPy reads from indptr[0]
+    assert sparse.diagonal_product(shifted) is None
 
 
 def test_storage_beyond_the_last_row_is_ignored(rng, any_size):

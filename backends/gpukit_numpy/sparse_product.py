@@ -47,6 +47,7 @@ MAX_DIAGONALS = 64
 # Rows whose diagonals are looked at before any full pass over the entries.
 _SAMPLE_ROWS = 32
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 def _sampled_offsets(indptr: np.ndarray, indices: np.ndarray, m: int) -> np.ndarray:
@@ -68,9 +69,11 @@ def _rows_increase(indptr: np.ndarray, diagonal: np.ndarray) -> bool:
 def diagonal_product(a: Any) -> Callable[[Any], Any] | None:
     """``v -> a @ v`` through diagonal storage, ``a`` being a host CSR matrix, or None
     when the move does not pay or cannot be made: a dtype other than float32 or float64,
-    fewer than :data:`MIN_NONZEROS` entries, more than :data:`MAX_DIAGONALS` diagonals,
-    more than :data:`MAX_FILL` stored entries per nonzero, rows not strictly sorted, or
-    no memory for the copy. ``a`` is only read.
+    fewer than :data:`MIN_NONZEROS` entries, rows plus columns beyond int32 (SciPy's DIA
+    product sums row and offset in its index dtype, which is int32 for such shapes: past
+    it, it reads out of bounds), more than :data:`MAX_DIAGONALS` diagonals, more than
+    :data:`MAX_FILL` stored entries per nonzero, rows not strictly sorted, an ``indptr``
+    not starting at 0, or no memory for the copy. ``a`` is only read.
 
     Only the columns ``a`` uses are stored: a row block of a banded matrix (a shard of a
     sharded operator) is a band within its column window.
@@ -78,11 +81,9 @@ def diagonal_product(a: Any) -> Callable[[Any], Any] | None:
     m, n = a.shape
     indptr = a.indptr
     nnz = int(indptr[-1])  # data and indices may be longer: SciPy reads this many
-    if a.dtype not in _DTYPES or nnz < MIN_NONZEROS:
+    if a.dtype not in _DTYPES or nnz < MIN_NONZEROS or m + n > _INT32_MAX or indptr[0] != 0:
         return None
     indices, values = a.indices[:nnz], a.data[:nnz]
-    if m + n > np.iinfo(indices.dtype).max:
-        return None
     # A scattered matrix shows its many diagonals in a few rows, before any full pass.
     offsets = _sampled_offsets(indptr, indices, m)
     if len(offsets) > MAX_DIAGONALS:
