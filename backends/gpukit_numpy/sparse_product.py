@@ -66,6 +66,13 @@ def _rows_increase(indptr: np.ndarray, diagonal: np.ndarray) -> bool:
     return bool(steps.min(initial=1) > 0)
 
 
+def _may_move(a: Any) -> bool:
+    """Whether DIA could pay and work for ``a``: float32 or float64, at least
+    :data:`MIN_NONZEROS` entries, rows plus columns within int32."""
+    m, n = a.shape
+    return a.dtype in _DTYPES and int(a.indptr[-1]) >= MIN_NONZEROS and m + n <= _INT32_MAX
+
+
 def diagonal_product(a: Any) -> Callable[[Any], Any] | None:
     """``v -> a @ v`` through diagonal storage, ``a`` being a host CSR matrix, or None
     when the move does not pay or cannot be made: a dtype other than float32 or float64,
@@ -78,10 +85,10 @@ def diagonal_product(a: Any) -> Callable[[Any], Any] | None:
     Only the columns ``a`` uses are stored: a row block of a banded matrix (a shard of a
     sharded operator) is a band within its column window.
     """
-    m, n = a.shape
+    m = a.shape[0]
     indptr = a.indptr
     nnz = int(indptr[-1])  # data and indices may be longer: SciPy reads this many
-    if a.dtype not in _DTYPES or nnz < MIN_NONZEROS or m + n > _INT32_MAX or indptr[0] != 0:
+    if not _may_move(a) or indptr[0] != 0:
         return None
     indices, values = a.indices[:nnz], a.data[:nnz]
     # A scattered matrix shows its many diagonals in a few rows, before any full pass.
@@ -115,7 +122,9 @@ def _build(
     np.subtract(indices, work, out=work)
     work += shift
     offsets = offsets + shift
-    for _ in range(2):  # the sampled diagonals, then every diagonal found off them
+    # The sampled diagonals; if entries lie off them, all diagonals, found from those
+    # entries, which the second round then places.
+    for _ in range(2):
         if len(offsets) > MAX_DIAGONALS or len(offsets) * width > MAX_FILL * indices.size:
             return None
         lookup = np.full(m + width, -1, np.int8)
@@ -124,8 +133,6 @@ def _build(
         if diagonal.min() >= 0:
             break
         offsets = np.union1d(offsets, work[diagonal < 0])
-    else:
-        return None
     if not _rows_increase(indptr, diagonal):
         return None
     size = len(offsets) * width
@@ -162,6 +169,6 @@ class _Product:
 
 def sparse_product(a: Any) -> Callable[[Any], Any]:
     """``v -> a @ v`` for one solve with the host sparse matrix ``a``."""
-    if a.format != "csr" or a.dtype not in _DTYPES or a.nnz < MIN_NONZEROS:
+    if a.format != "csr" or not _may_move(a):
         return a.dot
     return _Product(a)
