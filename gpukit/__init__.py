@@ -34,8 +34,6 @@ from ._select.registry import (
     unregister_backend,
 )
 from ._select.selection import get_backend, selection_reason, set_backend, use_backend
-from ._sharding.array import ShardedArray, map_shards, shard
-from ._sharding.reshard import reshard
 from ._version import __version__
 from .backend import Backend, Device
 from .errors import (
@@ -50,6 +48,8 @@ from .errors import (
     TransferGuardError,
     UnknownBackendError,
 )
+from .sharding._array import ShardedArray, map_shards, shard
+from .sharding._reshard import reshard
 
 __all__ = [
     "Backend",

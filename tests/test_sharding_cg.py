@@ -14,7 +14,7 @@ import scipy.sparse.linalg as spla
 
 import gpukit as gk
 from gpukit._select import registry as _registry
-from gpukit._sharding.array import split
+from gpukit.sharding._array import split
 
 from helpers import rel_err
 

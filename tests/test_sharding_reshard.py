@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import gpukit as gk
 from gpukit._select import registry as _registry
-from gpukit._sharding.reshard import exchange
+from gpukit.sharding._reshard import exchange
 
 NumpyBackend = type(_registry.load("numpy"))
 

@@ -7,7 +7,7 @@ runs that kind's implementation; when the kind has none for that operation, the 
 raises a :class:`TypeError` naming the operation, what was passed and the way on (the
 kind's ``advice``) — never an error from deep inside a backend.
 
-Kinds are registered by the layer that owns the type (:mod:`gpukit._sharding` for
+Kinds are registered by the module that owns the type (:mod:`gpukit.sharding._array` for
 :class:`gpukit.ShardedArray`); implementations by the module that holds them, which is
 imported on the first call that needs it, so ``import gpukit`` stays cheap. A type is
 classified once and cached, so the per-call cost is a dictionary look-up per argument.
@@ -25,6 +25,7 @@ __all__ = [
     "Kind",
     "find",
     "implementation",
+    "implementation_of",
     "implements",
     "kind_of",
     "refusal",
@@ -159,6 +160,16 @@ def implementation(operation: str, kind: Kind, value: Any) -> Callable[..., Any]
     if fn is None:
         raise refusal(operation, kind, value)
     return fn
+
+
+def implementation_of(operation: str, kind: str) -> Callable[..., Any] | None:
+    """``operation``'s implementation for the kind named ``kind``, or None.
+
+    For a front end handed a form of a kind that no argument's type marks (the row
+    blocks of a sharded solve, a plain list): the kind's modules are imported by name,
+    so the layer below never imports the one that implements it.
+    """
+    return _by_name[kind].lookup(operation)
 
 
 def refusal(operation: str, kind: Kind, value: Any, argument: str | None = None) -> TypeError:

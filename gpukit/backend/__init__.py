@@ -132,7 +132,7 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         """Make work the calling thread queues on ``device`` from now on wait for ``event``
         (from :meth:`record_event`, on any device; None: nothing to wait for)."""
 
-    # -- several devices: see gpukit._runtime.workers, .collectives, gpukit._sharding --------
+    # -- several devices: see gpukit._runtime.workers, .collectives, gpukit.sharding ---------
     def worker_context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         """Context a per-device worker thread runs device ``index``'s work in.
 

@@ -19,8 +19,8 @@ from .._dispatch import to_numpy as gk_to_numpy
 from .._runtime.devices import check_device
 from .._runtime.placement import owner_of
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray
-from .._sharding.layout import split_sizes
+from ..sharding._array import ShardedArray
+from ..sharding._layout import split_sizes
 from ._chunks import is_dask, meta, type_name
 from ._client import computing
 

@@ -14,7 +14,7 @@ buffer they reuse on every call (``numpy.dot(A, v, out=buf)``), or ``b`` itself.
 ``cg``, ``bicgstab`` and ``minres`` touch their vectors only through ``xp.vdot``,
 ``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.copyto``,
 ``xp.empty_like``, ``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an
-array module for native arrays or a :class:`gpukit.linalg._sharded.ShardedSpace` for
+array module for native arrays or a :class:`gpukit.sharding._krylov.ShardedSpace` for
 row-sharded vectors, so each loop is written once for both. A space may also provide fused
 ``axpy``/``xpay`` (one pass per device instead of two) and ``scalar_dot``: the backend's
 ``krylov_space`` gives them (BLAS-1 in place on the host, one ElementwiseKernel each on

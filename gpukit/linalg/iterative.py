@@ -19,11 +19,12 @@ import numpy as np
 
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import operation, prepare
+from .._dispatch.kinds import implementation_of
 from .._runtime.placement import owner_of
 from ..backend import Backend
 from ..errors import ConvergenceWarning, warn
 from ..sparse import issparse, to_backend
-from . import _krylov, _sharded
+from . import _krylov
 from ._checks import solve_dtype
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
@@ -157,11 +158,20 @@ def _solve(
     maxiter: int | None,
     m: Any,
     callback: Callable[[Any], Any] | None,
+    *,
+    setup: Callable[..., Any] | None = None,
     **extra: Any,
 ) -> tuple[Any, IterativeInfo]:
+    """Validate, place and run one solve; ``setup`` places a sharded one (it is
+    :func:`gpukit.sharding._krylov.setup`, passed by the sharded kind's solvers)."""
     op = f"gk.linalg.{method}"
     rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
     _check_operator_type(op, "A", a)
+    if setup is None and isinstance(a, list | tuple):  # row blocks, one per device
+        sharded = implementation_of(op, "sharded")
+        return sharded(
+            a, b, x0, rtol=rtol, atol=atol, maxiter=maxiter, M=m, callback=callback, **extra
+        )
     if m is not None:
         _check_operator_type(op, "M", m)
     start_mb = isinstance(x0, str)
@@ -171,13 +181,8 @@ def _solve(
     x0 = None if x0 is None or start_mb else _dtypes.check(op, "x0", x0)
     for blk, name in _operators(a, m):
         _dtypes.check_operator(op, name, blk)
-    if _sharded.is_sharded_solve(a, b, x0, m):
-        if method == "gmres":
-            raise TypeError(
-                f"{op}: gmres does not take sharded operands (its Arnoldi basis is a dense "
-                "block); use cg, bicgstab or minres, or gather the arrays"
-            )
-        s = _sharded.setup(op, a, b, x0, m)
+    if setup is not None:
+        s = setup(op, a, b, x0, m)
         xp, matvec, psolve, b, x, dtype = s.space, s.matvec, s.psolve, s.b, s.x, s.dtype
         finite = s.space.all_finite
     else:
@@ -454,7 +459,7 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
     fn.__doc__ += examples
 
 
-@operation("gk.linalg.cg", native=("sharded",))
+@operation("gk.linalg.cg")
 def cg(
     A: Any,
     b: Any,
@@ -482,7 +487,7 @@ def cg(
     return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
-@operation("gk.linalg.bicgstab", native=("sharded",))
+@operation("gk.linalg.bicgstab")
 def bicgstab(
     A: Any,
     b: Any,
@@ -508,7 +513,7 @@ def bicgstab(
     return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
-@operation("gk.linalg.gmres", native=("sharded",))
+@operation("gk.linalg.gmres")
 def gmres(
     A: Any,
     b: Any,
@@ -540,7 +545,7 @@ def gmres(
     return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
 
 
-@operation("gk.linalg.minres", native=("sharded",))
+@operation("gk.linalg.minres")
 def minres(
     A: Any,
     b: Any,

@@ -30,9 +30,9 @@ from .. import _dispatch
 from .._runtime.memory import operation
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray, split
-from .._sharding.layout import check_devices, split_sizes
-from .._sharding.reshard import exchange
+from ..sharding._array import ShardedArray, split
+from ..sharding._layout import check_devices, split_sizes
+from ..sharding._reshard import exchange
 from .layers import Dropout
 from .module import Module, Parameter
 

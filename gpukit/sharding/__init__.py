@@ -15,8 +15,14 @@ when it reads it. Communication between devices goes through the backend's
 collectives: all-gathers for products with a sharded right operand, one all-to-all
 per transpose of the distributed FFT (:func:`gpukit.reshard`).
 
-Importing this module registers the implementations; gpukit imports it on the first
-call that needs one.
+The array type and its machinery load with gpukit, which exports them:
+:class:`gpukit.ShardedArray`, ``gk.shard``, ``gk.map_shards`` and ``gk.reshard``
+(``_array``, ``_layout``, ``_reshard``, and the array's operators, reductions and NumPy
+interoperability in ``_elementwise``, ``_reduce`` and ``_interop``). The operations,
+which build on ``gk.fft``, ``gk.linalg`` and ``gk.matmul`` (``_fft``, ``_matmul``,
+``_reductions``, ``_krylov`` for the Krylov solvers, ``_convert`` for the conversions),
+load on first access or on the first call that meets a sharded array, so ``import
+gpukit`` stays cheap.
 
 Examples
 --------
@@ -32,61 +38,54 @@ Examples
 
 from __future__ import annotations
 
-from . import _convert  # noqa: F401  (registers gk.asarray, gk.to_numpy, gk.shard, gk.namespace)
-from ._fft import (
-    fft,
-    fft2,
-    fftn,
-    fftshift,
-    hfft,
-    hfft2,
-    hfftn,
-    ifft,
-    ifft2,
-    ifftn,
-    ifftshift,
-    ihfft,
-    ihfft2,
-    ihfftn,
-    irfft,
-    irfft2,
-    irfftn,
-    rfft,
-    rfft2,
-    rfftn,
-)
-from ._matmul import Replicated, matmul, replicate
-from ._reductions import dot, norm, sum, vdot
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._fft import (
+        fft,
+        fft2,
+        fftn,
+        fftshift,
+        hfft,
+        hfft2,
+        hfftn,
+        ifft,
+        ifft2,
+        ifftn,
+        ifftshift,
+        ihfft,
+        ihfft2,
+        ihfftn,
+        irfft,
+        irfft2,
+        irfftn,
+        rfft,
+        rfft2,
+        rfftn,
+    )
+    from ._matmul import Replicated, matmul, replicate
+    from ._reductions import dot, norm, sum, vdot
 
 __all__ = [
-    "Replicated",
-    "dot",
-    "fft",
-    "fft2",
-    "fftn",
-    "fftshift",
-    "hfft",
-    "hfft2",
-    "hfftn",
-    "ifft",
-    "ifft2",
-    "ifftn",
-    "ifftshift",
-    "ihfft",
-    "ihfft2",
-    "ihfftn",
-    "irfft",
-    "irfft2",
-    "irfftn",
-    "matmul",
-    "norm",
-    "replicate",
-    "rfft",
-    "rfft2",
-    "rfftn",
-    "sum",
-    "vdot",
-]
+    "Replicated", "dot", "fft", "fft2", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft",
+    "ifft2", "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2", "irfftn",
+    "matmul", "norm", "replicate", "rfft", "rfft2", "rfftn", "sum", "vdot",
+]  # fmt: skip
+# The module defining each operation (every other one: _fft), imported on first access.
+_HOMES = {
+    "_matmul": ("Replicated", "matmul", "replicate"),
+    "_reductions": ("dot", "norm", "sum", "vdot"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = next((m for m, names in _HOMES.items() if name in names), "_fft")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:  # the public API only, not the imports

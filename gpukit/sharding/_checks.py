@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._sharding.array import ShardedArray
+from ._array import ShardedArray
 
 __all__ = ["require_sharded"]
 

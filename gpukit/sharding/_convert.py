@@ -9,8 +9,8 @@ import numpy as np
 
 from .._dispatch import asarray, implements
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray
-from .._sharding.reshard import reshard
+from ._array import ShardedArray
+from ._reshard import reshard
 
 __all__: list[str] = []
 

@@ -3,7 +3,7 @@
 Along axes other than the split axis a transform is local: each device transforms its
 shard with the public ``gk.fft`` function, no communication. When the split axis is
 transformed, the slab decomposition of FFTW-MPI and cuFFTMp runs: transform the local
-axes, one all-to-all transpose (:func:`gpukit._sharding.reshard.exchange`) that moves
+axes, one all-to-all transpose (:func:`gpukit.sharding._reshard.exchange`) that moves
 the split to an axis not transformed after it, transform the remaining axis. By
 default a second exchange returns the input's layout; ``transposed_out=True``
 (FFTW-MPI's ``FFTW_MPI_TRANSPOSED_OUT``) skips it and returns the result split along
@@ -24,11 +24,11 @@ from .. import fft as gk_fft
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import implements, operation
 from .._runtime.workers import map_devices
-from .._sharding.array import ShardedArray
-from .._sharding.layout import offsets, split_sizes
-from .._sharding.reshard import exchange, reshard
 from ..fft import _NORMS, _plan, _work_dtype, _workers
+from ._array import ShardedArray
 from ._checks import require_sharded
+from ._layout import offsets, split_sizes
+from ._reshard import exchange, reshard
 
 __all__ = [
     "fft", "fft2", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft", "ifft2", "ifftn",

@@ -19,11 +19,11 @@ from .._runtime import transfer as _transfer
 from .._runtime.placement import owner_of
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray
-from .._sharding.layout import check_devices, describe, distribute
 from ..backend import Backend
 from ..errors import DeviceMismatchError
+from ._array import ShardedArray
 from ._checks import require_sharded
+from ._layout import check_devices, describe, distribute
 
 __all__ = ["Replicated", "matmul", "replicate"]
 

@@ -2,7 +2,7 @@
 sharded array (the same function).
 
 The per-device work and the combination in device order are the array's own
-(:mod:`gpukit._sharding.reductions`); norms are composed from it: ``|x|``
+(:mod:`gpukit.sharding._reduce`); norms are composed from it: ``|x|``
 elementwise, then sums, maxima or minima, so they split exactly as those do.
 """
 
@@ -14,12 +14,12 @@ import numpy as np
 
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import implements, operation
-from .._sharding import reductions as _red
-from .._sharding.array import ShardedArray
-from .._sharding.layout import describe
 from ..linalg import _checks as _linalg_checks
 from ..linalg import _norm_range
+from . import _reduce as _red
+from ._array import ShardedArray
 from ._checks import require_sharded
+from ._layout import describe
 
 __all__ = ["dot", "norm", "sum", "vdot"]
 

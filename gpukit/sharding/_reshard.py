@@ -24,8 +24,8 @@ from typing import Any
 from .._dispatch import operation
 from .._runtime import transfer as _transfer
 from .._runtime.workers import map_devices
-from .array import ShardedArray
-from .layout import check_devices, offsets, split_sizes
+from ._array import ShardedArray
+from ._layout import check_devices, offsets, split_sizes
 
 __all__ = ["exchange", "reshard"]
 

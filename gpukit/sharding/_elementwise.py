@@ -27,7 +27,7 @@ from .._dispatch.kinds import implementation, kind_of
 from .._runtime.placement import owner_of
 from .._runtime.workers import map_devices
 from ..errors import DeviceMismatchError
-from .layout import describe, distribute
+from ._layout import describe, distribute
 
 __all__ = ["ElementwiseMixin"]
 

@@ -1,6 +1,10 @@
-"""Krylov solves over row-sharded operators: the vector space of ShardedArrays.
+"""Krylov solves over row-sharded operators: ``gk.linalg.cg``, ``bicgstab`` and ``minres``
+given a :class:`ShardedArray` or one row block per device.
 
-The loops of :mod:`gpukit.linalg._krylov` take their vector operations from ``xp``.
+The solvers of :mod:`gpukit.linalg.iterative` run here, registered as the sharded
+kind's implementations (row blocks, a plain list, are routed here by the solvers),
+with their validation and loops unchanged: only the vector space and the placement
+differ. The loops of :mod:`gpukit.linalg._krylov` take their vector operations from ``xp``.
 :class:`ShardedSpace` provides the same few functions for 1-d :class:`ShardedArray`
 vectors: elementwise ones run shard by shard on each device's worker; ``vdot`` adds
 the per-device partial products through the collectives' ``reduce``, on the first
@@ -20,16 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from .._dispatch import implements, operation
 from .._runtime.placement import owner_of
 from .._runtime.workers import map_devices
 from .._select.selection import get_backend
-from .._sharding.array import ShardedArray, split
 from ..backend import Backend
 from ..errors import DeviceMismatchError
+from ..linalg import iterative
+from ..linalg._checks import solve_dtype
 from ..sparse import issparse, to_backend
-from ._checks import solve_dtype
+from ._array import ShardedArray, split
 
-__all__ = ["Setup", "ShardedSpace", "is_sharded_solve", "setup"]
+__all__ = ["Setup", "ShardedSpace", "setup"]
 
 Op = Callable[[Any], Any]
 
@@ -136,11 +142,6 @@ class Setup:
 
 
 Layout = tuple[Backend, tuple[int, ...], tuple[int, ...]]
-
-
-def is_sharded_solve(a: Any, b: Any, x0: Any, m: Any) -> bool:
-    """Whether a solve takes the sharded path (a sharded argument or row blocks)."""
-    return any(isinstance(v, ShardedArray) for v in (a, b, x0, m)) or isinstance(a, list | tuple)
 
 
 def _layout(op: str, a: Any, b: Any, x0: Any) -> Layout:
@@ -291,3 +292,35 @@ def _astype(space: ShardedSpace, v: ShardedArray, dtype: np.dtype, copy: bool) -
         space.backend, space.devices, lambda s: s.astype(dtype, copy=copy), v.shards
     )
     return ShardedArray(space.backend, parts, 0, space.devices)
+
+
+def _register(method: str) -> None:
+    def solve(
+        A: Any,
+        b: Any,
+        x0: Any = None,
+        *,
+        rtol: float = 1e-5,
+        atol: float = 0.0,
+        maxiter: int | None = None,
+        M: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> tuple[Any, iterative.IterativeInfo]:
+        return iterative._solve(method, A, b, x0, rtol, atol, maxiter, M, callback, setup=setup)
+
+    solve.__name__ = solve.__qualname__ = f"{method}_sharded"
+    name = f"gk.linalg.{method}"
+    implements(name, "sharded")(operation(name, native=("sharded",))(solve))
+
+
+for _method in ("cg", "bicgstab", "minres"):
+    _register(_method)
+
+
+@implements("gk.linalg.gmres", "sharded")
+def _gmres(*args: Any, **kwargs: Any) -> Any:
+    """Row blocks and sharded operands get the same reason, whichever way they came."""
+    raise TypeError(
+        "gk.linalg.gmres: gmres does not take sharded operands (its Arnoldi basis is a dense "
+        "block); use cg, bicgstab or minres, or gather the arrays"
+    )

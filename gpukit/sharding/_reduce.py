@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._runtime.workers import map_devices
-from .layout import check_same_layout, describe
+from ._layout import check_same_layout, describe
 
 __all__ = ["ReductionMixin", "dot", "vdot"]
 

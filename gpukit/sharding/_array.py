@@ -7,11 +7,11 @@ the last shards are empty). Work on shards runs on each device's worker thread
 (:mod:`gpukit._runtime.workers`); the host waits only in :meth:`ShardedArray.gather`,
 :func:`gpukit.to_numpy` and where a reduction's result is read.
 
-It behaves as an array: operators and NumPy ufuncs (:mod:`.elementwise`), reductions
-(:mod:`.reductions`) and NumPy's functions and conversion (:mod:`.interop`) work on
+It behaves as an array: operators and NumPy ufuncs (:mod:`._elementwise`), reductions
+(:mod:`._reduce`) and NumPy's functions and conversion (:mod:`._interop`) work on
 it shard by shard, and every public gpukit operation given one runs its sharded
-implementation (registered by :mod:`gpukit.sharding`) or raises a ``TypeError`` with
-the way on, through the ``"sharded"`` array kind registered here.
+implementation (the operation modules of :mod:`gpukit.sharding`) or raises a
+``TypeError`` with the way on, through the ``"sharded"`` array kind registered here.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from .._runtime.workers import map_devices
 from .._select.selection import get_backend
 from ..backend import Backend
 from ..errors import DeviceMismatchError
-from .elementwise import ElementwiseMixin
-from .interop import InteropMixin
-from .layout import check_devices, cut, describe, split_sizes
-from .reductions import ReductionMixin
+from ._elementwise import ElementwiseMixin
+from ._interop import InteropMixin
+from ._layout import check_devices, cut, describe, split_sizes
+from ._reduce import ReductionMixin
 
 __all__ = ["ShardedArray", "map_shards", "shard"]
 
@@ -192,10 +192,17 @@ def _advice(operation: str) -> str:
     )
 
 
+# The modules of gpukit.sharding holding the operations' sharded implementations.
+_OPERATIONS = [
+    f"gpukit.sharding.{m}" for m in ("_convert", "_fft", "_krylov", "_matmul", "_reductions")
+]
+
 register_kind(
     "sharded",
     lambda t: issubclass(t, ShardedArray),
-    modules=("gpukit.sharding",),
+    modules=[
+        f"gpukit.sharding.{m}" for m in ("_convert", "_fft", "_krylov", "_matmul", "_reductions")
+    ],
     describe=describe,
     advice=_advice,
 )

@@ -22,8 +22,8 @@ import numpy as np
 
 from .._dispatch.kinds import implementation, kind_of
 from .._runtime import transfer as _transfer
-from .layout import describe
-from .reductions import dot, vdot
+from ._layout import describe
+from ._reduce import dot, vdot
 
 __all__ = ["InteropMixin"]
 
