@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpukit as gk
+from gpukit._host.virtual import VirtualDeviceArray
 from gpukit._runtime.workers import run_on_devices
 from gpukit._select import registry as _registry
-from gpukit.backend.virtual import VirtualDeviceArray
 
 from helpers import TOL, rel_err, terms_err
 

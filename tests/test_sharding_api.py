@@ -106,7 +106,7 @@ def refused(key: str, call: Callable[[Env], object], *more: str) -> None:
 @case("gpukit.asarray")
 def _(env: Env) -> None:
     got = gk.asarray(env.shard(env.m), dtype="float32")
-    assert type(got) in (np.ndarray, gk.backend.virtual.VirtualDeviceArray)
+    assert type(got) in (np.ndarray, gk._host.virtual.VirtualDeviceArray)
     assert got.dtype == np.float32 and rel_err(got, env.m) < 1e-6
 
 

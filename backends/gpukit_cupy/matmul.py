@@ -53,7 +53,7 @@ def _single_precision(tf32: bool) -> Iterator[None]:
 
 
 class CupyMatmul:
-    """Overrides :class:`gpukit.backend._ops.matmul.MatmulOps` to honour ``precision``."""
+    """Overrides :meth:`gpukit.backend.Backend.matmul` to honour ``precision``."""
 
     _tf32 = False  # GPUKIT_TF32, set once by set_tf32
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpukit.backend.virtual import cpu_device_count
+from gpukit._host.virtual import cpu_device_count
 
 from .backend import NumpyBackend
 

@@ -1,7 +1,7 @@
 """The NumPy backend: host arrays, SciPy for the numerical library calls.
 
 With ``GPUKIT_CPU_DEVICES=N`` (read at first use) it exposes N virtual devices
-(see :mod:`gpukit.backend.virtual`): arrays placed on one are zero-copy
+(see :mod:`gpukit._host.virtual`): arrays placed on one are zero-copy
 ``VirtualDeviceArray`` views, plain ndarrays stay device-less host data.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from gpukit._host.virtual import VirtualDeviceArray, cpu_device_count, place
 from gpukit.backend import Backend, Device
-from gpukit.backend.collectives import InMemoryCollectives
-from gpukit.backend.virtual import VirtualDeviceArray, cpu_device_count, place
 
+from .collectives import InMemoryCollectives
 from .fft import NumpyFFT
 from .linalg import NumpyLinalg
 from .memory import NumpyMemoryMixin, host_total

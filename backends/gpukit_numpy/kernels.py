@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from gpukit.backend.activations import activate, derivative
+from gpukit._host.activations import activate, derivative
 
 from . import blas as _blas
 

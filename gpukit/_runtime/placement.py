@@ -3,7 +3,7 @@
 :func:`placement` is the rule every operation follows: if any input is a device array,
 the operation runs on that array's backend and device; inputs of another device backend
 or another device raise :class:`~gpukit.errors.DeviceMismatchError` naming both. Virtual
-CPU devices (:mod:`gpukit.backend.virtual`) follow the same rule.
+CPU devices (:mod:`gpukit._host.virtual`) follow the same rule.
 
 Owners of arrays are found without importing any array library: only backends already
 loaded, or whose array module is already in ``sys.modules``, are asked.
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from .._host.virtual import VirtualDeviceArray
 from .._select import registry as _registry
 from .._select.selection import get_backend
 from ..backend import Backend
-from ..backend.virtual import VirtualDeviceArray
 from ..errors import DeviceMismatchError
 
 __all__ = ["first_device", "namespace", "owner_of", "placement"]

@@ -23,7 +23,6 @@ import numpy as np
 
 from ._ops.fft import FFTOps
 from ._ops.linalg import LinalgOps
-from ._ops.matmul import MatmulOps
 from .collectives import PeerCopyCollectives
 
 __all__ = ["Backend", "Device"]
@@ -61,7 +60,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend(MatmulOps, FFTOps, LinalgOps):
+class Backend(FFTOps, LinalgOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement
@@ -160,7 +159,12 @@ class Backend(MatmulOps, FFTOps, LinalgOps):
         """Library versions worth reporting in ``gpukit info``."""
         return {}
 
-    # -- numerics: see gpukit._select.configure -----------------------------------------------
+    # -- numerics: see gpukit._matmul and gpukit._select.configure ----------------------------
+    def matmul(self, a: Any, b: Any, precision: str | None) -> Any:
+        """``a @ b`` with NumPy's broadcasting; ``precision`` is ``None``, ``"highest"`` or
+        ``"tf32"``, a hint a backend without reduced-precision products ignores."""
+        return self.xp.matmul(a, b)
+
     def set_tf32(self, enabled: bool) -> None:
         """Whether matrix products whose call names no precision use TF32 (``GPUKIT_TF32``).
 

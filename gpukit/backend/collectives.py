@@ -1,16 +1,15 @@
 """Collectives over the devices of one backend: all-reduce, all-gather, broadcast, all-to-all.
 
-One small interface, three implementations chosen by the backend
-(``Backend.collectives``):
+One small interface (part of the backend contract: ``Backend.collectives`` returns one)
+and its default; a backend chooses its own:
 
-* :class:`InMemoryCollectives` -- virtual CPU devices share host memory: plain
-  NumPy arithmetic, each device still gets its own buffer;
 * :class:`PeerCopyCollectives` -- device-to-device copies (``Backend.to_device``),
   each ordered after the work queued on its source device and before that device's
   later work by events, since a peer copy on the destination's stream does not wait
   for the source's stream (a race gpu4pyscf fixed twice);
-* a backend's own, such as the CuPy backend's NCCL ring collectives
-  (``gpukit_cupy.collectives``), built on :class:`PeerCopyCollectives`.
+* a backend's own, built on :class:`PeerCopyCollectives`: the CuPy backend's NCCL ring
+  collectives (``gpukit_cupy.collectives``), the numpy backend's in-memory ones for its
+  virtual CPU devices (``gpukit_numpy.collectives``).
 
 Collectives are called by the host between per-device phases, never from inside a
 worker, so a failing worker cannot leave the others waiting at a barrier. They queue
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the contract's own package: a type only, not an import cycle
     from . import Backend
 
-__all__ = ["Collectives", "InMemoryCollectives", "PeerCopyCollectives"]
+__all__ = ["Collectives", "PeerCopyCollectives"]
 
 
 class Collectives:
@@ -101,18 +100,5 @@ class PeerCopyCollectives(Collectives):
         return [
             [None if row[j] is None else self._fetch(row[j], d, copy=i != j)
              for i, row in enumerate(blocks)]
-            for j, d in enumerate(self.devices)
-        ]  # fmt: skip
-
-
-class InMemoryCollectives(PeerCopyCollectives):
-    """Virtual devices: one memory space, nothing to synchronise; copies stay private."""
-
-    def all_to_all(self, blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
-        # One memory space: a block is placed on its destination as a view, and the
-        # caller's assembly of the received blocks is the one copy made.
-        return [
-            [None if row[j] is None else self.backend.to_device(row[j], d, copy=False)
-             for row in blocks]
             for j, d in enumerate(self.devices)
         ]  # fmt: skip

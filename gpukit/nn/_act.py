@@ -3,7 +3,7 @@
 Host arrays are computed in place with NumPy (the pre-activation is a fresh array the
 caller owns, so no temporaries are needed) and keep the output when the derivative can
 be written with it (ReLU, Sigmoid, Tanh); the formulas are the numpy backend's own
-(:mod:`gpukit.backend.activations`), without the kernels' copies. Device arrays go through
+(:mod:`gpukit._host.activations`), without the kernels' copies. Device arrays go through
 the fused kernels ``gk.kernels.bias_activation`` / ``bias_activation_backward``: one
 launch each way.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
-from ..backend.activations import FROM_OUTPUT, activate, derivative
+from .._host.activations import FROM_OUTPUT, activate, derivative
 from ..kernels import ACTIVATIONS
 from ..kernels._direct import kernel
 

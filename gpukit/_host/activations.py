@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import ACTIVATIONS
+from ..backend.kernels import ACTIVATIONS
 
 __all__ = ["FROM_OUTPUT", "activate", "derivative"]
 

@@ -75,7 +75,7 @@ class VirtualDeviceArray(np.ndarray):
     --------
     >>> import numpy as np
     >>> import gpukit as gk
-    >>> from gpukit.backend.virtual import place
+    >>> from gpukit._host.virtual import place
     >>> a, b = place(np.ones(2), 0), place(np.ones(2), 1)
     >>> (a + a).device_id
     0
