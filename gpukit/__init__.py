@@ -36,6 +36,7 @@ from ._select.registry import (
 from ._select.selection import get_backend, selection_reason, set_backend, use_backend
 from ._version import __version__
 from .backend import Backend, Device
+from .distributed import _kind as _dask_kind  # noqa: F401 (registers the "dask" array kind)
 from .errors import (
     BackendUnavailableError,
     ConvergenceWarning,

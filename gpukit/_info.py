@@ -68,7 +68,7 @@ def _dask() -> dict[str, Any] | None:
     if not versions and address is None:
         return None
     client = None
-    if "gpukit.distributed" in sys.modules:  # a client can only exist once it was imported
+    if "gpukit.distributed._client" in sys.modules:  # a client exists only once it is imported
         from .distributed._client import status
 
         client = status()

@@ -13,7 +13,6 @@ backend package nor an API module.
 
 from .._runtime.placement import namespace as _namespace
 from .._runtime.placement import owner_of
-from . import dask_kind  # noqa: F401 (registers the "dask" array kind)
 from .decorator import operation
 from .inputs import asarray, prepare, to_numpy
 from .kinds import implements, register_kind, reject

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from .._dispatch.dask_kind import is_dask_array_type
 from .._runtime.placement import owner_of
 from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
 from ..backend import Backend
 from ..errors import GpukitError
+from ._kind import is_dask_array_type
 
 __all__ = [
     "OnChunks",

@@ -2,8 +2,9 @@
 
 Registered when gpukit is imported, without importing Dask: a type is a Dask array only
 if ``dask.array`` is already in ``sys.modules`` (a Dask array cannot exist before), the
-test array-api-compat's ``is_dask_array`` makes. The implementations live in
-:mod:`gpukit.distributed`, imported on the first call that meets a Dask array.
+test array-api-compat's ``is_dask_array`` makes. The implementations live in the
+operation modules of :mod:`gpukit.distributed`, imported on the first call that meets a
+Dask array.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .kinds import register_kind
+from .._dispatch import register_kind
 
 __all__ = ["describe", "is_dask_array_type"]
 
@@ -32,10 +33,16 @@ def describe(x: Any) -> str:
     )
 
 
+# The modules of gpukit.distributed holding the operations' Dask implementations.
+_OPERATIONS = [
+    f"gpukit.distributed.{m}"
+    for m in ("_convert", "_fft", "_kernels", "_krylov", "_linalg", "_matmul", "_nn")
+]
+
 register_kind(
     "dask",
     is_dask_array_type,
-    modules=("gpukit.distributed",),
+    modules=_OPERATIONS,
     describe=describe,
     advice=(
         "compute it first when it is small (x.compute()), apply the function chunk by chunk "
