@@ -157,3 +157,38 @@ def test_getting_started_first_script_prints_what_the_page_shows():
     got, want = proc.stdout.splitlines(), shown.strip().splitlines()
     assert got[0].startswith("numpy - ") and want[0].startswith("numpy - ")
     assert got[1:] == want[1:]
+
+
+def test_changelog_keeps_keep_a_changelog_structure():
+    """CHANGELOG.md: a section per version (``## [x.y.z] - YYYY-MM-DD`` or ``- Unreleased``,
+    or ``## [Unreleased]``), one for the package's version, and inside each only Keep a
+    Changelog's subsections, each once and none empty."""
+    kinds = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    heading = re.compile(r"## \[(Unreleased|\d+\.\d+\.\d+)\](?: - (\d{4}-\d{2}-\d{2}|Unreleased))?")
+    lines = (ROOT / "CHANGELOG.md").read_text().splitlines()
+    assert lines[0] == "# Changelog"
+    versions: dict[str, dict[str, int]] = {}
+    version = kind = None
+    for number, line in enumerate(lines[1:], 2):
+        if line.startswith("## "):
+            match = heading.fullmatch(line)
+            assert match, f"CHANGELOG.md:{number}: not a version heading: {line!r}"
+            assert (match[1] == "Unreleased") == (match[2] is None), f"CHANGELOG.md:{number}"
+            version, kind = match[1], None
+            assert version not in versions, f"CHANGELOG.md:{number}: {version} twice"
+            versions[version] = {}
+        elif line.startswith("### "):
+            kind = line[4:]
+            assert version, f"CHANGELOG.md:{number}: {line!r} outside a version section"
+            assert kind in kinds, f"CHANGELOG.md:{number}: {kind!r} is not one of {kinds}"
+            assert kind not in versions[version], f"CHANGELOG.md:{number}: {kind} twice"
+            versions[version][kind] = 0
+        elif line.startswith("#"):
+            raise AssertionError(f"CHANGELOG.md:{number}: unexpected heading {line!r}")
+        elif kind and line.startswith("- "):
+            versions[version][kind] += 1
+    assert gpukit.__version__ in versions, f"no section for version {gpukit.__version__}"
+    for version, sections in versions.items():
+        assert version == "Unreleased" or sections, f"version {version} has no entries"
+        empty = [kind for kind, entries in sections.items() if not entries]
+        assert not empty, f"{version}: empty subsections {empty}"
