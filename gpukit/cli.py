@@ -44,6 +44,14 @@ def _bench(args: argparse.Namespace) -> int:
         print(_bench_list())
         return 0
 
+    if args.plot:  # before the benchmarks run, not after
+        from ._bench.plot import check
+
+        try:
+            check(args.plot)
+        except (ImportError, ValueError) as exc:  # no matplotlib: 1; an unwritable path: 2
+            print(f"gpukit bench: {exc}", file=sys.stderr)
+            return 1 if isinstance(exc, ImportError) else 2
     split = lambda text: [s for s in text.split(",") if s] if text else None  # noqa: E731
     try:
         report = run(
@@ -59,11 +67,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.plot:
         from ._bench.plot import plot
 
-        try:
-            plot(report, args.plot)
-        except ImportError as exc:
-            print(f"gpukit bench: {exc}", file=sys.stderr)
-            return 1
+        plot(report, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
 
