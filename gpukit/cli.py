@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -126,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success.
+        The exit status: 0 on success; 1 when the reader of the output went away
+        (``gpukit info | head``), which ends the command quietly.
 
     Examples
     --------
@@ -139,7 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        status = args.func(args)
+        sys.stdout.flush()  # a reader gone away shows here, not in the flush at exit
+    except BrokenPipeError:
+        # What Python's docs recommend for SIGPIPE (signal module, "Note on SIGPIPE"): no
+        # traceback, and stdout pointed at devnull so the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover
