@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -114,6 +116,87 @@ def test_public_function_has_numpydoc_docstring(qualname, func):
     if unfilled:  # a shared paragraph (gpukit._docstrings) that was never put in
         problems.append(f"placeholders left in the docstring: {', '.join(unfilled)}")
     assert not problems, f"{qualname}: " + "; ".join(problems)
+
+
+# A page's Python code blocks run in order in one fresh interpreter, as a reader pasting
+# them would, on a machine without a GPU. A block that cannot run there says why in an rst
+# comment right above it (".. not-run: needs a GPU"), which the site does not show.
+_CODE_BLOCK = re.compile(
+    r"^(?P<indent> *)(?:\.\. not-run: (?P<reason>.*)\n\n(?P=indent))?"
+    r"\.\. code-block:: python\n(?:(?P=indent) +:.*\n)*\n"
+    r"(?P<body>(?:(?P=indent) +\S.*\n|[ \t]*\n)+)",
+    re.M,
+)
+# The optional packages a page's blocks import, with the install that brings each.
+_EXTRAS = {"dask": "dask", "distributed": "dask", "torch": "oracles", "sklearn": "examples"}
+
+
+def _code_blocks(page: Path) -> list[tuple[int, str | None, str]]:
+    """(first line, the reason it is not run or None, code) of each Python block."""
+    text = page.read_text()
+    blocks = []
+    for match in _CODE_BLOCK.finditer(text):
+        first = text.count("\n", 0, match.start("body")) + 1
+        reason = match["reason"]
+        assert reason is None or reason.strip(), f"{page.name}:{first}: not-run without a reason"
+        blocks.append((first, reason, textwrap.dedent(match["body"])))
+    return blocks
+
+
+_PAGES = sorted(p for p in (ROOT / "docs").glob("*.rst") if _code_blocks(p))
+
+
+@pytest.mark.parametrize("page", _PAGES, ids=[p.name for p in _PAGES])
+def test_the_code_blocks_of_each_page_run_as_written(page, tmp_path):
+    """A block importing an optional package that is not installed is left out, and the
+    test, once the rest has run, is listed as skipped with the install that brings it."""
+    lines: list[str] = []
+    missing: set[str] = set()
+    for first, reason, code in _code_blocks(page):
+        if reason is not None:
+            continue
+        absent = {m for m in _imported_modules(code) & set(_EXTRAS) if not _installed(m)}
+        missing |= absent
+        if not absent:  # at its own lines: tracebacks cite the page
+            lines += [""] * (first - 1 - len(lines)) + code.splitlines()
+    if lines:
+        script = tmp_path / "run_page.py"
+        source, where = "\n".join(lines) + "\n", str(page.relative_to(ROOT))
+        script.write_text(
+            f"exec(compile({source!r}, {where!r}, 'exec'), {{'__name__': '__main__'}})\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKIT_")}
+        env["PYTHONPATH"] = str(ROOT)  # this checkout, and no CuPy simulator: a CPU machine
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    if missing:
+        extras = ",".join(sorted({_EXTRAS[m] for m in missing}))
+        pytest.skip(
+            f'docs blocks importing {", ".join(sorted(missing))}: pip install -e ".[{extras}]"'
+        )
+    if not lines:
+        pytest.skip("every block of the page says why it is not run")
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _imported_modules(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 def test_setup_commands_agree_across_readme_docs_and_ci():
