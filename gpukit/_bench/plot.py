@@ -69,7 +69,7 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")  # files only: never needs a display
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError(f"gpukit bench --plot needs matplotlib: {INSTALL}") from exc
+        raise ImportError(f"the plot (--plot) needs matplotlib: {INSTALL}") from exc
     return plt
 
 
