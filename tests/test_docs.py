@@ -217,6 +217,16 @@ def test_setup_commands_agree_across_readme_docs_and_ci():
     assert commands[1] in ci, ".ci/run must run the README's test command verbatim"
 
 
+def test_the_readme_names_every_install_a_skipped_test_asks_for():
+    """The README says what its test command skips: every extra a skip reason names."""
+    asked = set()
+    for path in [ROOT / "conftest.py", *(ROOT / "tests").rglob("*.py")]:
+        asked.update(re.findall(r'pip install -e "\.\[(\w+)\]"', path.read_text()))
+    setup = (ROOT / "README.md").read_text().split("\n## Set-up\n")[1].split("\n## ")[0]
+    assert {"oracles", "docs"} <= asked
+    assert not {extra for extra in asked if f".[{extra}]" not in setup}, sorted(asked)
+
+
 def test_check_covers_the_foundation():
     names = {q for q, _ in FUNCTIONS}
     assert {"gpukit.use_backend", "gpukit.asarray", "gpukit.cli.main"} <= names
