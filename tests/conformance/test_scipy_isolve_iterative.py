@@ -107,12 +107,6 @@ UPSTREAM_DEVIATIONS = {
     "TestGMRES::test_callback_type": _CALLBACK_TYPE,
     "test_invalid_atol[*-legacy]": _ATOL_TYPE,
     "test_invalid_atol[*-None]": _ATOL_TYPE,
-    "test_x0_equals_Mb[nonsymposdef-F-bicgstab]": (
-        "gpukit's bicgstab tests rho = rhat^H r for zero relative to the vectors' norms and "
-        "reports the breakdown this case has in exact arithmetic; SciPy's absolute test "
-        "(|rho| < eps**2) goes on iterating on rounding noise and happens to converge "
-        "(SciPy skips the same case in double precision, gh-15533)"
-    ),
 }
 
 UPSTREAM_PEER_XFAILS_PASSED = {
