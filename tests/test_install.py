@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +42,11 @@ print(gpukit_numpy.__file__)
 def editable_clone(tmp_path_factory):
     """A copy of this checkout in a folder named ``gpukit``, installed editable into a venv.
 
-    The venv sees this environment's packages (numpy, pip, the build backend), so the install
-    needs neither the network nor build isolation; packages a venv installs itself come first,
-    and pip never uninstalls a distribution outside the venv.
+    The venv reads this environment's packages (numpy, pip, the build backend) through a path
+    entry after its own, whether this environment is a venv or not, so the install needs
+    neither the network nor build isolation. The entry runs none of this environment's
+    ``.pth`` files: its own gpukit install stays out, and pip never uninstalls a distribution
+    outside the venv.
     """
     pytest.importorskip("hatchling", reason='pip install -e ".[test]"')  # the build backend
     parent = tmp_path_factory.mktemp("parent")
@@ -57,12 +60,18 @@ def editable_clone(tmp_path_factory):
         else:
             shutil.copy2(source, clone / name)
     venv = parent / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site_packages = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
         check=True,
         timeout=120,
-    )
-    python = venv / "bin" / "python"
+    ).stdout.strip()
+    here = [*site.getsitepackages(), site.getusersitepackages()]
+    # Named to come after the editable install's own .pth (site reads them sorted).
+    Path(site_packages, "zz_this_environment.pth").write_text("\n".join(here) + "\n")
     install = subprocess.run(
         [python, "-m", "pip", "install", *PIP_OFFLINE, "-e", clone],
         env=_clean_env(),
