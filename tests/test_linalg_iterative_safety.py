@@ -204,10 +204,10 @@ def test_non_finite_operator_array_is_a_value_error(backend, xp, rng, method, ar
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_a_large_matrix_is_checked_through_one_mat_vec(rng, dtype, order):
-    """From 2**18 entries the numpy backend checks a matrix with ``x @ ones`` first: one
+def test_a_large_matrix_is_checked_through_its_sum(rng, dtype, order):
+    """From 2**18 entries the numpy backend checks an array through its sum first: one
     non-finite entry anywhere (NaN, +-inf, inf and -inf in one row, in a complex part) makes
-    a row's sum non-finite, and a finite matrix whose row sums overflow is still finite."""
+    the sum non-finite, and a finite matrix whose sum overflows is still finite."""
     import tracemalloc
 
     n = 520  # 270,400 entries
@@ -219,7 +219,7 @@ def test_a_large_matrix_is_checked_through_one_mat_vec(rng, dtype, order):
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert peak < n * n // 8  # no boolean array of a's size: the mat-vec decided
+        assert peak < n * n // 8  # no boolean array of a's size: the sum decided
         for bad in (np.nan, np.inf, -np.inf):
             i, j = rng.integers(n, size=2)
             worse = a.copy(order=order)
@@ -233,12 +233,12 @@ def test_a_large_matrix_is_checked_through_one_mat_vec(rng, dtype, order):
             imag[n - 1, 0] = complex(1.0, np.inf)
             assert not backend.linalg_all_finite(imag)
         huge = a.copy(order=order)
-        huge[5, :] = np.finfo(huge.real.dtype).max  # its row sum overflows: still finite
+        huge[5, :] = np.finfo(huge.real.dtype).max  # its sum overflows: still finite
         assert backend.linalg_all_finite(huge)
 
 
 def test_a_large_dense_operator_with_nan_is_refused(rng):
-    """Through the solver: a 600x600 A (the mat-vec check) with one NaN is a ValueError."""
+    """Through the solver: a 600x600 A (the sum check) with one NaN is a ValueError."""
     n = 600
     a = np.eye(n) * 4 + rng.standard_normal((n, n)) * 0.01
     a[int(rng.integers(n)), int(rng.integers(n))] = np.nan
