@@ -19,7 +19,7 @@ import numpy as np
 
 import gpukit as gk
 
-from .common import BACKENDS, host_random, sync, use
+from .common import BACKENDS, Undoable, host_random, sync, use
 
 WORKERS = [0, 1, 2]
 OPS = ["fft", "matmul"]
@@ -51,7 +51,7 @@ def _op(op: str, x, w):
     return gk.fft.fft(x) if op == "fft" else gk.matmul(x, w)
 
 
-class DaskOps:
+class DaskOps(Undoable):
     params = (BACKENDS, OPS, WORKERS)
     param_names = ("backend", "op", "workers")
     timeout = 300
@@ -59,17 +59,17 @@ class DaskOps:
     def setup(self, name, op, workers):
         self.backend = use(name)
         shape, square = SHAPES[op], (SHAPES[op][1],) * 2
-        self.op, self.cluster = op, None
+        self.op = op
         if workers == 0:
             self.x = gk.asarray(host_random(shape, "float32"))
             self.w = gk.asarray(host_random(square, "float32", seed=1))
             _op(op, self.x, self.w)  # plans, caches
             return
+        cluster = self.cleanup.enter_context(_cluster(name, workers))  # skips without Dask
         import dask.array as da
         from distributed import Client
 
-        self.cluster = _cluster(name, workers)
-        self.client = Client(self.cluster, set_as_default=False)
+        self.client = self.cleanup.enter_context(Client(cluster, set_as_default=False))
         rng, chunks = da.random.default_rng(0), (CHUNK_ROWS[op], -1)
         xp = self.backend.xp
         # Made on the workers (no host array shipped in the graph), of the backend's type.
@@ -99,6 +99,4 @@ class DaskOps:
             self.run()
 
     def teardown(self, name, op, workers):
-        if self.cluster is not None:
-            self.client.close()
-            self.cluster.close()
+        self.clean_up()

@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 import time
+from unittest import mock
 
 import numpy as np
 
 import gpukit as gk
 
-from .common import BACKENDS, have, random, sync, use
+from .common import BACKENDS, Undoable, have, random, sync, use
 
 # (batch, n): a stack of n x n 2-D transforms
 SHAPES = ["16x512x512", "1x2048x2048", "256x64x64"]
@@ -126,7 +127,7 @@ ENGINES = {
 }
 
 
-class FFTEngines:
+class FFTEngines(Undoable):
     """The numpy backend's engines: the first call of a new shape, and the calls after it.
 
     ``track_first_call`` runs one ``gk.fft.fft2`` in a fresh interpreter (gpukit already
@@ -142,17 +143,12 @@ class FFTEngines:
         if engine.startswith("pyfftw") and not have("pyfftw"):
             raise NotImplementedError("pyFFTW is not installed (the gpukit[fftw] extra)")
         self.env = {**ENGINES[engine], "GPUKIT_FFTW_WISDOM": "off"}
-        self.saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
+        self.cleanup.enter_context(mock.patch.dict(os.environ, self.env))
         self.backend = use("numpy")
         self.x = random(self.backend, _shape(shape), "complex128")
 
     def teardown(self, engine, shape):
-        for key, value in self.saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        self.clean_up()
 
     def time_fft2(self, engine, shape):
         gk.fft.fft2(self.x)

@@ -54,7 +54,7 @@ class PoissonCG:
 class DenseCG:
     """CG on a dense 2000x2000 positive-definite array, 20 iterations, against SciPy's cg on
     the same array: the mat-vecs and, for gpukit, its up-front check that A is finite (one
-    mat-vec on the host since the check multiplies A by ones)."""
+    pass over A on the host: its sum)."""
 
     params = (["gpukit", "library"],)
     param_names = ("impl",)

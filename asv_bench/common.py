@@ -37,6 +37,7 @@ A benchmark of ``op`` with peers, the shape every ``bench_<area>.py`` follows::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import time
 from collections.abc import Callable
@@ -86,6 +87,27 @@ def host_random(shape, dtype="float32", seed=0) -> np.ndarray:
 def have(module: str) -> bool:
     """Whether an optional peer (``torch``) is importable, without importing it."""
     return importlib.util.find_spec(module) is not None
+
+
+class Undoable:
+    """Base of a benchmark whose ``setup`` changes something its ``teardown`` must undo.
+
+    asv calls ``teardown`` after every ``setup``, also one that raised
+    ``NotImplementedError`` (a skip) half-way, so a teardown must not assume that setup
+    got far. ``setup`` registers each undo on :attr:`cleanup` (a ``contextlib.ExitStack``:
+    ``enter_context``, ``callback``) right after the change it undoes, and ``teardown``
+    (spelled out with the benchmark's parameters, which ``asv check`` requires) calls
+    :meth:`clean_up`, which runs exactly those, newest first.
+    """
+
+    @property
+    def cleanup(self) -> contextlib.ExitStack:
+        """The undos registered since the last :meth:`clean_up`."""
+        return self.__dict__.setdefault("_cleanup", contextlib.ExitStack())
+
+    def clean_up(self) -> None:
+        """Undo what ``setup`` registered, newest first (nothing if it registered nothing)."""
+        self.__dict__.pop("_cleanup", contextlib.ExitStack()).close()
 
 
 # -- peers ---------------------------------------------------------------------------------

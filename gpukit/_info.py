@@ -47,13 +47,21 @@ def _memory(backend, index: int) -> dict[str, Any]:
 
 
 def _settings() -> dict[str, Any]:
-    """Process-wide numerical settings: TF32 (``GPUKIT_TF32``; ``CUPY_TF32`` is not applied)."""
+    """Process-wide settings: TF32 (``GPUKIT_TF32``; ``CUPY_TF32`` is not applied) and the
+    transfer guard (``GPUKIT_TRANSFER_GUARD``)."""
     try:
         tf32: bool | str = _configure.tf32()
     except ValueError as exc:
         tf32 = f"misconfigured: {exc}"
+    try:
+        guard = _configure.transfer_guard()
+    except ValueError as exc:
+        guard = f"misconfigured: {exc}"
+    else:
+        if os.environ.get(_configure.GUARD_VAR, "").strip():
+            guard += f" ({_configure.GUARD_VAR}={os.environ[_configure.GUARD_VAR]})"
     cupy_tf32 = os.environ.get("CUPY_TF32", "").strip()
-    return {"tf32": tf32, "cupy_tf32": cupy_tf32 or None}
+    return {"tf32": tf32, "cupy_tf32": cupy_tf32 or None, "transfer_guard": guard}
 
 
 def _dask() -> dict[str, Any] | None:
@@ -154,12 +162,14 @@ def render(info: dict[str, Any]) -> str:
             f"  {d['device']:<8} {d['name']}  memory {format_bytes(d['memory_total'])}{cc}"
         )
         lines.append(f"  {'':<8} {_render_memory(d['memory'])}")
-    tf32, cupy_tf32 = info["settings"]["tf32"], info["settings"]["cupy_tf32"]
+    settings = info["settings"]
+    tf32, cupy_tf32 = settings["tf32"], settings["cupy_tf32"]
     state = {True: "on (GPUKIT_TF32=1)", False: "off"}.get(tf32, tf32)
     lines += [
         "",
         "Settings:",
         f"  TF32 in float32/complex64 products that name no precision: {state}",
+        f"  implicit host/device transfers (the transfer guard): {settings['transfer_guard']}",
     ]
     if cupy_tf32 is not None:
         lines.append(f"  CUPY_TF32={cupy_tf32} is set; gpukit does not apply it (GPUKIT_TF32 does)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -44,6 +45,14 @@ def _bench(args: argparse.Namespace) -> int:
         print(_bench_list())
         return 0
 
+    if args.plot:  # before the benchmarks run, not after
+        from ._bench.plot import check
+
+        try:
+            check(args.plot)
+        except (ImportError, ValueError) as exc:  # no matplotlib: 1; an unwritable path: 2
+            print(f"gpukit bench: {exc}", file=sys.stderr)
+            return 1 if isinstance(exc, ImportError) else 2
     split = lambda text: [s for s in text.split(",") if s] if text else None  # noqa: E731
     try:
         report = run(
@@ -59,11 +68,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.plot:
         from ._bench.plot import plot
 
-        try:
-            plot(report, args.plot)
-        except ImportError as exc:
-            print(f"gpukit bench: {exc}", file=sys.stderr)
-            return 1
+        plot(report, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
 
@@ -122,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success.
+        The exit status: 0 on success; 1 when the reader of the output went away
+        (``gpukit info | head``), which ends the command quietly.
 
     Examples
     --------
@@ -135,7 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        status = args.func(args)
+        sys.stdout.flush()  # a reader gone away shows here, not in the flush at exit
+    except BrokenPipeError:
+        # What Python's docs recommend for SIGPIPE (signal module, "Note on SIGPIPE"): no
+        # traceback, and stdout pointed at devnull so the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

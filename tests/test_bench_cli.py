@@ -1,17 +1,28 @@
 """``gpukit bench``: its JSON report, its table, its plot, and its refusals.
 
 Only the numpy side runs here (``--impls`` narrows it, to keep the suite fast); what is
-checked is structure and bookkeeping, never a timing.
+checked is structure and bookkeeping, never a timing. The spread, the unstable flag and
+shares above the ceiling are checked on scripted timings.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import statistics
+import sys
 
 import pytest
 
-from gpukit._bench.cases import CASES, poisson
+import gpukit._bench
+from gpukit._bench.cases import CASES, Case, poisson
+from gpukit._bench.report import render
+from gpukit._bench.runners import make
+from gpukit._bench.timing import Budget, spread
 from gpukit.cli import main
+
+# the module (the package's attribute `run` is the function)
+bench_run = importlib.import_module("gpukit._bench.run")
 
 FIELDS = {
     "case",
@@ -20,10 +31,18 @@ FIELDS = {
     "impl",
     "device",
     "seconds",
+    "seconds_range",
+    "spread",
+    "blocks",
+    "unstable",
     "throughput",
     "unit",
     "fraction_of_ceiling",
+    "above_ceiling",
     "time_vs_gpukit",
+    "time_vs_gpukit_range",
+    "time_vs_gpukit_spread",
+    "time_vs_gpukit_unstable",
 }
 
 
@@ -58,6 +77,9 @@ def test_quick_json_has_the_fields(quick_report):
         assert r["seconds"] > 0 and r["throughput"] > 0
         assert r["unit"] in ("GFLOP/s", "GB/s")
         assert 0 < r["fraction_of_ceiling"]
+        assert r["above_ceiling"] == (r["fraction_of_ceiling"] > 1)
+        low, high = r["seconds_range"]
+        assert low <= r["seconds"] <= high and r["blocks"] >= 3
     sizes = {r["size"] for r in rows if r["case"] == "matmul" and r["impl"] == "numpy"}
     assert sizes == set(CASES[0].quick)
 
@@ -88,10 +110,13 @@ def test_ratio_is_relative_to_gpukit_on_the_same_device(quick_report):
     for r in rows:  # gpukit-numpy on the CPU, gpukit-cupy on a GPU (where one is usable)
         ours = [g for g in rows if g["impl"].startswith("gpukit-") and g["case"] == r["case"]
                 and g["size"] == r["size"] and g["device"] == r["device"]]  # fmt: skip
-        if ours:
-            assert r["time_vs_gpukit"] == pytest.approx(r["seconds"] / ours[0]["seconds"])
+        if ours:  # the median of per-round ratios (checked on scripted timings below)
+            low, high = r["time_vs_gpukit_range"]
+            assert 0 < low <= r["time_vs_gpukit"] <= high
+            if r["impl"] == ours[0]["impl"]:
+                assert r["time_vs_gpukit"] == 1.0 and r["time_vs_gpukit_spread"] == 0.0
         else:
-            assert r["time_vs_gpukit"] is None
+            assert r["time_vs_gpukit"] is None and r["time_vs_gpukit_range"] is None
 
 
 def test_plot_writes_a_png(quick_report):
@@ -154,3 +179,135 @@ def test_poisson_matrix_is_the_5_point_laplacian(rng):
     padded = np.pad(u, 1)
     stencil = 4 * u - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:]
     assert np.allclose(a @ u.ravel(), stencil.ravel(), rtol=1e-12, atol=1e-12)
+
+
+# -- --plot is checked before anything runs ----------------------------------------------------
+def _must_not_run(**kwargs):
+    raise AssertionError("the benchmarks ran before --plot was checked")
+
+
+def test_plot_without_matplotlib_fails_first_and_names_the_install(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # not importable
+    monkeypatch.setattr(gpukit._bench, "run", _must_not_run)
+    status = main(["bench", "--quick", "--no-progress", "--plot", str(tmp_path / "b.png")])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "needs matplotlib" in err and 'pip install "gpukit[bench]"' in err
+    assert not (tmp_path / "b.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [("missing/b.png", "does not exist"), ("b.nosuchformat", "not .nosuch")]
+)
+def test_plot_path_that_cannot_be_written_fails_first(name, message, monkeypatch, tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason='the plot needs matplotlib: pip install -e ".[bench]"')
+    monkeypatch.setattr(gpukit._bench, "run", _must_not_run)
+    assert main(["bench", "--quick", "--no-progress", "--plot", str(tmp_path / name)]) == 2
+    assert message in capsys.readouterr().err
+
+
+# -- spread, stability and the ceiling, on scripted timings --------------------------------------
+def test_spread_follows_pyperf_rules():
+    steady = [1.0, 1.05, 0.95, 1.0, 1.02]
+    s = spread(steady)
+    assert s.median == statistics.median(steady) and (s.low, s.high) == (0.95, 1.05)
+    assert s.rel_stdev == pytest.approx(statistics.stdev(steady) / statistics.mean(steady))
+    assert s.n == 5 and not s.unstable
+    assert spread([1.0, 1.3, 0.8, 1.0, 1.0]).unstable  # standard deviation 17% of the mean
+    # standard deviation under 10% of the mean, but one sample 98% above it
+    one_off = [1.0] * 99 + [2.0]
+    assert statistics.stdev(one_off) / statistics.mean(one_off) < 0.10
+    assert spread(one_off).unstable
+    with pytest.raises(ValueError, match="no samples"):
+        spread([])
+
+
+def _scripted_case(script: dict[str, list[float]]) -> Case:
+    """A case whose "call" returns the next scripted block time of its runner (1e9 FLOPs)."""
+
+    def build(runner, size):
+        times = iter(script[runner.name])
+
+        def call():
+            t = next(times)
+            if t is None:
+                raise RuntimeError("device lost")
+            return t
+
+        return call
+
+    return Case("fake", "n", (1,), (1,), "GFLOP/s", lambda n: 1e9, lambda n: "fake", build)
+
+
+def _time_scripted(monkeypatch, script, ceiling=None):
+    # no clock: each block "takes" what the runner's script says
+    monkeypatch.setattr(bench_run, "calibrate", lambda fn, sync, budget: 1)
+    monkeypatch.setattr(bench_run, "time_block", lambda fn, sync, number, idle: fn())
+    runners = [make(name) for name in script]
+    rounds = len(next(iter(script.values())))
+    skipped: list[dict] = []
+    ceilings = {"cpu": {"GFLOP/s": ceiling}} if ceiling else {}
+    budget = Budget(block=0.0, rounds=rounds, idle=0.0)
+    rows = bench_run._time_size(_scripted_case(script), 1, runners, budget, ceilings, skipped)
+    return {r["impl"]: r for r in rows}, skipped
+
+
+def test_rows_carry_the_spread_and_per_round_ratios(monkeypatch):
+    ours, peer = [1.0, 1.02, 0.98, 1.0, 1.01], [2.0, 2.1, 1.9, 2.0, 2.04]
+    rows, skipped = _time_scripted(monkeypatch, {"gpukit-numpy": ours, "numpy": peer})
+    assert not skipped
+    r = rows["numpy"]
+    assert r["seconds"] == statistics.median(peer)
+    assert r["seconds_range"] == [min(peer), max(peer)] and r["blocks"] == len(peer)
+    assert r["spread"] == pytest.approx(statistics.stdev(peer) / statistics.mean(peer))
+    assert r["throughput"] == pytest.approx(1.0 / statistics.median(peer))
+    assert not r["unstable"] and not r["time_vs_gpukit_unstable"]
+    ratios = [p / g for p, g in zip(peer, ours, strict=True)]
+    assert r["time_vs_gpukit"] == pytest.approx(statistics.median(ratios))
+    assert r["time_vs_gpukit_range"] == pytest.approx([min(ratios), max(ratios)])
+    assert rows["gpukit-numpy"]["time_vs_gpukit"] == 1.0
+    assert r["fraction_of_ceiling"] is None and not r["above_ceiling"]
+
+
+def test_a_busy_machine_is_flagged_not_reported(monkeypatch):
+    # the peer's blocks jump around (another process took the cores): 0.06x one round, 4.5x
+    # another; the median ratio alone would look like a result
+    ours, peer = [1.0, 1.0, 1.0, 1.0, 1.0], [2.0, 0.06, 2.0, 4.5, 2.0]
+    rows, _ = _time_scripted(monkeypatch, {"gpukit-numpy": ours, "numpy": peer})
+    r = rows["numpy"]
+    assert r["unstable"] and r["time_vs_gpukit_unstable"]
+    assert not rows["gpukit-numpy"]["unstable"]
+    text = render(_report(list(rows.values())))
+    line = next(x for x in text.splitlines() if x.startswith("fake") and " numpy " in x)
+    assert line.count("!") == 2  # the time's spread and the ratio's
+    assert "WARNING: 1 of 2 rows are unstable" in text
+
+
+def test_a_share_above_the_ceiling_is_flagged_not_printed(monkeypatch):
+    # 1 GFLOP/s measured against a 0.5 GFLOP/s ceiling: 200% is no share
+    script = {"gpukit-numpy": [1.0, 1.0, 1.0], "numpy": [4.0, 4.0, 4.0]}
+    rows, _ = _time_scripted(monkeypatch, script, ceiling=0.5)
+    assert rows["gpukit-numpy"]["fraction_of_ceiling"] == pytest.approx(2.0)
+    assert rows["gpukit-numpy"]["above_ceiling"] and not rows["numpy"]["above_ceiling"]
+    text = render(_report(list(rows.values())))
+    ours = next(x for x in text.splitlines() if x.startswith("fake") and "gpukit-numpy" in x)
+    peer = next(x for x in text.splitlines() if x.startswith("fake") and " numpy " in x)
+    assert ">100%?" in ours and "200%" not in text
+    assert " 50% " in peer  # 0.25 GFLOP/s of 0.5: a real share, printed
+    assert "WARNING: 1 of 2 rows run above the measured ceiling" in text
+
+
+def test_a_runner_failing_between_rounds_is_listed_and_the_others_go_on(monkeypatch):
+    script = {"gpukit-numpy": [1.0, 1.0, 1.0, 1.0], "numpy": [2.0, 2.0, None, 2.0]}
+    rows, skipped = _time_scripted(monkeypatch, script)
+    assert set(rows) == {"gpukit-numpy"} and rows["gpukit-numpy"]["blocks"] == 4
+    assert skipped == [
+        {"case": "fake", "impl": "numpy", "reason": "failed: RuntimeError: device lost"}
+    ]
+
+
+def _report(rows: list[dict]) -> dict:
+    machine = {"processor": "cpu", "cpu_count": 2, "gpu": None, "versions": {}}
+    ceilings = {"cpu": {"GB/s": 1.0, "GFLOP/s": 0.5, "measured_by": {"GB/s": "numpy",
+                "GFLOP/s": "numpy"}}}  # fmt: skip
+    return {"quick": True, "machine": machine, "ceilings": ceilings, "results": rows, "skipped": []}

@@ -51,6 +51,41 @@ def test_info_text_via_python_m():
     assert "numpy:0" in out
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (None, "allow"),
+        ("disallow", "disallow (GPUKIT_TRANSFER_GUARD=disallow)"),
+        ("sometimes", "misconfigured: GPUKIT_TRANSFER_GUARD must be one of allow, log, disallow; "
+         "got 'sometimes'"),
+    ],
+)  # fmt: skip
+def test_info_shows_the_transfer_guard(value, shown):
+    env = {"GPUKIT_BACKEND": "numpy"} | ({"GPUKIT_TRANSFER_GUARD": value} if value else {})
+    proc = run_python("from gpukit.cli import main; main(['info'])", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"  implicit host/device transfers (the transfer guard): {shown}\n" in proc.stdout
+    proc = run_python("from gpukit.cli import main; main(['info', '--json'])", env=env)
+    assert json.loads(proc.stdout)["settings"]["transfer_guard"] == shown
+
+
+@pytest.mark.parametrize("args", [["info"], ["info", "--json"], ["bench", "--list"]])
+def test_a_reader_that_stops_early_ends_the_command_quietly(args):
+    """``gpukit info | head``: the pipe is closed before gpukit writes. Python's advice for
+    SIGPIPE: no traceback, exit status 1."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpukit", *args],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "GPUKIT_BACKEND": "numpy"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before the command has printed anything
+    _, err = proc.communicate(timeout=120)
+    assert err.decode() == ""
+    assert proc.returncode == 1
+
+
 def test_info_reports_an_unknown_selection_instead_of_crashing():
     proc = run_python(
         "from gpukit.cli import main; main(['info', '--json'])", env={"GPUKIT_BACKEND": "tpu"}

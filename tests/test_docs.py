@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -116,6 +118,87 @@ def test_public_function_has_numpydoc_docstring(qualname, func):
     assert not problems, f"{qualname}: " + "; ".join(problems)
 
 
+# A page's Python code blocks run in order in one fresh interpreter, as a reader pasting
+# them would, on a machine without a GPU. A block that cannot run there says why in an rst
+# comment right above it (".. not-run: needs a GPU"), which the site does not show.
+_CODE_BLOCK = re.compile(
+    r"^(?P<indent> *)(?:\.\. not-run: (?P<reason>.*)\n\n(?P=indent))?"
+    r"\.\. code-block:: python\n(?:(?P=indent) +:.*\n)*\n"
+    r"(?P<body>(?:(?P=indent) +\S.*\n|[ \t]*\n)+)",
+    re.M,
+)
+# The optional packages a page's blocks import, with the install that brings each.
+_EXTRAS = {"dask": "dask", "distributed": "dask", "torch": "oracles", "sklearn": "examples"}
+
+
+def _code_blocks(page: Path) -> list[tuple[int, str | None, str]]:
+    """(first line, the reason it is not run or None, code) of each Python block."""
+    text = page.read_text()
+    blocks = []
+    for match in _CODE_BLOCK.finditer(text):
+        first = text.count("\n", 0, match.start("body")) + 1
+        reason = match["reason"]
+        assert reason is None or reason.strip(), f"{page.name}:{first}: not-run without a reason"
+        blocks.append((first, reason, textwrap.dedent(match["body"])))
+    return blocks
+
+
+_PAGES = sorted(p for p in (ROOT / "docs").glob("*.rst") if _code_blocks(p))
+
+
+@pytest.mark.parametrize("page", _PAGES, ids=[p.name for p in _PAGES])
+def test_the_code_blocks_of_each_page_run_as_written(page, tmp_path):
+    """A block importing an optional package that is not installed is left out, and the
+    test, once the rest has run, is listed as skipped with the install that brings it."""
+    lines: list[str] = []
+    missing: set[str] = set()
+    for first, reason, code in _code_blocks(page):
+        if reason is not None:
+            continue
+        absent = {m for m in _imported_modules(code) & set(_EXTRAS) if not _installed(m)}
+        missing |= absent
+        if not absent:  # at its own lines: tracebacks cite the page
+            lines += [""] * (first - 1 - len(lines)) + code.splitlines()
+    if lines:
+        script = tmp_path / "run_page.py"
+        source, where = "\n".join(lines) + "\n", str(page.relative_to(ROOT))
+        script.write_text(
+            f"exec(compile({source!r}, {where!r}, 'exec'), {{'__name__': '__main__'}})\n"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKIT_")}
+        env["PYTHONPATH"] = str(ROOT)  # this checkout, and no CuPy simulator: a CPU machine
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    if missing:
+        extras = ",".join(sorted({_EXTRAS[m] for m in missing}))
+        pytest.skip(
+            f'docs blocks importing {", ".join(sorted(missing))}: pip install -e ".[{extras}]"'
+        )
+    if not lines:
+        pytest.skip("every block of the page says why it is not run")
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _imported_modules(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
 def test_setup_commands_agree_across_readme_docs_and_ci():
     """The README holds exactly two set-up commands; Getting started and CI use them verbatim."""
     import re
@@ -132,6 +215,16 @@ def test_setup_commands_agree_across_readme_docs_and_ci():
         assert f"   $ {command}\n" in guide, f"docs/getting_started.rst lacks {command!r}"
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert commands[1] in ci, ".ci/run must run the README's test command verbatim"
+
+
+def test_the_readme_names_every_install_a_skipped_test_asks_for():
+    """The README says what its test command skips: every extra a skip reason names."""
+    asked = set()
+    for path in [ROOT / "conftest.py", *(ROOT / "tests").rglob("*.py")]:
+        asked.update(re.findall(r'pip install -e "\.\[(\w+)\]"', path.read_text()))
+    setup = (ROOT / "README.md").read_text().split("\n## Set-up\n")[1].split("\n## ")[0]
+    assert {"oracles", "docs"} <= asked
+    assert not {extra for extra in asked if f".[{extra}]" not in setup}, sorted(asked)
 
 
 def test_check_covers_the_foundation():
@@ -157,3 +250,38 @@ def test_getting_started_first_script_prints_what_the_page_shows():
     got, want = proc.stdout.splitlines(), shown.strip().splitlines()
     assert got[0].startswith("numpy - ") and want[0].startswith("numpy - ")
     assert got[1:] == want[1:]
+
+
+def test_changelog_keeps_keep_a_changelog_structure():
+    """CHANGELOG.md: a section per version (``## [x.y.z] - YYYY-MM-DD`` or ``- Unreleased``,
+    or ``## [Unreleased]``), one for the package's version, and inside each only Keep a
+    Changelog's subsections, each once and none empty."""
+    kinds = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    heading = re.compile(r"## \[(Unreleased|\d+\.\d+\.\d+)\](?: - (\d{4}-\d{2}-\d{2}|Unreleased))?")
+    lines = (ROOT / "CHANGELOG.md").read_text().splitlines()
+    assert lines[0] == "# Changelog"
+    versions: dict[str, dict[str, int]] = {}
+    version = kind = None
+    for number, line in enumerate(lines[1:], 2):
+        if line.startswith("## "):
+            match = heading.fullmatch(line)
+            assert match, f"CHANGELOG.md:{number}: not a version heading: {line!r}"
+            assert (match[1] == "Unreleased") == (match[2] is None), f"CHANGELOG.md:{number}"
+            version, kind = match[1], None
+            assert version not in versions, f"CHANGELOG.md:{number}: {version} twice"
+            versions[version] = {}
+        elif line.startswith("### "):
+            kind = line[4:]
+            assert version, f"CHANGELOG.md:{number}: {line!r} outside a version section"
+            assert kind in kinds, f"CHANGELOG.md:{number}: {kind!r} is not one of {kinds}"
+            assert kind not in versions[version], f"CHANGELOG.md:{number}: {kind} twice"
+            versions[version][kind] = 0
+        elif line.startswith("#"):
+            raise AssertionError(f"CHANGELOG.md:{number}: unexpected heading {line!r}")
+        elif kind and line.startswith("- "):
+            versions[version][kind] += 1
+    assert gpukit.__version__ in versions, f"no section for version {gpukit.__version__}"
+    for version, sections in versions.items():
+        assert version == "Unreleased" or sections, f"version {version} has no entries"
+        empty = [kind for kind, entries in sections.items() if not entries]
+        assert not empty, f"{version}: empty subsections {empty}"

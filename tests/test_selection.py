@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
 import threading
 
 import pytest
@@ -91,6 +93,47 @@ def test_gpukit_debug_shows_the_whole_chain():
     assert "gpukit/_select/registry.py" in proc.stderr  # inner frames are kept
     if "CuPy is not installed" not in proc.stderr:
         assert "CUDARuntimeError" in proc.stderr  # CUDA's own error, the root of the chain
+
+
+_CANNOT_RUN = """
+import numpy as np
+import gpukit as gk
+from gpukit.errors import BackendUnavailableError
+
+def cannot_run():
+    raise BackendUnavailableError("nohw", "it needs hardware this machine lacks", "use numpy")
+
+gk.register_backend("nohw", cannot_run)
+{call}
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "gk.linalg.solve(np.eye(2), np.ones(2))",  # an operation: its decorator re-raises
+        "gk.get_backend()",
+        "gk.set_backend('nohw')",
+        "gk.asarray([1.0])",
+    ],
+)
+def test_a_backend_failure_traceback_ends_at_the_users_call(call):
+    """No gpukit frame (an internal re-raise line confused users); the reason, the fix.
+    Python 3.10 re-raises a traceback as it was caught: the public function's frame stays."""
+    env = {"GPUKIT_BACKEND": "nohw"}
+    proc = run_python(_CANNOT_RUN.format(call=call), env=env)
+    frames = re.findall(r'^  File "(.+)", line \d+, in ', proc.stderr, re.M)
+    inner = [f for f in frames if f != "<string>"]
+    assert len(inner) <= (0 if sys.version_info >= (3, 11) else 1), proc.stderr
+    assert frames, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (
+        "gpukit.errors.BackendUnavailableError: backend 'nohw' cannot run here: it needs "
+        "hardware this machine lacks. Fix: use numpy"
+    )
+    debug = run_python(_CANNOT_RUN.format(call=call), env={**env, "GPUKIT_DEBUG": "1"})
+    assert "gpukit/_select/registry.py" in debug.stderr  # GPUKIT_DEBUG=1 keeps every frame
+    assert debug.stderr.strip().splitlines()[-1] == last
 
 
 @pytest.mark.parametrize(

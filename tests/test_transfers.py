@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 import pytest
+from subproc import run_python
 
 import gpukit as gk
 from gpukit._dispatch.inputs import prepare
@@ -156,6 +157,21 @@ def test_guard_from_environment(fake_device, monkeypatch):
     monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "sometimes")
     with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log"):
         prepare(np.ones(2), names=("x",))
+
+
+def test_a_malformed_guard_fails_at_the_first_call_not_the_first_transfer():
+    """As a malformed GPUKIT_TF32 or GPUKIT_MEMORY_LIMIT does: checked when a backend is
+    created, even the numpy backend, where no transfer ever comes to read it."""
+    message = "GPUKIT_TRANSFER_GUARD must be one of allow, log, disallow; got 'bogus'"
+    call = "import numpy as np, gpukit as gk\ngk.fft.fft(np.ones(4))"
+    env = {"GPUKIT_BACKEND": "numpy", "GPUKIT_TRANSFER_GUARD": "bogus"}
+    proc = run_python(call, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == f"ValueError: {message}"
+    status = run_python("import gpukit as gk\nprint(gk.available_backends()['numpy'])", env=env)
+    assert "available=False" in status.stdout and f"misconfigured: {message}" in status.stdout
+    proc = run_python(call, env={**env, "GPUKIT_TRANSFER_GUARD": " Disallow "})
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_guard_bad_mode():

@@ -37,29 +37,33 @@ def _blas(name: str, dtype: np.dtype):
     return blas.get_blas_funcs((name,), dtype=dtype)[0]
 
 
+def _fortran(a: np.ndarray, lower: bool) -> tuple[np.ndarray, bool]:
+    """``(m, lower)`` to hand LAPACK for the triangle ``lower`` of ``a``, Fortran-ordered if
+    a view can be: f2py gives LAPACK a Fortran-ordered array, and copies (transposing,
+    at a cache miss per entry) anything else. A C-ordered real ``a`` is read as ``a.T``,
+    whose other triangle holds the same entries; for a complex ``a`` that triangle
+    holds their conjugates, so it keeps its layout."""
+    if a.dtype.kind != "c" and a.flags.c_contiguous and not a.flags.f_contiguous:
+        return a.T, not lower
+    return a, lower
+
+
 def _potrf(a: np.ndarray) -> np.ndarray:
-    """Lower factor of one matrix, C-ordered, upper triangle zeroed."""
-    potrf = _lapack("potrf", a.dtype)
-    if a.dtype.kind == "c":
-        c, info = potrf(a, lower=True, overwrite_a=False, clean=True)
-    else:
-        # A real symmetric a equals a.T, which is Fortran-ordered: LAPACK reads it
-        # without a transposing copy, and the upper factor U of a.T gives L = U.T.
-        c, info = potrf(a.T, lower=False, overwrite_a=False, clean=True)
-        c = c.T
+    """Lower factor of one matrix from its lower triangle, upper triangle zeroed; in
+    whichever order LAPACK wrote it (:func:`_potrs` and :func:`_pocon` take either)."""
+    m, lower = _fortran(a, lower=True)
+    # the upper triangle of a real a.T gives U = L.T
+    c, info = _lapack("potrf", a.dtype)(m, lower=lower, overwrite_a=False, clean=True)
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
         raise ValueError(f"illegal value in argument {-info} of potrf")
-    return np.ascontiguousarray(c) if a.dtype.kind == "c" else c
+    return c if lower else c.T
 
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
-    potrs = _lapack("potrs", c.dtype)
-    if c.dtype.kind == "c":
-        x, info = potrs(c, b, lower=True, overwrite_b=False)
-    else:  # c.T is the Fortran-ordered upper factor: no transposing copy
-        x, info = potrs(c.T, b, lower=False, overwrite_b=False)
+    m, lower = _fortran(c, lower=True)
+    x, info = _lapack("potrs", c.dtype)(m, b, lower=lower, overwrite_b=False)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
@@ -84,15 +88,16 @@ def _batched(fn, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
 def _lu_solve_rcond(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     """Solve ``a x = b`` by LU and estimate 1/cond_1(a), as ``scipy.linalg.solve``.
 
-    LAPACK factors ``a.T``, which a C-ordered ``a`` already is in Fortran order; its
-    infinity norm is ``a``'s 1-norm, and ``getrs(trans=1)`` solves with ``a`` itself.
+    A C-ordered ``a`` is factored as ``a.T``, which it already is in Fortran order (f2py
+    would copy it transposing): the infinity norm of ``a.T`` is ``a``'s 1-norm, and
+    ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
     """
-    t = a.T
+    t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
     lu, piv, info = _lapack("getrf", a.dtype)(t)
     if info > 0:
         raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-    rcond, _ = _lapack("gecon", a.dtype)(lu, _lapack("lange", a.dtype)("I", t), norm="I")
-    x, info = _lapack("getrs", a.dtype)(lu, piv, b, trans=1)
+    rcond, _ = _lapack("gecon", a.dtype)(lu, _lapack("lange", a.dtype)(norm, t), norm=norm)
+    x, info = _lapack("getrs", a.dtype)(lu, piv, b, trans=trans)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of getrs")
     return x, rcond
@@ -116,17 +121,13 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
 
 def _pocon(c: np.ndarray, anorm: float) -> float:
-    pocon = _lapack("pocon", c.dtype)
-    if c.dtype.kind == "c":
-        rcond, _ = pocon(c, anorm, uplo="L")
-    else:  # c.T is the Fortran-ordered upper factor: no copy
-        rcond, _ = pocon(c.T, anorm, uplo="U")
+    m, lower = _fortran(c, lower=True)
+    rcond, _ = _lapack("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
     return rcond
 
 
-#: Matrices from this many entries up are first checked through one BLAS mat-vec.
-_GEMV_CHECK_MIN = 1 << 18
-_BLAS_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+#: Arrays from this many entries up are first checked through their sum.
+_SUM_CHECK_MIN = 1 << 18
 
 
 class NumpyLinalg(LinalgOps):
@@ -134,25 +135,21 @@ class NumpyLinalg(LinalgOps):
     LAPACK's condition estimates for one matrix."""
 
     def linalg_all_finite(self, x: Any) -> bool:
-        """Whether every entry of ``x`` is finite; a large matrix through one mat-vec first.
+        """Whether every entry of ``x`` is finite; a large array through its sum first.
 
-        ``isfinite(x).all()`` makes a boolean array of ``x``'s size on one core: three
-        mat-vecs' time for a 2000x2000 float64 matrix (1.17 ms against 0.58), which a dense
-        Krylov solve paid up front. A NaN or inf entry makes its row's sum with ones NaN or
-        inf (``inf - inf`` is NaN), so a finite ``x @ ones``, computed on NumPy's BLAS
-        threads, proves ``x`` finite (0.60 ms there); only a non-finite one, which a row of
-        huge finite entries can also give, is looked at entry by entry.
+        ``isfinite(x).all()`` writes a boolean array of ``x``'s size: 1.5 ms for a
+        2000x2000 float64 matrix, against 1.0 for its sum, on one core. A NaN or inf entry
+        makes the sum NaN or inf (``inf - inf`` is NaN), so a finite sum proves ``x``
+        finite; only a non-finite one, which huge finite entries can also give, is looked
+        at entry by entry. NumPy sums on the calling thread. A BLAS mat-vec with ones is
+        as quick on two threads, but leaves NumPy's OpenBLAS threads spinning while the
+        LAPACK call that follows (SciPy's: another OpenBLAS, another thread pool) wants
+        every core: ``gk.linalg.solve`` at n=1000 took 1.5x as long behind it.
         """
-        if (
-            x.ndim == 2
-            and x.size >= _GEMV_CHECK_MIN
-            and x.dtype in _BLAS_DTYPES
-            and (x.flags.c_contiguous or x.flags.f_contiguous)
-        ):
+        if x.size >= _SUM_CHECK_MIN:
             with np.errstate(all="ignore"):  # inf - inf, an overflowing sum: a check, not news
-                sums = x @ np.ones(x.shape[1], x.dtype)
-            if np.isfinite(sums).all():
-                return True
+                if np.isfinite(x.sum()):
+                    return True
         return bool(np.isfinite(x).all())
 
     def krylov_space(self, dtype: np.dtype) -> Any:
@@ -181,7 +178,9 @@ class NumpyLinalg(LinalgOps):
     def linalg_cholesky(self, a: Any) -> Any:
         if a.dtype.kind not in "fc" or a.dtype.itemsize < 4:
             return super().linalg_cholesky(a)
-        return _potrf(a) if a.ndim == 2 else _batched(_potrf, a)
+        if a.ndim > 2:
+            return _batched(_potrf, a)
+        return np.ascontiguousarray(_potrf(a))  # C-ordered, as numpy.linalg.cholesky
 
     def linalg_cho_solve(self, c: Any, b: Any) -> Any:
         dtype = np.result_type(c, b, np.float32)

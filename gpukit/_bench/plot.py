@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from .cases import CASES
@@ -18,19 +19,58 @@ _STYLE = {
 }
 
 
+#: what to install for --plot: the extras that bring matplotlib
+INSTALL = 'pip install "gpukit[bench]" (from a checkout: pip install -e ".[bench]")'
+
+
+def check(path: str) -> None:
+    """Fail before any benchmark runs where ``--plot path`` could not be written after them.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is missing; the message names the install that brings it.
+    ValueError
+        ``path``'s folder does not exist, or its suffix is no format matplotlib writes.
+    """
+    _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--plot {path}: the folder {folder} does not exist")
+    suffix = os.path.splitext(path)[1].removeprefix(".").lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix and suffix not in formats:
+        raise ValueError(
+            f"--plot {path}: matplotlib writes {', '.join(sorted(formats))}, not .{suffix}"
+        )
+
+
 def plot(report: dict[str, Any], path: str) -> None:
     """Write the report's throughput curves to ``path`` (PNG, or any format matplotlib knows).
 
     Raises
     ------
     ImportError
-        matplotlib is missing; the message names the ``bench`` extra.
+        matplotlib is missing; the message names the install that brings it.
     """
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig = figure(report)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend, or ImportError naming the install."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never needs a display
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(f"the plot (--plot) needs matplotlib: {INSTALL}") from exc
+    return plt
 
 
 def figure(report: dict[str, Any]) -> Any:
@@ -39,18 +79,11 @@ def figure(report: dict[str, Any]) -> Any:
     Raises
     ------
     ImportError
-        matplotlib is missing; the message names the ``bench`` extra.
+        matplotlib is missing; the message names the install that brings it.
     """
-    try:
-        import matplotlib
+    plt = _pyplot()
+    from matplotlib import ticker
 
-        matplotlib.use("Agg")  # files only: never needs a display
-        import matplotlib.pyplot as plt
-        from matplotlib import ticker
-    except ImportError as exc:
-        raise ImportError(
-            'gpukit bench --plot needs matplotlib: pip install "gpukit[bench]"'
-        ) from exc
     axes_of = {c.name: c.axis for c in CASES}
     cases = [c for c in axes_of if any(r["case"] == c for r in report["results"])]
     ncols = min(3, max(1, len(cases)))

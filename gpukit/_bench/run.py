@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import platform
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ from .._version import __version__
 from .cases import CASES, Case, Unsupported
 from .ceilings import measure_ceilings
 from .runners import NAMES, Runner, make
-from .timing import FULL, QUICK, measure
+from .timing import FULL, MIN_ROUNDS, QUICK, Budget, Spread, calibrate, spread, time_block
 
 
 def select_cases(names: Sequence[str] | None) -> list[Case]:
@@ -112,7 +113,8 @@ def run(
     -------
     dict
         ``machine``, ``ceilings`` (per device), ``results`` (one row per case, size and
-        implementation) and ``skipped`` (what could not run, and why).
+        implementation, with the spread of its blocks) and ``skipped`` (what could not
+        run, and why).
 
     Raises
     ------
@@ -137,14 +139,11 @@ def run(
     rows = []
     for case in chosen:
         for size in sizes[case.name]:
-            for runner in runners:
-                bar.set_postfix_str(f"{case.name} {size} {runner.name}")
-                row = _time_one(case, size, runner, budget, ceilings, skipped)
-                if row is not None:
-                    rows.append(row)
-                bar.update()
+            bar.set_postfix_str(f"{case.name} {size}")
+            rows += _time_size(case, size, runners, budget, ceilings, skipped)
+            gc.collect()  # free this size's arrays (device memory too) before the next
+            bar.update(len(runners))
     bar.close()
-    _add_ratios(rows)
     return {
         "quick": quick,
         "machine": machine(),
@@ -171,42 +170,112 @@ def _ceilings(device: str, runners: list[Runner], quick: bool, budget) -> dict[s
     return best
 
 
-def _time_one(case, size, runner, budget, ceilings, skipped) -> dict[str, Any] | None:
-    try:
-        with runner.scope():
-            fn = case.build(runner, size)
-            seconds = measure(fn, runner.sync, budget)
-    except Unsupported as exc:
-        reason = str(exc)
-    except Exception as exc:  # a failing case is reported, and the others still run
-        reason = f"failed: {type(exc).__name__}: {exc}"
-    else:
-        throughput = case.work(size) / seconds / 1e9
-        ceiling = ceilings.get(runner.device, {}).get(case.unit)
-        return {
-            "case": case.name,
-            "size": size,
-            "shape": case.shape(size),
-            "impl": runner.name,
-            "device": runner.device,
-            "seconds": seconds,
-            "throughput": throughput,
-            "unit": case.unit,
-            "fraction_of_ceiling": throughput / ceiling if ceiling else None,
-        }
-    finally:
-        fn = None
-        gc.collect()  # free this case's arrays (device memory too) before the next
+def _time_size(
+    case: Case,
+    size: int,
+    runners: list[Runner],
+    budget: Budget,
+    ceilings: dict[str, Any],
+    skipped: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Time ``case`` at ``size`` on every runner, the runners taking turns block by block.
+
+    Each round times one block per runner, in an order rotated every round, so that a
+    disturbance (another process, a thread pool still spinning) lands on every runner
+    alike rather than on one; a ratio is taken per round, between blocks that saw the
+    same moment of the machine. A runner that cannot build or run the case is listed in
+    ``skipped`` with the reason, and the others go on.
+    """
+    ready: list[tuple[Runner, Any, int]] = []
+    for runner in runners:
+        try:
+            with runner.scope():
+                fn = case.build(runner, size)
+                number = calibrate(fn, runner.sync, budget)
+        except Exception as exc:  # a failing case is reported, and the others still run
+            _skip(skipped, case, runner, exc)
+        else:
+            ready.append((runner, fn, number))
+    samples: dict[str, list[float]] = {runner.name: [] for runner, _, _ in ready}
+    start = time.perf_counter()
+    for i in range(budget.rounds):
+        if not ready or (i >= MIN_ROUNDS and time.perf_counter() - start > budget.cap):
+            break
+        turn = i % len(ready)
+        for entry in ready[turn:] + ready[:turn]:
+            runner, fn, number = entry
+            try:
+                with runner.scope():
+                    samples[runner.name].append(time_block(fn, runner.sync, number, budget.idle))
+            except Exception as exc:
+                _skip(skipped, case, runner, exc)
+                ready.remove(entry)
+    rows = [
+        _row(case, size, runner, spread(samples[runner.name]), ceilings) for runner, _, _ in ready
+    ]
+    _add_ratios(rows, samples)
+    return rows
+
+
+def _skip(skipped: list[dict[str, Any]], case: Case, runner: Runner, exc: Exception) -> None:
+    reason = str(exc) if isinstance(exc, Unsupported) else f"failed: {type(exc).__name__}: {exc}"
     entry = {"case": case.name, "impl": runner.name, "reason": reason}
     if entry not in skipped:
         skipped.append(entry)
-    return None
 
 
-def _add_ratios(rows: list[dict[str, Any]]) -> None:
-    """``time_vs_gpukit``: a row's time over gpukit's on the same device, case and size."""
-    key = lambda r: (r["case"], r["size"], r["device"])  # noqa: E731
-    ours = {key(r): r["seconds"] for r in rows if r["impl"].startswith("gpukit")}
+def _row(
+    case: Case, size: int, runner: Runner, t: Spread, ceilings: dict[str, Any]
+) -> dict[str, Any]:
+    """One result: the median time with its spread, throughput, and share of the ceiling.
+
+    A share above 1 is no share: the ceiling was measured low (a busy machine) or the
+    case's data sat in a cache the ceiling's large copy does not fit; ``above_ceiling``
+    says so, and the table prints no percentage for it.
+    """
+    throughput = case.work(size) / t.median / 1e9
+    ceiling = ceilings.get(runner.device, {}).get(case.unit)
+    fraction = throughput / ceiling if ceiling else None
+    return {
+        "case": case.name,
+        "size": size,
+        "shape": case.shape(size),
+        "impl": runner.name,
+        "device": runner.device,
+        "seconds": t.median,
+        "seconds_range": [t.low, t.high],
+        "spread": t.rel_stdev,
+        "blocks": t.n,
+        "unstable": t.unstable,
+        "throughput": throughput,
+        "unit": case.unit,
+        "fraction_of_ceiling": fraction,
+        "above_ceiling": fraction is not None and fraction > 1.0,
+    }
+
+
+RATIO_FIELDS = (
+    "time_vs_gpukit",
+    "time_vs_gpukit_range",
+    "time_vs_gpukit_spread",
+    "time_vs_gpukit_unstable",
+)
+
+
+def _add_ratios(rows: list[dict[str, Any]], samples: dict[str, list[float]]) -> None:
+    """``time_vs_gpukit``: the median over rounds of a row's time over gpukit's on its device.
+
+    With the per-round ratios' range, relative spread and stability; None where no gpukit
+    runner shares the row's device.
+    """
+    ours = {r["device"]: samples[r["impl"]] for r in rows if r["impl"].startswith("gpukit-")}
     for r in rows:
-        ref = ours.get(key(r))
-        r["time_vs_gpukit"] = r["seconds"] / ref if ref else None
+        ref = ours.get(r["device"])
+        if ref is None:
+            r.update(dict.fromkeys(RATIO_FIELDS))
+            continue
+        ratio = spread([a / b for a, b in zip(samples[r["impl"]], ref, strict=True)])
+        r["time_vs_gpukit"] = ratio.median
+        r["time_vs_gpukit_range"] = [ratio.low, ratio.high]
+        r["time_vs_gpukit_spread"] = ratio.rel_stdev
+        r["time_vs_gpukit_unstable"] = ratio.unstable

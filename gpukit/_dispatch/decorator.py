@@ -11,7 +11,7 @@ import numpy as np
 
 from .._runtime import memory
 from .._runtime.placement import first_device
-from .._select.registry import debug
+from .._select.registry import trim_traceback
 from ..errors import BackendUnavailableError
 from .kinds import find, implementation
 
@@ -90,11 +90,8 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
                 with home[0].use_device(home[1]):
                     return guarded(*args, **kwargs)
             except BackendUnavailableError as exc:
-                if debug():
-                    raise
-                # Show the user's call and the reason, not gpukit's frames (JAX filters
-                # its tracebacks the same way); GPUKIT_DEBUG=1 keeps them.
-                raise exc.with_traceback(None)  # noqa: B904 (the same exception, trimmed)
+                trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
+                raise
 
         return wrapper  # type: ignore[return-value]
 

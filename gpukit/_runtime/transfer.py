@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from .._select.configure import GUARD_MODES
+from .._select.configure import transfer_guard as _mode_from_environment
 from ..errors import TransferGuardError
 
 __all__ = ["TransferStats", "reset_transfer_stats", "transfer_guard", "transfer_stats"]
 
 logger = logging.getLogger("gpukit")
-
-ENV_VAR = "GPUKIT_TRANSFER_GUARD"
-MODES = ("allow", "log", "disallow")
 
 _guard: ContextVar[str | None] = ContextVar("gpukit_transfer_guard", default=None)
 _lock = threading.Lock()
@@ -60,18 +58,10 @@ class TransferStats:
     device_to_device: DirectionStats
 
 
-def _check_mode(mode: str, source: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"{source} must be one of {', '.join(MODES)}; got {mode!r}")
-    return mode
-
-
 def current_mode() -> str:
     """The guard mode in force in this context."""
     mode = _guard.get()
-    if mode is not None:
-        return mode
-    return _check_mode(os.environ.get(ENV_VAR, "allow").strip().lower() or "allow", ENV_VAR)
+    return _mode_from_environment() if mode is None else mode
 
 
 @contextlib.contextmanager
@@ -105,7 +95,11 @@ def transfer_guard(mode: str) -> Iterator[None]:
     >>> with gk.transfer_guard("disallow"):
     ...     x = gk.asarray([1.0, 2.0])  # explicit transfers are always allowed
     """
-    token = _guard.set(_check_mode(mode, "transfer_guard mode"))
+    if mode not in GUARD_MODES:
+        raise ValueError(
+            f"transfer_guard mode must be one of {', '.join(GUARD_MODES)}; got {mode!r}"
+        )
+    token = _guard.set(mode)
     try:
         yield
     finally:

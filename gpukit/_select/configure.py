@@ -1,5 +1,5 @@
 """Settings applied to a backend when the registry creates it: ``GPUKIT_MEMORY_LIMIT``,
-``GPUKIT_TF32``.
+``GPUKIT_TF32``; ``GPUKIT_TRANSFER_GUARD`` is checked there too.
 
 ``GPUKIT_MEMORY_LIMIT`` is read when a device backend is first created, before gpukit
 allocates anything with it, and applied to every device's pool. On CuPy the cap is
@@ -13,6 +13,11 @@ pool is created); when unset, CuPy's applies and is reported. ``gk.set_memory_li
 whether float32 and complex64 matrix products whose call names no ``precision`` use
 TF32. It is read when a backend is created; ``gpukit info`` shows it. CuPy's own
 ``CUPY_TF32`` does not turn TF32 on for gpukit's calls.
+
+``GPUKIT_TRANSFER_GUARD`` (``allow``, ``log``, ``disallow``; default ``allow``) is the
+transfer guard of contexts that set none (:mod:`gpukit._runtime.transfer` applies it). It is
+read at each implicit transfer, and checked when a backend is created, so that a typo fails
+at the first call, as the other settings do, rather than at the first transfer.
 """
 
 from __future__ import annotations
@@ -23,10 +28,23 @@ import re
 
 from ..backend import Backend
 
-__all__ = ["ENV_VAR", "TF32_VAR", "Limit", "configure", "parse_limit", "resolve_limit", "tf32"]
+__all__ = [
+    "ENV_VAR",
+    "GUARD_MODES",
+    "GUARD_VAR",
+    "TF32_VAR",
+    "Limit",
+    "configure",
+    "parse_limit",
+    "resolve_limit",
+    "tf32",
+    "transfer_guard",
+]
 
 ENV_VAR = "GPUKIT_MEMORY_LIMIT"
 TF32_VAR = "GPUKIT_TF32"
+GUARD_VAR = "GPUKIT_TRANSFER_GUARD"
+GUARD_MODES = ("allow", "log", "disallow")
 _SWITCH = {"1": True, "true": True, "yes": True, "on": True,
            "0": False, "false": False, "no": False, "off": False, "": False}  # fmt: skip
 
@@ -116,13 +134,31 @@ def tf32() -> bool:
     return _SWITCH[value]
 
 
+def transfer_guard() -> str:
+    """The guard mode ``GPUKIT_TRANSFER_GUARD`` sets (``allow`` when unset or empty).
+
+    Raises
+    ------
+    ValueError
+        The variable names none of the modes.
+    """
+    value = os.environ.get(GUARD_VAR, "").strip().lower() or "allow"
+    if value not in GUARD_MODES:
+        raise ValueError(
+            f"{GUARD_VAR} must be one of {', '.join(GUARD_MODES)}; got {os.environ[GUARD_VAR]!r}"
+        )
+    return value
+
+
 def configure(backend: Backend) -> None:
     """Apply ``GPUKIT_TF32`` and ``GPUKIT_MEMORY_LIMIT`` to a newly created backend.
 
     Called by the registry before the backend is handed out, so before gpukit's first
-    allocation with it. The values are checked for every backend, so a typo is an error
-    even on the numpy backend, where there is no pool to cap and no TF32.
+    allocation with it. The values, and ``GPUKIT_TRANSFER_GUARD``'s, are checked for every
+    backend, so a typo is an error even on the numpy backend, where there is no pool to
+    cap, no TF32 and no transfer.
     """
+    transfer_guard()
     backend.set_tf32(tf32())
     limit = parse_limit(os.environ.get(ENV_VAR), ENV_VAR)
     if limit is None or not backend.is_device:

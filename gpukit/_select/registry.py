@@ -32,7 +32,15 @@ from ..backend import Backend
 from ..errors import GPU_FIX, BackendUnavailableError, GpukitWarning, UnknownBackendError
 from .configure import configure
 
-__all__ = ["BackendStatus", "available_backends", "debug", "load", "loaded", "register_backend"]
+__all__ = [
+    "BackendStatus",
+    "available_backends",
+    "debug",
+    "load",
+    "loaded",
+    "register_backend",
+    "trim_traceback",
+]
 
 ENTRY_POINT_GROUP = "gpukit.backends"
 #: Set to 1 to see the underlying exception chain of a backend that cannot run.
@@ -279,6 +287,22 @@ def _raise(error: BackendUnavailableError) -> NoReturn:
 def debug() -> bool:
     """Whether ``GPUKIT_DEBUG`` asks for full exception chains and tracebacks."""
     return os.environ.get(DEBUG_VAR, "").strip() not in ("", "0")
+
+
+def trim_traceback(exc: BackendUnavailableError) -> None:
+    """Cut gpukit's frames from ``exc``, which a public function then re-raises (bare ``raise``).
+
+    A user needs the call that failed, the reason and the fix, not gpukit's frames (JAX
+    filters its tracebacks the same way); ``GPUKIT_DEBUG=1`` keeps them all. A bare ``raise``
+    adds no frame of its own: Python 3.11 and later re-raise the exception with the traceback
+    it carries, cleared here, so the traceback ends at the user's call; Python 3.10 re-raises
+    the traceback it caught, cut here after the public function's frame.
+    """
+    if debug():
+        return
+    if exc.__traceback__ is not None:
+        exc.__traceback__.tb_next = None
+    exc.with_traceback(None)
 
 
 def _create(entry: _Entry) -> None:

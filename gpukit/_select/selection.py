@@ -121,9 +121,8 @@ def get_backend() -> Backend:
     try:
         return _default_backend()
     except BackendUnavailableError as exc:
-        if _registry.debug():
-            raise
-        raise exc.with_traceback(None)  # noqa: B904 (the same error, without inner frames)
+        _registry.trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
+        raise
 
 
 def selection_reason() -> str:
@@ -185,7 +184,11 @@ def set_backend(name: str) -> Backend:
     >>> gk.set_backend("numpy").name
     'numpy'
     """
-    backend, reason = _resolve(name, "set_backend")
+    try:
+        backend, reason = _resolve(name, "set_backend")
+    except BackendUnavailableError as exc:
+        _registry.trim_traceback(exc)
+        raise
     with _lock:
         _set_default(backend, reason)
     return backend
@@ -221,7 +224,11 @@ def use_backend(name: str | Backend) -> Iterator[Backend]:
     >>> type(x).__module__, b.name
     ('numpy', 'numpy')
     """
-    backend = name if isinstance(name, Backend) else _resolve(name, "use_backend")[0]
+    try:
+        backend = name if isinstance(name, Backend) else _resolve(name, "use_backend")[0]
+    except BackendUnavailableError as exc:
+        _registry.trim_traceback(exc)
+        raise
     if not _ever_scoped:
         _mark_scoped()  # before the ContextVar is set: no fast path may skip reading it
     token = _scoped.set(backend)

@@ -43,7 +43,12 @@ MAXITER = "maxiter reached"
 NONFINITE = "breakdown: NaN or inf from A or M"
 CG_INDEFINITE = "breakdown: A is not positive definite (p^H A p <= 0)"
 M_INDEFINITE = "breakdown: M is not positive definite (r^H M r <= 0)"
-BICGSTAB_RHO = "breakdown: rho = 0 (the shadow residual is orthogonal to the residual)"
+# How often a loop is restarted after a breakdown a fresh start cures (BiCGSTAB's rho = 0).
+BREAKDOWN_RESTARTS = 10
+BICGSTAB_RHO = (
+    "breakdown: rho = 0 (the shadow residual is orthogonal to the residual, also after "
+    f"{BREAKDOWN_RESTARTS} restarts with the residual as a fresh one)"
+)
 BICGSTAB_RV = "breakdown: rhat^H A p = 0"
 BICGSTAB_OMEGA = "breakdown: omega = 0 (A s is orthogonal to s; the iteration stagnates)"
 MINRES_SINGULAR = "breakdown: A is singular on the Krylov subspace (b may not be in its range)"
@@ -67,7 +72,9 @@ class Outcome:
 
     ``converged`` says the loop's own residual estimate met the tolerance (``estimate``
     is that estimate, when it did); ``residual`` is the true residual norm of ``x`` when
-    the loop computed it (GMRES does at every restart), else None.
+    the loop computed it (GMRES does at every restart), else None. ``restartable`` marks
+    a breakdown of the loop's recurrence, not of the problem: started afresh from ``x``,
+    the loop can go on.
     """
 
     x: Any
@@ -76,6 +83,7 @@ class Outcome:
     reason: str
     residual: float | None = None
     estimate: float = 0.0
+    restartable: bool = False
 
 
 @dataclass
@@ -188,8 +196,11 @@ def run(
     meet the tolerance while ``b - A x`` does not. The loop is then restarted from ``x``
     with the true residual and its tolerance scaled by the ratio of its estimate to the
     true residual, halved (SciPy's GMRES adapts its inner tolerance the same way), for as
-    long as the true residual decreases and iterations remain. ``x`` is updated in place;
-    ``x_is_zero`` skips the first mat-vec.
+    long as the true residual decreases and iterations remain. A loop that breaks down
+    in a way a fresh start cures (``Outcome.restartable``: BiCGSTAB's shadow residual
+    orthogonal to its residual) is restarted from ``x`` too, at most
+    ``BREAKDOWN_RESTARTS`` times. ``x`` is updated in place; ``x_is_zero`` skips the
+    first mat-vec.
     """
     r = xp.empty_like(x)
     if x_is_zero:
@@ -197,7 +208,7 @@ def run(
     else:
         residual(xp, matvec, b, x, r)
     rnorm = _norm(xp, r)
-    done = 0
+    done = restarts = 0
     inner_tol = tol
     while True:
         if rnorm <= tol:
@@ -214,6 +225,9 @@ def run(
             previous, rnorm = math.inf, out.residual
         if rnorm <= tol:
             return Result(x, done, True, CONVERGED, rnorm)
+        if out.restartable and restarts < BREAKDOWN_RESTARTS:
+            restarts += 1
+            continue
         if not out.converged:
             return Result(x, done, False, out.reason, rnorm)
         if not rnorm < previous:
@@ -289,8 +303,17 @@ def bicgstab(
 ) -> Outcome:
     """Right-preconditioned BiCGSTAB (general non-singular A).
 
-    Breakdowns are tested relative to the vectors' norms: ``rho = rhat^H r`` and
-    ``t^H s`` count as zero when the vectors are orthogonal to working precision.
+    ``rho = rhat^H r`` counts as zero when it collapses to rounding level in one step:
+    ``|rho| / (||rhat|| ||r||)`` at most ``2**10 eps`` and below ``sqrt(eps)`` times its
+    previous value, or ``rho`` exactly 0. That is how a true breakdown looks in floating
+    point (0 in exact arithmetic, computed as noise that lies above or below ``eps``
+    depending on the BLAS kernels), while over a long solve the ratio also decays
+    gradually, as ``r`` turns away from ``rhat``, and the iteration goes on converging
+    (a float32 convection-diffusion solve restarted there fails where SciPy converges).
+    ``rhat`` is the residual the loop starts from, so the breakdown is restartable: the
+    driver starts the loop again from ``x``, whose true residual is the fresh ``rhat``
+    (as in Eigen's BiCGSTAB). ``t^H s`` counts as zero when ``t`` and ``s`` are
+    orthogonal to working precision.
     """
     eps = float(np.finfo(x.dtype).eps)
     rhat = r.copy()
@@ -299,12 +322,16 @@ def bicgstab(
     v = xp.zeros_like(r)
     tmp = xp.empty_like(r)
     rho_prev = alpha = omega = 1.0
+    cos_prev = 1.0
     for k in range(1, maxiter + 1):
         rho = _dot(xp, rhat, r)
         if not _finite(rho):
             return Outcome(x, k - 1, False, NONFINITE)
-        if abs(rho) <= eps * rhat_norm * rnorm:
-            return Outcome(x, k - 1, False, BICGSTAB_RHO)
+        scale = rhat_norm * rnorm  # 0 only if it underflows: then only rho = 0 is judged
+        cos = abs(rho) / scale if scale else 1.0
+        if rho == 0 or (cos <= 2**10 * eps and cos <= math.sqrt(eps) * cos_prev):
+            return Outcome(x, k - 1, False, BICGSTAB_RHO, restartable=True)
+        cos_prev = cos
         if k > 1:
             beta = (rho / rho_prev) * (alpha / omega)
             _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)

@@ -1,5 +1,6 @@
 """Conformance runs of peers' own test suites (see upstream.py): expected deviations
-become strict xfails, tests of functions gpukit lacks are skipped with their reason.
+become strict xfails, tests of functions gpukit lacks are skipped with their reason, and
+so are replaced tests, whose replacement the module must hold.
 
 Patterns match a test's id within its file (``test_maxiter[poisson1d-gmres]``,
 ``TestGMRES::test_callback``) with ``*`` as the only wildcard.
@@ -28,11 +29,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for table, mark in (
             ("UPSTREAM_NOT_APPLICABLE", lambda why: pytest.mark.skip(reason=why)),
             ("UPSTREAM_DEVIATIONS", lambda why: pytest.mark.xfail(reason=why, strict=True)),
+            ("UPSTREAM_REPLACED", lambda why: pytest.mark.skip(reason=why)),
         ):
             reason = _match(name, getattr(module, table, {}))
             if reason is not None:
+                if table == "UPSTREAM_REPLACED":
+                    reason = _replaced(item, module, name, reason)
                 item.add_marker(mark(reason))
                 break
+
+
+def _replaced(item: pytest.Item, module: object, name: str, reason: str) -> str:
+    """The skip reason of a replaced test, naming its replacement, which must exist."""
+    replacement = name.rsplit("::", 1)[-1].split("[", 1)[0] + "_within_rounding"
+    if not callable(getattr(module, replacement, None)):
+        raise pytest.UsageError(
+            f"{item.nodeid} is listed in UPSTREAM_REPLACED, but its module defines no {replacement}"
+        )
+    return f"{reason}; run as {replacement}"
 
 
 def _match(name: str, table: dict[str, str]) -> str | None:

@@ -17,8 +17,15 @@ A conformance module may define, next to the adapters:
 ``UPSTREAM_PEER_XFAILS_PASSED``
     ``{test-id glob: reason}``: tests the peer marks xfail for a defect of its own that
     gpukit does not have; the peer's xfail is removed, so they must pass.
+``UPSTREAM_REPLACED``
+    ``{test-id glob: reason}``: tests asserting what floating point does not guarantee
+    (an exact zero from an iterative solve), which pass or fail with the rounding of the
+    machine's BLAS kernels. Each is skipped, naming its replacement: the module's
+    ``<test name>_within_rounding``, the same check with a rounding-level tolerance
+    (collection fails if it is missing); each reason is also written on
+    docs/differences.rst.
 
-tests/conformance/conftest.py applies both.
+tests/conformance/conftest.py applies them.
 """
 
 from __future__ import annotations
