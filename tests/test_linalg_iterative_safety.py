@@ -27,7 +27,7 @@ SOLVE = {m: getattr(gk.linalg, m) for m in METHODS}
 REASONS = {
     "converged",
     "maxiter reached",
-    "breakdown: NaN or inf from A or M",
+    "breakdown: NaN or inf (from A or M, or the iteration's products overflowed)",
     "breakdown: A is not positive definite (p^H A p <= 0)",
     "breakdown: M is not positive definite (r^H M r <= 0)",
     "breakdown: rho = 0 (the shadow residual is orthogonal to the residual, also after 10 "
@@ -263,7 +263,7 @@ def test_operator_producing_nan_ends_with_a_reason(backend, xp, rng, method, whe
     with pytest.warns(gk.ConvergenceWarning, match="NaN or inf"):
         _, info = SOLVE[method](matvec, xp.asarray(b), x0=xp.zeros(20), rtol=1e-12)
     assert not info.converged
-    assert info.reason == "breakdown: NaN or inf from A or M"
+    assert info.reason.startswith("breakdown: NaN or inf (from A or M")
     assert calls[0] <= when + 2  # stopped at once, not after maxiter NaN iterations
 
 
@@ -652,6 +652,47 @@ def test_a_huge_x0_against_a_tiny_b_is_solved_unscaled(backend, rng):
     true = np.linalg.norm(b.astype(np.float64) - a.astype(np.float64) @ x64)
     assert info.residual_norm == pytest.approx(true, rel=1e-3)
     assert info.converged == (true <= info.tolerance)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("where", ["scaled up with a tiny b", "A @ x0 overflows", "huge"])
+def test_a_huge_x0_warns_nothing_but_convergence_and_keeps_x_finite(
+    backend, rng, method, dtype, where
+):
+    """A huge x0 leaked NumPy's "overflow encountered in multiply" (scaling it with a tiny
+    b) and "in dot" (A @ x0), and CG's alpha = inf / inf made x NaN. Now the solve warns
+    only a ConvergenceWarning, returns a finite x and reports the true residual (inf
+    where b - A x0 overflows), or converges for real."""
+    a = _poisson(dtype)
+    n, big = a.shape[0], float(np.finfo(dtype).max)
+    b = rng.standard_normal(n)
+    if where == "scaled up with a tiny b":
+        b, x0 = b * big**-0.9, np.full(n, big**0.6)
+    elif where == "A @ x0 overflows":
+        x0 = np.full(n, big / 2)
+    else:  # b - A x0 finite, its dot products not
+        x0 = rng.standard_normal(n) * big**0.7
+    b, x0 = b.astype(dtype), x0.astype(dtype)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x, info = SOLVE[method](gk.asarray(a), gk.asarray(b), x0=gk.asarray(x0))
+    leaked = [w for w in caught if not issubclass(w.category, gk.ConvergenceWarning)]
+    assert not leaked, [str(w.message) for w in leaked]
+    x64, a64, b64 = gk.to_numpy(x).astype(np.float64), a.astype(np.float64), b.astype(np.float64)
+    assert np.isfinite(x64).all()
+    if where == "A @ x0 overflows":  # in the solve's dtype
+        assert info.residual_norm == math.inf and not info.converged
+        return
+    r = b64 - a64 @ x64
+    scale = np.abs(r).max() or 1.0
+    true = scale * np.linalg.norm(r / scale)  # its squares may overflow float64
+    assert info.residual_norm == pytest.approx(true, rel=1e-3, abs=4 * info.tolerance)
+    assert info.converged == (info.residual_norm <= info.tolerance)
+    if info.converged:
+        assert true <= 2 * info.tolerance
+    else:
+        assert len(caught) == 1 and info.reason != "converged"
 
 
 @pytest.mark.parametrize("method", METHODS)

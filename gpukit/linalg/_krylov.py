@@ -40,7 +40,7 @@ Op = Callable[[Any], Any]
 # The reasons an iteration ends (IterativeInfo.reason); docs/linalg.rst lists them.
 CONVERGED = "converged"
 MAXITER = "maxiter reached"
-NONFINITE = "breakdown: NaN or inf from A or M"
+NONFINITE = "breakdown: NaN or inf (from A or M, or the iteration's products overflowed)"
 CG_INDEFINITE = "breakdown: A is not positive definite (p^H A p <= 0)"
 M_INDEFINITE = "breakdown: M is not positive definite (r^H M r <= 0)"
 # How often a loop is restarted after a breakdown a fresh start cures (BiCGSTAB's rho = 0).
@@ -126,11 +126,14 @@ def _norm(xp: Any, a: Any) -> float:
 
 def scale_by_power_of_two(xp: Any, v: Any, e: int) -> None:
     """``v *= 2**e`` in place: exact (no rounding) while no entry under- or overflows,
-    applied in factors of at most ``2**60`` so that each is representable in float32."""
-    while e:
-        step = max(-60, min(60, e))
-        xp.multiply(v, 2.0**step, out=v)
-        e -= step
+    applied in factors of at most ``2**60`` so that each is representable in float32.
+    An entry that overflows becomes inf without a NumPy warning: the callers judge the
+    result (a solution scaled back to beyond the dtype is reported as such)."""
+    with np.errstate(over="ignore"):
+        while e:
+            step = max(-60, min(60, e))
+            xp.multiply(v, 2.0**step, out=v)
+            e -= step
 
 
 def balancing_exponent(bnorm: float, dtype: np.dtype) -> int:
@@ -205,8 +208,9 @@ def run(
     r = xp.empty_like(x)
     if x_is_zero:
         xp.copyto(r, b)
-    else:
-        residual(xp, matvec, b, x, r)
+    else:  # A x0 may overflow (a huge x0): that is reported below, not warned about
+        with np.errstate(over="ignore", invalid="ignore"):
+            residual(xp, matvec, b, x, r)
     rnorm = _norm(xp, r)
     done = restarts = 0
     inner_tol = tol
@@ -251,12 +255,16 @@ def cg(
 
     ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place.
     """
+    # Products beyond the dtype (r of 1e200 from a huge x0) end the loop before they make
+    # alpha NaN and x with it.
     if psolve is None:
         z, rho = r, rnorm * rnorm
+        if not math.isfinite(rho):
+            return Outcome(x, 0, False, NONFINITE)
     else:
         z = psolve(r)
         rho = _dot(xp, r, z).real
-        if not rho > 0:
+        if not 0 < rho < math.inf:
             return Outcome(x, 0, False, M_INDEFINITE if math.isfinite(rho) else NONFINITE)
     p = xp.empty_like(x)
     xp.copyto(p, z)
@@ -264,7 +272,7 @@ def cg(
     for k in range(1, maxiter + 1):
         q = matvec(p)
         pq = _dot(xp, p, q).real
-        if not pq > 0:
+        if not 0 < pq < math.inf:
             return Outcome(x, k - 1, False, CG_INDEFINITE if math.isfinite(pq) else NONFINITE)
         alpha = rho / pq
         _axpy(xp, alpha, p, x, tmp)
@@ -281,7 +289,7 @@ def cg(
         else:
             z = psolve(r)
             rho_new = _dot(xp, r, z).real
-            if not rho_new > 0:
+            if not 0 < rho_new < math.inf:
                 reason = M_INDEFINITE if math.isfinite(rho_new) else NONFINITE
                 return Outcome(x, k, False, reason)
         _xpay(xp, z, rho_new / rho, p)

@@ -230,16 +230,14 @@ def run(
         xp.multiply(x, 0, out=x)
         return x, IterativeInfo(True, 0, 0.0, tol, method, _krylov.CONVERGED)
     e = _krylov.balancing_exponent(bnorm, dtype)
+    if e < 0 and x0 is not None and not _scales_finitely(xp, x, -e, dtype):
+        e = 0  # x0 huge against b: scaled with it, it would overflow; solve it unscaled
     if e:  # solve A (x 2**-e) = b 2**-e: exact, and the loops' products stay in range
-        start = _scaled_copy(xp, x, -e) if x0 is not None else x
-        if x0 is not None and not finite(start):  # x0 huge against b: solve it unscaled
-            e = 0
-        else:
-            b = _scaled_copy(xp, b, -e)
-            if x0 is not None:
-                xp.copyto(x, start)
-            if callback is not None:
-                callback = _unscaling(xp, x, e, callback)
+        b = _scaled_copy(xp, b, -e)
+        if x0 is not None:
+            _krylov.scale_by_power_of_two(xp, x, -e)
+        if callback is not None:
+            callback = _unscaling(xp, x, e, callback)
     # the tolerance of the system solved, formed at its scale: rtol * ||b|| of a b of
     # 1e-320 underflows to 0 in float64, which no residual meets ("maxiter reached")
     relative = rtol * math.ldexp(bnorm, -e)
@@ -266,7 +264,7 @@ def run(
             residual = scaled
             if not converged:
                 reason = _krylov.RANGE
-        residual = _ldexp_or_inf(residual, e)
+    residual = _ldexp_or_inf(residual, e)  # NaN (b - A x of NaN or inf) reported as inf
     info = IterativeInfo(converged, out.iterations, residual, tol, method, reason)
     if not info.converged:
         warn(
@@ -285,6 +283,12 @@ def _ldexp_or_inf(v: float, e: int) -> float:
         return math.ldexp(v, e)
     except OverflowError:  # a diverged residual beyond float64 (the fuzz test)
         return math.inf
+
+
+def _scales_finitely(xp: Any, v: Any, e: int, dtype: np.dtype) -> bool:
+    """Whether ``v * 2**e`` is finite, judged on ``||v||`` (at least every entry's
+    magnitude) so that no overflowing product is formed."""
+    return _ldexp_or_inf(_krylov._norm(xp, v), e) <= float(np.finfo(dtype).max)
 
 
 def _scaled_copy(xp: Any, v: Any, e: int) -> Any:
