@@ -2,7 +2,8 @@
 
 :func:`run` is the driver: it owns the residual, judges convergence on the true residual
 ``||b - A x||`` and restarts a loop whose recurrence claimed convergence the true residual
-does not confirm. The loops (:func:`cg`, :func:`bicgstab`, :func:`minres`, :func:`gmres`)
+does not confirm, or which broke down in a way a fresh start cures (BiCGSTAB's rho = 0,
+on every backend and vector space alike). The loops (:func:`cg`, :func:`bicgstab`, :func:`minres`, :func:`gmres`)
 take ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables and work on their own
 preallocated buffers with in-place updates.
 
