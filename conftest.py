@@ -65,9 +65,6 @@ collect_ignore = [] if importlib.util.find_spec("cupy") else ["backends/gpukit_c
 # Dask's examples need the dask extra, which the light test install lacks.
 if not (importlib.util.find_spec("dask") and importlib.util.find_spec("distributed")):
     collect_ignore += ["gpukit/distributed"]
-# The optional pyFFTW engine's module imports pyFFTW (the oracles extra brings it).
-if not importlib.util.find_spec("pyfftw"):
-    collect_ignore += ["backends/gpukit_numpy/_fftw.py"]
 # The simulator's packages are not test modules (its tests are tests/cupysim/tests).
 collect_ignore += ["tests/cupysim/cupy", "tests/cupysim/cupyx", "tests/cupysim/cupysim"]
 

@@ -1,4 +1,4 @@
-"""gk.fft against float64 NumPy references on every backend (and every host engine)."""
+"""gk.fft against float64 NumPy references on every backend; scipy.fft backends honoured."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.fft
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from subproc import run_python
 
 import gpukit as gk
 
-from helpers import TOL, oracle, rel_err
+from helpers import TOL, rel_err
 
 NORMS = [None, "backward", "ortho", "forward"]
 SINGLE_DOUBLE = [("float32", "complex64"), ("float64", "complex128")]
@@ -48,23 +49,12 @@ ONE_D = [
 ]
 
 
-@pytest.fixture(params=["scipy", "pyfftw"])
-def engine(request, monkeypatch):
-    """The host engine under test (the cupy backend ignores it)."""
-    if request.param == "pyfftw":
-        oracle("pyfftw")
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", request.param)
-    return request.param
-
-
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("axis", [-1, 0])
 @pytest.mark.parametrize("n", [None, 7])  # 7 pads axis -1 (6) and crops axis 0 (9)
 @pytest.mark.parametrize(("name", "real_in"), ONE_D)
 @pytest.mark.parametrize(("real_dtype", "complex_dtype"), SINGLE_DOUBLE)
-def test_one_d_matches_numpy(
-    backend, engine, rng, name, real_in, n, axis, norm, real_dtype, complex_dtype
-):
+def test_one_d_matches_numpy(backend, rng, name, real_in, n, axis, norm, real_dtype, complex_dtype):
     dtype = real_dtype if real_in else complex_dtype
     x = _signal(rng, (9, 6), dtype)  # odd length along axis 0
     got = getattr(gk.fft, name)(gk.asarray(x), n=n, axis=axis, norm=norm)
@@ -91,7 +81,7 @@ N_DIM = [
 @pytest.mark.parametrize(("name", "real_in", "default_axes"), N_DIM)
 @pytest.mark.parametrize(("real_dtype", "complex_dtype"), SINGLE_DOUBLE)
 def test_n_dim_matches_numpy(
-    backend, engine, rng, name, real_in, default_axes, s, axes, norm, real_dtype, complex_dtype
+    backend, rng, name, real_in, default_axes, s, axes, norm, real_dtype, complex_dtype
 ):
     dtype = real_dtype if real_in else complex_dtype
     x = _signal(rng, (3, 4, 7), dtype)
@@ -247,26 +237,87 @@ def test_hfft_round_trip(backend, rng, n, dtype, norm):
     assert rel_err(back, x) < TOL[np.dtype(dtype)]
 
 
-def test_engine_names_the_library(backend, engine):
-    assert gk.fft.engine() == ("cufft" if backend.name == "cupy" else engine)
+def test_engine_names_the_library(backend):
+    assert gk.fft.engine() == ("cufft" if backend.name == "cupy" else "scipy")
 
 
-def test_unknown_engine_raises(monkeypatch):
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "fftpack")
-    with gk.use_backend("numpy"), pytest.raises(ValueError, match="GPUKIT_FFT_ENGINE='fftpack'"):
-        gk.fft.fft(np.ones(4))
+class _RecordingFFT:
+    """A user's own ``scipy.fft`` backend: records each call, then lets SciPy compute it.
+
+    With ``upcast`` it computes in double precision, as a double-only library would.
+    """
+
+    __ua_domain__ = "numpy.scipy.fft"
+
+    def __init__(self, upcast: bool = False) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.upcast = upcast
+
+    def __ua_function__(self, method, args, kwargs):
+        self.calls.append((method.__name__, kwargs.get("workers")))
+        x, *rest = args
+        if self.upcast:
+            x = np.asarray(x).astype(np.result_type(x, np.float64))
+        with scipy.fft.set_backend("scipy", only=True):
+            return method(x, *rest, **kwargs)
 
 
-def test_forced_pyfftw_without_pyfftw_says_how_to_install(monkeypatch):
-    import gpukit_numpy.fft as engines
+#: gpukit's transform -> the scipy.fft function the numpy backend calls for it
+SCIPY_CALLED = {
+    "fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft", "hfft": "hfftn",
+    "ihfft": "ihfftn", "fft2": "fftn", "ifft2": "ifftn", "rfft2": "rfftn", "irfft2": "irfftn",
+    "hfft2": "hfftn", "ihfft2": "ihfftn", "fftn": "fftn", "ifftn": "ifftn", "rfftn": "rfftn",
+    "irfftn": "irfftn", "hfftn": "hfftn", "ihfftn": "ihfftn",
+}  # fmt: skip
+REAL_IN = {"rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn"}
+REAL_OUT = {"irfft", "hfft", "irfft2", "hfft2", "irfftn", "hfftn"}
 
-    monkeypatch.setattr(engines, "_have_pyfftw", lambda: False)
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "pyfftw")
-    with gk.use_backend("numpy"), pytest.raises(ImportError, match=r"gpukit\[fftw\]"):
-        gk.fft.fft(np.ones(4))
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", "auto")
+
+def _half_precision_case(rng, name):
+    """(float32/complex64 input of ``name``, its float64 SciPy reference, result dtype)."""
+    x = _signal(rng, (6, 8), "float32" if name in REAL_IN else "complex64")
+    ref = getattr(scipy.fft, name)(x.astype(np.result_type(x, np.float64)))
+    return x, ref, np.dtype(np.float32 if name in REAL_OUT else np.complex64)
+
+
+@pytest.mark.parametrize("name", list(SCIPY_CALLED))
+def test_scipy_fft_set_backend_is_honoured(rng, name):
+    x, ref, dtype = _half_precision_case(rng, name)
+    mine = _RecordingFFT()
+    with gk.use_backend("numpy"), scipy.fft.set_backend(mine):
+        got = getattr(gk.fft, name)(x, workers=1)
+    assert mine.calls == [(SCIPY_CALLED[name], 1)]
+    assert got.dtype == dtype and got.shape == ref.shape
+    assert rel_err(got, ref) < TOL[got.dtype]
     with gk.use_backend("numpy"):
-        assert gk.fft.engine() == "scipy"
+        getattr(gk.fft, name)(x)
+    assert len(mine.calls) == 1  # only inside the with block
+
+
+def test_scipy_fft_global_backend_is_honoured(rng):
+    x, ref, dtype = _half_precision_case(rng, "fft2")
+    mine = _RecordingFFT()
+    scipy.fft.set_global_backend(mine)
+    try:
+        with gk.use_backend("numpy"):
+            got = gk.fft.fft2(x)
+    finally:
+        scipy.fft.set_global_backend("scipy")
+    assert [name for name, _ in mine.calls] == ["fftn"]
+    assert got.dtype == dtype and rel_err(got, ref) < TOL[got.dtype]
+
+
+@pytest.mark.parametrize("name", ["fft", "irfft", "rfft2", "hfftn"])
+def test_a_plugged_in_library_that_upcasts_keeps_the_dtype_rules(rng, name):
+    x, ref, dtype = _half_precision_case(rng, name)
+    mine = _RecordingFFT(upcast=True)
+    out = np.empty(ref.shape, dtype)
+    with gk.use_backend("numpy"), scipy.fft.set_backend(mine):
+        got = getattr(gk.fft, name)(x)
+        into = getattr(gk.fft, name)(x, out=out)
+    assert len(mine.calls) == 2
+    assert got.dtype == dtype and rel_err(got, ref) < TOL[got.dtype]
+    assert into is out and rel_err(out, ref) < TOL[out.dtype]
 
 
 def test_poisson_example_runs_and_checks_itself():
@@ -281,15 +332,13 @@ def test_poisson_example_runs_and_checks_itself():
 
 
 def test_numpy_backend_fft_does_not_import_cupy():
-    # gpukit's own FFT code never imports CuPy on the numpy backend. (pyFFTW, when it is
-    # the engine, imports dask.array, which imports the CuPy module -- no CUDA use; that
-    # is the third-party chain's cost, documented in docs/fft.rst, and not hidden.)
+    # gpukit's own FFT code never imports CuPy on the numpy backend.
     code = (
         "import sys, numpy as np, gpukit as gk; gk.set_backend('numpy');"
         "y = gk.fft.fft2(np.ones((4, 6), np.complex64)); gk.fft.rfft(np.ones(5));"
         "print(gk.fft.engine(), float(y[0, 0].real), 'cupy' in sys.modules)"
     )
-    proc = run_python(code, env={"GPUKIT_FFT_ENGINE": "scipy"})
+    proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["scipy", "24.0", "False"]
 
@@ -299,8 +348,6 @@ def test_numpy_backend_fft_does_not_import_cupy():
 def test_one_axis_transforms_are_scipys_nd_transform_bit_for_bit(rng, fn, n):
     """A one-axis transform calls scipy.fft's one-axis function (cheaper argument handling):
     the same pocketfft call as the n-d function over that axis, to the bit."""
-    import scipy.fft
-
     x = rng.standard_normal((3, 8, 6))
     if fn != "rfft":
         x = x + 1j * rng.standard_normal(x.shape)

@@ -1,5 +1,5 @@
 """gk.fft's NumPy 2 / SciPy arguments: ``s`` with -1, the Hermitian N-D transforms,
-``workers`` and ``out``, on every function, engine and backend, against float64 SciPy."""
+``workers`` and ``out``, on every function and backend, against float64 SciPy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import scipy.fft
 
 import gpukit as gk
 
-from helpers import TOL, oracle, rel_err
+from helpers import TOL, rel_err
 
 NORMS = [None, "backward", "ortho", "forward"]
 PRECISIONS = ["single", "double"]
@@ -22,16 +22,6 @@ ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
 TWO_D = ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"]
 N_D = ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"]
 TRANSFORMS = ONE_D + TWO_D + N_D
-
-
-@pytest.fixture(params=["scipy", "pyfftw"])
-def engine(request, monkeypatch, tmp_path):
-    """The host engine under test (the cupy backend ignores it)."""
-    if request.param == "pyfftw":
-        oracle("pyfftw")
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", request.param)
-    monkeypatch.setenv("GPUKIT_FFTW_WISDOM", str(tmp_path / "wisdom.json"))
-    return request.param
 
 
 def _input(rng, name, shape, precision):
@@ -72,7 +62,7 @@ S_AXES_NORM = [
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize(("s", "axes", "norm"), S_AXES_NORM)
 @pytest.mark.parametrize("name", TWO_D + N_D)
-def test_s_minus_one_keeps_the_input_length(backend, engine, rng, name, s, axes, norm, precision):
+def test_s_minus_one_keeps_the_input_length(backend, rng, name, s, axes, norm, precision):
     x = _input(rng, name, (5, 6, 7), precision)  # odd lengths on two axes
     got = getattr(gk.fft, name)(gk.asarray(x), s=s, axes=axes, norm=norm)
     ref = _reference(name, x, s=s, axes=axes, norm=norm)
@@ -139,7 +129,7 @@ def test_a_scalar_s_is_one_length_as_in_scipy(backend, rng):
      (None, (1,), "forward")],
 )  # fmt: skip
 @pytest.mark.parametrize("name", ["hfftn", "ihfftn", "hfft2", "ihfft2"])
-def test_hermitian_transforms_match_scipy(backend, engine, rng, name, s, axes, norm, precision):
+def test_hermitian_transforms_match_scipy(backend, rng, name, s, axes, norm, precision):
     if name.endswith("2") and axes is not None and len(axes) != 2:
         axes = (0, 1)
     x = _input(rng, name, (5, 6, 7), precision)
@@ -154,7 +144,7 @@ def test_hermitian_transforms_match_scipy(backend, engine, rng, name, s, axes, n
 
 
 @pytest.mark.parametrize("norm", NORMS)
-def test_hfftn_inverts_ihfftn(backend, engine, rng, norm):
+def test_hfftn_inverts_ihfftn(backend, rng, norm):
     x = rng.standard_normal((4, 6, 9))  # odd last axis: its length must be passed back
     back = gk.fft.hfftn(gk.fft.ihfftn(gk.asarray(x), norm=norm), s=x.shape, norm=norm)
     assert rel_err(back, x) < 1e-12
@@ -181,7 +171,7 @@ def _call(name, x, **kwargs):
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("workers", [None, 1, 2, -1])
 @pytest.mark.parametrize("name", TRANSFORMS)
-def test_every_transform_takes_workers(backend, engine, rng, name, workers, precision):
+def test_every_transform_takes_workers(backend, rng, name, workers, precision):
     x = _input(rng, name, (9, 5), precision)
     got = _call(name, gk.asarray(x), workers=workers)
     ref = _reference(name, x, axis=0) if name in ONE_D else _reference(name, x, axes=(0, 1))
@@ -221,7 +211,7 @@ def test_workers_counts_back_from_the_core_count(backend, rng):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("name", TRANSFORMS)
-def test_out_receives_the_result_and_is_returned(backend, engine, xp, rng, name, precision):
+def test_out_receives_the_result_and_is_returned(backend, xp, rng, name, precision):
     x = _input(rng, name, (9, 5), precision)
     ref = _reference(name, x, axis=0) if name in ONE_D else _reference(name, x, axes=(0, 1))
     out = xp.full(ref.shape, 7, dtype=_result_dtype(name, precision))

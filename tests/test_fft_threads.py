@@ -1,17 +1,15 @@
-"""gk.fft from many threads at once and after fork(), on every host engine and planner.
+"""gk.fft on the numpy backend from many threads at once and after fork().
 
 The stress tests share each input between threads and use sizes no earlier test
-planned, so plans are made while other threads run theirs: pyFFTW's interface cache
-used to plan on the caller's array (FFTW's measuring planner overwrites it), giving
-wrong results and a corrupted input; and a forked child running a multi-threaded FFTW
-plan hung (SciPy's gh-10422 test). Every result is compared with SciPy in float64.
+planned, so plans are made while other threads run theirs; and a forked child must not
+hang on worker threads its parent started (SciPy's gh-10422 test). Every result is
+compared with SciPy in float64.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ import scipy.fft
 
 import gpukit as gk
 
-from helpers import oracle, rel_err
+from helpers import rel_err
 
 TRANSFORMS = [
     ("fft", "c"), ("ifft", "c"), ("rfft", "r"), ("irfft", "c"), ("hfft", "c"), ("ihfft", "r"),
@@ -28,38 +26,14 @@ TRANSFORMS = [
     ("hfftn", "c"), ("ihfftn", "r"),
 ]  # fmt: skip
 THREADS = 16
-#: Large enough that FFTW runs it on its worker threads (gpukit_numpy._fftw.THREADED_MIN_SIZE).
+#: A batch scipy.fft splits between its worker threads.
 THREADED_SHAPE = (64, 2048)
 
-ENGINES = [
-    pytest.param(("scipy", "estimate"), id="scipy"),
-    pytest.param(("pyfftw", "estimate"), id="pyfftw-estimate"),
-    pytest.param(("pyfftw", "measure"), id="pyfftw-measure"),
-]
 
-
-def _select(monkeypatch, tmp_path, engine, planner):
-    if engine == "pyfftw":
-        oracle("pyfftw")
-    monkeypatch.setenv("GPUKIT_FFT_ENGINE", engine)
-    monkeypatch.setenv("GPUKIT_FFTW_PLANNER", planner)
-    monkeypatch.setenv("GPUKIT_FFTW_WISDOM", str(tmp_path / "wisdom.json"))
-
-
-@pytest.fixture(params=ENGINES)
-def host_engine(request, monkeypatch, tmp_path):
-    """Every host engine and planner, on the numpy backend."""
-    _select(monkeypatch, tmp_path, *request.param)
+@pytest.fixture(autouse=True)
+def _numpy_backend():
     with gk.use_backend("numpy"):
-        yield request.param
-
-
-@pytest.fixture(params=ENGINES[:2])
-def threaded_engine(request, monkeypatch, tmp_path):
-    """The host engines with their quick planners (the fork tests need no measuring)."""
-    _select(monkeypatch, tmp_path, *request.param)
-    with gk.use_backend("numpy"):
-        yield request.param
+        yield
 
 
 def _signal(rng, shape, kind):
@@ -102,11 +76,8 @@ def _fresh_cases(rng, count, longest):
     return cases
 
 
-def test_concurrent_calls_on_fresh_sizes_are_correct(host_engine, rng):
-    if host_engine[1] == "measure":  # planning takes long: every transform once, small,
-        cases = _fresh_cases(rng, 18, 200)  # at its own length (where planning could corrupt)
-    else:
-        cases = _fresh_cases(rng, 36, 2000)  # every transform twice, padded and not
+def test_concurrent_calls_on_fresh_sizes_are_correct(rng):
+    cases = _fresh_cases(rng, 36, 2000)  # every transform twice, padded and not
     inputs = [x.copy() for _, x, _, _ in cases]
     barrier = threading.Barrier(THREADS)
     errors: list[str] = []
@@ -134,7 +105,7 @@ def test_concurrent_calls_on_fresh_sizes_are_correct(host_engine, rng):
         assert np.array_equal(x, before), "an input was modified"
 
 
-def test_threads_get_identical_results(host_engine):
+def test_threads_get_identical_results():
     # NumPy's and SciPy's TestFFTThreadSafe: the same call from 16 threads, compared exactly.
     a = np.ones((800, 200)) + 0j
     expected = gk.fft.ifft(a)
@@ -166,10 +137,10 @@ def _fork_pool_results(cases, timeout=60):
         return pool.map_async(_run_in_child, cases).get(timeout=timeout)
 
 
-def test_every_transform_works_in_forked_children(threaded_engine, rng):
+def test_every_transform_works_in_forked_children(rng):
     # SciPy's gh-10422: FFT with threads before and after fork, and in the children.
     x = _signal(rng, THREADED_SHAPE, "c")
-    expected = gk.fft.fft(x, workers=2)  # starts the engine's threads in the parent
+    expected = gk.fft.fft(x, workers=2)  # starts scipy.fft's threads in the parent
     cases = []
     for name, kind in TRANSFORMS:
         y = _signal(rng, THREADED_SHAPE, kind)
@@ -179,35 +150,3 @@ def test_every_transform_works_in_forked_children(threaded_engine, rng):
     for (name, y, kwargs), got in zip(cases, results, strict=True):
         assert rel_err(got, getattr(scipy.fft, name)(y, **kwargs)) < 1e-12, name
     assert rel_err(gk.fft.fft(x, workers=2), expected) == 0  # the parent still works
-
-
-def test_fork_while_another_thread_is_planning(monkeypatch, tmp_path, rng):
-    """A fork asked for while a thread holds the planner waits for it; the child plans."""
-    oracle("pyfftw")
-    from gpukit_numpy import _fftw
-
-    _select(monkeypatch, tmp_path, "pyfftw", "measure")
-    make = _fftw._make
-
-    def slow_make(*args):
-        time.sleep(0.3)  # holding the planner lock, as a long measured plan does
-        return make(*args)
-
-    monkeypatch.setattr(_fftw, "_make", slow_make)
-    big = _signal(rng, (6, 257), "c")
-    done = []
-
-    def plan_big():
-        with gk.use_backend("numpy"):
-            done.append(rel_err(gk.fft.fft(big), np.fft.fft(big)))
-
-    planner = threading.Thread(target=plan_big)
-    planner.start()
-    while planner.is_alive() and not _fftw._planner.locked():
-        time.sleep(0.001)  # until the other thread is inside the planner
-    small = _signal(rng, (5, 301), "c")
-    results = _fork_pool_results([("fft", small, {"n": 302, "axis": 1})] * 2)
-    planner.join(timeout=120)
-    assert done and done[0] < 1e-12
-    for got in results:
-        assert rel_err(got, np.fft.fft(small, n=302)) < 1e-12

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # Importable here through the other extras, absent from a light install.
-OPTIONAL = ["torch", "sklearn", "pyfftw", "cupy", "cupyx", "dask", "distributed", "sphinx",
+OPTIONAL = ["torch", "sklearn", "cupy", "cupyx", "dask", "distributed", "sphinx",
             "numpydoc", "matplotlib", "asv", "tqdm", "threadpoolctl"]  # fmt: skip
 
 

@@ -27,13 +27,6 @@ from helpers import rel_err
 NumpyBackend = type(_registry.load("numpy"))
 
 
-@pytest.fixture(autouse=True)
-def _quick_fftw_plans(monkeypatch):
-    """pyFFTW's default FFTW_MEASURE plans each new size for seconds; the values are
-    the same with FFTW_ESTIMATE."""
-    monkeypatch.setenv("GPUKIT_FFTW_PLANNER", "FFTW_ESTIMATE")
-
-
 MODULES = ("gpukit", "gpukit.fft", "gpukit.linalg", "gpukit.nn", "gpukit.kernels")
 
 # Public names that take no array: types, errors, constants, settings and queries.

@@ -17,13 +17,6 @@ from helpers import TOL, rel_err
 NumpyBackend = type(_registry.load("numpy"))
 
 
-@pytest.fixture(autouse=True)
-def _quick_fftw_plans(monkeypatch):
-    """pyFFTW's default FFTW_MEASURE plans each new size for seconds; the values are
-    the same with FFTW_ESTIMATE."""
-    monkeypatch.setenv("GPUKIT_FFTW_PLANNER", "FFTW_ESTIMATE")
-
-
 NORMS = [None, "backward", "ortho", "forward"]
 REAL_IN = ("rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn")
 TIGHT = 1e-12  # float64 against numpy.fft, the issue's bar

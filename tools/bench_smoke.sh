@@ -2,7 +2,7 @@
 # CI smoke for the asv suite (< 2 min): every benchmark imports and is well formed
 # (`asv check`), and a few run once against the working tree, so a broken benchmark
 # cannot land. Pass asv -b regexes to pick others. Needs only `pip install -e ".[bench]"`:
-# what is not installed (a GPU, PyTorch, pyFFTW, Dask) is skipped, and a skip passes.
+# what is not installed (a GPU, PyTorch, Dask) is skipped, and a skip passes.
 #
 # Nothing is saved: asv writes results/benchmarks.json and results/<machine>/machine.json
 # on every run, --dry-run included, so it runs on a copy of asv.conf.json whose results

@@ -3,7 +3,7 @@
 The front-end (:mod:`gpukit.fft`) has validated ``norm`` and ``workers``, resolved
 ``s``/``axes`` to explicit tuples and cast the input to its working dtype; these
 methods only translate. Backends override :meth:`FFTOps.fft_transform` with a faster
-engine (``scipy.fft`` with all cores, pyFFTW, cuFFT).
+engine (``scipy.fft`` with all cores, cuFFT).
 """
 
 from __future__ import annotations
