@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -56,6 +59,7 @@ def test_solves_against_dense_solution(backend, xp, rng, method, dtype, form):
     x, info = getattr(gk.linalg, method)(A, xp.asarray(b.astype(dtype)), rtol=RTOL[dtype])
     assert isinstance(info, gk.linalg.IterativeInfo)
     assert info.converged and info.method == method and info.reason == "converged"
+    assert info == 0 and not info  # SciPy's code for success
     assert x.dtype == dtype and type(x) is type(xp.asarray(b))
     assert rel_err(x, np.linalg.solve(a, b)) < ERR[dtype]
     x64 = gk.to_numpy(x).astype(np.float64)
@@ -108,11 +112,29 @@ def test_non_convergence_warns_and_reports(backend, xp, rng, method):
     b = rng.standard_normal(a.shape[0])
     with pytest.warns(gk.ConvergenceWarning, match=f"gk.linalg.{method} did not converge"):
         x, info = getattr(gk.linalg, method)(xp.asarray(a), xp.asarray(b), maxiter=3)
-    assert not info.converged and not info
-    assert info.iterations == 3
+    assert not info.converged
+    assert info.iterations == 3 and info == 3 and info  # SciPy's code: the iterations done
     assert info.reason == "maxiter reached"
     assert info.residual_norm == pytest.approx(np.linalg.norm(b - a @ gk.to_numpy(x)), rel=1e-6)
     assert info.residual_norm > info.tolerance
+
+
+def test_info_is_scipys_integer_code_with_fields(backend, xp, rng):
+    a = problem(rng, "cg", n=16)
+    b = rng.standard_normal(16)
+    _, info = gk.linalg.cg(xp.asarray(a), xp.asarray(b), rtol=1e-10)
+    assert isinstance(info, int) and int(info) == 0 and hash(info) == hash(0)
+    assert repr(info).startswith("IterativeInfo(converged=True, iterations=")
+    for copied in (pickle.loads(pickle.dumps(info)), copy.copy(info), copy.deepcopy(info)):
+        assert type(copied) is gk.linalg.IterativeInfo and copied == 0
+        assert (copied.converged, copied.iterations, copied.residual_norm, copied.reason) == (
+            True, info.iterations, info.residual_norm, "converged"
+        )  # fmt: skip
+    with pytest.raises(AttributeError, match="immutable"):
+        info.converged = False
+    with pytest.warns(gk.ConvergenceWarning):  # no iteration allowed: not converged, code 1
+        _, info = gk.linalg.cg(xp.asarray(a), xp.asarray(b), maxiter=0)
+    assert info.iterations == 0 and info == 1 and not info.converged
 
 
 def test_cg_on_indefinite_matrix_is_reported(backend, xp, rng):
@@ -120,7 +142,7 @@ def test_cg_on_indefinite_matrix_is_reported(backend, xp, rng):
     b = rng.standard_normal(10)
     with pytest.warns(gk.ConvergenceWarning):
         _, info = gk.linalg.cg(xp.asarray(a), xp.asarray(b))
-    assert not info.converged
+    assert not info.converged and info.reason.startswith("breakdown") and info == -1
 
 
 @pytest.mark.parametrize("method", METHODS)

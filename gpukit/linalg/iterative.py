@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,9 +29,17 @@ from ._checks import solve_dtype
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
 
 
-@dataclass(frozen=True)
-class IterativeInfo:
+class IterativeInfo(int):
     """How an iterative solve ended; the same type on every backend.
+
+    An ``int`` holding SciPy's ``info`` code, so that code ported from
+    ``scipy.sparse.linalg`` keeps working (``x, info = gk.linalg.cg(A, b)`` then
+    ``if info == 0:``), with the fields below as attributes. Like SciPy's code, it is
+    0 (falsy) when the solve converged, positive (the iterations done, at least 1) when
+    it stopped short of the tolerance (``maxiter`` reached, stagnation, range), and
+    negative (-1) for a breakdown. ``bool(info)`` is therefore True for a *failed* solve,
+    as in SciPy: test ``info.converged`` for the plain meaning. Equality and hashing are
+    the integer code's; it pickles and copies with its fields, and is immutable.
 
     Attributes
     ----------
@@ -50,6 +57,20 @@ class IterativeInfo:
         ``"converged"``, ``"maxiter reached"``, ``"stagnation: ..."`` (the recurrence met
         the tolerance, the true residual could not) or ``"breakdown: ..."`` naming what
         broke down; docs/linalg.rst lists every reason.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x, info = gk.linalg.cg(np.eye(3), np.ones(3))
+    >>> info == 0, info.converged, info.reason
+    (True, True, 'converged')
+    >>> import warnings
+    >>> with warnings.catch_warnings():  # it warns: gk.ConvergenceWarning
+    ...     warnings.simplefilter("ignore", gk.ConvergenceWarning)
+    ...     x, info = gk.linalg.cg(np.diag([1.0, 2.0, 3.0]), np.ones(3), maxiter=1)
+    >>> int(info), info.converged, info.reason
+    (1, False, 'maxiter reached')
     """
 
     converged: bool
@@ -59,8 +80,41 @@ class IterativeInfo:
     method: str
     reason: str
 
-    def __bool__(self) -> bool:
-        return self.converged
+    def __new__(
+        cls,
+        converged: bool,
+        iterations: int,
+        residual_norm: float,
+        tolerance: float,
+        method: str,
+        reason: str,
+    ) -> IterativeInfo:
+        if converged:
+            code = 0
+        elif reason.startswith("breakdown"):
+            code = -1
+        else:  # at least 1: a solve stopped by maxiter=0 did not converge either
+            code = max(iterations, 1)
+        self = super().__new__(cls, code)
+        values = (converged, iterations, residual_norm, tolerance, method, reason)
+        self.__dict__.update(zip(_INFO_FIELDS, values, strict=True))  # past __setattr__
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"IterativeInfo is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"IterativeInfo is immutable: cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[type[IterativeInfo], tuple[Any, ...]]:
+        return type(self), tuple(getattr(self, name) for name in _INFO_FIELDS)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _INFO_FIELDS)
+        return f"IterativeInfo({fields})"
+
+
+_INFO_FIELDS = ("converged", "iterations", "residual_norm", "tolerance", "method", "reason")
 
 
 def _is_array(a: Any) -> bool:

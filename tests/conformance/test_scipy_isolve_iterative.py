@@ -30,18 +30,11 @@ def _run(method: str, *args: Any, **kwargs: Any) -> tuple[Any, gk.linalg.Iterati
         return getattr(gk.linalg, method)(*args, **kwargs)
 
 
-def _code(info: gk.linalg.IterativeInfo, not_converged: int) -> int:
-    """SciPy's convention: 0 converged, < 0 breakdown, > 0 the iteration limit."""
-    if info.converged:
-        return 0
-    return -1 if info.reason.startswith("breakdown") else not_converged
-
-
 def _solver(method: str) -> Callable[..., tuple[Any, int]]:
     def solve(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None):
         x, info = _run(method, A, b, x0, rtol=rtol, atol=atol, maxiter=maxiter, M=M,
                        callback=callback)  # fmt: skip
-        return x, _code(info, info.iterations)
+        return x, int(info)  # SciPy's code: IterativeInfo is that int
 
     solve.__name__ = solve.__qualname__ = method
     return solve
@@ -67,7 +60,7 @@ def gmres(
     cycles = 10 * n if maxiter is None else maxiter
     x, info = _run("gmres", A, b, x0, rtol=rtol, atol=atol, maxiter=cycles * restart, M=M,
                    callback=callback, restart=restart)  # fmt: skip
-    return x, _code(info, cycles)
+    return x, cycles if info > 0 else int(info)  # SciPy counts restart cycles
 
 
 def minres(
@@ -77,7 +70,7 @@ def minres(
     if shift != 0 or show or check:
         raise NotImplementedError("gk.linalg.minres has no shift, show or check")
     x, info = _run("minres", A, b, x0, rtol=rtol, maxiter=maxiter, M=M, callback=callback)
-    return x, _code(info, info.iterations)
+    return x, int(info)  # SciPy's code: IterativeInfo is that int
 
 
 def _rewrite(tree):
