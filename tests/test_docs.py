@@ -42,6 +42,7 @@ def _public_modules():
     yield gpukit
     yield gpukit.errors
     yield importlib.import_module("gpukit.cli")
+    yield importlib.import_module("gpukit.testing")
     for name in sorted(gpukit._LAZY_SUBMODULES):
         yield importlib.import_module(f"gpukit.{name}")
 

@@ -17,6 +17,7 @@ PUBLIC = [
     "gpukit.backend",
     "gpukit.cli",
     "gpukit.errors",
+    "gpukit.testing",
     *sorted(f"gpukit.{name}" for name in gpukit._LAZY_SUBMODULES),
 ]
 # Documented through a directive of another kind, or deliberately not auto-documented.
