@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._dispatch import asarray, namespace, to_numpy
@@ -104,14 +104,29 @@ _LAZY_SUBMODULES: frozenset[str] = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name == "xp":  # the active backend's namespace: resolved on every access
-        return get_backend().xp
-    if name in _LAZY_SUBMODULES:
-        module = importlib.import_module(f"{__name__}.{name}")
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
+if TYPE_CHECKING:
+    # What the module __getattr__ below provides, spelled out for type checkers (which would
+    # otherwise take every gk.<name>, typos included, as Any).
+    from . import distributed as distributed
+    from . import fft as fft
+    from . import kernels as kernels
+    from . import linalg as linalg
+    from . import nn as nn
+    from . import optim as optim
+    from . import sharding as sharding
+    from . import sparse as sparse
+
+    xp: Any  # numpy or cupy, whichever backend is active at the access
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "xp":  # the active backend's namespace: resolved on every access
+            return get_backend().xp
+        if name in _LAZY_SUBMODULES:
+            module = importlib.import_module(f"{__name__}.{name}")
+            globals()[name] = module
+            return module
+        raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:  # the public API and public submodules, not the imports
