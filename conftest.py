@@ -9,6 +9,9 @@ default an example sets (``gk.set_backend``) is put back afterwards.
 docs/contributing_gpu.rst): its directory goes first on ``sys.path`` and on
 ``PYTHONPATH`` (for subprocess tests) before anything imports CuPy, so the ``gpu`` and
 ``multi_gpu`` tests run on simulated devices. The default ``--cupy=real`` changes nothing.
+
+``--random-seed`` seeds the ``rng`` fixture (tests/conftest.py) at random rather than from
+each test's id.
 """
 
 from __future__ import annotations
@@ -33,6 +36,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="real",
         help="CuPy to test against: the installed one (real, default) or the simulator "
         "in tests/cupysim (sim)",
+    )
+    parser.addoption(
+        "--random-seed",
+        action="store_true",
+        help="seed each test's rng fixture at random instead of from the test's id (as "
+        "GPUKIT_TEST_SEED=random); a failure prints its seed",
     )
 
 

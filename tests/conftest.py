@@ -1,9 +1,10 @@
-"""Shared fixtures: the backend parametrisation, fresh seeded RNGs, the fake device."""
+"""Shared fixtures: the backend parametrisation, RNGs seeded per test, the fake device."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import zlib
 
 import numpy as np
 import pytest
@@ -74,13 +75,25 @@ def fake_device():
         yield b
 
 
+def seed_for(request: pytest.FixtureRequest) -> int:
+    """The ``rng`` fixture's seed: the CRC-32 of the test's id, the same on every run and
+    machine; a fresh one with ``--random-seed`` or ``GPUKIT_TEST_SEED=random``;
+    ``GPUKIT_TEST_SEED=N`` replays N."""
+    wanted = os.environ.get("GPUKIT_TEST_SEED", "").strip()
+    if wanted == "random" or request.config.getoption("--random-seed", False):
+        return secrets.randbits(63)
+    if wanted:
+        return int(wanted)
+    return zlib.crc32(request.node.nodeid.encode())
+
+
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
-    """A generator with a fresh seed per test (``GPUKIT_TEST_SEED`` to replay one).
+    """A generator seeded from the test's id (:func:`seed_for`).
 
     The seed is printed with any failure of the test.
     """
-    seed = int(os.environ.get("GPUKIT_TEST_SEED") or secrets.randbits(63))
+    seed = seed_for(request)
     request.node.gpukit_seed = seed
     return np.random.default_rng(seed)
 
