@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
-from ._select import selection as _selection
+from ._select.selection import active as _active
 
 __all__ = ["matmul"]
 
@@ -16,7 +16,6 @@ _PRECISIONS = (None, "highest", "tf32")
 _ndarray = np.ndarray
 _np_matmul = np.matmul
 _NUMERIC = _dtypes.NATIVE_NUMERIC
-_scoped_backend = _selection.scoped_backend
 # The numpy backend once a checked call has met it (identity is cheaper than reading
 # ``.name``); a sentinel until then, so that "no backend selected yet" never matches.
 _host: Any = object()
@@ -41,20 +40,14 @@ def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | 
 
 
 def check_precision(precision: Any) -> None:
-    """``precision`` is one gk.matmul knows: a TypeError for a non-string (an array there is
-    NumPy's ``out``, which gk.matmul does not take), a ValueError for an unknown name."""
+    """``precision`` is one gk.matmul knows: a TypeError for a non-string, a ValueError for
+    an unknown name."""
     if precision is None:
         return
     if not isinstance(precision, str):
-        hint = ""
-        if hasattr(precision, "shape"):
-            hint = (
-                "; gk.matmul has no out argument (numpy.matmul's third positional one): it "
-                "returns the product"
-            )
         raise TypeError(
             f"gk.matmul: precision must be None, 'highest' or 'tf32', got "
-            f"{type(precision).__name__}{hint}"
+            f"{type(precision).__name__}"
         )
     if precision not in _PRECISIONS:
         raise ValueError(
@@ -62,7 +55,7 @@ def check_precision(precision: Any) -> None:
         )
 
 
-def matmul(a: Any, b: Any, precision: str | None = None) -> Any:
+def matmul(a: Any, b: Any, *, precision: Literal["highest", "tf32"] | None = None) -> Any:
     """Matrix product ``a @ b`` with NumPy's broadcasting and batching rules.
 
     Runs where the inputs live (cuBLAS through CuPy for device arrays). Plain NumPy
@@ -75,9 +68,7 @@ def matmul(a: Any, b: Any, precision: str | None = None) -> Any:
         (``a``) or column (``b``) vector and the added dimension removed afterwards;
         leading (batch) dimensions broadcast.
     precision : {None, "highest", "tf32"}, optional
-        The third argument (``numpy.matmul``'s third positional argument is ``out``, which
-        gk.matmul does not take: passing an array there is a ``TypeError`` that says so).
-        ``"highest"`` computes in the inputs' full precision. ``"tf32"`` lets float32
+        Keyword only. ``"highest"`` computes in the inputs' full precision. ``"tf32"`` lets float32
         and complex64 products (batched ones too) use TensorFloat-32 tensor cores
         (about 10 mantissa bits) for this call only, on GPUs that have them; on the CPU
         it is a documented no-op and the result is full float32. ``None``: full
@@ -110,44 +101,36 @@ def matmul(a: Any, b: Any, precision: str | None = None) -> Any:
     >>> c.shape, float(c[0, 0, 0])
     ((4, 2, 5), 3.0)
     """
-    # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds (callgrind:
-    # numpy.matmul is ~10.3k instructions a call, each check here ~100-500), so plain
-    # ndarrays with the numpy backend active skip dispatch and the OOM wrapper. The
-    # active backend is read inline (one global while no use_backend block was ever
-    # entered, ~300 instructions less than the ContextVar and the default) and compared
-    # by identity with the numpy backend the first checked call recorded (a function
-    # call costs as much as the checks), the dtype is checked once, on the result (every
-    # dtype NumPy multiplies that gpukit refuses -- object, long double -- gives a result
-    # of that dtype), and shapes are diagnosed only when NumPy refuses them. Everything
-    # else takes the checked path, which also explains an allocation failure
-    # (gk.OutOfMemoryError) after one retry. ``precision`` is positional-or-keyword: a
-    # keyword-only default costs CPython a dict look-up per call (163 instructions).
-    if precision is None and type(a) is _ndarray is type(b):
-        if _selection.unscoped_default is _host or (
-            (_scoped_backend() or _selection._default) is _host
-        ):
-            try:
-                out = _np_matmul(a, b)
-                numeric = out.dtype in _NUMERIC
-            except ValueError:
-                problem = _shape_problem(a.shape, b.shape)
-                if problem is None:
-                    raise
-                if a.dtype in _NUMERIC and b.dtype in _NUMERIC:  # else: the dtype's TypeError
-                    raise ValueError(problem) from None
-            # TypeError: the checked path names the dtype; MemoryError: it retries once and
-            # explains; AttributeError: two 1-d object arrays gave a Python scalar, which the
-            # checked path refuses (found by the fuzz test)
-            except (TypeError, MemoryError, AttributeError):
-                pass
-            else:
-                if numeric:
-                    return out
-    return _matmul(a, b, precision)
+    # Fast path: the per-call budget on 8x8 is a few hundred nanoseconds, so plain ndarrays
+    # with the numpy backend active skip dispatch and the OOM wrapper. The active backend is
+    # compared by identity with the numpy backend a checked call recorded, the dtype is
+    # checked once, on the result (every dtype NumPy multiplies that gpukit refuses --
+    # object, long double -- gives a result of that dtype), and shapes are diagnosed only
+    # when NumPy refuses them. Everything else takes the checked path, which also explains
+    # an allocation failure (gk.OutOfMemoryError) after one retry.
+    if precision is None and type(a) is _ndarray is type(b) and _active() is _host:
+        try:
+            out = _np_matmul(a, b)
+            numeric = out.dtype in _NUMERIC
+        except ValueError:
+            problem = _shape_problem(a.shape, b.shape)
+            if problem is None:
+                raise
+            if a.dtype in _NUMERIC and b.dtype in _NUMERIC:  # else: the dtype's TypeError
+                raise ValueError(problem) from None
+        # TypeError: the checked path names the dtype; MemoryError: it retries once and
+        # explains; AttributeError: two 1-d object arrays gave a Python scalar, which the
+        # checked path refuses (found by the fuzz test)
+        except (TypeError, MemoryError, AttributeError):
+            pass
+        else:
+            if numeric:
+                return out
+    return _matmul(a, b, precision=precision)
 
 
 @operation("gk.matmul")
-def _matmul(a: Any, b: Any, precision: str | None) -> Any:
+def _matmul(a: Any, b: Any, *, precision: str | None) -> Any:
     check_precision(precision)
     a = _dtypes.check("gk.matmul", "a", a)
     b = _dtypes.check("gk.matmul", "b", b)

@@ -17,8 +17,7 @@ import numpy as np
 from .._runtime import transfer as _transfer
 from .._runtime.devices import check_device
 from .._runtime.placement import owner_of, placement
-from .._select import selection as _selection
-from .._select.selection import get_backend
+from .._select.selection import active, get_backend
 from ..backend import Backend
 from . import dtypes as _dtypes
 from .decorator import operation
@@ -26,7 +25,6 @@ from .decorator import operation
 __all__ = ["asarray", "prepare", "to_numpy"]
 
 _ndarray = np.ndarray
-_scoped_backend = _selection.scoped_backend
 
 
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
@@ -46,13 +44,13 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
     arrays : list
         The inputs as that backend's native arrays, on one device.
     """
-    active = _scoped_backend() or _selection._default  # get_backend(), inline, once warm
-    if active is not None and not active.is_device:
+    selected = active()  # get_backend() once one is resolved, without its fallbacks
+    if selected is not None and not selected.is_device:
         for x in arrays:  # the warm host call: NumPy arrays on a host backend stay as they are
             if x is not None and type(x) is not _ndarray:
                 break
         else:
-            return active, list(arrays)
+            return selected, list(arrays)
     if names is None:
         names = [f"x{i}" for i in range(len(arrays))]
     owner, device = placement(arrays, names)

@@ -26,40 +26,22 @@ from ..backend import Backend
 from ..errors import BackendUnavailableError
 from . import registry as _registry
 
-__all__ = ["get_backend", "selection_reason", "set_backend", "use_backend"]
+__all__ = ["active", "get_backend", "selection_reason", "set_backend", "use_backend"]
 
 logger = logging.getLogger("gpukit")
 
 ENV_VAR = "GPUKIT_BACKEND"
 
 _scoped: ContextVar[Backend | None] = ContextVar("gpukit_backend", default=None)
-_default: Backend | None = None  # read directly by the gk.matmul fast path (gpukit._matmul)
-#: The backend of the innermost ``use_backend`` block, or None: for front-end fast paths,
-#: which read ``scoped_backend() or _default`` inline (a Python call costs more than that).
-scoped_backend = _scoped.get
+_default: Backend | None = None
 _default_reason = ""
 _lock = threading.Lock()
-#: The active backend while no ``use_backend`` block has ever been entered in this process
-#: (then no context can hold a scoped backend, and the default is active everywhere); None
-#: before the default is resolved and for good from the first ``use_backend`` on. A hot
-#: path reads this one global where it would otherwise read the ContextVar and the default.
-unscoped_default: Backend | None = None
-_ever_scoped = False  # written under _lock, with unscoped_default
 
 
 def _set_default(backend: Backend, reason: str) -> None:
     """Make ``backend`` the default (the caller holds ``_lock``)."""
-    global _default, _default_reason, unscoped_default
+    global _default, _default_reason
     _default, _default_reason = backend, reason
-    if not _ever_scoped:
-        unscoped_default = backend
-
-
-def _mark_scoped() -> None:
-    """The first ``use_backend`` of the process: ``unscoped_default`` no longer holds."""
-    global _ever_scoped, unscoped_default
-    with _lock:
-        _ever_scoped, unscoped_default = True, None
 
 
 def _auto() -> tuple[Backend, str]:
@@ -91,6 +73,28 @@ def _default_backend() -> Backend:
         if _default is None:
             _set_default(*_resolve(os.environ.get(ENV_VAR, "auto"), ENV_VAR))
         return _default
+
+
+def active() -> Backend | None:
+    """The backend selected in this context, or None while none is resolved yet.
+
+    The innermost ``use_backend`` block's backend, else the process default; unlike
+    :func:`get_backend` it never reads ``GPUKIT_BACKEND`` nor loads a backend, so a hot
+    path can ask it on every call and fall back to :func:`get_backend` on None.
+
+    Returns
+    -------
+    gpukit.backend.Backend or None
+        The active backend, or None before the first call that needed one.
+
+    Examples
+    --------
+    >>> from gpukit._select import selection
+    >>> with selection.use_backend("numpy") as b:
+    ...     selection.active() is b
+    True
+    """
+    return _scoped.get() or _default
 
 
 def get_backend() -> Backend:
@@ -229,8 +233,6 @@ def use_backend(name: str | Backend) -> Iterator[Backend]:
     except BackendUnavailableError as exc:
         _registry.trim_traceback(exc)
         raise
-    if not _ever_scoped:
-        _mark_scoped()  # before the ContextVar is set: no fast path may skip reading it
     token = _scoped.set(backend)
     try:
         yield backend

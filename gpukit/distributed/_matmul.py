@@ -75,7 +75,7 @@ def blocked_matmul(op: str, a: Any, b: Any, fn: Any, dtype: np.dtype) -> Any:
 
 
 @implements("gk.matmul", "dask")
-def matmul(a: Any, b: Any, precision: str | None) -> Any:
+def matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     """``gk.matmul`` with a Dask operand: a lazy Dask array of the product."""
     check_precision(precision)
     a = _dtypes.check("gk.matmul", "a", a)

@@ -255,6 +255,6 @@ def _left_plain(a: Any, b: ShardedArray, precision: str | None) -> ShardedArray:
 
 
 @implements("gk.matmul", "sharded")
-def _gk_matmul(a: Any, b: Any, precision: str | None = None) -> ShardedArray:
+def _gk_matmul(a: Any, b: Any, *, precision: str | None = None) -> ShardedArray:
     """``gk.matmul`` (and ``@``) with a ShardedArray operand (its dispatched signature)."""
     return matmul(a, b, precision=precision)

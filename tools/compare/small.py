@@ -6,7 +6,7 @@ Rows (ratio = gpukit seconds / peer seconds, same run, tools/compare/timing.py: 
 sides interleaved, an idle pause before each side's block so the other's BLAS threads
 stop spinning, median of per-pair ratios):
 
-* ``gk.matmul`` 8x8 float32 / ``numpy.matmul`` (target <= 1.15);
+* ``gk.matmul`` 8x8 float32 / ``numpy.matmul`` (target <= 1.3);
 * ``gk.linalg.cg`` / ``scipy.sparse.linalg.cg`` on the 5-point Poisson operator of a
   256x256 grid, rtol 1e-8, both running the same iterations (target <= 0.8); for
   information, the same on that operator with its unknowns renumbered at random, which has
@@ -39,7 +39,7 @@ PAIRS = 15
 def matmul_row() -> tuple:
     a = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
     pair = compare(lambda: gk.matmul(a, a), lambda: np.matmul(a, a), repeats=PAIRS)
-    return "matmul 8x8 float32 vs numpy.matmul", pair, "<= 1.15"
+    return "matmul 8x8 float32 vs numpy.matmul", pair, "<= 1.3"
 
 
 def cg_row(renumbered: bool = False) -> tuple:
