@@ -33,6 +33,7 @@ import gpukit.nn
 import gpukit.optim
 import gpukit.sharding
 import gpukit.sparse
+from gpukit.testing import random_spd
 
 from helpers import rel_err
 
@@ -86,11 +87,6 @@ def on1(host: Any) -> Any:
     return gk.asarray(host, device=1)
 
 
-def spd(rng, n=6) -> np.ndarray:
-    q = rng.standard_normal((n, n))
-    return q @ q.T / n + 2 * np.eye(n)
-
-
 def _fft_case(name: str) -> Callable:
     """gk.fft.<name> on device 1; float32 input (a dtype cast on the device) and ``out=``."""
 
@@ -127,7 +123,7 @@ def _sharded_fft_case(name: str) -> Callable:
 
 def _solver_case(name: str) -> Callable:
     def case(rng):
-        a, b = spd(rng, 30), rng.standard_normal(30)
+        a, b = random_spd(30, rng=rng), rng.standard_normal(30)
         x, info = getattr(gk.linalg, name)(on1(a), on1(b), rtol=1e-12, maxiter=500)
         assert info.converged
         return x, np.linalg.solve(a, b)
@@ -383,15 +379,15 @@ def _layer_norm(rng):
 
 def _linalg_cases() -> dict[str, Callable]:
     def solve(rng):
-        a, b = spd(rng), rng.standard_normal((6, 2))
+        a, b = random_spd(6, rng=rng), rng.standard_normal((6, 2))
         return gk.linalg.solve(on1(a), on1(b), assume_a="pos"), np.linalg.solve(a, b)
 
     def solve_general(rng):
-        a, b = spd(rng) + np.triu(np.ones((6, 6))), rng.standard_normal(6)
+        a, b = random_spd(6, rng=rng) + np.triu(np.ones((6, 6))), rng.standard_normal(6)
         return gk.linalg.solve(on1(a), on1(b)), np.linalg.solve(a, b)
 
     def cho_solve(rng):
-        a, b = spd(rng), rng.standard_normal(6)
+        a, b = random_spd(6, rng=rng), rng.standard_normal(6)
         return gk.linalg.cho_solve(on1(np.linalg.cholesky(a)), on1(b)), np.linalg.solve(a, b)
 
     def lstsq(rng):
@@ -404,9 +400,9 @@ def _linalg_cases() -> dict[str, Callable]:
         assert r.device.id == 1
         return gk.matmul(q, r), a
 
-    def unary(fn: Callable, reference: Callable, make=spd) -> Callable:
+    def unary(fn: Callable, reference: Callable, make=None) -> Callable:
         def case(rng):
-            a = make(rng)
+            a = random_spd(6, rng=rng) if make is None else make(rng)
             return fn(on1(a)), reference(a)
 
         return case

@@ -10,29 +10,17 @@ import numpy as np
 import pytest
 
 import gpukit as gk
+from gpukit.testing import random_array, random_spd
 
 from helpers import TOL, rel_err
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x
-
-
 def well_conditioned(rng, shape, dtype):
     """Diagonally dominant matrices: condition number O(1), so the tolerances apply."""
     n = shape[-1]
-    return (_random(rng, shape, dtype) / np.sqrt(n) + 3 * np.eye(n)).astype(dtype)
-
-
-def spd(rng, shape, dtype):
-    n = shape[-1]
-    x = _random(rng, shape, dtype) / np.sqrt(n)
-    return (x @ np.conj(np.swapaxes(x, -1, -2)) + np.eye(n)).astype(dtype)
+    return (random_array(shape, dtype, rng=rng) / np.sqrt(n) + 3 * np.eye(n)).astype(dtype)
 
 
 def tol(dtype):
@@ -62,8 +50,8 @@ def test_solve(backend, xp, rng, dtype, assume_a, ashape, bshape):
     if assume_a == "sym":  # symmetric (a.T == a, also when complex), as SciPy's "sym"
         a = (a + np.swapaxes(a, -1, -2)) / 2
     elif assume_a == "pos":
-        a = spd(rng, ashape, dtype)
-    b = _random(rng, bshape, dtype).astype(dtype)
+        a = random_spd(ashape, dtype, rng=rng)
+    b = random_array(bshape, dtype, rng=rng)
     x = gk.linalg.solve(xp.asarray(a), xp.asarray(b), assume_a=assume_a)
     expected = np.linalg.solve(ref(a), ref(b))
     assert x.dtype == dtype
@@ -88,7 +76,7 @@ def test_solve_singular_raises(backend, xp, assume_a):
 def test_indefinite_raises(backend, xp, rng, batched):
     a = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3, -1
     if batched:
-        a = np.stack([spd(rng, (2, 2), np.float64), a])
+        a = np.stack([random_spd((2, 2), np.float64, rng=rng), a])
     with pytest.raises(gk.LinAlgError, match="not positive definite"):
         gk.linalg.cholesky(xp.asarray(a))
     with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
@@ -136,11 +124,11 @@ def test_det_singular_is_zero(backend, xp):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(9, 9), (2, 3, 6, 6)])
 def test_cholesky_and_cho_solve(backend, xp, rng, dtype, shape):
-    a = spd(rng, shape, dtype)
+    a = random_spd(shape, dtype, rng=rng)
     c = gk.linalg.cholesky(xp.asarray(a))
     assert c.dtype == dtype
     assert rel_err(c, np.linalg.cholesky(ref(a))) < tol(dtype)
-    b = _random(rng, shape[:-1], dtype).astype(dtype)[..., None]
+    b = random_array(shape[:-1], dtype, rng=rng)[..., None]
     x = gk.linalg.cho_solve(c, xp.asarray(b))
     assert rel_err(x, np.linalg.solve(ref(a), ref(b))) < tol(dtype)
 
@@ -148,7 +136,7 @@ def test_cholesky_and_cho_solve(backend, xp, rng, dtype, shape):
 def test_cho_solve_vector_matches_scipy(backend, xp, rng):
     import scipy.linalg
 
-    a = spd(rng, (8, 8), np.float64)
+    a = random_spd((8, 8), np.float64, rng=rng)
     b = rng.standard_normal(8)
     x = gk.linalg.cho_solve(gk.linalg.cholesky(xp.asarray(a)), xp.asarray(b))
     assert rel_err(x, scipy.linalg.cho_solve(scipy.linalg.cho_factor(a, lower=True), b)) < 1e-12
@@ -157,7 +145,7 @@ def test_cho_solve_vector_matches_scipy(backend, xp, rng):
 @pytest.mark.parametrize("b_shape", [(8,), (8, 3), (2, 8, 1)])
 def test_cho_solve_leaves_b_untouched(backend, xp, rng, b_shape):
     # cuSOLVER's potrs solves in place; the caller's right-hand side must survive.
-    a = spd(rng, (*b_shape[:-2], 8, 8), np.float64)
+    a = random_spd((*b_shape[:-2], 8, 8), np.float64, rng=rng)
     b_host = rng.standard_normal(b_shape)
     b = xp.asarray(b_host)
     if b.ndim == 2:
@@ -169,8 +157,8 @@ def test_cho_solve_leaves_b_untouched(backend, xp, rng, b_shape):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("shape", "bshape"), [((9, 4), (9,)), ((9, 4), (9, 2)), ((4, 4), (4, 3))])
 def test_lstsq(backend, xp, rng, dtype, shape, bshape):
-    a = _random(rng, shape, dtype).astype(dtype)
-    b = _random(rng, bshape, dtype).astype(dtype)
+    a = random_array(shape, dtype, rng=rng)
+    b = random_array(bshape, dtype, rng=rng)
     x, _res, rank, s = gk.linalg.lstsq(xp.asarray(a), xp.asarray(b))
     ex, _eres, erank, es = np.linalg.lstsq(ref(a), ref(b), rcond=None)
     assert rel_err(x, ex) < tol(dtype)
@@ -192,7 +180,7 @@ def test_lstsq_rank_deficient_and_shape_error(backend, xp, rng):
 @pytest.mark.parametrize("shape", [(7, 4), (4, 7), (3, 5, 5)])
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
 def test_qr(backend, xp, rng, dtype, shape, mode):
-    a = _random(rng, shape, dtype).astype(dtype)
+    a = random_array(shape, dtype, rng=rng)
     out = gk.linalg.qr(xp.asarray(a), mode=mode)
     if mode == "r":
         r_ref = np.linalg.qr(ref(a), mode="r")
@@ -212,7 +200,7 @@ def test_qr(backend, xp, rng, dtype, shape, mode):
 @pytest.mark.parametrize("shape", [(8, 8), (3, 5, 5)])
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_eigh(backend, xp, rng, dtype, shape, uplo):
-    a = spd(rng, shape, dtype)
+    a = random_spd(shape, dtype, rng=rng)
     w, v = gk.linalg.eigh(xp.asarray(a), UPLO=uplo)
     assert rel_err(w, np.linalg.eigvalsh(ref(a))) < tol(dtype)
     v = gk.to_numpy(v)
@@ -223,7 +211,7 @@ def test_eigh(backend, xp, rng, dtype, shape, uplo):
 @pytest.mark.parametrize("shape", [(7, 4), (4, 7), (2, 5, 3)])
 @pytest.mark.parametrize("full", [True, False])
 def test_svd(backend, xp, rng, dtype, shape, full):
-    a = _random(rng, shape, dtype).astype(dtype)
+    a = random_array(shape, dtype, rng=rng)
     u, s, vh = gk.linalg.svd(xp.asarray(a), full_matrices=full)
     assert rel_err(s, np.linalg.svd(ref(a), compute_uv=False)) < tol(dtype)
     k = s.shape[-1]
@@ -258,7 +246,7 @@ def test_svd(backend, xp, rng, dtype, shape, full):
     ],
 )
 def test_norm(backend, xp, rng, dtype, shape, ord, axis):
-    x = _random(rng, shape, dtype).astype(dtype)
+    x = random_array(shape, dtype, rng=rng)
     got = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis)
     assert rel_err(got, np.linalg.norm(ref(x), ord=ord, axis=axis)) < tol(dtype)
     kept = gk.linalg.norm(xp.asarray(x), ord=ord, axis=axis, keepdims=True)
@@ -299,7 +287,7 @@ def test_norms_whose_powers_underflow_or_overflow_keep_their_value(
     """NumPy's norm of a float32 vector of 1e-30 entries is 0 (the squares flush to zero)
     and of 1e25 entries inf, with a RuntimeWarning, though both norms are representable;
     gk.linalg.norm recomputes such results on the input scaled by a power of two."""
-    x = (_random(rng, shape, dtype) * magnitude).astype(dtype)
+    x = (random_array(shape, np.result_type(dtype, np.float64), rng=rng) * magnitude).astype(dtype)
     x.flat[0] = magnitude  # one entry of the magnitude at least (a subnormal draw may be 0)
     # compared in units of 2**-k, the reference's norms in range (ldexp: exact, and 2**1030
     # for float64 subnormals is no float)

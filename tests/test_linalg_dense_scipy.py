@@ -13,17 +13,11 @@ import pytest
 import scipy.linalg as sl
 
 import gpukit as gk
+from gpukit.testing import random_array
 
 from helpers import TOL, rel_err
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
-
-
-def rand(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x
 
 
 def eye_like(shape):
@@ -34,11 +28,11 @@ def matrix_for(rng, kind, shape, dtype):
     """A well-conditioned matrix of structure ``kind`` (diagonal dominance), *garbage*
     outside the part the structure names: a solver that reads it gets a wrong answer."""
     n = shape[-1]
-    a = rand(rng, shape, dtype) / np.sqrt(n) + 3 * eye_like(shape)
+    a = random_array(shape, dtype, rng=rng) / np.sqrt(n) + 3 * eye_like(shape)
     if kind == "pos":  # Hermitian positive definite in the triangle that is read
-        z = rand(rng, shape, dtype) / np.sqrt(n)
+        z = random_array(shape, dtype, rng=rng) / np.sqrt(n)
         h = z @ np.conj(np.swapaxes(z, -1, -2)) + eye_like(shape)
-        a = np.tril(h) + np.triu(rand(rng, shape, dtype) * 5, 1)  # garbage upper part
+        a = np.tril(h) + np.triu(random_array(shape, dtype, rng=rng) * 5, 1)  # garbage upper part
     return a.astype(dtype)
 
 
@@ -87,7 +81,7 @@ def test_solve_structures_against_references(
             a = np.conj(np.swapaxes(a, -1, -2))
     else:
         a = matrix_for(rng, kind, ashape, dtype)
-    b = rand(rng, bshape, dtype).astype(dtype)
+    b = random_array(bshape, dtype, rng=rng)
     x = gk.linalg.solve(
         xp.asarray(a), xp.asarray(b), assume_a=assume_a, lower=lower, transposed=transposed
     )
@@ -246,7 +240,7 @@ def test_check_finite_false_skips_the_check(backend, xp, routine):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_named_results_are_numpys(backend, xp, rng, shape, dtype):
     """slogdet, eigh, svd and qr return NumPy's own named tuples, on every backend."""
-    a = rand(rng, shape, dtype).astype(dtype) + 3 * eye_like(shape)
+    a = random_array(shape, dtype, rng=rng) + 3 * eye_like(shape)
     h = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
     ref = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
     tol = TOL[np.dtype(dtype)]
@@ -290,11 +284,11 @@ def test_cho_solve_takes_scipys_cho_factor(backend, xp, rng, lower, dtype):
     """``(c, lower)`` from scipy.linalg.cho_factor: the other triangle holds garbage and
     is not read."""
     n = 7
-    z = rand(rng, (n, n), dtype) / np.sqrt(n)
+    z = random_array((n, n), dtype, rng=rng) / np.sqrt(n)
     a = (z @ z.conj().T + np.eye(n)).astype(dtype)
     c, low = sl.cho_factor(a, lower=lower)
     c = c + (np.triu(np.ones((n, n)), 1) if lower else np.tril(np.ones((n, n)), -1)) * 9
-    b = rand(rng, (n, 2), dtype).astype(dtype)
+    b = random_array((n, 2), dtype, rng=rng)
     x = gk.linalg.cho_solve((xp.asarray(c), low), xp.asarray(b))
     ref = np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128))
     assert rel_err(x, ref) < 50 * TOL[np.dtype(dtype)]

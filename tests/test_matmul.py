@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gpukit as gk
+from gpukit.testing import random_array
 
 from fakedevice import FakeDeviceArray
 from helpers import TOL, rel_err, terms_err
@@ -25,13 +26,6 @@ SHAPES = [
 ]
 
 
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
 def _check(a, b, got, dtype):
     ref = np.matmul(a.astype(np.complex128), b.astype(np.complex128))
     assert got.dtype == np.matmul(a, b).dtype
@@ -44,7 +38,7 @@ def _check(a, b, got, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("a_shape", "b_shape"), SHAPES)
 def test_matmul_matches_numpy(backend, rng, a_shape, b_shape, dtype):
-    a, b = _random(rng, a_shape, dtype), _random(rng, b_shape, dtype)
+    a, b = random_array(a_shape, dtype, rng=rng), random_array(b_shape, dtype, rng=rng)
     got = gk.matmul(gk.asarray(a), gk.asarray(b))
     assert backend.owns(got)
     _check(a, b, got, dtype)
@@ -52,7 +46,7 @@ def test_matmul_matches_numpy(backend, rng, a_shape, b_shape, dtype):
 
 @pytest.mark.parametrize("precision", [None, "highest", "tf32"])
 def test_precision_full_on_host_and_close_on_gpu(backend, rng, precision):
-    a, b = _random(rng, (64, 48), "float32"), _random(rng, (48, 32), "float32")
+    a, b = random_array((64, 48), "float32", rng=rng), random_array((48, 32), "float32", rng=rng)
     got = gk.matmul(gk.asarray(a), gk.asarray(b), precision=precision)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     # TF32 keeps ~10 mantissa bits on tensor-core GPUs; everywhere else it is exact float32.
@@ -61,7 +55,7 @@ def test_precision_full_on_host_and_close_on_gpu(backend, rng, precision):
 
 
 def test_mixed_dtypes_and_lists_follow_numpy_promotion(backend, rng):
-    a, b = _random(rng, (3, 4), "float32"), _random(rng, (4, 2), "float64")
+    a, b = random_array((3, 4), "float32", rng=rng), random_array((4, 2), "float64", rng=rng)
     got = gk.matmul(gk.asarray(a), gk.asarray(b))
     assert got.dtype == np.float64
     assert rel_err(got, a.astype(np.float64) @ b) < 1e-12
@@ -101,7 +95,7 @@ def test_a_bad_precision_is_named(backend, precision, error, named):
 def test_precision_is_keyword_only(backend, rng):
     """NumPy's third positional argument is ``out``; gk.matmul takes no third positional
     argument, so an array or a precision name there is Python's own TypeError."""
-    a = gk.asarray(_random(rng, (3, 3), "float64"))
+    a = gk.asarray(random_array((3, 3), "float64", rng=rng))
     out = gk.asarray(np.empty((3, 3)))
     with pytest.raises(TypeError, match="positional argument"):
         gk.matmul(a, a, out)
@@ -112,7 +106,7 @@ def test_precision_is_keyword_only(backend, rng):
 
 
 def test_fast_path_result_is_a_plain_ndarray(rng):
-    a = _random(rng, (8, 8), "float32")
+    a = random_array((8, 8), "float32", rng=rng)
     with gk.use_backend("numpy"):
         got = gk.matmul(a, a)
     assert type(got) is np.ndarray
@@ -139,14 +133,14 @@ def test_fast_path_refuses_what_the_checked_path_refuses(make, expected):
 
 
 def test_fast_path_follows_the_active_backend(fake_device, rng):
-    a = _random(rng, (4, 4), "float64")
+    a = random_array((4, 4), "float64", rng=rng)
     with gk.use_backend("numpy"):
         assert type(gk.matmul(a, a)) is np.ndarray  # arms the fast path
     assert isinstance(gk.matmul(a, a), FakeDeviceArray)  # fake_device is active here
 
 
 def test_host_inputs_move_to_the_device_backend(fake_device, rng):
-    a, b = _random(rng, (3, 4), "float64"), _random(rng, (4, 5), "float64")
+    a, b = random_array((3, 4), "float64", rng=rng), random_array((4, 5), "float64", rng=rng)
     gk.reset_transfer_stats()
     got = gk.matmul(a, b)
     assert isinstance(got, FakeDeviceArray)
@@ -163,7 +157,7 @@ def test_host_inputs_move_to_the_device_backend(fake_device, rng):
 )
 def test_matmul_property_any_broadcastable_shapes(backend, rng, shapes, dtype):
     a_shape, b_shape = shapes.input_shapes
-    a, b = _random(rng, a_shape, dtype), _random(rng, b_shape, dtype)
+    a, b = random_array(a_shape, dtype, rng=rng), random_array(b_shape, dtype, rng=rng)
     got = gk.matmul(gk.asarray(a), gk.asarray(b))
     assert got.shape == shapes.result_shape
     if np.prod(shapes.result_shape) and a.size and b.size:

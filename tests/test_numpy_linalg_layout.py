@@ -18,6 +18,7 @@ import pytest
 import scipy.linalg as sl
 
 import gpukit as gk
+from gpukit.testing import random_array
 from gpukit_numpy import linalg
 
 from helpers import TOL, rel_err
@@ -54,13 +55,6 @@ def lapack(monkeypatch):
     return calls
 
 
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x
-
-
 def _in_order(x, order):
     return np.asfortranarray(x) if order == "F" else np.ascontiguousarray(x)
 
@@ -81,9 +75,9 @@ def _only(calls, name):
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("bshape", [(N,), (N, 2)])
 def test_lu_solve_reads_the_callers_matrix(lapack, rng, dtype, order, transposed, bshape):
-    a = _in_order(_random(rng, (N, N), dtype) / np.sqrt(N) + 3 * np.eye(N), order)
+    a = _in_order(random_array((N, N), dtype, rng=rng) / np.sqrt(N) + 3 * np.eye(N), order)
     a = a.astype(dtype, copy=False)
-    b = _random(rng, bshape, dtype).astype(dtype)
+    b = random_array(bshape, dtype, rng=rng)
     x = gk.linalg.solve(a, b, transposed=transposed)
     m = a.astype(np.complex128)
     expected = np.linalg.solve(m.T if transposed else m, b.astype(np.complex128))
@@ -98,9 +92,9 @@ def test_lu_solve_reads_the_callers_matrix(lapack, rng, dtype, order, transposed
 def _positive_definite(rng, dtype, lower):
     """A Hermitian positive-definite matrix in the triangle ``lower``, garbage in the
     other one (a solver reading it answers wrong), and the matrix itself."""
-    z = _random(rng, (N, N), dtype) / np.sqrt(N)
+    z = random_array((N, N), dtype, rng=rng) / np.sqrt(N)
     h = z @ np.conj(z.T) + np.eye(N)
-    garbage = 5 * _random(rng, (N, N), dtype)
+    garbage = 5 * random_array((N, N), dtype, rng=rng)
     a = np.tril(h) + np.triu(garbage, 1) if lower else np.triu(h) + np.tril(garbage, -1)
     return a.astype(dtype), h
 
@@ -112,7 +106,7 @@ def _positive_definite(rng, dtype, lower):
 def test_cholesky_solve_reads_the_callers_matrix(lapack, rng, dtype, order, lower, transposed):
     a, h = _positive_definite(rng, dtype, lower)
     a = _in_order(a, order)
-    b = _random(rng, (N,), dtype).astype(dtype)
+    b = random_array((N,), dtype, rng=rng)
     x = gk.linalg.solve(a, b, assume_a="pos", lower=lower, transposed=transposed)
     expected = np.linalg.solve(h.T if transposed else h, b.astype(np.complex128))
     assert rel_err(x, expected) < TOL[np.dtype(dtype)]
@@ -139,7 +133,7 @@ def test_cholesky_reads_the_callers_matrix(lapack, rng, dtype, order):
 def test_cho_solve_hands_potrs_a_view(lapack, rng, dtype, lower):
     _, h = _positive_definite(rng, dtype, lower=True)
     c, _ = sl.cho_factor(h, lower=lower)
-    b = _random(rng, (N, 3), dtype).astype(dtype)
+    b = random_array((N, 3), dtype, rng=rng)
     x = gk.linalg.cho_solve((c.astype(dtype), lower), b)
     assert rel_err(x, np.linalg.solve(h, b.astype(np.float64))) < TOL[np.dtype(dtype)]
     (matrix, _), _ = _only(lapack, "potrs")

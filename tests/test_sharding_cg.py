@@ -15,6 +15,7 @@ import scipy.sparse.linalg as spla
 import gpukit as gk
 from gpukit._select import registry as _registry
 from gpukit.sharding._array import split
+from gpukit.testing import random_spd
 
 from helpers import rel_err
 
@@ -27,14 +28,6 @@ ERR = {np.float32: 1e-4, np.float64: 1e-9}
 def cpu_devices(request: pytest.FixtureRequest):
     with gk.use_backend(NumpyBackend(request.param)) as backend:
         yield backend
-
-
-def spd(rng, n, dtype=np.float64):
-    """A well-conditioned SPD (Hermitian for complex) matrix."""
-    q = rng.standard_normal((n, n))
-    if np.dtype(dtype).kind == "c":
-        q = q + 1j * rng.standard_normal((n, n))
-    return (q @ q.conj().T / n + 2 * np.eye(n)).astype(dtype)
 
 
 def blocks_for(a, sizes, sparse):
@@ -62,7 +55,7 @@ def sharded_problem(form, a, b):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [3, 50])  # 3 rows: fewer than 4 devices; 50: uneven splits
 def test_cg_sharded_matches_dense_solution_and_unsharded_cg(cpu_devices, rng, form, dtype, n):
-    a = spd(rng, n, dtype)
+    a = random_spd(n, dtype, rng=rng)
     b = rng.standard_normal(n).astype(dtype)
     A, rhs = sharded_problem(form, a, b)
     x, info = gk.linalg.cg(A, rhs, rtol=RTOL[dtype])
@@ -80,7 +73,7 @@ def test_cg_sharded_matches_dense_solution_and_unsharded_cg(cpu_devices, rng, fo
 
 
 def test_cg_sharded_complex_hermitian(cpu_devices, rng):
-    a = spd(rng, 23, np.complex128)
+    a = random_spd(23, np.complex128, rng=rng)
     b = rng.standard_normal(23) + 1j * rng.standard_normal(23)
     x, info = gk.linalg.cg(gk.shard(a), b, rtol=1e-12)
     assert info.converged and x.dtype == np.complex128
@@ -90,7 +83,7 @@ def test_cg_sharded_complex_hermitian(cpu_devices, rng):
 def test_cg_sharded_preconditioner_and_x0(cpu_devices, rng):
     n = 41
     scale = np.sqrt(np.linspace(1, 50, n))
-    a = spd(rng, n) * np.outer(scale, scale)  # badly scaled, still SPD: Jacobi helps
+    a = random_spd(n, rng=rng) * np.outer(scale, scale)  # badly scaled, still SPD: Jacobi helps
     b = rng.standard_normal(n)
     x0 = rng.standard_normal(n)
     x0_before = x0.copy()
@@ -105,7 +98,7 @@ def test_cg_sharded_preconditioner_and_x0(cpu_devices, rng):
 @pytest.mark.parametrize("method", ["bicgstab", "minres"])
 def test_other_solvers_take_sharded_operators(cpu_devices, rng, method):
     n = 30
-    a = spd(rng, n)
+    a = random_spd(n, rng=rng)
     if method == "bicgstab":
         a = a + 0.1 * np.triu(rng.standard_normal((n, n)), 1)  # non-symmetric
     b = rng.standard_normal(n)
@@ -115,14 +108,14 @@ def test_other_solvers_take_sharded_operators(cpu_devices, rng, method):
 
 
 def test_sharded_cg_is_deterministic(rng):
-    a, b = spd(rng, 64), rng.standard_normal(64)
+    a, b = random_spd(64, rng=rng), rng.standard_normal(64)
     with gk.use_backend(NumpyBackend(3)):
         runs = [gk.to_numpy(gk.linalg.cg(gk.shard(a), b, rtol=1e-10)[0]) for _ in range(3)]
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
 
 
 def test_sharded_callable_operator(rng):
-    a, b = spd(rng, 20), rng.standard_normal(20)
+    a, b = random_spd(20, rng=rng), rng.standard_normal(20)
     with gk.use_backend(NumpyBackend(2)):
         sa = gk.shard(a)
         x, info = gk.linalg.cg(lambda v: gk.sharding.matmul(sa, v.gather()), gk.shard(b))
@@ -130,7 +123,7 @@ def test_sharded_callable_operator(rng):
 
 
 def test_sharded_solve_errors(rng):
-    a, b = spd(rng, 10), rng.standard_normal(10)
+    a, b = random_spd(10, rng=rng), rng.standard_normal(10)
     with gk.use_backend(NumpyBackend(3)):
         sa = gk.shard(a)
         with pytest.raises(TypeError, match="gmres does not take sharded"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpukit as gk
+from gpukit.testing import random_spd
 
 from helpers import TOL, rel_err, terms_err
 
@@ -80,15 +81,10 @@ def test_two_gpus_mismatch(cupy_backend):
         gk._dispatch.prepare(a, b, names=("a", "b"))
 
 
-def _spd(rng, n):
-    q = rng.standard_normal((n, n))
-    return q @ q.T / n + 2 * np.eye(n)
-
-
 def test_single_gpu_sharded_cg(cupy_backend, rng):
     import scipy.sparse as sp
 
-    a, b = _spd(rng, 200), rng.standard_normal(200)
+    a, b = random_spd(200, rng=rng), rng.standard_normal(200)
     for A in (gk.shard(a, devices=[0]), sp.csr_matrix(a)):
         x, info = gk.linalg.cg(A, gk.shard(b, devices=[0]), rtol=1e-12)
         assert info.converged and x.shards[0].device.id == 0
@@ -123,7 +119,7 @@ def test_single_gpu_data_parallel_matches_plain_model(cupy_backend):
 
 @pytest.mark.multi_gpu(2)
 def test_two_gpus_sharded_cg_and_data_parallel(cupy_backend, rng):
-    a, b = _spd(rng, 301), rng.standard_normal(301)
+    a, b = random_spd(301, rng=rng), rng.standard_normal(301)
     x, info = gk.linalg.cg(gk.shard(a, devices=[0, 1]), b, rtol=1e-12)
     assert info.converged and [s.device.id for s in x.shards] == [0, 1]
     assert rel_err(x, np.linalg.solve(a, b)) < 1e-9
