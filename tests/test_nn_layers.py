@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gpukit as gk
+from gpukit.testing import assert_close
 
 from helpers import TOL, oracle, rel_err
 
@@ -64,16 +65,17 @@ def _torch_twin(torch, module, torch_module):
     return torch_module
 
 
-def _close(actual, expected, scale: float = 0.0) -> bool:
-    """``||actual - expected|| <= tol * (||expected|| + scale)`` in float64, float32's tol.
+def _assert_close(actual, expected, scale: float = 0.0, name: str = "") -> None:
+    """``||actual - expected|| <= tol * (||expected|| + scale)``, float32's tol.
 
     ``scale`` is the norm of the magnitudes of the terms a result sums (0: relative error):
     a result that cancels to almost nothing is only as accurate as its terms are large.
     """
-    a = np.asarray(gk.to_numpy(actual)).astype(np.float64)
-    e = np.asarray(expected).astype(np.float64)
-    bound = TOL[np.dtype(np.float32)] * (np.linalg.norm(e) + scale)
-    return bool(np.linalg.norm(a - e) <= bound) if bound else bool(np.array_equal(a, e))
+    tol = TOL[np.dtype(np.float32)]
+    assert_close(
+        actual, expected, rtol=tol, atol=tol * scale, check_dtype=False, check_device=False,
+        err_msg=name,
+    )  # fmt: skip
 
 
 def _check_vs_torch(module, torch_module, x, g, torch, scales=None):
@@ -88,12 +90,12 @@ def _check_vs_torch(module, torch_module, x, g, torch, scales=None):
     yt = torch_module(xt)
     yt.backward(torch.from_numpy(g.astype(np.float64)))
     assert y.dtype == np.float32 and gx.dtype == np.float32
-    assert _close(y, yt.detach().numpy(), scales.get("y", 0.0))
-    assert _close(gx, xt.grad.numpy(), scales.get("x", 0.0))
+    _assert_close(y, yt.detach().numpy(), scales.get("y", 0.0))
+    _assert_close(gx, xt.grad.numpy(), scales.get("x", 0.0))
     theirs = dict(torch_module.named_parameters())
     for name, p in module.named_parameters():
         assert p.grad.shape == p.shape
-        assert _close(p.grad, theirs[name].grad.numpy(), scales.get(name, 0.0)), name
+        _assert_close(p.grad, theirs[name].grad.numpy(), scales.get(name, 0.0), name)
 
 
 def _two_layer_scales(model, x, g) -> dict[str, float]:
