@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._select.selection import active as _active
+
+if TYPE_CHECKING:
+    from ._typing import Array, NumpyArray
+    from .sharding import ShardedArray
 
 __all__ = ["matmul"]
 
@@ -55,7 +59,22 @@ def check_precision(precision: Any) -> None:
         )
 
 
-def matmul(a: Any, b: Any, *, precision: Literal["highest", "tf32"] | None = None) -> Any:
+_Precision = Literal["highest", "tf32"] | None
+
+
+# NumPy operands give the active backend's array, a sharded operand a ShardedArray;
+# otherwise (CuPy, Dask) what the inputs are, which checkers may not know.
+@overload
+def matmul(a: NumpyArray, b: NumpyArray, *, precision: _Precision = None) -> Array: ...
+@overload
+def matmul(a: ShardedArray, b: Any, *, precision: _Precision = None) -> ShardedArray: ...
+@overload
+def matmul(a: Any, b: ShardedArray, *, precision: _Precision = None) -> ShardedArray: ...
+@overload
+def matmul(a: Any, b: Any, *, precision: _Precision = None) -> Any: ...
+
+
+def matmul(a: Any, b: Any, *, precision: _Precision = None) -> Any:
     """Matrix product ``a @ b`` with NumPy's broadcasting and batching rules.
 
     Runs where the inputs live (cuBLAS through CuPy for device arrays). Plain NumPy

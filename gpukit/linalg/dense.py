@@ -10,13 +10,16 @@ dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from .._dispatch import operation
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
+
+if TYPE_CHECKING:
+    from .._typing import Array, NumpyArray
 
 __all__ = [
     "cho_solve",
@@ -41,6 +44,30 @@ _PROBLEM = {
 
 def _finite(out: Any) -> list[Any]:
     return [out]
+
+
+# NumPy operands give the active backend's array; others (CuPy, Dask) what the inputs are,
+# which checkers may not know.
+@overload
+def solve(
+    a: NumpyArray,
+    b: NumpyArray,
+    *,
+    assume_a: str | None = None,
+    lower: bool = False,
+    transposed: bool = False,
+    check_finite: bool = True,
+) -> Array: ...
+@overload
+def solve(
+    a: Any,
+    b: Any,
+    *,
+    assume_a: str | None = None,
+    lower: bool = False,
+    transposed: bool = False,
+    check_finite: bool = True,
+) -> Any: ...
 
 
 @operation("gk.linalg.solve")
@@ -202,6 +229,12 @@ def lstsq(
         lambda: backend.linalg_lstsq(a, b, rcond),
     )
     return x, res, int(rank), s
+
+
+@overload
+def inv(a: NumpyArray, *, check_finite: bool = True) -> Array: ...
+@overload
+def inv(a: Any, *, check_finite: bool = True) -> Any: ...
 
 
 @operation("gk.linalg.inv")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -25,6 +25,25 @@ from ..errors import ConvergenceWarning, warn
 from ..sparse import issparse, to_backend
 from . import _krylov
 from ._checks import solve_dtype
+
+if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
+    from .. import ShardedArray
+    from .._typing import Array, NumpyArray
+
+    class _Controls(TypedDict, total=False):
+        """The keyword arguments every solver takes (gmres adds ``restart``)."""
+
+        rtol: float
+        atol: float
+        maxiter: int | None
+        M: Any
+        callback: Callable[[Any], Any] | None
+
+    class _GmresControls(_Controls, total=False):
+        restart: int
+
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
 
@@ -517,6 +536,22 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
     fn.__doc__ += examples
 
 
+# The kind of x: NumPy operands give the active backend's array, a sharded b a sharded x;
+# otherwise (CuPy, Dask, operators) what the inputs are, which checkers may not know.
+@overload
+def cg(
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Array, IterativeInfo]: ...
+@overload
+def cg(
+    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[ShardedArray, IterativeInfo]: ...
+@overload
+def cg(
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Any, IterativeInfo]: ...
+
+
 @operation("gk.linalg.cg")
 def cg(
     A: Any,
@@ -545,6 +580,20 @@ def cg(
     return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
+@overload
+def bicgstab(
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Array, IterativeInfo]: ...
+@overload
+def bicgstab(
+    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[ShardedArray, IterativeInfo]: ...
+@overload
+def bicgstab(
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Any, IterativeInfo]: ...
+
+
 @operation("gk.linalg.bicgstab")
 def bicgstab(
     A: Any,
@@ -569,6 +618,16 @@ def bicgstab(
     (True, [0.071429, 0.714286])
     """
     return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
+
+
+@overload
+def gmres(
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_GmresControls]
+) -> tuple[Array, IterativeInfo]: ...
+@overload
+def gmres(
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_GmresControls]
+) -> tuple[Any, IterativeInfo]: ...
 
 
 @operation("gk.linalg.gmres")
@@ -601,6 +660,20 @@ def gmres(
     if restart < 1:
         raise ValueError(f"gk.linalg.gmres: restart must be >= 1, got {restart}")
     return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
+
+
+@overload
+def minres(
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Array, IterativeInfo]: ...
+@overload
+def minres(
+    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[ShardedArray, IterativeInfo]: ...
+@overload
+def minres(
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_Controls]
+) -> tuple[Any, IterativeInfo]: ...
 
 
 @operation("gk.linalg.minres")
