@@ -15,10 +15,12 @@ objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dispatch.dtypes`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 import os
+import textwrap
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from ._dispatch import operation, prepare
 from ._docstrings import paragraphs
 from ._runtime.devices import check_device
 from ._select.selection import get_backend
+from ._typing import Array, ArrayLike
 
 __all__ = [
     "engine",
@@ -66,8 +69,8 @@ _REAL_OUT = frozenset({"irfftn", "hfftn"})  # complex (Hermitian) input, real ou
 #: What ``workers=-1`` means (SciPy counts from ``os.cpu_count()`` too).
 _CPU_COUNT = os.cpu_count() or 1
 
-Axes = Sequence[int] | None
-Shape = Sequence[int] | None
+#: ``norm`` of every transform: which direction is scaled (None is "backward").
+Norm = Literal["backward", "ortho", "forward"] | None
 
 
 def _index(name: str, label: str, value: Any) -> int:
@@ -262,232 +265,1024 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
     return run
 
 
-_COMMON_PARAMS = """norm : {{None, "backward", "ortho", "forward"}}, optional
-    Which direction is scaled by ``1/{count}`` (NumPy's meaning; None is "backward").
+def _raises(value_errors: str, type_errors: str, real_in: bool) -> str:
+    """A transform's Raises section: its own argument errors, then what every one checks."""
+    complex_x = " or is complex" if real_in else ""
+    value = (
+        f"{value_errors}, ``norm`` is unknown, ``workers`` is zero or below minus the core "
+        "count, or ``out`` has the wrong shape or is read-only."
+    )
+    type_ = (
+        f"{type_errors}, ``x`` has a non-numeric dtype{complex_x}, ``out`` is not an array "
+        "on the backend and device of ``x``, or the result cannot be cast to ``out``'s dtype."
+    )
+    wrap = functools.partial(textwrap.fill, width=84, initial_indent="    ", break_on_hyphens=False)
+    return f"ValueError\n{wrap(value, subsequent_indent='    ')}\nTypeError\n" + wrap(
+        type_, subsequent_indent="    "
+    )
+
+
+_ONE_D_VALUE = "``n`` is below 1, ``axis`` is out of range"
+_ONE_D_TYPE = "``n``, ``axis`` or ``workers`` is not an integer"
+_N_DIM_VALUE = (
+    "An axis is out of range or repeated, ``s`` and ``axes`` differ in length, a length is "
+    "below 1 (other than -1)"
+)
+_N_DIM_TYPE = "An entry of ``s`` or ``axes``, or ``workers``, is not an integer"
+_OUT_WORKERS = """\
 out : array, optional
     Where to put the result, as NumPy's ``out``: an array of the backend and device
     ``x`` is on, of the result's shape, whose dtype the result casts to under
     ``"same_kind"`` rules. It is written once the transform has succeeded (it may be
     ``x`` itself) and returned.
 workers : int, optional
-    Threads of the CPU engines, SciPy's meaning (negative values count back from the
+    Threads of the CPU engine, SciPy's meaning (negative values count back from the
     number of cores: -1 is all of them); default every core. Ignored on the GPU,
     validated all the same."""
+_S = """\
+s : int or sequence of int, optional
+    Transform lengths along ``axes``; ``x`` is cropped or zero-padded. An entry ``-1``
+    keeps ``x``'s own length along that axis, NumPy 2's rule."""
+_HERMITIAN_LENGTH = """\
+    Default ``2 * (m - 1)`` along the last axis, for an input of length ``m`` there;
+    ``-1`` there means ``m``."""
 
-_COMMON_RAISES = """ValueError
-    {value_errors}, ``norm`` is unknown, ``workers`` is zero or below minus the core
-    count, or ``out`` has the wrong shape or is read-only.
-TypeError
-    {type_errors}, ``x`` has a non-numeric dtype{type_note}, ``out`` is not an array
-    on the backend and device of ``x``, or the result cannot be cast to ``out``'s
-    dtype."""
-
-_EXAMPLES = """>>> import numpy as np
->>> import gpukit as gk
->>> with gk.use_backend("numpy"):
-...     y = gk.fft.{fn}({example})
->>> {check}
-{expected}
->>> out = np.empty_like(y)
->>> with gk.use_backend("numpy"):
-...     z = gk.fft.{fn}({example}, out=out, workers=1)
->>> z is out and bool((out == y).all())
-True"""
-
-
-def _template(params: str) -> str:
-    """A transform's docstring template: its own parameters, then what every transform shares."""
-    return (
-        "{summary}\n\nParameters\n----------\nx : array_like\n    Input{input_note}.\n"
-        + params
-        + _COMMON_PARAMS
-        + "\n\nReturns\n-------\narray\n    {returns} ``out`` when given.\n\nRaises\n------\n"
-        + _COMMON_RAISES
-        + "\n\nExamples\n--------\n"
-        + _EXAMPLES
-    )
-
-
-_ONE_D_DOC = _template(
-    """n : int, optional
-    Length of the transform{n_note}; ``x`` is cropped or zero-padded along ``axis``.
+# The paragraphs the transforms share (gpukit._docstrings.paragraphs fills them in).
+_transform_doc = paragraphs(
+    {
+        "n": """\
+n : int, optional
+    Length of the transform; ``x`` is cropped or zero-padded along ``axis``.""",
+        "n_hermitian": """\
+n : int, optional
+    Length of the real output; ``x`` is cropped or zero-padded along ``axis`` to
+    ``n // 2 + 1`` points. Default ``2 * (m - 1)`` for an input of length ``m``.""",
+        "axis": """\
 axis : int, optional
-    Axis to transform (default the last).
-"""
-)
-_ONE_D_ERRORS = dict(
-    count="n",
-    value_errors="``n`` is below 1, ``axis`` is out of range",
-    type_errors="``n``, ``axis`` or ``workers`` is not an integer",
-)
-
-
-def _one_d(fn_name: str, kind: str, **doc: str):
-    name = f"gk.fft.{fn_name}"
-    run = _runner(name, kind, one_d=True)
-
-    def transform(
-        x: Any,
-        n: int | None = None,
-        axis: int = -1,
-        norm: str | None = None,
-        out: Any = None,
-        *,
-        workers: int | None = None,
-    ) -> Any:
-        return run(x, n, (axis,), norm, out, workers)
-
-    transform.__name__ = transform.__qualname__ = fn_name
-    transform.__module__ = __name__
-    transform.__doc__ = _ONE_D_DOC.format(fn=fn_name, **_ONE_D_ERRORS, **doc)
-    return transform
-
-
-_N_DIM_DOC = _template(
-    """s : sequence of int, optional
-    Transform lengths along ``axes``{s_note}; ``x`` is cropped or zero-padded. An entry
-    ``-1`` keeps ``x``'s own length along that axis, NumPy 2's rule (on the last axis of
-    a Hermitian input that length is ``m``, not the default ``2 * (m - 1)``).
-axes : sequence of int, optional
-    Axes to transform, each at most once (default {axes_default}).
-"""
-)
-_N_DIM_ERRORS = dict(
-    count="prod(s)",
-    value_errors=(
-        "An axis is out of range or repeated, ``s`` and ``axes`` differ in length, a "
-        "length is below 1 (other than -1)"
-    ),
-    type_errors="An entry of ``s`` or ``axes``, or ``workers``, is not an integer",
+    Axis to transform (default the last).""",
+        "s": _S,
+        "s_hermitian": _S + "\n" + _HERMITIAN_LENGTH,
+        "axes_2d": """\
+axes : int or sequence of int, optional
+    Axes to transform, each at most once (default the last two).""",
+        "axes_nd": """\
+axes : int or sequence of int, optional
+    Axes to transform, each at most once (default every axis, or the last ``len(s)``).""",
+        "norm_1d": """\
+norm : {None, "backward", "ortho", "forward"}, optional
+    Which direction is scaled by ``1/n`` (NumPy's meaning; None is "backward").""",
+        "norm_nd": """\
+norm : {None, "backward", "ortho", "forward"}, optional
+    Which direction is scaled by ``1/prod(s)`` (NumPy's meaning; None is "backward").""",
+        "out_workers": _OUT_WORKERS,
+        "raises_1d": _raises(_ONE_D_VALUE, _ONE_D_TYPE, real_in=False),
+        "raises_1d_real": _raises(_ONE_D_VALUE, _ONE_D_TYPE, real_in=True),
+        "raises_nd": _raises(_N_DIM_VALUE, _N_DIM_TYPE, real_in=False),
+        "raises_nd_real": _raises(_N_DIM_VALUE, _N_DIM_TYPE, real_in=True),
+    }
 )
 
-
-def _n_dim(fn_name: str, kind: str, default_axes: tuple[int, ...] | None, **doc: str):
-    name = f"gk.fft.{fn_name}"
-    run = _runner(name, kind, one_d=False)
-
-    def transform(
-        x: Any,
-        s: Shape = None,
-        axes: Axes = default_axes,
-        norm: str | None = None,
-        out: Any = None,
-        *,
-        workers: int | None = None,
-    ) -> Any:
-        return run(x, s, axes, norm, out, workers)
-
-    transform.__name__ = transform.__qualname__ = fn_name
-    transform.__module__ = __name__
-    axes_default = "every axis, or the last ``len(s)``" if default_axes is None else "(-2, -1)"
-    transform.__doc__ = _N_DIM_DOC.format(
-        fn=fn_name, axes_default=axes_default, **_N_DIM_ERRORS, **doc
-    )
-    return transform
+_fft = _runner("gk.fft.fft", "fftn", one_d=True)
+_ifft = _runner("gk.fft.ifft", "ifftn", one_d=True)
+_rfft = _runner("gk.fft.rfft", "rfftn", one_d=True)
+_irfft = _runner("gk.fft.irfft", "irfftn", one_d=True)
+_hfft = _runner("gk.fft.hfft", "hfftn", one_d=True)
+_ihfft = _runner("gk.fft.ihfft", "ihfftn", one_d=True)
+_fft2 = _runner("gk.fft.fft2", "fftn", one_d=False)
+_ifft2 = _runner("gk.fft.ifft2", "ifftn", one_d=False)
+_rfft2 = _runner("gk.fft.rfft2", "rfftn", one_d=False)
+_irfft2 = _runner("gk.fft.irfft2", "irfftn", one_d=False)
+_hfft2 = _runner("gk.fft.hfft2", "hfftn", one_d=False)
+_ihfft2 = _runner("gk.fft.ihfft2", "ihfftn", one_d=False)
+_fftn = _runner("gk.fft.fftn", "fftn", one_d=False)
+_ifftn = _runner("gk.fft.ifftn", "ifftn", one_d=False)
+_rfftn = _runner("gk.fft.rfftn", "rfftn", one_d=False)
+_irfftn = _runner("gk.fft.irfftn", "irfftn", one_d=False)
+_hfftn = _runner("gk.fft.hfftn", "hfftn", one_d=False)
+_ihfftn = _runner("gk.fft.ihfftn", "ihfftn", one_d=False)
 
 
-_C = dict(input_note=" (real input is promoted to complex)", type_note="")
-_R = dict(input_note="; must be real", type_note=", or ``x`` is complex")
-_H = dict(input_note=", the non-negative frequency half of a Hermitian spectrum", type_note="")
-_CPLX = "Complex spectrum: complex64 for single-precision input, complex128 otherwise;"
-_REAL = "Real signal: float32 for single-precision input, float64 otherwise;"
-_HALF = "Complex half spectrum (``n // 2 + 1`` along the last transformed axis);"
-_ONES = "np.ones((2, 4), np.float32)"
-_N_EVEN = "; default ``2 * (m - 1)`` for an input of length ``m`` along the last axis"
-_SCIPY = " (SciPy's; NumPy has only the 1-D one)"
+@_transform_doc
+def fft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """One-dimensional discrete Fourier transform.
 
-fft = _one_d(
-    "fft", "fftn", summary="One-dimensional discrete Fourier transform.", n_note="",
-    returns=_CPLX, example="np.ones(4, np.complex64)", check="y.dtype, y.tolist()",
-    expected="(dtype('complex64'), [(4+0j), 0j, 0j, 0j])", **_C,
-)  # fmt: skip
-ifft = _one_d(
-    "ifft", "ifftn", summary="One-dimensional inverse discrete Fourier transform.",
-    n_note="", returns=_CPLX, example="np.array([4.0, 0, 0, 0])", check="y.tolist()",
-    expected="[(1+0j), (1+0j), (1+0j), (1+0j)]", **_C,
-)  # fmt: skip
-rfft = _one_d(
-    "rfft", "rfftn", summary="One-dimensional transform of a real signal (half spectrum).",
-    n_note="", returns=_HALF, example="np.ones(4, np.float32)", check="y.dtype, y.shape",
-    expected="(dtype('complex64'), (3,))", **_R,
-)  # fmt: skip
-irfft = _one_d(
-    "irfft", "irfftn", summary="Inverse of :func:`rfft`: a real signal from a half spectrum.",
-    n_note=_N_EVEN, returns=_REAL, example="np.array([4.0, 0, 0])",
-    check="y.tolist()", expected="[1.0, 1.0, 1.0, 1.0]", **_H,
-)  # fmt: skip
-hfft = _one_d(
-    "hfft", "hfftn", summary="Transform of a Hermitian-symmetric signal (a real spectrum).",
-    n_note=_N_EVEN, returns=_REAL, example="np.array([1.0, 0, 0])",
-    check="y.tolist()", expected="[1.0, 1.0, 1.0, 1.0]", **_H,
-)  # fmt: skip
-ihfft = _one_d(
-    "ihfft", "ihfftn", summary="Inverse of :func:`hfft`: a Hermitian half signal.",
-    n_note="", returns=_HALF, example="np.ones(4)", check="y.real.tolist()",
-    expected="[1.0, 0.0, 0.0]", **_R,
-)  # fmt: skip
-fft2 = _n_dim(
-    "fft2", "fftn", (-2, -1), summary="Two-dimensional discrete Fourier transform.",
-    s_note="", returns=_CPLX, example=_ONES, check="y.dtype, float(y[0, 0].real)",
-    expected="(dtype('complex64'), 8.0)", **_C,
-)  # fmt: skip
-ifft2 = _n_dim(
-    "ifft2", "ifftn", (-2, -1), summary="Two-dimensional inverse discrete Fourier transform.",
-    s_note="", returns=_CPLX, example=_ONES, check="float(y[0, 0].real)",
-    expected="1.0", **_C,
-)  # fmt: skip
-rfft2 = _n_dim(
-    "rfft2", "rfftn", (-2, -1), summary="Two-dimensional transform of a real signal.",
-    s_note="", returns=_HALF, example=_ONES, check="y.dtype, y.shape",
-    expected="(dtype('complex64'), (2, 3))", **_R,
-)  # fmt: skip
-irfft2 = _n_dim(
-    "irfft2", "irfftn", (-2, -1), summary="Inverse of :func:`rfft2`.",
-    s_note=_N_EVEN, returns=_REAL, example="np.ones((2, 3), np.complex64)",
-    check="y.dtype, y.shape", expected="(dtype('float32'), (2, 4))", **_H,
-)  # fmt: skip
-hfft2 = _n_dim(
-    "hfft2", "hfftn", (-2, -1),
-    summary=f"Two-dimensional transform of a Hermitian-symmetric signal{_SCIPY}.",
-    s_note=_N_EVEN, returns=_REAL, example="np.ones((2, 3), np.complex64)",
-    check="y.dtype, y.shape", expected="(dtype('float32'), (2, 4))", **_H,
-)  # fmt: skip
-ihfft2 = _n_dim(
-    "ihfft2", "ihfftn", (-2, -1), summary=f"Inverse of :func:`hfft2`{_SCIPY}.",
-    s_note="", returns=_HALF, example=_ONES, check="y.dtype, y.shape",
-    expected="(dtype('complex64'), (2, 3))", **_R,
-)  # fmt: skip
-fftn = _n_dim(
-    "fftn", "fftn", None, summary="N-dimensional discrete Fourier transform.",
-    s_note="", returns=_CPLX, example="np.ones((2, 2, 2))", check="float(y[0, 0, 0].real)",
-    expected="8.0", **_C,
-)  # fmt: skip
-ifftn = _n_dim(
-    "ifftn", "ifftn", None, summary="N-dimensional inverse discrete Fourier transform.",
-    s_note="", returns=_CPLX, example="np.ones((2, 2, 2))", check="float(y[0, 0, 0].real)",
-    expected="1.0", **_C,
-)  # fmt: skip
-rfftn = _n_dim(
-    "rfftn", "rfftn", None, summary="N-dimensional transform of a real signal.",
-    s_note="", returns=_HALF, example="np.ones((2, 2, 4))", check="y.shape",
-    expected="(2, 2, 3)", **_R,
-)  # fmt: skip
-irfftn = _n_dim(
-    "irfftn", "irfftn", None, summary="Inverse of :func:`rfftn`.",
-    s_note=_N_EVEN, returns=_REAL, example="np.ones((2, 2, 3))", check="y.shape",
-    expected="(2, 2, 4)", **_H,
-)  # fmt: skip
-hfftn = _n_dim(
-    "hfftn", "hfftn", None,
-    summary=f"N-dimensional transform of a Hermitian-symmetric signal{_SCIPY}.",
-    s_note=_N_EVEN, returns=_REAL, example="np.ones((2, 2, 3))", check="y.shape",
-    expected="(2, 2, 4)", **_H,
-)  # fmt: skip
-ihfftn = _n_dim(
-    "ihfftn", "ihfftn", None, summary=f"Inverse of :func:`hfftn`{_SCIPY}.",
-    s_note="", returns=_HALF, example="np.ones((2, 2, 4))", check="y.shape",
-    expected="(2, 2, 3)", **_R,
-)  # fmt: skip
+    Parameters
+    ----------
+    x : array_like
+        Input; real input is promoted to complex.
+    {n}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex spectrum, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_1d}
+
+    See Also
+    --------
+    ifft : The inverse transform.
+    rfft : The transform of a real input, without the redundant negative frequencies.
+    fft2, fftn : The transform over two or more axes.
+    fftfreq : The frequency of each entry of the result.
+    scipy.fft.fft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.fft(np.ones(4, np.complex64))
+    >>> y.dtype, y.tolist()
+    (dtype('complex64'), [(4+0j), 0j, 0j, 0j])
+    >>> out = np.empty_like(y)
+    >>> with gk.use_backend("numpy"):
+    ...     z = gk.fft.fft(np.ones(4, np.complex64), out=out, workers=1)
+    >>> z is out and bool((out == y).all())
+    True
+    """
+    return _fft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def ifft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """One-dimensional inverse discrete Fourier transform.
+
+    Parameters
+    ----------
+    x : array_like
+        Spectrum; real input is promoted to complex.
+    {n}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex signal, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_1d}
+
+    See Also
+    --------
+    fft : The forward transform.
+    irfft : The inverse transform to a real signal.
+    ifft2, ifftn : The inverse transform over two or more axes.
+    scipy.fft.ifft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     gk.fft.ifft(np.array([4.0, 0, 0, 0])).tolist()
+    [(1+0j), (1+0j), (1+0j), (1+0j)]
+    """
+    return _ifft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def rfft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """One-dimensional discrete Fourier transform of a real signal.
+
+    Parameters
+    ----------
+    x : array_like
+        Real input.
+    {n}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The non-negative frequency half of the spectrum, ``n // 2 + 1`` entries along
+        ``axis``: complex64 for float16/float32 input, complex128 otherwise; ``out``
+        when given.
+
+    Raises
+    ------
+    {raises_1d_real}
+
+    See Also
+    --------
+    irfft : The inverse transform.
+    fft : The transform of a complex input, the whole spectrum.
+    rfft2, rfftn : The transform of a real input over two or more axes.
+    rfftfreq : The frequency of each entry of the result.
+    scipy.fft.rfft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.rfft(np.ones(4, np.float32))
+    >>> y.dtype, y.tolist()
+    (dtype('complex64'), [(4+0j), 0j, 0j])
+    """
+    return _rfft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def irfft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`rfft`: the real signal of a half spectrum.
+
+    Parameters
+    ----------
+    x : array_like
+        The non-negative frequency half of the spectrum of a real signal.
+    {n_hermitian}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real signal, ``n`` entries along ``axis``: float32 for
+        float16/float32/complex64 input, float64 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_1d}
+
+    See Also
+    --------
+    rfft : The forward transform.
+    ifft : The inverse transform to a complex signal.
+    irfft2, irfftn : The inverse transform over two or more axes.
+    scipy.fft.irfft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    >>> with gk.use_backend("numpy"):
+    ...     back = gk.fft.irfft(gk.fft.rfft(x), n=5)  # n: 5 is odd, the default 4
+    >>> np.allclose(back, x)
+    True
+    """
+    return _irfft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def hfft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Discrete Fourier transform of a Hermitian-symmetric signal: a real spectrum.
+
+    Parameters
+    ----------
+    x : array_like
+        The first half of a Hermitian-symmetric signal (the rest is its conjugate).
+    {n_hermitian}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real spectrum, ``n`` entries along ``axis``: float32 for
+        float16/float32/complex64 input, float64 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_1d}
+
+    See Also
+    --------
+    ihfft : The inverse transform.
+    irfft : The same transform in the inverse direction.
+    hfft2, hfftn : The transform over two or more axes.
+    scipy.fft.hfft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     gk.fft.hfft(np.array([1.0, 0, 0])).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    return _hfft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def ihfft(
+    x: ArrayLike,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`hfft`: the Hermitian half signal of a real spectrum.
+
+    Parameters
+    ----------
+    x : array_like
+        Real spectrum.
+    {n}
+    {axis}
+    {norm_1d}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The first ``n // 2 + 1`` entries of the Hermitian signal along ``axis``:
+        complex64 for float16/float32 input, complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_1d_real}
+
+    See Also
+    --------
+    hfft : The forward transform.
+    rfft : The same transform in the forward direction, conjugated.
+    ihfft2, ihfftn : The transform over two or more axes.
+    scipy.fft.ihfft : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.ihfft(np.ones(4))
+    >>> y.dtype, y.real.tolist()
+    (dtype('complex128'), [1.0, 0.0, 0.0])
+    """
+    return _ihfft(x, n, (axis,), norm, out, workers)
+
+
+@_transform_doc
+def fft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Two-dimensional discrete Fourier transform.
+
+    Parameters
+    ----------
+    x : array_like
+        Input, at least 2-D unless ``axes`` names fewer axes; real input is promoted to
+        complex.
+    {s}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex spectrum, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    ifft2 : The inverse transform.
+    fft, fftn : The transform over one axis, or any number.
+    rfft2 : The transform of a real input, without the redundant negative frequencies.
+    scipy.fft.fft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.fft2(np.ones((2, 4), np.float32))
+    >>> y.dtype, float(y[0, 0].real), float(abs(y).sum())
+    (dtype('complex64'), 8.0, 8.0)
+    """
+    return _fft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def ifft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Two-dimensional inverse discrete Fourier transform.
+
+    Parameters
+    ----------
+    x : array_like
+        Spectrum, at least 2-D unless ``axes`` names fewer axes; real input is promoted
+        to complex.
+    {s}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex signal, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    fft2 : The forward transform.
+    ifft, ifftn : The inverse transform over one axis, or any number.
+    irfft2 : The inverse transform to a real signal.
+    scipy.fft.ifft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.arange(8.0).reshape(2, 4)
+    >>> with gk.use_backend("numpy"):
+    ...     back = gk.fft.ifft2(gk.fft.fft2(x))
+    >>> np.allclose(back, x)
+    True
+    """
+    return _ifft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def rfft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Two-dimensional discrete Fourier transform of a real signal.
+
+    Parameters
+    ----------
+    x : array_like
+        Real input, at least 2-D unless ``axes`` names fewer axes.
+    {s}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The spectrum with only the non-negative frequencies of the last axis transformed
+        (``s[-1] // 2 + 1`` entries there): complex64 for float16/float32 input,
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd_real}
+
+    See Also
+    --------
+    irfft2 : The inverse transform.
+    rfft, rfftn : The transform of a real input over one axis, or any number.
+    fft2 : The transform of a complex input, the whole spectrum.
+    scipy.fft.rfft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.rfft2(np.ones((2, 4), np.float32))
+    >>> y.dtype, y.shape
+    (dtype('complex64'), (2, 3))
+    """
+    return _rfft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def irfft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`rfft2`: the real signal of a half spectrum.
+
+    Parameters
+    ----------
+    x : array_like
+        Spectrum of a real signal, the non-negative frequencies along the last axis of
+        ``axes``.
+    {s_hermitian}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real signal: float32 for float16/float32/complex64 input, float64
+        otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    rfft2 : The forward transform.
+    irfft, irfftn : The inverse transform over one axis, or any number.
+    ifft2 : The inverse transform to a complex signal.
+    scipy.fft.irfft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.arange(12.0).reshape(3, 4)
+    >>> with gk.use_backend("numpy"):
+    ...     back = gk.fft.irfft2(gk.fft.rfft2(x))
+    >>> back.shape, np.allclose(back, x)
+    ((3, 4), True)
+    """
+    return _irfft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def hfft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Two-dimensional transform of a Hermitian-symmetric signal: a real spectrum.
+
+    SciPy's; NumPy has only the 1-D one.
+
+    Parameters
+    ----------
+    x : array_like
+        The non-negative half, along the last axis of ``axes``, of a
+        Hermitian-symmetric signal.
+    {s_hermitian}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real spectrum: float32 for float16/float32/complex64 input, float64
+        otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    ihfft2 : The inverse transform.
+    hfft, hfftn : The transform over one axis, or any number.
+    scipy.fft.hfft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.hfft2(np.ones((2, 3), np.complex64))
+    >>> y.dtype, y.shape
+    (dtype('float32'), (2, 4))
+    """
+    return _hfft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def ihfft2(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`hfft2`: the Hermitian half signal of a real spectrum.
+
+    SciPy's; NumPy has only the 1-D one.
+
+    Parameters
+    ----------
+    x : array_like
+        Real spectrum, at least 2-D unless ``axes`` names fewer axes.
+    {s}
+    {axes_2d}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The Hermitian signal's non-negative half along the last axis (``s[-1] // 2 + 1``
+        entries there): complex64 for float16/float32 input, complex128 otherwise;
+        ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd_real}
+
+    See Also
+    --------
+    hfft2 : The forward transform.
+    ihfft, ihfftn : The transform over one axis, or any number.
+    scipy.fft.ihfft2 : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.arange(8.0).reshape(2, 4)
+    >>> with gk.use_backend("numpy"):
+    ...     back = gk.fft.hfft2(gk.fft.ihfft2(x), s=x.shape)
+    >>> np.allclose(back, x)
+    True
+    """
+    return _ihfft2(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def fftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """N-dimensional discrete Fourier transform.
+
+    Parameters
+    ----------
+    x : array_like
+        Input; real input is promoted to complex.
+    {s}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex spectrum, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    ifftn : The inverse transform.
+    fft, fft2 : The transform over one or two axes.
+    rfftn : The transform of a real input, without the redundant negative frequencies.
+    scipy.fft.fftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.fftn(np.ones((2, 2, 2)))
+    >>> y.dtype, float(y[0, 0, 0].real), float(abs(y).sum())
+    (dtype('complex128'), 8.0, 8.0)
+    """
+    return _fftn(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def ifftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """N-dimensional inverse discrete Fourier transform.
+
+    Parameters
+    ----------
+    x : array_like
+        Spectrum; real input is promoted to complex.
+    {s}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The complex signal, complex64 for float16/float32/complex64 input and
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    fftn : The forward transform.
+    ifft, ifft2 : The inverse transform over one or two axes.
+    irfftn : The inverse transform to a real signal.
+    scipy.fft.ifftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     y = gk.fft.ifftn(np.ones((2, 2, 2)))
+    >>> float(y[0, 0, 0].real), float(abs(y).sum())
+    (1.0, 1.0)
+    """
+    return _ifftn(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def rfftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """N-dimensional discrete Fourier transform of a real signal.
+
+    Parameters
+    ----------
+    x : array_like
+        Real input.
+    {s}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The spectrum with only the non-negative frequencies of the last axis transformed
+        (``s[-1] // 2 + 1`` entries there): complex64 for float16/float32 input,
+        complex128 otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd_real}
+
+    See Also
+    --------
+    irfftn : The inverse transform.
+    rfft, rfft2 : The transform of a real input over one or two axes.
+    fftn : The transform of a complex input, the whole spectrum.
+    scipy.fft.rfftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     gk.fft.rfftn(np.ones((2, 2, 4))).shape
+    (2, 2, 3)
+    """
+    return _rfftn(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def irfftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`rfftn`: the real signal of a half spectrum.
+
+    Parameters
+    ----------
+    x : array_like
+        Spectrum of a real signal, the non-negative frequencies along the last axis of
+        ``axes``.
+    {s_hermitian}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real signal: float32 for float16/float32/complex64 input, float64
+        otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    rfftn : The forward transform.
+    irfft, irfft2 : The inverse transform over one or two axes.
+    ifftn : The inverse transform to a complex signal.
+    scipy.fft.irfftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> x = np.arange(24.0).reshape(2, 3, 4)
+    >>> with gk.use_backend("numpy"):
+    ...     half = gk.fft.rfftn(x, axes=(1, 2))  # the last two axes of each matrix
+    ...     back = gk.fft.irfftn(half, s=(3, 4), axes=(1, 2))
+    >>> back.shape, np.allclose(back, x)
+    ((2, 3, 4), True)
+    """
+    return _irfftn(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def hfftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """N-dimensional transform of a Hermitian-symmetric signal: a real spectrum.
+
+    SciPy's; NumPy has only the 1-D one.
+
+    Parameters
+    ----------
+    x : array_like
+        The non-negative half, along the last axis of ``axes``, of a
+        Hermitian-symmetric signal.
+    {s_hermitian}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The real spectrum: float32 for float16/float32/complex64 input, float64
+        otherwise; ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd}
+
+    See Also
+    --------
+    ihfftn : The inverse transform.
+    hfft, hfft2 : The transform over one or two axes.
+    scipy.fft.hfftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     gk.fft.hfftn(np.ones((2, 2, 3))).shape
+    (2, 2, 4)
+    """
+    return _hfftn(x, s, axes, norm, out, workers)
+
+
+@_transform_doc
+def ihfftn(
+    x: ArrayLike,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Array:
+    """Inverse of :func:`hfftn`: the Hermitian half signal of a real spectrum.
+
+    SciPy's; NumPy has only the 1-D one.
+
+    Parameters
+    ----------
+    x : array_like
+        Real spectrum.
+    {s}
+    {axes_nd}
+    {norm_nd}
+    {out_workers}
+
+    Returns
+    -------
+    array
+        The Hermitian signal's non-negative half along the last axis (``s[-1] // 2 + 1``
+        entries there): complex64 for float16/float32 input, complex128 otherwise;
+        ``out`` when given.
+
+    Raises
+    ------
+    {raises_nd_real}
+
+    See Also
+    --------
+    hfftn : The forward transform.
+    ihfft, ihfft2 : The transform over one or two axes.
+    scipy.fft.ihfftn : SciPy's transform, which this follows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> with gk.use_backend("numpy"):
+    ...     gk.fft.ihfftn(np.ones((2, 2, 4))).shape
+    (2, 2, 3)
+    """
+    return _ihfftn(x, s, axes, norm, out, workers)
 
 
 def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
@@ -527,7 +1322,7 @@ TypeError
 
 @operation("gk.fft.fftfreq")
 @_freq_doc
-def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
+def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Array:
     """Sample frequencies of :func:`fft` for ``n`` points spaced ``d`` apart.
 
     Created on the active backend's current device, in float64.
@@ -545,6 +1340,13 @@ def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     ------
     {freq_raises}
 
+    See Also
+    --------
+    rfftfreq : The frequencies of :func:`rfft`'s half spectrum.
+    fftshift : The frequencies in increasing order.
+    fft : The transform whose entries these are the frequencies of.
+    scipy.fft.fftfreq : SciPy's function, which this follows.
+
     Examples
     --------
     >>> import gpukit as gk
@@ -557,7 +1359,7 @@ def fftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
 
 @operation("gk.fft.rfftfreq")
 @_freq_doc
-def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
+def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Array:
     """Sample frequencies of :func:`rfft` for ``n`` points spaced ``d`` apart.
 
     Parameters
@@ -572,6 +1374,12 @@ def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Any:
     Raises
     ------
     {freq_raises}
+
+    See Also
+    --------
+    fftfreq : The frequencies of :func:`fft`'s whole spectrum.
+    rfft : The transform whose entries these are the frequencies of.
+    scipy.fft.rfftfreq : SciPy's function, which this follows.
 
     Examples
     --------
@@ -594,7 +1402,7 @@ def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:
 
 
 @operation("gk.fft.fftshift")
-def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
+def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """Move the zero-frequency term to the centre of the spectrum.
 
     Parameters
@@ -616,6 +1424,12 @@ def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     TypeError
         ``x`` has a non-numeric dtype, or an axis is not an integer.
 
+    See Also
+    --------
+    ifftshift : The inverse shift.
+    fftfreq : Frequencies in the order :func:`fft` returns them.
+    scipy.fft.fftshift : SciPy's function, which this follows.
+
     Examples
     --------
     >>> import gpukit as gk
@@ -627,7 +1441,7 @@ def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
 
 
 @operation("gk.fft.ifftshift")
-def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
+def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """Inverse of :func:`fftshift` (they differ for odd lengths).
 
     Parameters
@@ -648,6 +1462,11 @@ def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
         An axis is out of range or repeated.
     TypeError
         ``x`` has a non-numeric dtype, or an axis is not an integer.
+
+    See Also
+    --------
+    fftshift : The shift this undoes.
+    scipy.fft.ifftshift : SciPy's function, which this follows.
 
     Examples
     --------
@@ -670,6 +1489,11 @@ def engine() -> str:
     -------
     str
         The engine's name.
+
+    See Also
+    --------
+    scipy.fft.set_backend : Picks the library behind ``scipy.fft`` on the numpy backend.
+    gpukit.get_backend : The active backend.
 
     Examples
     --------
