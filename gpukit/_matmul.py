@@ -11,8 +11,8 @@ from ._dispatch import operation, prepare
 from ._select.selection import active as _active
 
 if TYPE_CHECKING:
+    from . import ShardedArray
     from ._typing import Array, NumpyArray
-    from .sharding import ShardedArray
 
 __all__ = ["matmul"]
 
