@@ -32,7 +32,7 @@ Found = dict[tuple[str, int], set[str]]
 
 def _checker(module: str) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed (pip install -e '.[typing]')")
+        pytest.skip(f'{module} is not installed: pip install -e ".[typing]"')
 
 
 @pytest.fixture(scope="module")
