@@ -20,7 +20,7 @@ import operator
 import os
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -29,7 +29,10 @@ from ._dispatch import operation, prepare
 from ._docstrings import paragraphs
 from ._runtime.devices import check_device
 from ._select.selection import get_backend
-from ._typing import Array, ArrayLike
+
+if TYPE_CHECKING:
+    from ._typing import Array, NumpyArray
+    from .sharding._array import ShardedArray
 
 __all__ = [
     "engine",
@@ -362,16 +365,50 @@ _hfftn = _runner("gk.fft.hfftn", "hfftn", one_d=False)
 _ihfftn = _runner("gk.fft.ihfftn", "ihfftn", one_d=False)
 
 
-@_transform_doc
+# Each transform and shift: NumPy input gives the active backend's array, a sharded one a
+# ShardedArray; other input (CuPy, Dask, lists) what it is, which checkers may not know.
+@overload
 def fft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def fft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def fft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def fft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """One-dimensional discrete Fourier transform.
 
     Parameters
@@ -418,16 +455,48 @@ def fft(
     return _fft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ifft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ifft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ifft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ifft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """One-dimensional inverse discrete Fourier transform.
 
     Parameters
@@ -467,16 +536,48 @@ def ifft(
     return _ifft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def rfft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def rfft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def rfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def rfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """One-dimensional discrete Fourier transform of a real signal.
 
     Parameters
@@ -519,16 +620,48 @@ def rfft(
     return _rfft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def irfft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def irfft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def irfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def irfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`rfft`: the real signal of a half spectrum.
 
     Parameters
@@ -570,16 +703,48 @@ def irfft(
     return _irfft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def hfft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def hfft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def hfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def hfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Discrete Fourier transform of a Hermitian-symmetric signal: a real spectrum.
 
     Parameters
@@ -619,16 +784,48 @@ def hfft(
     return _hfft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ihfft(
-    x: ArrayLike,
+    x: NumpyArray,
     n: int | None = None,
     axis: int = -1,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ihfft(
+    x: ShardedArray,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ihfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ihfft(
+    x: Any,
+    n: int | None = None,
+    axis: int = -1,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`hfft`: the Hermitian half signal of a real spectrum.
 
     Parameters
@@ -669,16 +866,48 @@ def ihfft(
     return _ihfft(x, n, (axis,), norm, out, workers)
 
 
-@_transform_doc
+@overload
 def fft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def fft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def fft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def fft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Two-dimensional discrete Fourier transform.
 
     Parameters
@@ -720,16 +949,48 @@ def fft2(
     return _fft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ifft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ifft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ifft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ifft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Two-dimensional inverse discrete Fourier transform.
 
     Parameters
@@ -772,16 +1033,48 @@ def ifft2(
     return _ifft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def rfft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def rfft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def rfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def rfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Two-dimensional discrete Fourier transform of a real signal.
 
     Parameters
@@ -823,16 +1116,48 @@ def rfft2(
     return _rfft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def irfft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def irfft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def irfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def irfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`rfft2`: the real signal of a half spectrum.
 
     Parameters
@@ -875,16 +1200,48 @@ def irfft2(
     return _irfft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def hfft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def hfft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def hfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def hfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Two-dimensional transform of a Hermitian-symmetric signal: a real spectrum.
 
     SciPy's; NumPy has only the 1-D one.
@@ -927,16 +1284,48 @@ def hfft2(
     return _hfft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ihfft2(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = (-2, -1),
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ihfft2(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ihfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ihfft2(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = (-2, -1),
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`hfft2`: the Hermitian half signal of a real spectrum.
 
     SciPy's; NumPy has only the 1-D one.
@@ -980,16 +1369,48 @@ def ihfft2(
     return _ihfft2(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def fftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def fftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def fftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def fftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """N-dimensional discrete Fourier transform.
 
     Parameters
@@ -1030,16 +1451,48 @@ def fftn(
     return _fftn(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ifftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ifftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ifftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ifftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """N-dimensional inverse discrete Fourier transform.
 
     Parameters
@@ -1080,16 +1533,48 @@ def ifftn(
     return _ifftn(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def rfftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def rfftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def rfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def rfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """N-dimensional discrete Fourier transform of a real signal.
 
     Parameters
@@ -1130,16 +1615,48 @@ def rfftn(
     return _rfftn(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def irfftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def irfftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def irfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def irfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`rfftn`: the real signal of a half spectrum.
 
     Parameters
@@ -1183,16 +1700,48 @@ def irfftn(
     return _irfftn(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def hfftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def hfftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def hfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def hfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """N-dimensional transform of a Hermitian-symmetric signal: a real spectrum.
 
     SciPy's; NumPy has only the 1-D one.
@@ -1234,16 +1783,48 @@ def hfftn(
     return _hfftn(x, s, axes, norm, out, workers)
 
 
-@_transform_doc
+@overload
 def ihfftn(
-    x: ArrayLike,
+    x: NumpyArray,
     s: int | Sequence[int] | None = None,
     axes: int | Sequence[int] | None = None,
     norm: Norm = None,
     out: Array | None = None,
     *,
     workers: int | None = None,
-) -> Array:
+) -> Array: ...
+@overload
+def ihfftn(
+    x: ShardedArray,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> ShardedArray: ...
+@overload
+def ihfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any: ...
+
+
+@_transform_doc
+def ihfftn(
+    x: Any,
+    s: int | Sequence[int] | None = None,
+    axes: int | Sequence[int] | None = None,
+    norm: Norm = None,
+    out: Array | None = None,
+    *,
+    workers: int | None = None,
+) -> Any:
     """Inverse of :func:`hfftn`: the Hermitian half signal of a real spectrum.
 
     SciPy's; NumPy has only the 1-D one.
@@ -1401,8 +1982,16 @@ def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:
     return backend.fft_shift(x, axes, inverse)
 
 
+@overload
+def fftshift(x: NumpyArray, axes: int | Sequence[int] | None = None) -> Array: ...
+@overload
+def fftshift(x: ShardedArray, axes: int | Sequence[int] | None = None) -> ShardedArray: ...
+@overload
+def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any: ...
+
+
 @operation("gk.fft.fftshift")
-def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
+def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     """Move the zero-frequency term to the centre of the spectrum.
 
     Parameters
@@ -1440,8 +2029,16 @@ def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     return _shift("gk.fft.fftshift", x, axes, inverse=False)
 
 
+@overload
+def ifftshift(x: NumpyArray, axes: int | Sequence[int] | None = None) -> Array: ...
+@overload
+def ifftshift(x: ShardedArray, axes: int | Sequence[int] | None = None) -> ShardedArray: ...
+@overload
+def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any: ...
+
+
 @operation("gk.fft.ifftshift")
-def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
+def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     """Inverse of :func:`fftshift` (they differ for odd lengths).
 
     Parameters
