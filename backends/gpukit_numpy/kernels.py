@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from gpukit._host.activations import activate, derivative
+from gpukit._host.activations import bias_activate, gradient
 
 from . import blas as _blas
 
@@ -33,21 +33,14 @@ def bias_activation(
     x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
 ) -> np.ndarray:
     """Reference of :func:`gpukit.kernels.bias_activation`: ``act(x + bias)``."""
-    return activate(np.add(x, bias), activation, negative_slope, overwrite=True)
+    return bias_activate(x, bias, np.empty_like(x, order="C"), activation, negative_slope)
 
 
 def bias_activation_backward(
     grad_y: np.ndarray, x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference of :func:`gpukit.kernels.bias_activation_backward`."""
-    if activation == "identity":
-        grad_x = grad_y.copy()
-    else:
-        z = np.add(x, bias)
-        d = derivative(z, activation, negative_slope, overwrite=True)
-        grad_x = np.multiply(grad_y, d, out=z)  # d is never z: reuse z's memory
-    grad_bias = grad_x.reshape(-1, bias.shape[0]).sum(axis=0)
-    return grad_x, grad_bias
+    return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
 
 
 #: Elements per block of the in-place updates: two float64 scratch blocks are 4 MiB per

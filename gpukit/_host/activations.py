@@ -1,14 +1,22 @@
-"""The activations and their derivatives on the host, written once in NumPy.
+"""The activations and their gradients on the host, written once in NumPy.
 
-Two callers compute them: the numpy backend's references of ``gk.kernels.bias_activation``
-and ``bias_activation_backward`` (``gpukit_numpy.kernels``), and ``gpukit.nn``'s layers on
-host arrays, which skip the kernels' extra copy by working in place on their own
-temporaries and keep an activation's output where its derivative can be written with it.
-The CUDA kernels (``backends/gpukit_cupy/kernels/activations.cuh``) compute the same
-formulas; the tests compare all of them with float64 references.
+Two callers compute them: the numpy backend's ``gk.kernels.bias_activation`` and
+``bias_activation_backward`` (``gpukit_numpy.kernels``), and ``gpukit.nn``'s layers on
+host arrays, which work in place on their own temporaries and keep an activation's
+output where its derivative can be written with it. The CUDA kernels
+(``backends/gpukit_cupy/kernels/activations.cuh``) compute the same formulas; the tests
+compare all of them with float64 references.
 
-GELU's normal CDF is written ``erfc(-z / sqrt2) / 2``: ``1 + erf(z / sqrt2)`` cancels for
-``z << 0`` (float32 ``gelu(-10)`` came out 0 instead of -7.6e-23).
+Each function walks its array in cache-sized blocks on the host's threads
+(:mod:`gpukit._host.parallel`): the bias, the activation and, backward, the product with
+the incoming gradient and the bias gradient's partial sums are done block by block,
+so the data crosses memory once each way.
+
+GELU's normal CDF is ``erfc(-z / sqrt2) / 2``: ``1 + erf(z / sqrt2)`` cancels for
+``z << 0`` (float32 ``gelu(-10)`` came out 0 instead of -7.6e-23). In float32 it is
+computed by :func:`_phi32`, a vectorised form accurate to float32 in relative terms
+down to the underflow; SciPy's ``erfc`` is a scalar loop, 60x slower than a NumPy pass.
+float64 keeps SciPy's ``erfc`` (on the threads, block by block).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from ..backend.kernels import ACTIVATIONS
+from .parallel import constant, run, scratch, spans
 
-__all__ = ["FROM_OUTPUT", "activate", "derivative"]
+__all__ = ["FROM_OUTPUT", "bias_activate", "gradient"]
 
 #: Activations whose derivative is a function of their output: the output is what a layer
 #: keeps for its backward pass, and the input can be overwritten.
@@ -31,140 +40,304 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _K_TANH = math.sqrt(2.0 / math.pi)  # gelu's tanh form: tanh(k (z + 0.044715 z^3))
 _C_TANH = 0.044715
 
+#: ``log(erfc(a) / t) + a**2`` as a polynomial in ``u = a / (2 + a)``, ``t = 1 - u``
+#: (lowest degree first): a degree-12 least-squares fit on Chebyshev nodes over all of
+#: ``a >= 0`` (``u`` in [0, 1)), 6e-9 from the function, so ``erfc(a) = t exp(P(u) - a**2)``
+#: is accurate to float32 from 0 to the underflow. Written in ``u``, its rounding is
+#: relative near ``a = 0``, where the exponent is small.
+_ERFC_U = (
+    -3.9334602242036e-09,
+    -1.2567570679667042,
+    -0.3033042349169688,
+    0.16280129584977027,
+    0.17910336951645417,
+    0.14080129095585073,
+    -0.37670101697550235,
+    0.6608012189853869,
+    -1.0872164078848905,
+    0.8224006250618722,
+    -0.11235032762243785,
+    -0.14986045900407224,
+    0.0547696001863379,
+)
+
 
 def _special() -> Any:
-    import scipy.special  # on the first activation that needs it: import gpukit stays light
+    import scipy.special  # on the first float64 gelu: import gpukit stays light
 
     return scipy.special
 
 
-def _expit(z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """The logistic sigmoid in ``z``'s dtype: SciPy's ``expit`` has no float16 loop and
-    gave float16 input a float64 result."""
-    return _special().expit(z, out=np.empty_like(z) if out is None else out)
+def _phi32(z: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, u: np.ndarray) -> None:
+    """``out = Phi(z)``, the normal CDF, for a flat float32 block (``a``, ``t``, ``u``:
+    scratch of its size). Phi(z) = erfc(a) / 2 for z < 0 and 1 - erfc(a) / 2 otherwise,
+    with a = |z| / sqrt2, as h - s erfc(a) with h = [z >= 0] and s = h - 1/2: no mask,
+    and the tail's tiny values are not cancelled. |z| is capped where erfc has long
+    underflowed, so that ``u`` stays finite at infinity."""
+    f = np.float32
+    np.abs(z, out=a)
+    a *= f(_SQRT1_2)
+    np.minimum(a, constant(f, 16.0, a.size), out=a)
+    np.add(a, f(2.0), out=t)
+    np.divide(f(2.0), t, out=t)  # t = 2 / (2 + a)
+    np.multiply(a, t, out=u)
+    u *= f(0.5)  # u = a / (2 + a), relative-accurate near 0 (1 - t is not)
+    out.fill(_ERFC_U[-1])
+    for c in _ERFC_U[-2::-1]:
+        out *= u
+        out += f(c)
+    np.multiply(a, a, out=a)
+    out -= a
+    np.exp(out, out=out)
+    out *= t  # erfc(a)
+    np.greater_equal(z, 0, out=a)  # h = 1 for z >= 0, else 0 (NaN: 0)
+    np.subtract(a, f(0.5), out=t)  # s = h - 1/2 = +-1/2
+    out *= t  # s erfc(a)
+    np.subtract(a, out, out=out)  # exact for z < 0: 0 + erfc(a) / 2
 
 
-def activate(z: np.ndarray, name: str, slope: float, *, overwrite: bool = False) -> np.ndarray:
-    """``act(z)``: written into ``z`` itself when ``overwrite``, else a new array
-    (``slope``: leaky ReLU's negative slope).
+def _phi(z: np.ndarray, out: np.ndarray, w: list[np.ndarray]) -> None:
+    """``out = Phi(z)`` for a flat block; ``w``: three scratch arrays of its size."""
+    if z.dtype == np.float32:
+        _phi32(z, out, *w[:3])
+        return
+    np.multiply(z, -_SQRT1_2, out=out)
+    _special().erfc(out, out=out)
+    out *= 0.5
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> z = np.array([-2.0, 0.0, 3.0])
-    >>> activate(z, "relu", 0.0).tolist(), z.tolist()
-    ([0.0, 0.0, 3.0], [-2.0, 0.0, 3.0])
-    >>> activate(z, "leaky_relu", 0.5, overwrite=True) is z, z.tolist()
-    (True, [-1.0, 0.0, 3.0])
-    """
-    out = z if overwrite else None
+
+def _sigmoid(z: np.ndarray, out: np.ndarray) -> None:
+    """``out = 1 / (1 + exp(-z))``; exp(-z) overflows to inf for z << 0 and gives the
+    right 0 (the callers run under ``errstate(over="ignore")``)."""
+    np.negative(z, out=out)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(1.0, out, out=out)
+
+
+def _gelu_tanh_gate(z: np.ndarray, t: np.ndarray) -> None:
+    """``t = tanh(k (z + c z^3))``."""
+    np.multiply(z, z, out=t)
+    t *= _C_TANH
+    t += 1.0
+    t *= z
+    t *= _K_TANH
+    np.tanh(t, out=t)
+
+
+def _forward(z: np.ndarray, name: str, slope: float, w: list[np.ndarray]) -> None:
+    """``z = act(z)`` in place on a flat block; ``w``: four scratch arrays of its size."""
     if name == "relu":
-        return np.maximum(z, 0, out=out)
-    if name == "sigmoid":
-        return _expit(z, out)
-    if name == "tanh":
-        return np.tanh(z, out=out)
-    if name == "identity":
-        return z if overwrite else z.copy()
-    if name == "leaky_relu":
-        if overwrite:
-            return np.multiply(z, slope, out=z, where=z < 0)
-        return np.where(z < 0, z * z.dtype.type(slope), z)
-    if name == "gelu":
-        t = np.multiply(z, -_SQRT1_2)
-        _special().erfc(t, out=t)
-        t *= 0.5
-    elif name == "gelu_tanh":
-        t = np.multiply(z, z)
-        t *= _C_TANH
-        t += 1.0
-        t *= z
-        t *= _K_TANH
-        np.tanh(t, out=t)
-        t += 1.0
-        t *= 0.5
+        np.maximum(z, constant(z.dtype, 0.0, z.size), out=z)
+    elif name == "leaky_relu":
+        # slope z where z < 0: for slope <= 1 it is the larger of z and slope z, else
+        # the smaller (a select without a mask; NaN propagates through both)
+        np.multiply(z, slope, out=w[0])
+        (np.maximum if slope <= 1.0 else np.minimum)(z, w[0], out=z)
+    elif name == "tanh":
+        np.tanh(z, out=z)
+    elif name == "sigmoid":
+        _sigmoid(z, z)
     elif name == "silu":
-        t = _expit(z)
-    else:
+        _sigmoid(z, w[0])
+        z *= w[0]
+    elif name == "gelu":
+        _phi(z, w[0], w[1:])
+        z *= w[0]
+    elif name == "gelu_tanh":
+        _gelu_tanh_gate(z, w[0])
+        w[0] += 1.0
+        w[0] *= 0.5
+        z *= w[0]
+    elif name != "identity":
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
-    return np.multiply(z, t, out=z if overwrite else t)  # z times its gate
 
 
-def derivative(
-    v: np.ndarray, name: str, slope: float, *, of_output: bool = False, overwrite: bool = False
-) -> np.ndarray:
-    """``act'(z)`` as a new array (never ``v`` itself): of ``v``'s dtype, a boolean mask for
-    ReLU. Not for the identity, whose callers pass the gradient through.
+def _leaky_derivative(z: np.ndarray, slope: float, d: np.ndarray) -> None:
+    """``d = 1 if z > 0 else slope`` (a NaN z takes the slope, as in PyTorch)."""
+    if 0.0 <= slope <= 1.0:  # h (1 - slope) + slope with h = [z > 0]: exactly 1 or slope
+        np.greater(z, 0, out=d)
+        d *= 1.0 - slope
+        d += slope
+    else:
+        d.fill(slope)
+        np.copyto(d, 1.0, where=z > 0)
 
-    ``v`` is the activation's input ``z``, or its output ``act(z)`` when ``of_output`` (only
-    for :data:`FROM_OUTPUT`). ``overwrite`` lets the computation reuse ``v``'s memory (a
-    temporary of the caller's); otherwise ``v`` is only read, so a layer's saved array
-    serves any number of backward passes.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> derivative(np.array([-1.0, 2.0]), "leaky_relu", 0.1).tolist()
-    [0.1, 1.0]
-    >>> y = np.tanh(np.array([0.5]))
-    >>> bool(np.isclose(derivative(y, "tanh", 0.0, of_output=True)[0], 1 - y[0] ** 2))
-    True
-    """
-    if name == "identity":
-        raise ValueError("the identity's gradient is the incoming one: pass it through")
-    if of_output and name not in FROM_OUTPUT:
-        raise ValueError(f"the derivative of {name!r} is not a function of its output")
-    one = v.dtype.type(1)
-    if name == "relu":
-        return v > 0
-    if name == "leaky_relu":
-        return np.where(v > 0, one, v.dtype.type(slope))
+def _derivative(
+    v: np.ndarray, name: str, of_output: bool, d: np.ndarray, w: list[np.ndarray]
+) -> None:
+    """``d = act'(z)`` for a flat block ``v`` (``z``, or ``act(z)`` when ``of_output``),
+    read only, for the activations without a mask form; ``w``: four scratch arrays."""
     if name in ("sigmoid", "tanh"):
         s = v
         if not of_output:
-            s = (_expit if name == "sigmoid" else np.tanh)(v, v if overwrite else None)
+            s = d
+            if name == "sigmoid":
+                _sigmoid(v, d)
+            else:
+                np.tanh(v, out=d)
         if name == "sigmoid":  # s (1 - s)
-            d = np.subtract(one, s)
-            d *= s
-            return d
-        d = np.multiply(s, s)  # 1 - s^2
-        np.subtract(one, d, out=d)
-        return d
-    if name == "gelu":  # 0.5 erfc(-z/sqrt2) + z phi(z)
-        d = np.multiply(v, -_SQRT1_2)
-        _special().erfc(d, out=d)
-        d *= 0.5
-        pdf = np.multiply(v, v)
-        pdf *= -0.5
-        np.exp(pdf, out=pdf)
-        pdf *= _INV_SQRT_2PI
-        pdf *= v
-        d += pdf
-        return d
-    if name == "gelu_tanh":
+            np.subtract(1.0, s, out=w[0])
+            np.multiply(s, w[0], out=d)
+        else:  # 1 - s^2
+            np.multiply(s, s, out=d)
+            np.subtract(1.0, d, out=d)
+    elif name == "silu":  # s (1 + z (1 - s)),  s = sigmoid(z)
+        _sigmoid(v, d)
+        np.subtract(1.0, d, out=w[0])
+        w[0] *= v
+        w[0] += 1.0
+        d *= w[0]
+    elif name == "gelu":  # Phi(z) + z phi(z)
+        _phi(v, d, w[1:])
+        np.multiply(v, v, out=w[0])
+        w[0] *= -0.5
+        np.exp(w[0], out=w[0])
+        w[0] *= _INV_SQRT_2PI
+        w[0] *= v
+        d += w[0]
+    elif name == "gelu_tanh":
         # 0.5 (1 + t) + 0.5 z (1 - t^2) k (1 + 3 c z^2),  t = tanh(k (z + c z^3))
-        z2 = np.multiply(v, v)
-        t = np.multiply(z2, _C_TANH)
-        t += 1.0
-        t *= v
-        t *= _K_TANH
-        np.tanh(t, out=t)
-        z2 *= 3.0 * _C_TANH
-        z2 += 1.0
-        z2 *= _K_TANH * 0.5
-        z2 *= v  # 0.5 k z (1 + 3 c z^2)
-        d = np.multiply(t, t)
+        _gelu_tanh_gate(v, w[0])
+        np.multiply(v, v, out=w[1])
+        w[1] *= 3.0 * _C_TANH
+        w[1] += 1.0
+        w[1] *= _K_TANH * 0.5
+        w[1] *= v  # 0.5 k z (1 + 3 c z^2)
+        np.multiply(w[0], w[0], out=d)
         np.subtract(1.0, d, out=d)
-        d *= z2
-        t += 1.0
-        t *= 0.5
-        d += t
-        return d
-    if name == "silu":  # s (1 + z (1 - s)),  s = sigmoid(z)
-        s = _expit(v)
-        d = np.subtract(1.0, s)
-        d *= v
-        d += 1.0
-        d *= s
-        return d
-    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+        d *= w[1]
+        w[0] += 1.0
+        w[0] *= 0.5
+        d += w[0]
+    else:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+
+
+def _plain(a: Any) -> np.ndarray:
+    """``a`` as a plain ndarray view (no VirtualDeviceArray ufunc overrides)."""
+    return a if type(a) is np.ndarray else np.asarray(a).view(np.ndarray)
+
+
+def _rows(a: np.ndarray, c: int) -> np.ndarray:
+    return a.reshape(-1, c) if a.size else a.reshape(0, max(c, 1))
+
+
+def bias_activate(x: Any, bias: Any, out: Any, name: str, slope: float) -> Any:
+    """``out = act(x + bias)`` (``bias`` may be None; ``out`` C-contiguous, shaped like
+    ``x``, and may be ``x`` itself), in one blocked, threaded pass; returns ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[-2.0, 0.0], [3.0, -1.0]])
+    >>> bias_activate(x, np.array([1.0, 0.5]), np.empty_like(x), "relu", 0.0).tolist()
+    [[0.0, 0.5], [4.0, 0.0]]
+    """
+    c = x.shape[-1] if x.ndim else 1
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    x2, o2, b = _rows(_plain(x), c), _rows(_plain(out), c), bias
+    b = None if bias is None else _plain(bias)
+    itemsize = o2.dtype.itemsize
+
+    def work(_k: int, lo: int, hi: int) -> None:
+        step = spans(lo, hi, c * itemsize).step
+        with np.errstate(over="ignore"):
+            for r in spans(lo, hi, c * itemsize):
+                ob = o2[r : min(r + step, hi)]
+                if b is not None:
+                    np.add(x2[r : r + ob.shape[0]], b, out=ob)
+                elif x2 is not o2:
+                    np.copyto(ob, x2[r : r + ob.shape[0]])
+                flat = ob.reshape(-1)
+                if name != "identity":
+                    _forward(flat, name, slope, scratch(flat.dtype, 4, flat.size))
+
+    run(work, x2.shape[0], c)
+    return out
+
+
+def gradient(
+    grad: Any,
+    v: Any,
+    name: str,
+    slope: float,
+    *,
+    bias: Any = None,
+    of_output: bool = False,
+    out: Any = None,
+    want_bias: bool = False,
+) -> tuple[Any, Any]:
+    """``grad * act'(z)`` and, if ``want_bias``, its sum over every axis but the last.
+
+    ``v`` is the activation's input before the bias (``z = v + bias``; ``bias`` None for
+    none), or its output ``act(z)`` when ``of_output`` (only for :data:`FROM_OUTPUT`);
+    it is only read. ``out`` (C-contiguous, ``grad``'s shape; may be ``grad`` itself)
+    receives the gradient, else a new array does. One blocked, threaded pass over
+    ``grad`` and ``v``: the bias gradient is summed from the blocks while in cache.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gx, gb = gradient(np.ones((2, 2)), np.array([[-1.0, 2.0], [3.0, 4.0]]), "leaky_relu",
+    ...                   0.1, want_bias=True)
+    >>> gx.tolist(), gb.tolist()
+    ([[0.1, 1.0], [1.0, 1.0]], [1.1, 2.0])
+    >>> y = np.tanh(np.array([0.5]))
+    >>> g, _ = gradient(np.ones(1), y, "tanh", 0.0, of_output=True)
+    >>> bool(np.isclose(g[0], 1 - y[0] ** 2))
+    True
+    """
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    if of_output and name not in FROM_OUTPUT:
+        raise ValueError(f"the derivative of {name!r} is not a function of its output")
+    if out is None:
+        out = np.empty_like(grad, order="C")
+    c = v.shape[-1] if v.ndim else 1
+    g2 = _rows(np.ascontiguousarray(_plain(grad)), c)
+    v2 = _rows(np.ascontiguousarray(_plain(v)), c)
+    o2 = _rows(_plain(out), c)
+    b = None if bias is None else _plain(bias)
+    dtype = o2.dtype
+    itemsize = dtype.itemsize
+
+    def work(_k: int, lo: int, hi: int) -> np.ndarray | None:
+        acc = np.zeros(c, dtype) if want_bias else None
+        step = spans(lo, hi, c * itemsize).step
+        with np.errstate(over="ignore"):
+            for r in spans(lo, hi, c * itemsize):
+                ob = o2[r : min(r + step, hi)]
+                n = ob.size
+                gb, vb = g2[r : r + ob.shape[0]], v2[r : r + ob.shape[0]]
+                if name == "identity":
+                    if gb is not ob:
+                        np.copyto(ob, gb)
+                else:
+                    w = scratch(dtype, 6, n)
+                    z = vb.reshape(-1)
+                    if b is not None:
+                        z = np.add(vb, b, out=w[5].reshape(vb.shape)).reshape(-1)
+                    gf, of = gb.reshape(-1), ob.reshape(-1)
+                    if name == "relu":  # grad where z > 0, else 0
+                        np.greater(z, 0, out=w[0])
+                        np.multiply(gf, w[0], out=of)
+                    elif name == "leaky_relu":
+                        _leaky_derivative(z, slope, w[0])
+                        np.multiply(gf, w[0], out=of)
+                    else:
+                        _derivative(z, name, of_output, w[0], w[1:5])
+                        np.multiply(gf, w[0], out=of)
+                if acc is not None:
+                    acc += ob.sum(axis=0)
+        return acc
+
+    parts = run(work, g2.shape[0], c)
+    gbias = None
+    if want_bias:
+        gbias = parts[0]
+        for p in parts[1:]:
+            gbias += p
+    return out, gbias

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
-from .._host.activations import FROM_OUTPUT, activate, derivative
+from .._host.activations import FROM_OUTPUT, bias_activate, gradient
 from ..kernels import ACTIVATIONS
 from ..kernels._direct import kernel
 
@@ -63,15 +63,13 @@ def forward(
         # float32 and rounded once, as PyTorch computes half-precision activations
         y = kernel(z, "bias_activation")(*_as_float32(z, b), name, slope)
         return y.astype(z.dtype), (z, False)
-    if bias is not None:
-        z = np.add(z, bias, out=z if overwrite else None)
-        overwrite = True
-    if name == "identity":
-        return z, (z, True)
     # the derivative of FROM_OUTPUT activations is written with the output, so the input may
-    # be overwritten; the others keep their input for backward
+    # be overwritten; the others keep their input (before the bias) for backward
     from_output = name in FROM_OUTPUT
-    y = activate(z, name, slope, overwrite=overwrite and from_output)
+    if bias is None and name == "identity":
+        return z, (z, True)
+    out = z if overwrite and from_output and z.flags.c_contiguous else np.empty_like(z)
+    y = bias_activate(z, bias, out, name, slope)
     return y, (y if from_output else z, from_output)
 
 
@@ -101,11 +99,9 @@ def backward(
             gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)
         return gz, gb if want_bias else None
     if name == "identity":
-        gz = grad
-    else:
-        d = derivative(s, name, slope, of_output=saved[1])
-        gz = np.multiply(grad, d, out=grad if overwrite else None)
-    gb = None
-    if want_bias:
-        gb = bias_grad(gz)
-    return gz, gb
+        return grad, bias_grad(grad) if want_bias else None
+    out = grad if overwrite and grad.flags.c_contiguous else None
+    pre_bias = None if saved[1] else bias  # a saved input is from before the bias
+    return gradient(
+        grad, s, name, slope, bias=pre_bias, of_output=saved[1], out=out, want_bias=want_bias
+    )
