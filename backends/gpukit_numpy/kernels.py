@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from gpukit._host import parallel as _parallel
 from gpukit._host.activations import bias_activate, gradient
 
 from . import blas as _blas
@@ -43,17 +46,18 @@ def bias_activation_backward(
     return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
 
 
-#: Elements per block of the in-place updates: two float64 scratch blocks are 4 MiB per
-#: thread that updates. Measured inside the training step of a 784-256-10 MLP at batch 32,
-#: the optimizer step took 66 us with 32K-element blocks, 63 us with 64K and 57 us with
-#: 256K (the whole weight in one round): the data outgrows the caches either way, and each
-#: round costs ~1 us of Python.
+#: Largest update done in one round, and the scratch blocks' size: inside the training step
+#: of a 784-256-10 MLP at batch 32 the optimizer step took 66 us with 32K-element rounds
+#: and 57 us with 256K (the whole weight in one round), each round costing ~1 us of
+#: Python. Larger updates are split over the host threads (:mod:`gpukit._host.parallel`)
+#: and walked in cache-sized blocks.
 _BLOCK = 1 << 18
 _scratch = threading.local()
 
 
-def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Two flat scratch blocks of ``dtype``: this thread's, allocated on its first update.
+def _workspace(dtype: np.dtype) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Two flat scratch blocks of ``dtype`` for each host thread an update may use: the
+    calling thread's, allocated on its first update.
 
     The in-place updates take all their temporaries from here, after which they allocate
     nothing: an update fails before its first write or not at all, and an optimizer step
@@ -61,14 +65,15 @@ def _workspace(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     (Plain SGD needs none: it is one BLAS ``axpy`` from NumPy's own BLAS, :mod:`.blas`.)
     """
     cache = _scratch.__dict__
-    pair = cache.get(dtype)
-    if pair is None:
+    slots = cache.get(dtype)
+    if slots is None:
         raw = cache.get("raw")
+        n = _BLOCK * 8
         if raw is None:
-            raw = cache["raw"] = np.empty(2 * _BLOCK * 8, dtype=np.uint8)
-        n = _BLOCK * dtype.itemsize
-        pair = cache[dtype] = (raw[:n].view(dtype), raw[n : 2 * n].view(dtype))
-    return pair
+            raw = cache["raw"] = np.empty(2 * n * _parallel.max_threads(), dtype=np.uint8)
+        views = [raw[i * n : (i + 1) * n].view(dtype)[:_BLOCK] for i in range(raw.size // n)]
+        slots = cache[dtype] = list(zip(views[0::2], views[1::2], strict=True))
+    return slots
 
 
 def _flat(a: np.ndarray | None) -> np.ndarray | None:
@@ -78,16 +83,26 @@ def _flat(a: np.ndarray | None) -> np.ndarray | None:
     return (a if type(a) is np.ndarray else a.view(np.ndarray)).reshape(-1)
 
 
-def _blocks(*arrays: np.ndarray | None) -> list[tuple[np.ndarray | None, ...]]:
-    """Matching flat blocks of same-shaped C-contiguous arrays (None stays None)."""
+def _update(
+    block: Callable[..., None], arrays: tuple[np.ndarray | None, ...], dtype: np.dtype
+) -> None:
+    """Call ``block(*blocks, s1, s2)`` over matching flat blocks of same-shaped
+    C-contiguous ``arrays`` (None stays None) with two scratch blocks of their size: in
+    one round up to :data:`_BLOCK` elements, else on the host threads in cache-sized
+    blocks. The scratch is taken before the first write."""
+    slots = _workspace(dtype)
     flat = [_flat(a) for a in arrays]
-    size = flat[0].size
-    if size <= _BLOCK:
-        return [tuple(flat)]
-    return [
-        tuple(None if f is None else f[lo : lo + _BLOCK] for f in flat)
-        for lo in range(0, size, _BLOCK)
-    ]
+    n = flat[0].size
+    threads = min(_parallel.plan(n), len(slots))
+    step = n if n <= _BLOCK else min(_BLOCK, _parallel.BLOCK // dtype.itemsize)
+
+    def work(k: int, lo: int, hi: int) -> None:
+        s1, s2 = slots[k]
+        for b in range(lo, hi, max(step, 1)):
+            e = min(b + step, hi)
+            block(*(None if f is None else f[b:e] for f in flat), s1[: e - b], s2[: e - b])
+
+    _parallel.run(work, n, 1, threads)
 
 
 def _blas_ready(y: np.ndarray, x: np.ndarray) -> bool:
@@ -129,37 +144,30 @@ def sgd_update(
             # two ufunc passes' time on a 784x256 float32 weight inside a training step
             fused(-lr, g, p)
             return
-        s2 = _workspace(param.dtype)[1]
-        n = p.size
-        if n <= _BLOCK:
-            p -= np.multiply(g, lr, out=s2[:n])
-            return
-        for lo in range(0, n, _BLOCK):
-            q = p[lo : lo + _BLOCK]
-            q -= np.multiply(g[lo : lo + _BLOCK], lr, out=s2[: q.size])
-        return
-    s1, s2 = _workspace(param.dtype)
-    for p, g, buf in _blocks(param, grad, momentum_buffer):
+
+    def block(p: np.ndarray, g: np.ndarray, buf: np.ndarray | None, s1: Any, s2: Any) -> None:
         n = p.size
         d = g
         if weight_decay:  # d = grad + weight_decay * param
-            d = np.multiply(p, weight_decay, out=s1[:n])
+            d = np.multiply(p, weight_decay, out=s1)
             d += g
         if momentum:
             if first_step:
                 np.copyto(buf, d)
             else:  # buf = momentum * buf + (1 - dampening) * d
                 buf *= momentum
-                buf += np.multiply(d, 1.0 - dampening, out=s2[:n]) if dampening else d
+                buf += np.multiply(d, 1.0 - dampening, out=s2) if dampening else d
             if nesterov:  # step = d + momentum * buf
                 if d is g:
-                    d = np.multiply(buf, momentum, out=s1[:n])
+                    d = np.multiply(buf, momentum, out=s1)
                     d += g
                 else:
-                    d += np.multiply(buf, momentum, out=s2[:n])
+                    d += np.multiply(buf, momentum, out=s2)
             else:
                 d = buf
         p -= np.multiply(d, lr, out=s2[:n])
+
+    _update(block, (param, grad, momentum_buffer), param.dtype)
 
 
 def adam_update(
@@ -182,16 +190,21 @@ def adam_update(
     """
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
-    s1, s2 = _workspace(param.dtype)
     step_size = lr / (1.0 - beta1**step)
     denom_scale = math.sqrt(1.0 - beta2**step)
-    for p, g, m, v in _blocks(param, grad, exp_avg, exp_avg_sq):
-        t = s1[: p.size]
+    # p -= step_size m / (sqrt(v) / denom_scale + eps), with step_size folded into the
+    # denominator (two passes fewer than torch's sequence; rounding of the same order)
+    # unless it is 0, where NaN and inf in m / denom must still reach p as in torch
+    fold = step_size != 0.0
+    inv_scale = 1.0 / (denom_scale * step_size) if fold else 1.0 / denom_scale
+    eps_scaled = eps / step_size if fold else eps
+
+    def block(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: Any, s2: Any) -> None:
         if weight_decay:
             if decoupled:
                 p *= 1.0 - lr * weight_decay
             else:  # g = grad + weight_decay * param
-                decayed = np.multiply(p, weight_decay, out=s2[: p.size])
+                decayed = np.multiply(p, weight_decay, out=s2)
                 decayed += g
                 g = decayed
         np.subtract(g, m, out=t)  # exp_avg.lerp_(g, 1 - beta1), as torch does
@@ -202,11 +215,14 @@ def adam_update(
         t *= 1.0 - beta2
         v += t
         np.sqrt(v, out=t)
-        t /= denom_scale
-        t += eps
+        t *= inv_scale
+        t += eps_scaled
         np.divide(m, t, out=t)
-        t *= step_size
+        if not fold:
+            t *= step_size
         p -= t
+
+    _update(block, (param, grad, exp_avg, exp_avg_sq), param.dtype)
 
 
 def _label_pick(a: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK", "constant", "n_threads", "plan", "run", "scratch", "spans"]
+__all__ = ["BLOCK", "constant", "max_threads", "n_threads", "plan", "run", "scratch", "spans"]
 
 #: Bytes per array of a block (64K float32, 32K float64 elements): a block's input,
 #: output and scratch arrays stay in a core's L2 (1 MiB on the 2-core EPYC measured) or
@@ -72,6 +72,11 @@ def _blas_controllers() -> list[Any]:
 
         _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
     return _blas
+
+
+def max_threads() -> int:
+    """The most threads :func:`run` ever uses: the cores available to the process."""
+    return _CORES
 
 
 def n_threads() -> int:
