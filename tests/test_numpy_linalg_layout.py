@@ -5,12 +5,14 @@ of the copy a factorisation makes so as not to overwrite its input. A real C-ord
 matrix is its transpose in Fortran order, so the backend can always pass a view. These
 tests record what each LAPACK routine receives, for every memory layout, structure and
 option, and assert that it is a Fortran-ordered view of the caller's matrix (of the
-factor, for the routines that read one), without timing anything; the solutions are
-compared with float64 references.
+factor, for the routines that read one), and that a solve holds one matrix of memory
+besides its input, without timing anything; the solutions are compared with float64
+references.
 """
 
 from __future__ import annotations
 
+import tracemalloc
 from collections import defaultdict
 
 import numpy as np
@@ -18,7 +20,7 @@ import pytest
 import scipy.linalg as sl
 
 import gpukit as gk
-from gpukit.testing import random_array
+from gpukit.testing import random_array, random_spd
 from gpukit_numpy import linalg
 
 from helpers import TOL, rel_err
@@ -138,3 +140,21 @@ def test_cho_solve_hands_potrs_a_view(lapack, rng, dtype, lower):
     assert rel_err(x, np.linalg.solve(h, b.astype(np.float64))) < TOL[np.dtype(dtype)]
     (matrix, _), _ = _only(lapack, "potrs")
     assert matrix.flags.f_contiguous
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "pos"])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_solve_holds_one_matrix_at_a_time(rng, assume_a, order):
+    """LAPACK's copy for the factor is the one matrix a solve allocates at a time (the
+    Hermitian norm's temporary ``|a|`` is freed before the factor is made)."""
+    a = _in_order(random_spd(300, rng=rng), order)
+    b = random_array((300,), rng=rng)
+    gk.linalg.solve(a, b, assume_a=assume_a)  # LAPACK's lookups, imports
+    tracemalloc.start()
+    try:
+        x = gk.linalg.solve(a, b, assume_a=assume_a)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rel_err(x, np.linalg.solve(a, b)) < TOL[np.dtype(np.float64)]
+    assert peak < 1.25 * a.nbytes, f"a solve held {peak / a.nbytes:.2f} matrices at once"

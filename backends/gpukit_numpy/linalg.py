@@ -170,8 +170,11 @@ class NumpyLinalg(LinalgOps):
         if a.ndim != 2 or a.shape[0] == 0:  # a stack: numpy's batched solve, exact rcond
             return super().linalg_solve_rcond(a, b, assume_a)
         if assume_a == "pos":
+            # the norm's temporary |a| is freed before the factor takes its place: one
+            # matrix of memory at a time, whose pages the allocator keeps for the next call
+            anorm = _hermitian_norm1(a)
             c = _potrf(a)
-            return _potrs(c, b), np.asarray(_pocon(c, _hermitian_norm1(a)))
+            return _potrs(c, b), np.asarray(_pocon(c, anorm))
         x, rcond = _lu_solve_rcond(a, b)
         return x, np.asarray(rcond)
 
