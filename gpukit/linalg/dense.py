@@ -10,7 +10,7 @@ dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -466,6 +466,14 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
     return x[..., 0] if squeeze else x
 
 
+@overload
+def qr(
+    a: Any, mode: Literal["reduced", "complete"] = "reduced", *, check_finite: bool = True
+) -> QRResult: ...
+@overload
+def qr(a: Any, mode: str, *, check_finite: bool = True) -> Any: ...  # "r": R alone
+
+
 @operation("gk.linalg.qr")
 @_docs.shared
 def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
@@ -560,6 +568,20 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
         check=list,
     )
     return EighResult(w, v)
+
+
+@overload
+def svd(
+    a: Any,
+    full_matrices: bool = True,
+    compute_uv: Literal[True] = True,
+    *,
+    check_finite: bool = True,
+) -> SVDResult: ...
+@overload
+def svd(
+    a: Any, full_matrices: bool = True, compute_uv: bool = True, *, check_finite: bool = True
+) -> Any: ...  # compute_uv False: S alone
 
 
 @operation("gk.linalg.svd")

@@ -3,6 +3,7 @@
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from typing_extensions import assert_type
 
 import gpukit as gk
@@ -14,6 +15,12 @@ b = np.ones(4)
 assert_type(gk.linalg.solve(a, b), Array)
 assert_type(gk.linalg.solve(a, b, assume_a="pos", check_finite=False), Array)
 assert_type(gk.linalg.inv(a), Array)
+# NumPy's named tuples (their fields typed as NumPy's stubs type them)
+assert_type(gk.linalg.qr(a).R, npt.NDArray[Any])
+assert_type(gk.linalg.qr(a, "complete").Q, npt.NDArray[Any])
+assert_type(gk.linalg.svd(a, full_matrices=False).S, npt.NDArray[Any])
+assert_type(gk.linalg.svd(a, compute_uv=False), Any)  # S alone
+assert_type(gk.linalg.eigh(a).eigenvalues, npt.NDArray[Any])
 
 x, info = gk.linalg.cg(a, b, rtol=1e-8, maxiter=100)
 assert_type(x, Array)
