@@ -235,39 +235,72 @@ def _label_pick(a: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return picked, valid
 
 
+def _row_blocks(block: Callable[[slice], None], n: int, c: int, itemsize: int) -> None:
+    """Call ``block(rows)`` over cache-sized slices of ``range(n)`` rows of ``c``
+    elements, on the host threads."""
+
+    def work(_k: int, lo: int, hi: int) -> None:
+        step = _parallel.spans(lo, hi, c * itemsize).step
+        for r in range(lo, hi, step):
+            block(slice(r, min(r + step, hi)))
+
+    _parallel.run(work, n, c)
+
+
 def softmax_cross_entropy(
     logits: np.ndarray, labels: np.ndarray, label_smoothing: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs)."""
-    c = logits.shape[1]
+    n, c = logits.shape
+    logits = logits.view(np.ndarray) if type(logits) is not np.ndarray else logits
+    probs = np.empty((n, c), logits.dtype)
+    loss = np.empty(n, logits.dtype)
+    labels = np.asarray(labels)
+
     # With z = logits - max (exact where it matters, unlike adding the max back):
     # loss = log sum_j exp(z_j) - (1 - eps) z_y - sum_j (eps / c) z_j, each term scaled
     # before the sum so that logits near the dtype's max do not overflow it. A -inf
     # logit gives probability 0, and with eps > 0 a loss of +inf (as in PyTorch).
-    z = np.subtract(logits, logits.max(axis=1, keepdims=True))
-    picked, _ = _label_pick(z, labels)
-    zsum = np.multiply(z, label_smoothing / max(c, 1)).sum(axis=1) if label_smoothing else None
-    np.exp(z, out=z)
-    s = z.sum(axis=1, keepdims=True)
-    z /= s
-    loss = np.log(s[:, 0])
-    loss -= (1.0 - label_smoothing) * picked
-    if label_smoothing:
-        loss -= zsum
-    return loss, z
+    def block(rows: slice) -> None:
+        z = np.subtract(logits[rows], logits[rows].max(axis=1, keepdims=True), out=probs[rows])
+        picked, _ = _label_pick(z, labels[rows])
+        if label_smoothing:
+            zsum = np.multiply(z, label_smoothing / c).sum(axis=1)
+        np.exp(z, out=z)
+        sums = z.sum(axis=1, keepdims=True)
+        z /= sums
+        out = np.log(sums[:, 0], out=loss[rows])
+        out -= (1.0 - label_smoothing) * picked
+        if label_smoothing:
+            out -= zsum
+
+    _row_blocks(block, n, c, probs.itemsize)
+    return loss, probs
 
 
 def softmax_cross_entropy_backward(
     probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, label_smoothing: float
 ) -> np.ndarray:
     """Reference of :func:`gpukit.kernels.softmax_cross_entropy_backward`."""
-    c = probs.shape[1]
-    g = probs - label_smoothing / max(c, 1) if label_smoothing else probs.copy()  # c = 0: empty
-    valid = (labels >= 0) & (labels < c)
-    rows = np.flatnonzero(valid)
-    g[rows, labels[rows]] -= 1.0 - label_smoothing
-    g[~valid] = np.nan
-    g *= grad_loss[:, None]
+    n, c = probs.shape
+    probs = probs.view(np.ndarray) if type(probs) is not np.ndarray else probs
+    labels, grad_loss = np.asarray(labels), np.asarray(grad_loss)
+    g = np.empty((n, c), probs.dtype)
+
+    def block(rows: slice) -> None:
+        gb = g[rows]
+        if label_smoothing:
+            np.subtract(probs[rows], label_smoothing / c, out=gb)
+        else:
+            np.copyto(gb, probs[rows])
+        lab = labels[rows]
+        valid = (lab >= 0) & (lab < c)
+        idx = np.flatnonzero(valid)
+        gb[idx, lab[idx]] -= 1.0 - label_smoothing
+        gb[~valid] = np.nan
+        gb *= grad_loss[rows, None]
+
+    _row_blocks(block, n, c, g.itemsize)
     return g
 
 
