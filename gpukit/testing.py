@@ -313,45 +313,45 @@ def random_spd(
 ) -> Any:
     """Well-conditioned symmetric (Hermitian, for complex) positive definite matrices.
 
-        ``Q @ Q^H / (n var) + I`` with ``Q`` from :func:`random_array` (``var`` the variance of
-    its entries): the eigenvalues lie in about
-        ``[1, 5]``, so the condition number stays below about 5 at every size and the default
-        tolerances of :func:`assert_close` apply to solves with them.
+    ``Q @ Q^H / (n var) + I`` with ``Q`` from :func:`random_array` (``var`` the variance of
+    its entries): the eigenvalues lie in about ``[1, 5]``, so the condition number stays
+    below about 5 at every size and the default tolerances of :func:`assert_close` apply to
+    solves with them.
 
-        Parameters
-        ----------
-        shape : int or tuple of int
-            ``n`` for one ``(n, n)`` matrix, or ``(..., n, n)`` for a stack.
-        dtype : dtype, default "float64"
-            A floating or complex dtype.
-        rng : int or numpy.random.Generator, optional
-            The generator, or a seed for one (see :func:`random_array`).
-        backend : str, optional
-            Name of the backend whose array to return; by default a NumPy array.
-        device : int, optional
-            Device of the result on ``backend``.
+    Parameters
+    ----------
+    shape : int or tuple of int
+        ``n`` for one ``(n, n)`` matrix, or ``(..., n, n)`` for a stack.
+    dtype : dtype, default "float64"
+        A floating or complex dtype.
+    rng : int or numpy.random.Generator, optional
+        The generator, or a seed for one (see :func:`random_array`).
+    backend : str, optional
+        Name of the backend whose array to return; by default a NumPy array.
+    device : int, optional
+        Device of the result on ``backend``.
 
-        Returns
-        -------
-        array
-            The matrices, of ``dtype``.
+    Returns
+    -------
+    array
+        The matrices, of ``dtype``.
 
-        Raises
-        ------
-        ValueError
-            ``shape``'s last two lengths differ.
+    Raises
+    ------
+    ValueError
+        ``shape``'s last two lengths differ.
 
-        See Also
-        --------
-        random_array : The random entries.
+    See Also
+    --------
+    random_array : The random entries.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gpukit.testing import random_spd
-        >>> a = random_spd(5, rng=3)
-        >>> bool(np.allclose(a, a.T)), bool(np.linalg.eigvalsh(a).min() >= 1.0)
-        (True, True)
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpukit.testing import random_spd
+    >>> a = random_spd(5, rng=3)
+    >>> bool(np.allclose(a, a.T)), bool(np.linalg.eigvalsh(a).min() >= 1.0)
+    (True, True)
     """
     shape = (shape, shape) if isinstance(shape, int | np.integer) else tuple(shape)
     if len(shape) < 2 or shape[-1] != shape[-2]:
