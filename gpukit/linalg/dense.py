@@ -129,6 +129,13 @@ def solve(
         machine epsilon of the dtype, as SciPy warns. The estimate is LAPACK's
         (``xGECON``/``xPOCON``) for one matrix on the CPU, the exact value otherwise.
 
+    See Also
+    --------
+    lstsq : Least squares, for a rectangular or rank-deficient ``a``.
+    cho_solve : Solve with a Cholesky factor already computed.
+    cg, gmres : Iterative solvers, for large sparse ``a``.
+    scipy.linalg.solve : SciPy's solver, whose options this takes.
+
     Examples
     --------
     >>> import numpy as np
@@ -202,6 +209,12 @@ def lstsq(
     LinAlgError
         The SVD did not converge.
 
+    See Also
+    --------
+    solve : For a square, non-singular ``a``.
+    qr, svd : The factorisations behind least squares.
+    numpy.linalg.lstsq : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -260,6 +273,12 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
         ``a`` is singular.
     {not_square}
 
+    See Also
+    --------
+    solve : Solve ``a @ x = b`` without forming the inverse (faster and more accurate).
+    det : The determinant.
+    numpy.linalg.inv : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -311,6 +330,12 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
         ``a`` is not a stack of square matrices, or (``check_finite``) holds NaN or inf
         (NumPy returns NaN there; SciPy raises, as here).
 
+    See Also
+    --------
+    slogdet : The sign and log of the determinant, which do not overflow.
+    inv : The inverse.
+    numpy.linalg.det : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -347,6 +372,11 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     {non_numeric}
     {not_square}
 
+    See Also
+    --------
+    det : The determinant itself.
+    numpy.linalg.slogdet : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -381,6 +411,12 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     LinAlgError
         ``a`` is not positive definite, on every backend.
     {not_square}
+
+    See Also
+    --------
+    cho_solve : Solve with the factor.
+    eigh : Eigenvalues, for a Hermitian ``a`` that may not be positive definite.
+    numpy.linalg.cholesky : NumPy's function, which this follows.
 
     Examples
     --------
@@ -428,6 +464,12 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
     ValueError
         ``c`` is not square or ``b`` does not match it (the message names both shapes),
         or (``check_finite``) an input holds NaN or inf.
+
+    See Also
+    --------
+    cholesky : The factor this takes.
+    solve : Solve without a factor (``assume_a="pos"`` for a positive-definite ``a``).
+    scipy.linalg.cho_solve : SciPy's function, which this follows.
 
     Examples
     --------
@@ -499,6 +541,12 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
         ``a`` has fewer than 2 dimensions, ``mode`` is unknown, or (``check_finite``)
         ``a`` holds NaN or inf.
 
+    See Also
+    --------
+    svd : The singular value decomposition.
+    lstsq : Least squares.
+    numpy.linalg.qr : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -547,6 +595,12 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     ValueError
         ``a`` is not a stack of square matrices, ``UPLO`` is not "L" or "U", or
         (``check_finite``) ``a`` holds NaN or inf.
+
+    See Also
+    --------
+    svd : The singular value decomposition, for any matrix.
+    cholesky : The factor of a positive-definite matrix.
+    numpy.linalg.eigh : NumPy's function, which this follows.
 
     Examples
     --------
@@ -615,6 +669,13 @@ def svd(
     ValueError
         ``a`` has fewer than 2 dimensions, or (``check_finite``) holds NaN or inf.
 
+    See Also
+    --------
+    eigh : Eigenvalues and eigenvectors of a Hermitian matrix.
+    qr : The QR factorisation.
+    norm : Norms, the 2-norm being the largest singular value.
+    numpy.linalg.svd : NumPy's function, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -664,6 +725,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     ValueError
         ``ord`` is invalid for the number of axes, ``axis`` is out of range or repeated,
         or ``x`` has more than 2 dimensions with ``ord`` given and ``axis`` None.
+
+    See Also
+    --------
+    svd : The singular values behind the 2-norm and the nuclear norm.
+    numpy.linalg.norm : NumPy's function, which this follows.
 
     Examples
     --------

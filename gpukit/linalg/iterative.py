@@ -530,10 +530,14 @@ _PARAMS = """
 
 
 def _document(fn: Callable[..., Any], when: str = " after each iteration", extra: str = "") -> None:
+    """Put the shared sections into ``fn``'s docstring in numpydoc's order: its summary,
+    Parameters to Warns, its See Also, Notes, its Examples."""
     head, _, examples = fn.__doc__.partition("    Examples")
+    summary, _, see_also = head.partition("    See Also")
     params = _PARAMS.replace("{callback_when}", when).replace("{extra}", extra)
-    fn.__doc__ = head.rstrip() + "\n" + params + "\n    Examples"
-    fn.__doc__ += examples
+    shared, _, notes = params.partition("    Notes")
+    fn.__doc__ = summary.rstrip() + "\n" + shared + "    See Also" + see_also.rstrip()
+    fn.__doc__ += "\n\n    Notes" + notes + "\n    Examples" + examples
 
 
 # The kind of x: NumPy operands give the active backend's array, a sharded b a sharded x;
@@ -567,6 +571,13 @@ def cg(
     """Conjugate gradients for Hermitian positive-definite ``A``.
 
     One mat-vec, two dot products and three in-place vector updates per iteration.
+
+    See Also
+    --------
+    minres : For a Hermitian ``A`` that may be indefinite.
+    bicgstab, gmres : For a general ``A``.
+    solve : The direct solver, for dense ``A``.
+    scipy.sparse.linalg.cg : SciPy's solver, which this follows.
 
     Examples
     --------
@@ -608,6 +619,12 @@ def bicgstab(
 ) -> tuple[Any, IterativeInfo]:
     """BiCGSTAB for general non-singular ``A`` (right preconditioning).
 
+    See Also
+    --------
+    gmres : Restarted GMRES, for a general ``A``.
+    cg : For a Hermitian positive-definite ``A``.
+    scipy.sparse.linalg.bicgstab : SciPy's solver, which this follows.
+
     Examples
     --------
     >>> import numpy as np
@@ -647,6 +664,12 @@ def gmres(
 
     Unlike SciPy, ``maxiter`` counts inner (Arnoldi) iterations, not restart cycles,
     so it means the same for every solver. ``restart`` is the Krylov subspace size.
+
+    See Also
+    --------
+    bicgstab : For a general ``A``, without a restart length to choose.
+    minres : For a Hermitian ``A``.
+    scipy.sparse.linalg.gmres : SciPy's solver, which this follows.
 
     Examples
     --------
@@ -694,6 +717,12 @@ def minres(
     goes on (restarting with a tighter tolerance) until the true 2-norm residual meets
     the tolerance. A singular ``A`` on the Krylov subspace (``A = 0``, or ``b`` outside
     the range of a singular ``A``) is a breakdown, never "converged".
+
+    See Also
+    --------
+    cg : For a Hermitian positive-definite ``A``.
+    gmres : For a general ``A``.
+    scipy.sparse.linalg.minres : SciPy's solver, which this follows.
 
     Examples
     --------
