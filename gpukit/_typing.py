@@ -10,28 +10,21 @@ CuPy ships no type information: a checker that cannot see it treats ``cupy.ndarr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ForwardRef, Union
 
 import numpy as np
 
-__all__ = ["Array", "ArrayLike", "ArrayT", "CupyArray", "NumpyArray"]
+__all__ = ["Array", "CupyArray", "NumpyArray"]
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     import cupy
-    from numpy.typing import ArrayLike as _NumpyArrayLike
 
     NumpyArray: TypeAlias = np.ndarray[Any, Any]
     CupyArray: TypeAlias = cupy.ndarray
     Array: TypeAlias = NumpyArray | CupyArray
-    ArrayLike: TypeAlias = Array | _NumpyArrayLike
 else:
     NumpyArray = np.ndarray
-    CupyArray = "cupy.ndarray"
+    CupyArray = ForwardRef("cupy.ndarray")
     Array = Union[np.ndarray, "cupy.ndarray"]
-    # NumPy's own ArrayLike (numpy.typing) is not imported at runtime: it costs an import
-    ArrayLike = Union[np.ndarray, "cupy.ndarray", "np.typing.ArrayLike"]
-
-#: One array type in, the same array type out (NumPy stays NumPy, CuPy stays CuPy).
-ArrayT = TypeVar("ArrayT", bound=Array)
