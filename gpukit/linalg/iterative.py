@@ -92,12 +92,20 @@ class IterativeInfo(int):
     (1, False, 'maxiter reached')
     """
 
-    converged: bool
-    iterations: int
-    residual_norm: float
-    tolerance: float
-    method: str
-    reason: str
+    if TYPE_CHECKING:  # the fields, read-only to checkers as at run time (__setattr__)
+
+        @property
+        def converged(self) -> bool: ...
+        @property
+        def iterations(self) -> int: ...
+        @property
+        def residual_norm(self) -> float: ...
+        @property
+        def tolerance(self) -> float: ...
+        @property
+        def method(self) -> str: ...
+        @property
+        def reason(self) -> str: ...
 
     def __new__(
         cls,

@@ -17,6 +17,7 @@ gk.linalg.gmres(a, b, restart="5")  # E: call-overload
 gk.linalg.solve(a, b, lower="yes")  # E: call-overload
 gk.linalg.conjugate_gradient(a, b)  # E: attr-defined
 info.reason.startswith(0)  # E: arg-type
+info.converged = True  # E: misc
 gk.matmul(a, a, None)  # E: call-overload
 gk.matmul(a, a, precision="fast")  # E: call-overload
 gk.fft.fft(b, norm="unitary")  # E: call-overload
