@@ -10,7 +10,7 @@ device, counted and subject to the transfer guard.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from .._select.selection import active, get_backend
 from ..backend import Backend
 from . import dtypes as _dtypes
 from .decorator import operation
+
+if TYPE_CHECKING:
+    from .._typing import Array
 
 __all__ = ["asarray", "prepare", "to_numpy"]
 
@@ -74,7 +77,9 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
 
 
 @operation("gk.asarray")
-def asarray(obj: Any, dtype: Any = None, device: int | None = None, *, pinned: bool = False) -> Any:
+def asarray(
+    obj: Any, dtype: Any = None, device: int | None = None, *, pinned: bool = False
+) -> Array:
     """Convert ``obj`` to a native array of the active backend (an explicit transfer).
 
     Parameters
