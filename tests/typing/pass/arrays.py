@@ -15,7 +15,7 @@ v = np.ones(4)
 # NumPy in: the active backend's array out (NumPy or CuPy), whatever the dtype
 assert_type(gk.matmul(a, a), Array)
 assert_type(gk.matmul(a, v, precision="tf32"), Array)
-assert_type(gk.asarray([1.0, 2.0]), Any)
+assert_type(gk.asarray([1.0, 2.0]), Array)
 assert_type(gk.to_numpy(a), npt.NDArray[Any])
 
 assert_type(gk.fft.fft(v), Array)
