@@ -101,7 +101,9 @@ def _like_layout(a, dtype, order, shape):
     # cupy/_creation/basic.py _new_like_order_and_strides: 'K' keeps a's layout
     dtype = a.dtype if dtype is None else _numpy.dtype(dtype)
     shape = a.shape if shape is None else _shape(shape)
-    order = (order or "K").upper()
+    order = order.upper()
+    if order not in ("C", "F", "K", "A"):
+        raise ValueError(f"order not understood: {order}")
     if order == "A":
         order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
     if order == "K":

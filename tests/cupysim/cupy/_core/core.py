@@ -66,14 +66,25 @@ def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
     return a
 
 
-def _empty(shape, dtype, order: str = "C") -> ndarray:
+def _normalize_order(order, allow_k: bool = True) -> str:
+    """internal.pyx ``_normalize_order``: only the first character counts, in either case."""
+    c = "C" if len(order) == 0 else order[0].upper()
+    if c == "K" and not allow_k:
+        raise ValueError("order 'K' is not permitted")
+    if c not in "KACF":
+        raise ValueError("order not understood")
+    return c
+
+
+def _empty(shape, dtype, order: str | None = "C") -> ndarray:
     """A new uninitialised array on the current device (``_ndarray_init``)."""
     dtype = np.dtype(dtype)
     if dtype.byteorder == ">":  # _dtype.pyx check_supported_dtype: new arrays are native
         raise ValueError(f"Unsupported dtype {dtype} with big-endian byte-order")
     shape = tuple(int(n) for n in shape)
-    if order not in ("C", "F"):
-        order = "C"
+    # core.pyx _ndarray_base._init: C strides for 'C' (or None), F strides for any other
+    # order _normalize_order accepts ('F', and 'A'/'K' too)
+    order = "C" if order is None or _normalize_order(order) == "C" else "F"
     strides = _contiguous_strides(shape, dtype.itemsize, order)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
     mp = _memory().alloc(nbytes)
@@ -304,7 +315,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=
     host = np.array(obj, dtype=dtype, copy=None, ndmin=ndmin)
     if host.dtype == np.float128 if hasattr(np, "float128") else False:
         raise ValueError("Unsupported dtype float128")
-    order_char = (order or "K")[0].upper()
+    order_char = _normalize_order(order)  # core.pyx _array_default
     if order_char in "KA":
         order_char = "F" if (host.flags.f_contiguous and not host.flags.c_contiguous) else "C"
     result = _host_to_device(host, order_char)
@@ -415,8 +426,7 @@ class _ndarray_base:
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         dtype = np.dtype(dtype)
-        if order not in ("C", "F"):
-            raise ValueError(f"order not understood. order={order}")
+        order = "C" if order is None or _normalize_order(order) == "C" else "F"
         if memptr is None:
             a = _empty(shape, dtype, order)
             if strides is not None:
@@ -682,10 +692,10 @@ class _ndarray_base:
     def __complex__(self):
         return complex(self.get())
 
-    def __index__(self):
-        if self.ndim != 0 or self.dtype.kind not in "iub":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return operator.index(self.get().item())
+    # core.pyx defines no __index__: a device scalar is not an index (range(x), seq[x] raise)
+    def __bytes__(self):
+        # core.pyx __bytes__: the bytes of the host copy
+        return bytes(self.get())
 
     def __bool__(self):
         return bool(self.get())

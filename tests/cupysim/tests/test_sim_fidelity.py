@@ -1,0 +1,130 @@
+"""Rules found by running CuPy's own test files against the simulator (tools/cupy_suite.py):
+each is a call CuPy refuses or a value CuPy gives, with the CuPy source file it copies."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda cp: cp.exp([1.0, 2.0]),
+        lambda cp: cp.add([1], [2]),
+        lambda cp: cp.add(cp.arange(2), (1, 2)),
+        lambda cp: cp.arange(3.0).__add__([1.0, 2.0, 3.0]),
+    ],
+)
+def test_ufuncs_refuse_lists_and_tuples(cp, call):
+    # _kernel.pyx _preprocess_args: an input is an ndarray or a scalar
+    with pytest.raises(TypeError, match=r"Unsupported type <class '(list|tuple)'>"):
+        call(cp)
+
+
+def test_functions_refuse_sequences_as_cupy_does(cp):
+    with pytest.raises(TypeError, match="Argument 'a' has incorrect type"):
+        cp.cumsum((1, 2, 3))  # scan_core takes an _ndarray_base
+    with pytest.raises(AttributeError, match="'list' object has no attribute 'sum'"):
+        cp.sum([1, 2, 3])  # sumprod.py: return a.sum(...)
+    with pytest.raises(TypeError, match=r"'a' must be a cupy\.ndarray object"):
+        cp.all([True])  # truth.py: _util.check_array
+    x = cp.arange(3.0)
+    assert float(cp.sum(x)) == 3.0 and float(cp.exp(x)[0]) == 1.0 and float((x + 1)[2]) == 3.0
+
+
+def test_order_strings(cp):
+    # internal.pyx _normalize_order: the first character, either case; anything else raises
+    assert cp.empty((2, 3), order="f").flags.f_contiguous
+    assert cp.ndarray((2, 3), order="f").flags.f_contiguous
+    with pytest.raises(ValueError, match="order not understood"):
+        cp.empty((2, 3), order="X")
+    with pytest.raises(ValueError, match="order not understood"):
+        cp.array([1, 2], order="X")
+    # _creation/basic.py _new_like_order_and_strides: C, F, K or A only
+    with pytest.raises(ValueError, match="order not understood: Q"):
+        cp.empty_like(cp.empty((2, 3)), order="Q")
+
+
+def test_flags_are_read_only(cp):
+    # flags.pyx: c_contiguous, f_contiguous and owndata are properties without setters
+    f = cp.empty((2, 3)).flags
+    for name in ("c_contiguous", "f_contiguous", "owndata"):
+        with pytest.raises(AttributeError):
+            setattr(f, name, False)
+    assert f.c_contiguous and f["C_CONTIGUOUS"] and f.owndata
+
+
+def test_bytes_and_no_index(cp):
+    # core.pyx: __bytes__ is bytes(self.get()); there is no __index__
+    x = cp.array([1, 2, 3], dtype=np.uint8)
+    assert bytes(x) == b"\x01\x02\x03"
+    assert bytes(cp.array(3)) == bytes(np.array(3))
+    with pytest.raises(TypeError):
+        range(cp.array(3))
+
+
+def test_library_handles_are_per_thread(cp):
+    # device.pyx _get_handle: handles live in a threading.local, one per device and thread
+    getters = (cp.cuda.device.get_cublas_handle, cp.cuda.device.get_cusolver_handle,
+               cp.cuda.device.get_cusparse_handle)  # fmt: skip
+    for get in getters:
+        seen = [get(), None, None]
+
+        def other(get=get, seen=seen):
+            seen[1], seen[2] = get(), get()
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen[0] == get() and seen[0] != seen[1] and seen[1] == seen[2]
+    on_0 = getters[0]()
+    with cp.cuda.Device(1):
+        assert getters[0]() != on_0
+
+
+def test_library_errors_pickle(cp):
+    from cupy.cuda import cublas, nccl
+
+    for e in (cublas.CUBLASError(1), nccl.NcclError(1), nccl.NcclError(3, "rank 2 of 4")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and back.args == e.args and str(back) == str(e)
+
+
+def test_enable_nd_planning_is_deprecated(cp):
+    # cupy/fft/_config.py: config is an object; enable_nd_planning warns on read and write
+    import cupy.fft.config as config
+
+    assert config is cp.fft.config
+    with pytest.warns(DeprecationWarning, match="enable_nd_planning"):
+        assert config.enable_nd_planning is True
+    with pytest.warns(DeprecationWarning, match="enable_nd_planning"):
+        config.enable_nd_planning = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config.get_plan_cache()  # the cache functions do not warn
+
+
+def test_testing_and_exceptions_import(cp):
+    import cupy.exceptions
+    import cupy.testing
+
+    assert cupy.exceptions.AxisError is np.exceptions.AxisError
+    assert cupy.testing.numpy_cupy_allclose is not None
+
+    @cupy.testing.numpy_cupy_allclose()
+    def compare(xp):
+        return xp.arange(4.0) * 2
+
+    compare()
+
+    @cupy.testing.numpy_cupy_allclose()
+    def differ(xp):
+        return xp.arange(4.0) * (2 if xp is np else 3)
+
+    with pytest.raises(AssertionError):
+        differ()
