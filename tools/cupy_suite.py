@@ -86,9 +86,12 @@ def pytest_runtest_logreport(report):
 
 def pytest_collectreport(report):
     if report.failed:
+        text = str(report.longrepr)
+        errors = [s[1:].strip() for s in text.splitlines() if s.startswith("E ")]
+        message = errors[-1] if errors else text[-500:]
         with open(os.environ[_LOG], "a") as f:
             f.write(json.dumps({"id": report.nodeid, "outcome": "failed", "when": "collect",
-                                "message": str(report.longrepr)[-500:]}) + "\n")  # fmt: skip
+                                "message": message}) + "\n")  # fmt: skip
 
 
 # -- the driver half ----------------------------------------------------------------------

@@ -128,3 +128,32 @@ def test_testing_and_exceptions_import(cp):
 
     with pytest.raises(AssertionError):
         differ()
+
+
+_CONST = r"""
+extern "C" {
+__constant__ float scale[100];
+__global__ void multiply_by_const(float* x, int n) {
+    int i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i < n) x[i] *= scale[i];
+}
+}
+"""
+
+
+def test_constant_memory_through_get_global_reaches_the_kernel(cp):
+    # raw.pyx get_global: a size-0 UnownedMemory at the symbol; an ndarray over it (its
+    # docstring's usage) initialises __constant__ memory the kernel then reads
+    mod = cp.RawModule(code=_CONST)
+    ker = mod.get_function("multiply_by_const")
+    ptr = mod.get_global("scale")
+    assert ptr.mem.size == 0
+    const = cp.ndarray((100,), cp.float32, ptr)
+    values = cp.arange(100, dtype=cp.float32) / 7
+    const[...] = values
+    out = cp.full(100, 2.0, dtype=cp.float32)
+    ker((1,), (100,), (out, cp.int32(100)))
+    np.testing.assert_array_equal(out.get(), 2 * values.get())
+    # an array reaching past the symbol is refused instead of corrupting host memory
+    with pytest.raises(ValueError, match="reaches outside its memory"):
+        cp.ndarray((101,), cp.float32, ptr)

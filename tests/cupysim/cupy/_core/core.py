@@ -52,9 +52,20 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
         if any(n == 0 for n in shape):
             return np.ndarray(shape, dtype, buffer=_EMPTY, offset=0, strides=strides)
         raise RuntimeError(f"simulator bug: {mp.ptr:#x} has no host storage ({mp.mem!r})")
-    return np.ndarray(
-        shape, dtype, buffer=storage.host, offset=mp.ptr - storage.ptr, strides=strides
-    )
+    offset = mp.ptr - storage.ptr
+    if all(n > 0 for n in shape):
+        # CuPy builds such an array and a kernel touching it faults (cudaErrorIllegalAddress)
+        # or corrupts a neighbour; over host memory it would corrupt the process, so the
+        # simulator refuses the array itself
+        lo = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+        hi = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+        if lo < 0 or hi + np.dtype(dtype).itemsize > storage.host.nbytes:
+            raise ValueError(
+                f"cupysim: an array of shape {tuple(shape)} and strides {tuple(strides)} at "
+                f"{mp.ptr:#x} reaches outside its memory ({storage.host.nbytes} bytes at "
+                f"{storage.ptr:#x}); on a GPU its accesses would be illegal"
+            )
+    return np.ndarray(shape, dtype, buffer=storage.host, offset=offset, strides=strides)
 
 
 def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
