@@ -14,6 +14,8 @@ simulator requires them there (cupysim.placement) and records the compute type a
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from cupy._core import _routines_linalg as _compute
 from cupy._core import core
@@ -106,6 +108,33 @@ def _is_gemm(res, found) -> bool:
     return np.ndim(res) > 0 and all(x.dtype.kind in "fc" for x in found) and len(found) >= 2
 
 
+def _check_out(name: str, found, res, out, casting: str) -> None:
+    """CuPy's rules for a product's ``out=``, checked before computing."""
+    if name == "dot":
+        # _routines_linalg.pyx dot: exactly the result type, C-contiguous
+        if np.result_type(*(x.dtype for x in found)) != out.dtype:
+            raise ValueError("Not supported dtype combination.")
+        if not out.flags.c_contiguous:
+            raise ValueError("Output array must be C-contiguous")
+    elif name == "matmul":
+        # _gufuncs.py _setup_operands -> _dtype.pyx _raise_if_invalid_cast: any layout;
+        # the result must cast to out's dtype under ``casting`` (default same_kind), and an
+        # allowed complex-to-real cast warns
+        src, dst = np.result_type(res), out.dtype
+        if casting == "same_kind" and src.kind == dst.kind:
+            return
+        if not np.can_cast(src, dst, casting):
+            raise TypeError(
+                f"Cannot cast out dtype from {src!r} to {dst!r} according to the rule '{casting}'"
+            )
+        if casting == "unsafe" and src.kind == "c" and dst.kind in "iuf":
+            warnings.warn(
+                "Casting complex values to real discards the imaginary part",
+                np.exceptions.ComplexWarning,
+                stacklevel=4,
+            )
+
+
 def blas(name: str, npfn, *, takes_out: bool = True):
     """A cuBLAS product: operands on the current device, TF32 requests recorded."""
 
@@ -136,6 +165,7 @@ def blas(name: str, npfn, *, takes_out: bool = True):
             return core._wrap(name, res, found, library=library)
         if not isinstance(out, core.ndarray):
             raise TypeError("out must be a cupy.ndarray")
+        _check_out(name, found, res, out, kwargs.get("casting", "same_kind"))
         if out.shape != np.shape(res):
             raise ValueError("Output array has an invalid size")
         if library:
@@ -144,7 +174,7 @@ def blas(name: str, npfn, *, takes_out: bool = True):
             name,
             found,
             [out],
-            lambda: out._np.__setitem__(..., res),
+            lambda: np.copyto(out._np, res, casting="unsafe"),  # the cast was checked
             kind="library" if library else "elementwise",
         )
         return out

@@ -157,3 +157,49 @@ def test_constant_memory_through_get_global_reaches_the_kernel(cp):
     # an array reaching past the symbol is refused instead of corrupting host memory
     with pytest.raises(ValueError, match="reaches outside its memory"):
         cp.ndarray((101,), cp.float32, ptr)
+
+
+def test_numpy_index_arrays_are_copied_to_the_device(cp):
+    # _routines_indexing.pyx _prepare_slice_list: core.array(s) for a NumPy index array
+    x = cp.arange(10.0)
+    np.testing.assert_array_equal(x[np.array([1, 3])].get(), [1.0, 3.0])
+    np.testing.assert_array_equal(x[np.arange(10) > 6].get(), [7.0, 8.0, 9.0])
+    y = cp.zeros((2, 3))
+    y[..., np.array([0, 1]), np.array([2, 0])] = 5
+    np.testing.assert_array_equal(y.get(), [[0, 0, 5], [5, 0, 0]])
+    with pytest.raises(IndexError):
+        x[np.array([0.5])]
+
+
+def test_float16_sums_accumulate_in_float32(cp):
+    # _routines_math.pyx _sum_auto_dtype 'e->e', (..., 'float'); NumPy's float16 loop adds
+    # in float16 along a strided axis and stalls at 256 here
+    h = np.full((4096, 2), 0.1, np.float16)
+    want = h.astype(np.float32).sum(axis=0).astype(np.float16)
+    assert h.sum(axis=0)[0] != want[0]
+    x = cp.asarray(h)
+    for got in (x.sum(axis=0), cp.sum(x, axis=0)):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got.get(), want)
+    np.testing.assert_allclose(float(x.mean(axis=0)[0]), 0.1, rtol=1e-3)
+    assert x.sum(axis=0, dtype=np.float16).dtype == np.float16
+
+
+def test_product_out_rules(cp):
+    a = cp.ones((2, 3), np.float32)
+    b = cp.ones((3, 4), np.float32)
+    # _routines_linalg.pyx dot: exactly the result type, C-contiguous
+    with pytest.raises(ValueError, match="Not supported dtype combination"):
+        cp.dot(a, b, out=cp.empty((2, 4), np.float64))
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        cp.dot(a, b, out=cp.empty((2, 4), np.float32, order="F"))
+    out = cp.empty((2, 4), np.float32)
+    assert cp.dot(a, b, out=out) is out and float(out[0, 0]) == 3.0
+    # _gufuncs.py: matmul casts into any layout under same_kind; complex to float raises
+    f_out = cp.empty((2, 4), np.float64, order="F")
+    assert cp.matmul(a, b, out=f_out) is f_out and float(f_out[1, 3]) == 3.0
+    c = cp.ones((2, 3), np.complex64)
+    with pytest.raises(TypeError, match="Cannot cast out dtype"):
+        cp.matmul(c, b, out=cp.empty((2, 4), np.float32))
+    with pytest.warns(np.exceptions.ComplexWarning):
+        cp.matmul(c, b, out=cp.empty((2, 4), np.float32), casting="unsafe")

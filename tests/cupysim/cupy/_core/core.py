@@ -246,8 +246,39 @@ class _Filler:
             a._np[...] = r
 
 
+#: Reductions whose float16 loop accumulates in float (``'e->e', (None, None, None,
+#: 'float')``): _routines_math.pyx _sum_auto_dtype, _sum_keep_dtype, _nansum_*, _prod_*,
+#: _nanprod_*; _routines_statistics.pyx _mean_core, _nanmean_func. NumPy adds in float16.
+_HALF_IN_FLOAT = frozenset({"sum", "prod", "nansum", "nanprod", "mean", "nanmean"})
+
+
+class _HalfInFloat:
+    """NumPy's reduction ``fn`` (arguments ``a, axis, dtype, out, ...``) accumulating
+    float16 in float32 and rounding the result to float16 once, as CuPy's kernel does."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        a = args[0]
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        if getattr(a, "dtype", None) != np.float16 or dtype not in (None, np.float16):
+            return self.fn(*args, **kwargs)
+        if len(args) > 2:
+            args = (*args[:2], np.float32, *args[3:])
+        else:
+            kwargs = {**kwargs, "dtype": np.float32}
+        out = args[3] if len(args) > 3 else kwargs.get("out")
+        res = self.fn(*args, **kwargs)
+        return res if out is not None else np.asarray(res).astype(np.float16)[()]
+
+
 def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = False):
     """Call NumPy's ``fn`` on simulated arrays the way CuPy runs ``name``."""
+    if name in _HALF_IN_FLOAT:
+        fn = _HalfInFloat(fn)
     found: list[ndarray] = []
     a = [_unwrap(v, found) for v in args]
     out = kwargs.get("out")
@@ -380,6 +411,16 @@ def asfortranarray(a, dtype=None):
     out = _empty((1,) if a.ndim == 0 else a.shape, dtype, "F")
     _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np))
     return out
+
+
+def _index_on_device(key):
+    """_routines_indexing.pyx ``_prepare_slice_list``: a NumPy array in an index is copied
+    to the device (``core.array``) before indexing."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(s, np.ndarray) for s in items):
+        return key
+    moved = tuple(array(s) if isinstance(s, np.ndarray) else s for s in items)
+    return moved if isinstance(key, tuple) else moved[0]
 
 
 # -- the array class ------------------------------------------------------------------------
@@ -733,6 +774,7 @@ class _ndarray_base:
     __hash__ = None
 
     def __getitem__(self, key):
+        key = _index_on_device(key)
         sync = _has_bool_index(key)
         if _all_integers(key, self.ndim):
             # CuPy returns a 0-d view where NumPy returns a scalar
@@ -741,7 +783,7 @@ class _ndarray_base:
 
     def __setitem__(self, key, value) -> None:
         found: list[ndarray] = []
-        k = _unwrap(key, found)
+        k = _unwrap(_index_on_device(key), found)
         if isinstance(value, np.ndarray):
             value = _host_to_device(value)  # CuPy uploads a host value for assignment
         v = _unwrap(value, found)
