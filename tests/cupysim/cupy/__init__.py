@@ -66,7 +66,7 @@ def astype(x, dtype, /, *, copy=True):
 
 
 def _shape(shape):
-    return (int(shape),) if isinstance(shape, (int, _numpy.integer)) else tuple(shape)
+    return _corem._get_size(shape)
 
 
 def empty(shape, dtype=float, order="C"):
@@ -149,6 +149,13 @@ def copyto(dst, src, casting="same_kind", where=None):
     """Copies ``src`` into ``dst`` with an elementwise kernel (peer-access rule applies)."""
     if not isinstance(dst, ndarray):
         raise TypeError(f"Unsupported type {type(dst)}")
+    if isinstance(src, _numpy.ndarray):
+        # _manipulation/basic.py copyto: a one-element NumPy array is taken as its scalar
+        if src.size != 1:
+            raise ValueError("non-scalar numpy.ndarray cannot be used for copyto")
+        if not _numpy.can_cast(src, dst.dtype, casting):
+            raise TypeError(f"Cannot cast {src.dtype} to {dst.dtype} in {casting} casting mode")
+        src = src.squeeze()[()]
     found: list = []
     s = _corem._unwrap(src, found)
     w = _corem._unwrap(where, found)

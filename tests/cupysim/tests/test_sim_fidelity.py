@@ -203,3 +203,60 @@ def test_product_out_rules(cp):
         cp.matmul(c, b, out=cp.empty((2, 4), np.float32))
     with pytest.warns(np.exceptions.ComplexWarning):
         cp.matmul(c, b, out=cp.empty((2, 4), np.float32), casting="unsafe")
+
+
+def test_cublas_scalars_vectors_and_types(cp):
+    from cupy import cublas
+
+    # cublas.py _get_scalar_ptr: alpha may be a host value or a device 0-d array
+    for alpha in (2.0, np.array(2.0), cp.array(2.0)):
+        x, y = cp.arange(3.0), cp.ones(3)
+        cublas.axpy(alpha, x, y)
+        np.testing.assert_array_equal(y.get(), [1.0, 3.0, 5.0])
+    a, v = cp.eye(2), cp.array([1.0, 2.0])
+    out = cp.zeros(2)
+    cublas.gemv("N", cp.array(3.0), a, v, cp.array(0.0), out)
+    np.testing.assert_array_equal(out.get(), [3.0, 6.0])
+    c = cp.full((2, 2), np.nan)
+    cublas.gemm("N", "N", a, a, out=c, alpha=cp.array(1.0), beta=cp.array(0.0))
+    np.testing.assert_array_equal(c.get(), np.eye(2))  # beta 0: C is not read
+    # dot is sdot/ddot only
+    with pytest.raises(TypeError, match="dotu"):
+        cublas.dot(cp.ones(2, np.complex64), cp.ones(2, np.complex64))
+    # batched_gesv: b (..., M) is one right-hand side per system
+    m = cp.asarray(np.array([[[2.0, 0.0], [0.0, 4.0]]] * 3))
+    x = cublas.batched_gesv(m, cp.ones((3, 2)))
+    np.testing.assert_allclose(x.get(), [[0.5, 0.25]] * 3)
+
+
+def test_shapes_are_integers(cp):
+    # internal.pyx get_size: None and floats are refused, NumPy integers taken
+    with pytest.raises(TypeError, match="Use"):
+        cp.empty(None)
+    for bad in (1.0, (1.0,), True):
+        with pytest.raises(TypeError):
+            cp.ndarray(bad)
+    assert cp.empty(np.int64(3)).shape == (3,)
+    assert cp.cuda.alloc_pinned_memory(np.int64(24)).mem.size >= 24
+
+
+def test_strides_zero_size_and_index_dtypes(cp):
+    # core.pyx _init: strides without memptr inside a contiguous-sized allocation
+    a = cp.ndarray((2, 3, 4), strides=(8, 0, 8), dtype=np.float64)
+    assert a.strides == (8, 0, 8) and a.data.mem.size >= 192
+    with pytest.raises(ValueError, match=r"ndarray\(\) with strides"):
+        cp.ndarray((2, 3, 4), strides=(8, 128, 1024))
+    with pytest.raises(ValueError, match=r"ndarray\(\) with strides"):
+        cp.ndarray((2, 3, 4), strides=(-8, 8, 8))
+    # internal.pyx get_contiguous_strides_inplace: zero-size arrays have zero strides
+    assert cp.empty((1, 0, 2)).strides == np.empty((1, 0, 2)).strides == (0, 0, 0)
+    # _prepare_slice_list: an index array of a non-numeric dtype is an IndexError
+    for bad in (np.array(["a"]), np.array([object()]), np.zeros(1, "i,i")):
+        with pytest.raises(IndexError, match="integer or boolean"):
+            cp.arange(3)[bad]
+    # basic.py copyto: a one-element NumPy array is a scalar; a longer one is refused
+    x = cp.zeros(3)
+    cp.copyto(x, np.array([2.0]))
+    assert float(x[1]) == 2.0 and float(cp.full(2, np.array(4.0))[0]) == 4.0
+    with pytest.raises(ValueError, match=r"non-scalar numpy\.ndarray"):
+        cp.copyto(x, np.ones(3))

@@ -37,6 +37,10 @@ def _memory():
 
 # -- creation helpers -----------------------------------------------------------------------
 def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    # internal.pyx get_contiguous_strides_inplace(zeros_for_zerosize=True), as NumPy 1.23+:
+    # a zero-size array has all strides 0
+    if any(int(n) == 0 for n in shape):
+        return (0,) * len(shape)
     strides = []
     step = itemsize
     dims = list(shape) if order == "F" else list(reversed(shape))
@@ -85,6 +89,31 @@ def _normalize_order(order, allow_k: bool = True) -> str:
     if c not in "KACF":
         raise ValueError("order not understood")
     return c
+
+
+def _check_not_bool(x) -> None:
+    # internal.pyx _check_not_bool: a boolean is not a dimension
+    if isinstance(x, (bool, np.bool_)) or (
+        isinstance(x, np.ndarray) and x.shape == () and x.dtype == np.bool_
+    ):
+        raise TypeError("an integer is required")
+
+
+def _get_size(size) -> tuple[int, ...]:
+    """internal.pyx ``get_size``: a shape is an integer or a sequence of integers (each
+    converted as Cython converts to Py_ssize_t: ``__index__``, so 1.0 is a TypeError)."""
+    if size is None:
+        raise TypeError("Use () not None as shape arguments")
+    if hasattr(size, "__getitem__") and not isinstance(size, dict):  # PySequence_Check
+        try:
+            dims = tuple(size)
+        except TypeError:
+            dims = (size,)
+    else:
+        dims = (size,)
+    for x in dims:
+        _check_not_bool(x)
+    return tuple(operator.index(x) for x in dims)
 
 
 def _empty(shape, dtype, order: str | None = "C") -> ndarray:
@@ -419,8 +448,17 @@ def _index_on_device(key):
     items = key if isinstance(key, tuple) else (key,)
     if not any(isinstance(s, np.ndarray) for s in items):
         return key
-    moved = tuple(array(s) if isinstance(s, np.ndarray) else s for s in items)
+    moved = tuple(_index_array(s) if isinstance(s, np.ndarray) else s for s in items)
     return moved if isinstance(key, tuple) else moved[0]
+
+
+def _index_array(s: np.ndarray) -> ndarray:
+    if s.dtype.kind not in "biufc":
+        # the upload fails with "Unsupported dtype": _prepare_slice_list's IndexError
+        raise IndexError(
+            f"arrays used as indices must be of integer or boolean type (actual: {s.dtype.type})"
+        )
+    return array(s)
 
 
 # -- the array class ------------------------------------------------------------------------
@@ -476,13 +514,26 @@ class _ndarray_base:
     __array_priority__ = 100
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        shape = _get_size(shape)
         dtype = np.dtype(dtype)
         order = "C" if order is None or _normalize_order(order) == "C" else "F"
-        if memptr is None:
+        if memptr is None and strides is not None:
+            # core.pyx _init: strides without memptr get a contiguous-sized allocation,
+            # which the strides must neither precede nor overrun
+            strides = tuple(operator.index(st) for st in strides)
+            size = int(np.prod(shape, dtype=np.int64))
+            lo = sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st < 0)
+            hi = sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st > 0)
+            if size and lo != 0:
+                raise ValueError("ndarray() with strides currently does not allow negative strides")
+            if size and hi + dtype.itemsize > size * dtype.itemsize:
+                raise ValueError(
+                    f"ndarray() with strides must stay withing a contiguous size of "
+                    f"{size * dtype.itemsize} but got {hi + dtype.itemsize}."
+                )
+            memptr = _empty((size,), dtype).data
+        elif memptr is None:
             a = _empty(shape, dtype, order)
-            if strides is not None:
-                raise ValueError("strides must be None when memptr is None")
             self._np, self.data, self._dev, self.base = a._np, a.data, a._dev, None
             return
         if strides is None:
