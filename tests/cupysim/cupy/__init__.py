@@ -15,6 +15,7 @@ from cupysim import wrap as _wrap
 from cupy import _core, cuda  # noqa: F401
 from cupy._core import core as _corem
 from cupy._core.core import ndarray
+from cupy._creation.basic import _new_like_order_and_strides
 
 __version__ = "14.2.0"
 
@@ -98,26 +99,15 @@ def full(shape, fill_value, dtype=None, order="C"):
 
 
 def _like_layout(a, dtype, order, shape):
-    # cupy/_creation/basic.py _new_like_order_and_strides: 'K' keeps a's layout
+    # cupy/_creation/basic.py empty_like: 'K' for a non-contiguous a keeps its axis order
+    # in a contiguous allocation
     dtype = a.dtype if dtype is None else _numpy.dtype(dtype)
+    order, strides = _new_like_order_and_strides(a, dtype, order, shape)
     shape = a.shape if shape is None else _shape(shape)
-    order = order.upper()
-    if order not in ("C", "F", "K", "A"):
-        raise ValueError(f"order not understood: {order}")
-    if order == "A":
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-    if order == "K":
-        if shape == a.shape and a.flags.f_contiguous and not a.flags.c_contiguous:
-            order = "F"
-        elif shape == a.shape and not (a.flags.c_contiguous or a.flags.f_contiguous):
-            probe = _numpy.empty_like(
-                _numpy.lib.stride_tricks.as_strided(_numpy.empty(0, dtype), a.shape, a.strides),
-                dtype=dtype,
-            )
-            return _corem._empty_like_layout(probe)
-        else:
-            order = "C"
-    return _corem._empty(shape, dtype, order)
+    if strides is None:
+        return _corem._empty(shape, dtype, order)
+    memptr = _corem._empty((int(_numpy.prod(shape, dtype=_numpy.int64)),), dtype).data
+    return ndarray(shape, dtype, memptr, strides)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=None, shape=None):

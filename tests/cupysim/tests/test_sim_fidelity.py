@@ -260,3 +260,30 @@ def test_strides_zero_size_and_index_dtypes(cp):
     assert float(x[1]) == 2.0 and float(cp.full(2, np.array(4.0))[0]) == 4.0
     with pytest.raises(ValueError, match=r"non-scalar numpy\.ndarray"):
         cp.copyto(x, np.ones(3))
+
+
+def test_like_layouts_and_dtypes(cp):
+    import cupyx
+
+    # _creation/basic.py _new_like_order_and_strides: 'K' keeps a non-contiguous array's
+    # axis order in contiguous memory, for device and pinned arrays alike
+    h = np.empty((4, 2, 3)).transpose(1, 0, 2)
+    want = np.empty_like(h).strides
+    assert cp.empty_like(cp.empty((4, 2, 3)).transpose(1, 0, 2)).strides == want
+    assert cupyx.empty_like_pinned(h).strides == want
+    with pytest.raises(ValueError, match="order not understood"):
+        cupyx.empty_like_pinned(h, order="Q")
+    # _dtype.pyx check_supported_dtype: void types of bytes yes, subarrays, V0, objects no
+    assert not cp.zeros(3, dtype="V10").get().view(np.uint8).any()
+    for bad in ("3i", "V", "O", "U3"):
+        with pytest.raises(ValueError, match="Unsupported dtype"):
+            cp.empty(3, dtype=bad)
+
+
+def test_potrs_spreads_nan_as_cusolver_does(cp):
+    # cuSOLVER's potrs does not look at the values: NaN in the factor gives NaN, no error
+    from cupyx import lapack
+
+    L = cp.asarray(np.array([[2.0, 0.0], [np.nan, 3.0]]))
+    x = lapack.potrs(L, cp.ones(2), lower=True)
+    assert np.isnan(x.get()).any()

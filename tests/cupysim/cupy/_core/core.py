@@ -121,6 +121,7 @@ def _empty(shape, dtype, order: str | None = "C") -> ndarray:
     dtype = np.dtype(dtype)
     if dtype.byteorder == ">":  # _dtype.pyx check_supported_dtype: new arrays are native
         raise ValueError(f"Unsupported dtype {dtype} with big-endian byte-order")
+    _check_dtype(dtype)
     shape = tuple(int(n) for n in shape)
     # core.pyx _ndarray_base._init: C strides for 'C' (or None), F strides for any other
     # order _normalize_order accepts ('F', and 'A'/'K' too)
@@ -153,9 +154,24 @@ def _span(v: np.ndarray) -> int:
     return hi - lo + v.itemsize
 
 
+#: The types CuPy has a C name for (_scalar.pyx get_typename).
+_TYPE_CHARS = frozenset("?bhilqpBHILQPefdFD")
+
+
 def _check_dtype(dtype: np.dtype) -> None:
-    if dtype.hasobject or dtype.kind in "USVMm":
-        raise TypeError(f"Unsupported dtype {dtype}")
+    """_dtype.pyx ``check_supported_dtype``: numeric types, and void/structured types of
+    bytes (no subarray, not empty, no references); anything else is a ValueError. (Host
+    data in big-endian order is converted on upload; a new array must be native, _empty.)"""
+    if dtype.char in _TYPE_CHARS:
+        return
+    if dtype.kind == "V" and dtype.subdtype is None and dtype.itemsize != 0:
+        if dtype.hasobject:
+            raise ValueError(
+                f"Unsupported dtype {dtype} because it contains references which cannot be "
+                "supported by CuPy."
+            )
+        return
+    raise ValueError(f"Unsupported dtype {dtype}")
 
 
 # -- running "kernels" ----------------------------------------------------------------------
