@@ -59,9 +59,45 @@ FILES = [
 ]  # fmt: skip
 
 # Failures outside the simulator's stated scope: (test-id pattern, message pattern, reason).
-# A failure is out of scope when both patterns match (``re.search``; an empty pattern matches
-# everything). docs/contributing_gpu.rst lists the same reasons; everything else is a bug.
-OUT_OF_SCOPE: list[tuple[str, str, str]] = []
+# A failure is out of scope when both patterns match (``re.search`` on the test id and on the
+# whole failure message; an empty pattern matches everything). docs/contributing_gpu.rst lists
+# the same reasons; every other failure is a fidelity bug.
+_PRIVATE = r"'cupy(\.\w+)*\._\w*'|has no attribute '_\w+'|cannot import name '_\w+'"
+_MISSING_PUBLIC = (
+    r"module 'cupy[\w.]*' has no attribute|No module named 'cupy[\w.]*'|"
+    r"cannot import name '\w+' from 'cupy[\w.]*'|type object '(Device|Stream|Event|"
+    r"ExternalStream|MemoryPointer|MemoryPool|PinnedMemoryPool|RawModule|RawKernel)' has no|"
+    r"'(Device|Stream|Event|ExternalStream|MemoryPointer|PinnedMemoryPointer|BaseMemory|"
+    r"PooledPinnedMemory|PinnedMemory|MemoryPool|PinnedMemoryPool|SingleDeviceMemoryPool|"
+    r"NcclCommunicator|RawModule|RawKernel|Module|Function)' object has no attribute|"
+    r"unsupported operand type\(s\) for \+: 'PinnedMemoryPointer'"
+)
+OUT_OF_SCOPE: list[tuple[str, str, str]] = [
+    ("", _PRIVATE,
+     "CuPy's private internals (names starting with an underscore: its kernel and plan "
+     "caches, CUB/cuTENSOR dispatch, compiler back ends): they test CuPy's implementation, "
+     "not the API gpukit calls"),
+    ("", r"cupy\.cuda\.(cutensor|texture)|ACCELERATOR_CUTENSOR",
+     "cuTENSOR and texture memory are not simulated (gpukit uses neither)"),
+    (r"(?i)cuda_?array_?interface|dlpack|CuPyGetNDArray|cupy_like", "",
+     "exchanging device memory with other libraries (__cuda_array_interface__, DLPack, "
+     "__cupy_get_ndarray__): gpukit exchanges none"),
+    ("", _MISSING_PUBLIC,
+     "public CuPy API the simulator does not provide: calling it fails loudly "
+     "(AttributeError, ImportError), so it cannot hide a bug; it is added when gpukit "
+     "needs it"),
+    (r"cupy_indices", r"IndexError: index -?\d+ is out of bounds for axis",
+     "deliberately stricter: an out-of-bounds integer-array index raises IndexError (CuPy "
+     "wraps it modulo the axis length without a word, hiding an indexing bug)"),
+    ("", r"a bytes-like object is required, not 'PinnedMemoryPointer'|"
+         r"isinstance\(.*PinnedMemoryPointer",
+     "a pinned MemoryPointer as a Python buffer (numpy.frombuffer(ptr), the .base of "
+     "cupyx.empty_pinned arrays): a pure-Python class exports a buffer only from Python "
+     "3.12 (PEP 688); the pinned memory itself is modelled"),
+    ("", r"StreamHazard",
+     "deliberately stricter: an access not ordered after a conflicting access on another "
+     "stream or device (cupysim.StreamHazard), which CuPy's test gets away with on a GPU"),
+]  # fmt: skip
 
 _LOG = "CUPY_SUITE_LOG"
 
@@ -154,6 +190,14 @@ def run_file(checkout: Path, rel: str, timeout: float, marks: str) -> dict:
             **tally, "failures": failures}  # fmt: skip
 
 
+def resort(row: dict) -> dict:
+    """A row of an earlier run, its failures sorted with the current ``OUT_OF_SCOPE``."""
+    failures = [{**f, "scope": out_of_scope(f["id"], f["message"])} for f in row["failures"]]
+    n_out = sum(f["scope"] is not None for f in failures)
+    return {**row, "failures": failures, "out_of_scope": n_out,
+            "fidelity": len(failures) - n_out}  # fmt: skip
+
+
 def table(rows: list[dict]) -> str:
     """The per-file tally as an RST simple table."""
     head = ("file", "passed", "fidelity", "out of scope", "skipped", "crashed")
@@ -174,7 +218,8 @@ def table(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("checkout", type=Path, help="CuPy repository checkout (tag v14.2.0)")
+    p.add_argument("checkout", type=Path, nargs="?", help="CuPy checkout (tag v14.2.0)")
+    p.add_argument("--resort", type=Path, help="sort a previous --json run's failures again")
     p.add_argument("--files", nargs="*", default=FILES, help="test files under tests/")
     p.add_argument("--timeout", type=float, default=900, help="seconds per file")
     p.add_argument("--marks", default="not slow", help="pytest -m expression")
@@ -182,9 +227,13 @@ def main(argv=None) -> int:
     p.add_argument("--json", type=Path, help="write every failure here")
     p.add_argument("-v", "--verbose", action="store_true", help="print each fidelity failure")
     args = p.parse_args(argv)
-    if not (args.checkout / "tests" / "cupy_tests").is_dir():
+    if args.resort:
+        rows = [resort(row) for row in json.loads(args.resort.read_text())]
+        args.files = []
+    elif args.checkout is None or not (args.checkout / "tests" / "cupy_tests").is_dir():
         p.error(f"{args.checkout} is not a CuPy checkout (no tests/cupy_tests)")
-    rows = []
+    else:
+        rows = []
     for rel in args.files:
         row = run_file(args.checkout, rel, args.timeout, args.marks)
         rows.append(row)
@@ -200,11 +249,18 @@ def main(argv=None) -> int:
             if row["tail"]:
                 print(row["tail"])
     text = table(rows)
-    print(text)
     if args.table:
         args.table.write_text(text + "\n")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    reasons: dict[str, int] = {}
+    for row in rows:
+        for f in row["failures"]:
+            key = f["scope"] or "fidelity bug"
+            reasons[key] = reasons.get(key, 0) + 1
+    for key, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        print(f"{n:6d}  {key[:110]}")
+    print(text)
     bad = sum(r["fidelity"] for r in rows) + sum(r["status"] != "ok" for r in rows)
     return 1 if bad else 0
 
