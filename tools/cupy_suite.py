@@ -213,7 +213,7 @@ def table(rows: list[dict]) -> str:
     def fmt(cells):
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
-    return "\n".join([rule, fmt(head), rule, *map(fmt, body[:-1]), rule, fmt(body[-1]), rule])
+    return "\n".join([rule, fmt(head), rule, *map(fmt, body), rule])
 
 
 def main(argv=None) -> int:
