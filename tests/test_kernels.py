@@ -310,6 +310,16 @@ def test_matmul_tiled_matches_formula(backend, rng, shape):
     assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < TOL[np.dtype(np.float32)]
 
 
+def test_matmul_tiled_past_65535_row_blocks(backend, rng):
+    # 65,536 blocks of 128 rows and one more: past the 65,535 a grid's y dimension allows
+    m = 65_535 * 128 + 1
+    a = rng.standard_normal((m, 2)).astype(np.float32)
+    b = rng.standard_normal((2, 1)).astype(np.float32)
+    c = gk.kernels.matmul_tiled(a, b)
+    assert c.shape == (m, 1)
+    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < TOL[np.dtype(np.float32)]
+
+
 def test_empty_inputs(backend):
     x = np.zeros((0, 4))
     assert gk.kernels.bias_activation(x, np.zeros(4), "gelu").shape == (0, 4)

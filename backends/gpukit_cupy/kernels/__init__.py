@@ -172,6 +172,6 @@ def matmul_tiled(a, b):
     tiles = -(-m // 128) * -(-n // 128)
     bm, bn, bk, tm, tn = _BIG if tiles >= sm_count() else _SMALL
     kernel = function("matmul_tiled.cu", f"matmul_tiled<{bm}, {bn}, {bk}, {tm}, {tn}>")
-    grid = (-(-n // bn), -(-m // bm))
+    grid = (-(-n // bn) * -(-m // bm),)
     kernel(grid, ((bm // tm) * (bn // tn),), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
     return c

@@ -14,7 +14,10 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   __shared__ float As[BK][BM + 4];
   __shared__ float Bs[BK][BN];
   const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
-  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  // One flat grid of tiles, columns fastest: gridDim.x takes 2**31 - 1 blocks, where
+  // row blocks on gridDim.y would stop at 65,535 (8,388,480 rows).
+  const unsigned col_blocks = (N + BN - 1) / BN;
+  const int row0 = blockIdx.x / col_blocks * BM, col0 = blockIdx.x % col_blocks * BN;
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)

@@ -15,6 +15,7 @@ from cupysim import wrap as _wrap
 from cupy import _core, cuda  # noqa: F401
 from cupy._core import core as _corem
 from cupy._core.core import ndarray
+from cupy._creation.basic import _new_like_order_and_strides
 
 __version__ = "14.2.0"
 
@@ -66,7 +67,7 @@ def astype(x, dtype, /, *, copy=True):
 
 
 def _shape(shape):
-    return (int(shape),) if isinstance(shape, (int, _numpy.integer)) else tuple(shape)
+    return _corem._get_size(shape)
 
 
 def empty(shape, dtype=float, order="C"):
@@ -98,24 +99,15 @@ def full(shape, fill_value, dtype=None, order="C"):
 
 
 def _like_layout(a, dtype, order, shape):
-    # cupy/_creation/basic.py _new_like_order_and_strides: 'K' keeps a's layout
+    # cupy/_creation/basic.py empty_like: 'K' for a non-contiguous a keeps its axis order
+    # in a contiguous allocation
     dtype = a.dtype if dtype is None else _numpy.dtype(dtype)
+    order, strides = _new_like_order_and_strides(a, dtype, order, shape)
     shape = a.shape if shape is None else _shape(shape)
-    order = (order or "K").upper()
-    if order == "A":
-        order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
-    if order == "K":
-        if shape == a.shape and a.flags.f_contiguous and not a.flags.c_contiguous:
-            order = "F"
-        elif shape == a.shape and not (a.flags.c_contiguous or a.flags.f_contiguous):
-            probe = _numpy.empty_like(
-                _numpy.lib.stride_tricks.as_strided(_numpy.empty(0, dtype), a.shape, a.strides),
-                dtype=dtype,
-            )
-            return _corem._empty_like_layout(probe)
-        else:
-            order = "C"
-    return _corem._empty(shape, dtype, order)
+    if strides is None:
+        return _corem._empty(shape, dtype, order)
+    memptr = _corem._empty((int(_numpy.prod(shape, dtype=_numpy.int64)),), dtype).data
+    return ndarray(shape, dtype, memptr, strides)
 
 
 def empty_like(prototype, dtype=None, order="K", subok=None, shape=None):
@@ -147,6 +139,13 @@ def copyto(dst, src, casting="same_kind", where=None):
     """Copies ``src`` into ``dst`` with an elementwise kernel (peer-access rule applies)."""
     if not isinstance(dst, ndarray):
         raise TypeError(f"Unsupported type {type(dst)}")
+    if isinstance(src, _numpy.ndarray):
+        # _manipulation/basic.py copyto: a one-element NumPy array is taken as its scalar
+        if src.size != 1:
+            raise ValueError("non-scalar numpy.ndarray cannot be used for copyto")
+        if not _numpy.can_cast(src, dst.dtype, casting):
+            raise TypeError(f"Cannot cast {src.dtype} to {dst.dtype} in {casting} casting mode")
+        src = src.squeeze()[()]
     found: list = []
     s = _corem._unwrap(src, found)
     w = _corem._unwrap(where, found)

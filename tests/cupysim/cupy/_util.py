@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 
 
@@ -38,3 +39,8 @@ def memoize(for_each_device=False):
         return wrapper
 
     return decorator
+
+
+# _util.pyx: CuPy's experimental slice-copy path, off unless CUPY_EXPERIMENTAL_SLICE_COPY=1
+# (the simulator's copies give the same values either way)
+ENABLE_SLICE_COPY = bool(int(os.environ.get("CUPY_EXPERIMENTAL_SLICE_COPY", 0)))

@@ -27,9 +27,10 @@ def set_batched_gesv_limit(limit):
     _batched_gesv_limit = limit
 
 
-def _routine(name, operands, fn, out=None):
+def _routine(name, operands, fn, out=None, nargs=None):
+    """``fn`` on the first ``nargs`` operands (all by default); every operand is read."""
     _placement.require_current("cuBLAS", name, [*operands, out])
-    res = fn(*(x._np for x in operands))
+    res = fn(*(x._np for x in operands[:nargs]))
     if out is None:
         return _core._wrap(name, _numpy.asarray(res), list(operands), library=True)
     _core._run(name, list(operands), [out], lambda: out._np.__setitem__(..., res), kind="library")
@@ -48,31 +49,56 @@ def _op(trans, a):
 
 def gemm(transa, transb, a, b, out=None, alpha=1.0, beta=0.0):
     """``out = alpha * op(a) @ op(b) + beta * out``."""
+    alpha, beta = _scalar(alpha, a.dtype), _scalar(beta, a.dtype)
+    scalars = [v for v in (alpha, beta) if isinstance(v, _core.ndarray)]
 
     def fn(x, y, *c):
-        r = alpha * (_op(transa, x) @ _op(transb, y))
-        return r + beta * c[0] if c and beta else r
+        r = _value(alpha) * (_op(transa, x) @ _op(transb, y))
+        # cuBLAS does not read C when beta is 0 (NaN there stays out of the result)
+        return r + _value(beta) * c[0] if c and _value(beta) != 0 else r
 
-    return _routine("gemm", [a, b] + ([out] if out is not None and beta else []), fn, out)
+    with_out = [out] if out is not None and (scalars or beta) else []
+    return _routine("gemm", [a, b, *with_out, *scalars], fn, out, len(with_out) + 2)
 
 
 def gemv(transa, alpha, a, x, beta, y):
     """``y = alpha * op(a) @ x + beta * y`` in place."""
     _placement.require_current("cuBLAS", "gemv", [a, x, y])
+    alpha, beta = _scalar(alpha, a.dtype), _scalar(beta, a.dtype)
+    scalars = [v for v in (alpha, beta) if isinstance(v, _core.ndarray)]
 
     def body():
-        y._np[...] = alpha * (_op(transa, a._np) @ x._np) + beta * y._np
+        y._np[...] = _value(alpha) * (_op(transa, a._np) @ x._np) + _value(beta) * y._np
 
-    _core._run("gemv", [a, x, y], [y], body, kind="library")
+    _core._run("gemv", [a, x, y, *scalars], [y], body, kind="library")
+
+
+def _scalar(a, dtype):
+    """cublas.py ``_get_scalar_ptr``: a cupy 0-d array is passed by device pointer (read by
+    the routine on the stream), anything else as a host value of the vectors' dtype."""
+    if isinstance(a, _core.ndarray):
+        return a if a.dtype == dtype else a.astype(dtype)
+    return _numpy.array(a, dtype=dtype)
+
+
+def _value(a):
+    return a._np if isinstance(a, _core.ndarray) else a
 
 
 def axpy(a, x, y):
     """``y += a * x`` in place."""
     _placement.require_current("cuBLAS", "axpy", [x, y])
-    _core._run("axpy", [x, y], [y], lambda: y._np.__iadd__(a * x._np), kind="library")
+    a = _scalar(a, x.dtype)
+    reads = [x, y, a] if isinstance(a, _core.ndarray) else [x, y]
+    _core._run("axpy", reads, [y], lambda: y._np.__iadd__(_value(a) * x._np), kind="library")
 
 
 def dot(x, y, out=None):
+    # cublas.py dot: real types only (sdot/ddot); complex needs dotu or dotc
+    if x.dtype.char in "FD":
+        raise TypeError("Use dotu() or dotc() for complex dtype")
+    if x.dtype.char not in "fd":
+        raise TypeError("invalid dtype")
     return _routine("dot", [x, y], lambda u, v: _numpy.dot(u, v), out)
 
 
@@ -83,9 +109,20 @@ def nrm2(x, out=None):
 def scal(a, x):
     """``x *= a`` in place."""
     _placement.require_current("cuBLAS", "scal", [x])
-    _core._run("scal", [x], [x], lambda: x._np.__imul__(a), kind="library")
+    a = _scalar(a, x.dtype)
+    reads = [x, a] if isinstance(a, _core.ndarray) else [x]
+    _core._run("scal", reads, [x], lambda: x._np.__imul__(_value(a)), kind="library")
 
 
 def batched_gesv(a, b):
     """Solve stacked systems (getrfBatched/getrsBatched)."""
-    return _routine("batched_gesv", [a, b], lambda m, v: _numpy.linalg.solve(m, v))
+    # cublas.py batched_gesv: b is (..., M) (one right-hand side per system) or (..., M, K)
+    if not ((a.ndim == b.ndim or a.ndim == b.ndim + 1) and a.shape[:-1] == b.shape[: a.ndim - 1]):
+        raise ValueError("a must have (..., M, M) shape and b must have (..., M) or (..., M, K)")
+
+    def solve(m, v):
+        if m.ndim == v.ndim:
+            return _numpy.linalg.solve(m, v)
+        return _numpy.linalg.solve(m, v[..., None])[..., 0]
+
+    return _routine("batched_gesv", [a, b], solve)

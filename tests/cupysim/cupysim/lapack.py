@@ -64,7 +64,7 @@ def getrf_getrs(a, b) -> None:
             b._np[...] = np.nan
             return
         a._np[...] = lu
-        b._np[...] = sla.lu_solve((lu, piv), b._np)
+        b._np[...] = sla.lu_solve((lu, piv), b._np, check_finite=False)
 
     _call(t + "getrf", [a, b], [a, b], body)
     _check(t + "getrf", info)
@@ -99,7 +99,7 @@ def potrf_potrs(a, b, batched: bool):
             if inf > 0:
                 rhs[i][...] = np.nan
             else:
-                rhs[i][...] = sla.cho_solve((c, True), rhs[i])
+                rhs[i][...] = sla.cho_solve((c, True), rhs[i], check_finite=False)
 
     routine = t + ("potrfBatched" if batched else "potrf")
     _call(routine, [a, b], [a, b], body)
@@ -110,8 +110,10 @@ def potrf_potrs(a, b, batched: bool):
 def potrs_inplace(L, b, lower: bool) -> None:
     t = _prefix(b.dtype)
 
+    # cuSOLVER's potrs solves without looking at the values: a NaN or inf in the factor
+    # spreads into the solution (SciPy would refuse the input)
     def body():
-        b._np[...] = sla.cho_solve((L._np, lower), b._np)
+        b._np[...] = sla.cho_solve((L._np, lower), b._np, check_finite=False)
 
     _call(t + "potrs", [L, b], [b], body)
     _check(t + "potrs", [0])
@@ -134,7 +136,7 @@ def batched_potrs(L, b, lower: bool):
         bs = b._np.reshape(-1, *b.shape[-2:])
         os_ = out._np.reshape(-1, *b.shape[-2:])
         for i in range(Ls.shape[0]):
-            os_[i][...] = sla.cho_solve((Ls[i], lower), bs[i])
+            os_[i][...] = sla.cho_solve((Ls[i], lower), bs[i], check_finite=False)
 
     _call(t + "potrsBatched", [L, b], [out], body)
     _check(t + "potrsBatched", [0])

@@ -63,6 +63,7 @@ TIMEOUT = 10.0
 class NcclError(RuntimeError):
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self._detail = detail
         name, msg = _ERRORS.get(status, ("NCCL_ERROR_INTERNAL_ERROR", "internal error"))
         super().__init__(
             f"{name}: {msg} (run with NCCL_DEBUG=WARN for details)"
@@ -70,10 +71,12 @@ class NcclError(RuntimeError):
         )
 
     def __reduce__(self):
-        return (type(self), (self.status,))
+        return (type(self), (self.status, self._detail))
 
 
-NcclError.__module__ = "cupy_backends.cuda.libs.nccl"
+# CuPy defines it in cupy_backends.cuda.libs.nccl, a package the simulator does not provide:
+# the module named here is one pickle can import (CuPy's errors pickle).
+NcclError.__module__ = "cupy.cuda.nccl"
 
 
 def get_build_version() -> int:

@@ -14,6 +14,8 @@ simulator requires them there (cupysim.placement) and records the compute type a
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from cupy._core import _routines_linalg as _compute
 from cupy._core import core
@@ -40,11 +42,61 @@ SYNC = frozenset({
 })  # fmt: skip
 
 
+#: CuPy functions whose body is ``return a.<method>(...)`` with no type check, so a list or
+#: tuple fails as Python fails on the missing method (cupy/_math/sumprod.py sum, prod;
+#: _statistics/meanvar.py mean, var, std; _statistics/order.py amin, amax, ptp;
+#: _sorting/search.py argmax, argmin; _math/misc.py clip; _manipulation/shape.py reshape,
+#: ravel; _manipulation/transpose.py swapaxes, transpose; _indexing/indexing.py take,
+#: diagonal; _sorting/sort.py argsort, sort).
+METHOD_CALLS = {
+    "sum": "sum", "prod": "prod", "mean": "mean", "var": "var", "std": "std", "amin": "min",
+    "amax": "max", "min": "min", "max": "max", "ptp": "ptp", "argmax": "argmax",
+    "argmin": "argmin", "clip": "clip", "reshape": "reshape", "ravel": "ravel",
+    "swapaxes": "swapaxes", "transpose": "transpose", "take": "take", "diagonal": "diagonal",
+    "argsort": "argsort", "sort": "copy",
+}  # fmt: skip
+#: Functions starting with ``_util.check_array(a, arg_name='a')`` (cupy/_util.pyx):
+#: _sorting/search.py nonzero, flatnonzero, argwhere; _logic/truth.py all, any.
+CHECK_ARRAY = frozenset({"nonzero", "flatnonzero", "argwhere", "all", "any"})
+#: Functions whose first argument is typed ``_ndarray_base`` in Cython
+#: (cupy/_core/_routines_math.pyx scan_core, called by _math/sumprod.py cumsum, cumprod).
+TYPED_ARRAY = frozenset({"cumsum", "cumprod"})
+
+
+def _check_first(name: str, a) -> None:
+    if isinstance(a, core.ndarray):
+        return
+    if name in CHECK_ARRAY:
+        raise TypeError(f"'a' must be a cupy.ndarray object, not {type(a)}.")
+    if name in TYPED_ARRAY:
+        raise TypeError(
+            "Argument 'a' has incorrect type (expected cupy._core.core._ndarray_base, "
+            f"got {type(a).__name__})"
+        )
+    method = METHOD_CALLS.get(name)
+    if method is not None and not hasattr(a, method):
+        raise AttributeError(f"'{type(a).__name__}' object has no attribute '{method}'")
+
+
+def _check_ufunc_inputs(args, nin: int) -> None:
+    # cupy/_core/_kernel.pyx _preprocess_args -> _scalar.pyx: each input is a cupy.ndarray
+    # or a scalar; a list or tuple is "Unsupported type" (NumPy would convert it)
+    for v in args[:nin]:
+        if isinstance(v, (list, tuple)):
+            raise TypeError(f"Unsupported type {type(v)}")
+
+
 def function(name: str, npfn, *, meta: bool | None = None, sync: bool | None = None):
     meta = name in META if meta is None else meta
     sync = name in SYNC if sync is None else sync
+    nin = npfn.nin if isinstance(npfn, np.ufunc) else 0
+    first = name in METHOD_CALLS or name in CHECK_ARRAY or name in TYPED_ARRAY
 
     def f(*args, **kwargs):
+        if nin:
+            _check_ufunc_inputs(args, nin)
+        if first and (args or "a" in kwargs):
+            _check_first(name, args[0] if args else kwargs["a"])
         return core._apply(name, npfn, args, kwargs, meta=meta, sync=sync)
 
     f.__name__ = f.__qualname__ = name
@@ -54,6 +106,33 @@ def function(name: str, npfn, *, meta: bool | None = None, sync: bool | None = N
 
 def _is_gemm(res, found) -> bool:
     return np.ndim(res) > 0 and all(x.dtype.kind in "fc" for x in found) and len(found) >= 2
+
+
+def _check_out(name: str, found, res, out, casting: str) -> None:
+    """CuPy's rules for a product's ``out=``, checked before computing."""
+    if name == "dot":
+        # _routines_linalg.pyx dot: exactly the result type, C-contiguous
+        if np.result_type(*(x.dtype for x in found)) != out.dtype:
+            raise ValueError("Not supported dtype combination.")
+        if not out.flags.c_contiguous:
+            raise ValueError("Output array must be C-contiguous")
+    elif name == "matmul":
+        # _gufuncs.py _setup_operands -> _dtype.pyx _raise_if_invalid_cast: any layout;
+        # the result must cast to out's dtype under ``casting`` (default same_kind), and an
+        # allowed complex-to-real cast warns
+        src, dst = np.result_type(res), out.dtype
+        if casting == "same_kind" and src.kind == dst.kind:
+            return
+        if not np.can_cast(src, dst, casting):
+            raise TypeError(
+                f"Cannot cast out dtype from {src!r} to {dst!r} according to the rule '{casting}'"
+            )
+        if casting == "unsafe" and src.kind == "c" and dst.kind in "iuf":
+            warnings.warn(
+                "Casting complex values to real discards the imaginary part",
+                np.exceptions.ComplexWarning,
+                stacklevel=4,
+            )
 
 
 def blas(name: str, npfn, *, takes_out: bool = True):
@@ -86,6 +165,7 @@ def blas(name: str, npfn, *, takes_out: bool = True):
             return core._wrap(name, res, found, library=library)
         if not isinstance(out, core.ndarray):
             raise TypeError("out must be a cupy.ndarray")
+        _check_out(name, found, res, out, kwargs.get("casting", "same_kind"))
         if out.shape != np.shape(res):
             raise ValueError("Output array has an invalid size")
         if library:
@@ -94,7 +174,7 @@ def blas(name: str, npfn, *, takes_out: bool = True):
             name,
             found,
             [out],
-            lambda: out._np.__setitem__(..., res),
+            lambda: np.copyto(out._np, res, casting="unsafe"),  # the cast was checked
             kind="library" if library else "elementwise",
         )
         return out

@@ -18,17 +18,20 @@ def empty_pinned(shape, dtype=float, order="C"):
 
 
 def empty_like_pinned(a, dtype=None, order="K", subok=None, shape=None):
+    import cupy
+
     if subok is not None:
         raise TypeError("subok is not supported yet")
+    # cupyx/_pinned_array.py: the layout rule of cupy.empty_like, in pinned host memory
+    from cupy._creation.basic import _new_like_order_and_strides
+
     dtype = a.dtype if dtype is None else dtype
-    shape = a.shape if shape is None else shape
-    order = (
-        "F"
-        if order in ("F", "f")
-        or (order in ("K", "A") and a.flags.f_contiguous and not a.flags.c_contiguous)
-        else "C"
-    )
-    return empty_pinned(shape, dtype, order)
+    shape = (shape,) if isinstance(shape, int) else tuple(a.shape if shape is None else shape)
+    order, strides = _new_like_order_and_strides(a, dtype, order, shape)
+    nbytes = int(_numpy.prod(shape, dtype=_numpy.int64)) * _numpy.dtype(dtype).itemsize
+    mem = cupy.cuda.alloc_pinned_memory(nbytes)
+    buf = mem._buffer(nbytes)
+    return _numpy.ndarray(shape, dtype=dtype, buffer=buf, strides=strides, order=order)
 
 
 def zeros_pinned(shape, dtype=float, order="C"):

@@ -20,7 +20,7 @@ MODULES = [
     "cupy._core._routines_linalg", "cupy._util", "cupyx", "cupyx.lapack", "cupyx.scipy.fft",
     "cupyx.scipy.linalg", "cupyx.scipy.sparse", "cupyx.scipy.sparse.linalg",
     "cupyx.scipy.special", "cupy.cuda.compiler", "cupy._core.raw", "cupy._core._kernel",
-    "cupy._core._reduction",
+    "cupy._core._reduction", "cupy.exceptions",
 ]  # fmt: skip
 #: Classes whose public methods and properties are checked too.
 CLASSES = [

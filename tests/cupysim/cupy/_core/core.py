@@ -37,6 +37,10 @@ def _memory():
 
 # -- creation helpers -----------------------------------------------------------------------
 def _contiguous_strides(shape, itemsize: int, order: str) -> tuple[int, ...]:
+    # internal.pyx get_contiguous_strides_inplace(zeros_for_zerosize=True), as NumPy 1.23+:
+    # a zero-size array has all strides 0
+    if any(int(n) == 0 for n in shape):
+        return (0,) * len(shape)
     strides = []
     step = itemsize
     dims = list(shape) if order == "F" else list(reversed(shape))
@@ -52,9 +56,20 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
         if any(n == 0 for n in shape):
             return np.ndarray(shape, dtype, buffer=_EMPTY, offset=0, strides=strides)
         raise RuntimeError(f"simulator bug: {mp.ptr:#x} has no host storage ({mp.mem!r})")
-    return np.ndarray(
-        shape, dtype, buffer=storage.host, offset=mp.ptr - storage.ptr, strides=strides
-    )
+    offset = mp.ptr - storage.ptr
+    if all(n > 0 for n in shape):
+        # CuPy builds such an array and a kernel touching it faults (cudaErrorIllegalAddress)
+        # or corrupts a neighbour; over host memory it would corrupt the process, so the
+        # simulator refuses the array itself
+        lo = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+        hi = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+        if lo < 0 or hi + np.dtype(dtype).itemsize > storage.host.nbytes:
+            raise ValueError(
+                f"cupysim: an array of shape {tuple(shape)} and strides {tuple(strides)} at "
+                f"{mp.ptr:#x} reaches outside its memory ({storage.host.nbytes} bytes at "
+                f"{storage.ptr:#x}); on a GPU its accesses would be illegal"
+            )
+    return np.ndarray(shape, dtype, buffer=storage.host, offset=offset, strides=strides)
 
 
 def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
@@ -66,14 +81,51 @@ def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
     return a
 
 
-def _empty(shape, dtype, order: str = "C") -> ndarray:
+def _normalize_order(order, allow_k: bool = True) -> str:
+    """internal.pyx ``_normalize_order``: only the first character counts, in either case."""
+    c = "C" if len(order) == 0 else order[0].upper()
+    if c == "K" and not allow_k:
+        raise ValueError("order 'K' is not permitted")
+    if c not in "KACF":
+        raise ValueError("order not understood")
+    return c
+
+
+def _check_not_bool(x) -> None:
+    # internal.pyx _check_not_bool: a boolean is not a dimension
+    if isinstance(x, (bool, np.bool_)) or (
+        isinstance(x, np.ndarray) and x.shape == () and x.dtype == np.bool_
+    ):
+        raise TypeError("an integer is required")
+
+
+def _get_size(size) -> tuple[int, ...]:
+    """internal.pyx ``get_size``: a shape is an integer or a sequence of integers (each
+    converted as Cython converts to Py_ssize_t: ``__index__``, so 1.0 is a TypeError)."""
+    if size is None:
+        raise TypeError("Use () not None as shape arguments")
+    if hasattr(size, "__getitem__") and not isinstance(size, dict):  # PySequence_Check
+        try:
+            dims = tuple(size)
+        except TypeError:
+            dims = (size,)
+    else:
+        dims = (size,)
+    for x in dims:
+        _check_not_bool(x)
+    return tuple(operator.index(x) for x in dims)
+
+
+def _empty(shape, dtype, order: str | None = "C") -> ndarray:
     """A new uninitialised array on the current device (``_ndarray_init``)."""
     dtype = np.dtype(dtype)
     if dtype.byteorder == ">":  # _dtype.pyx check_supported_dtype: new arrays are native
         raise ValueError(f"Unsupported dtype {dtype} with big-endian byte-order")
+    _check_dtype(dtype)
     shape = tuple(int(n) for n in shape)
-    if order not in ("C", "F"):
-        order = "C"
+    # core.pyx _ndarray_base._init: C strides for 'C' (or None), F strides for any other
+    # order _normalize_order accepts ('F', and 'A'/'K' too)
+    order = "C" if order is None or _normalize_order(order) == "C" else "F"
     strides = _contiguous_strides(shape, dtype.itemsize, order)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
     mp = _memory().alloc(nbytes)
@@ -102,9 +154,24 @@ def _span(v: np.ndarray) -> int:
     return hi - lo + v.itemsize
 
 
+#: The types CuPy has a C name for (_scalar.pyx get_typename).
+_TYPE_CHARS = frozenset("?bhilqpBHILQPefdFD")
+
+
 def _check_dtype(dtype: np.dtype) -> None:
-    if dtype.hasobject or dtype.kind in "USVMm":
-        raise TypeError(f"Unsupported dtype {dtype}")
+    """_dtype.pyx ``check_supported_dtype``: numeric types, and void/structured types of
+    bytes (no subarray, not empty, no references); anything else is a ValueError. (Host
+    data in big-endian order is converted on upload; a new array must be native, _empty.)"""
+    if dtype.char in _TYPE_CHARS:
+        return
+    if dtype.kind == "V" and dtype.subdtype is None and dtype.itemsize != 0:
+        if dtype.hasobject:
+            raise ValueError(
+                f"Unsupported dtype {dtype} because it contains references which cannot be "
+                "supported by CuPy."
+            )
+        return
+    raise ValueError(f"Unsupported dtype {dtype}")
 
 
 # -- running "kernels" ----------------------------------------------------------------------
@@ -224,8 +291,39 @@ class _Filler:
             a._np[...] = r
 
 
+#: Reductions whose float16 loop accumulates in float (``'e->e', (None, None, None,
+#: 'float')``): _routines_math.pyx _sum_auto_dtype, _sum_keep_dtype, _nansum_*, _prod_*,
+#: _nanprod_*; _routines_statistics.pyx _mean_core, _nanmean_func. NumPy adds in float16.
+_HALF_IN_FLOAT = frozenset({"sum", "prod", "nansum", "nanprod", "mean", "nanmean"})
+
+
+class _HalfInFloat:
+    """NumPy's reduction ``fn`` (arguments ``a, axis, dtype, out, ...``) accumulating
+    float16 in float32 and rounding the result to float16 once, as CuPy's kernel does."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        a = args[0]
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        if getattr(a, "dtype", None) != np.float16 or dtype not in (None, np.float16):
+            return self.fn(*args, **kwargs)
+        if len(args) > 2:
+            args = (*args[:2], np.float32, *args[3:])
+        else:
+            kwargs = {**kwargs, "dtype": np.float32}
+        out = args[3] if len(args) > 3 else kwargs.get("out")
+        res = self.fn(*args, **kwargs)
+        return res if out is not None else np.asarray(res).astype(np.float16)[()]
+
+
 def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = False):
     """Call NumPy's ``fn`` on simulated arrays the way CuPy runs ``name``."""
+    if name in _HALF_IN_FLOAT:
+        fn = _HalfInFloat(fn)
     found: list[ndarray] = []
     a = [_unwrap(v, found) for v in args]
     out = kwargs.get("out")
@@ -304,7 +402,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=
     host = np.array(obj, dtype=dtype, copy=None, ndmin=ndmin)
     if host.dtype == np.float128 if hasattr(np, "float128") else False:
         raise ValueError("Unsupported dtype float128")
-    order_char = (order or "K")[0].upper()
+    order_char = _normalize_order(order)  # core.pyx _array_default
     if order_char in "KA":
         order_char = "F" if (host.flags.f_contiguous and not host.flags.c_contiguous) else "C"
     result = _host_to_device(host, order_char)
@@ -360,6 +458,25 @@ def asfortranarray(a, dtype=None):
     return out
 
 
+def _index_on_device(key):
+    """_routines_indexing.pyx ``_prepare_slice_list``: a NumPy array in an index is copied
+    to the device (``core.array``) before indexing."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(s, np.ndarray) for s in items):
+        return key
+    moved = tuple(_index_array(s) if isinstance(s, np.ndarray) else s for s in items)
+    return moved if isinstance(key, tuple) else moved[0]
+
+
+def _index_array(s: np.ndarray) -> ndarray:
+    if s.dtype.kind not in "biufc":
+        # the upload fails with "Unsupported dtype": _prepare_slice_list's IndexError
+        raise IndexError(
+            f"arrays used as indices must be of integer or boolean type (actual: {s.dtype.type})"
+        )
+    return array(s)
+
+
 # -- the array class ------------------------------------------------------------------------
 def _method(name: str, sync: bool = False):
     fn = getattr(np.ndarray, name)
@@ -413,14 +530,26 @@ class _ndarray_base:
     __array_priority__ = 100
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        shape = _get_size(shape)
         dtype = np.dtype(dtype)
-        if order not in ("C", "F"):
-            raise ValueError(f"order not understood. order={order}")
-        if memptr is None:
+        order = "C" if order is None or _normalize_order(order) == "C" else "F"
+        if memptr is None and strides is not None:
+            # core.pyx _init: strides without memptr get a contiguous-sized allocation,
+            # which the strides must neither precede nor overrun
+            strides = tuple(operator.index(st) for st in strides)
+            size = int(np.prod(shape, dtype=np.int64))
+            lo = sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st < 0)
+            hi = sum((n - 1) * st for n, st in zip(shape, strides, strict=True) if st > 0)
+            if size and lo != 0:
+                raise ValueError("ndarray() with strides currently does not allow negative strides")
+            if size and hi + dtype.itemsize > size * dtype.itemsize:
+                raise ValueError(
+                    f"ndarray() with strides must stay withing a contiguous size of "
+                    f"{size * dtype.itemsize} but got {hi + dtype.itemsize}."
+                )
+            memptr = _empty((size,), dtype).data
+        elif memptr is None:
             a = _empty(shape, dtype, order)
-            if strides is not None:
-                raise ValueError("strides must be None when memptr is None")
             self._np, self.data, self._dev, self.base = a._np, a.data, a._dev, None
             return
         if strides is None:
@@ -682,10 +811,10 @@ class _ndarray_base:
     def __complex__(self):
         return complex(self.get())
 
-    def __index__(self):
-        if self.ndim != 0 or self.dtype.kind not in "iub":
-            raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return operator.index(self.get().item())
+    # core.pyx defines no __index__: a device scalar is not an index (range(x), seq[x] raise)
+    def __bytes__(self):
+        # core.pyx __bytes__: the bytes of the host copy
+        return bytes(self.get())
 
     def __bool__(self):
         return bool(self.get())
@@ -712,6 +841,7 @@ class _ndarray_base:
     __hash__ = None
 
     def __getitem__(self, key):
+        key = _index_on_device(key)
         sync = _has_bool_index(key)
         if _all_integers(key, self.ndim):
             # CuPy returns a 0-d view where NumPy returns a scalar
@@ -720,7 +850,7 @@ class _ndarray_base:
 
     def __setitem__(self, key, value) -> None:
         found: list[ndarray] = []
-        k = _unwrap(key, found)
+        k = _unwrap(_index_on_device(key), found)
         if isinstance(value, np.ndarray):
             value = _host_to_device(value)  # CuPy uploads a host value for assignment
         v = _unwrap(value, found)

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 
 class Flags:
+    # flags.pyx: the fields are read-only properties (assigning raises AttributeError)
     def __init__(self, c_contiguous, f_contiguous, owndata) -> None:
-        self.c_contiguous = c_contiguous
-        self.f_contiguous = f_contiguous
-        self.owndata = owndata
+        self._c_contiguous = c_contiguous
+        self._f_contiguous = f_contiguous
+        self._owndata = owndata
+
+    @property
+    def c_contiguous(self) -> bool:
+        return self._c_contiguous
+
+    @property
+    def f_contiguous(self) -> bool:
+        return self._f_contiguous
+
+    @property
+    def owndata(self) -> bool:
+        return self._owndata
 
     @property
     def fnc(self) -> bool:

@@ -342,9 +342,17 @@ class RawModule:
 
     def get_global(self, name):
         """A ``MemoryPointer`` to the global symbol ``name`` (``__constant__``/``__device__``)."""
+        from cupysim import memory as _sim_memory
+
         from cupy.cuda.memory import MemoryPointer, UnownedMemory
 
         mod = self.module
-        ptr = mod.get_global_var(name)
+        ptr, nbytes = mod.global_extent(name)
         dev = _runtime.current_device()
-        return MemoryPointer(UnownedMemory(ptr, 0, mod, dev), 0)
+        # raw.pyx get_global: UnownedMemory(ptr, 0, mod, dev), size 0 as CuPy reports it;
+        # the host bytes standing in for it are the symbol's, so an array over it (the
+        # usage get_global's docstring shows for __constant__ memory) reads and writes the
+        # variable the kernels see
+        mem = UnownedMemory(ptr, 0, mod, dev)
+        mem._storage = _sim_memory.foreign(ptr, nbytes, dev)
+        return MemoryPointer(mem, 0)

@@ -31,7 +31,9 @@ class CUBLASError(RuntimeError):
         return (type(self), (self.status,))
 
 
-CUBLASError.__module__ = "cupy_backends.cuda.libs.cublas"
+# CuPy defines it in cupy_backends.cuda.libs.cublas, a package the simulator does not
+# provide: the module named here is one pickle can import (CuPy's errors pickle).
+CUBLASError.__module__ = "cupy.cuda.cublas"
 
 
 def getMathMode(handle: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 from cupysim import devices as _devices
@@ -11,6 +12,7 @@ from cupysim import streams as _streams
 from . import runtime as _runtime
 
 _thread_local = threading.local()
+_handle_ids = itertools.count(0x1000)  # next() on a count is atomic under the GIL
 
 
 def _stack() -> list[int]:
@@ -100,11 +102,19 @@ class Device:
         return f"0000:{_profile.attributes(_devices.check(self.id))['PciBusId']:02x}:00.0"
 
     def _handle(self, library: str) -> int:
+        # device.pyx _get_handle: one handle per library, device *and thread* (kept in a
+        # threading.local, created on the thread's first use), never shared between threads
         from cupysim import libs
 
         libs.require(library)
         _devices.check(self.id)
-        return 0x1000 + self.id
+        handles = getattr(_thread_local, "handles", None)
+        if handles is None:
+            handles = _thread_local.handles = {}
+        key = (library, self.id)
+        if key not in handles:
+            handles[key] = next(_handle_ids)
+        return handles[key]
 
     @property
     def cublas_handle(self) -> int:

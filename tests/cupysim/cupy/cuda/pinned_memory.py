@@ -73,6 +73,7 @@ def _malloc(size: int) -> PinnedMemoryPointer:
 
 
 def _clp2(x: int) -> int:
+    x = int(x)  # a NumPy integer size (count * dtype.itemsize) is a size too
     return 1 << (x - 1).bit_length() if x > 1 else x
 
 

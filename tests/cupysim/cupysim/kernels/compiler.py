@@ -313,6 +313,7 @@ class Binary:
         meta = json.loads(path.with_suffix(".json").read_text())
         self.static_smem: dict[str, int] = meta["static_smem"]
         self._lib = ctypes.CDLL(str(path))
+        self._global_sizes: dict[str, int] | None = None
         self._lib.cupysim_kernel.restype = ctypes.POINTER(_KernelInfo)
         self.kernels: list[KernelSpec] = []
         for i in range(self._lib.cupysim_kernel_count()):
@@ -332,12 +333,24 @@ class Binary:
                 )
             )
 
-    def global_address(self, name: str) -> int | None:
-        """Address of a global (``__device__``/``__constant__``) variable, if exported."""
+    def global_symbol(self, name: str) -> tuple[int, int] | None:
+        """Address and size of a global (``__device__``/``__constant__``) variable, if
+        exported: what ``cuModuleGetGlobal`` returns (the size from the library's symbols)."""
         try:
-            return ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
+            ptr = ctypes.addressof(ctypes.c_char.in_dll(self._lib, name))
         except ValueError:
             return None
+        if self._global_sizes is None:
+            out = subprocess.run(
+                ["readelf", "-W", "--dyn-syms", str(self.path)],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            self._global_sizes = {
+                f[7]: int(f[2], 0)
+                for f in (line.split() for line in out.splitlines())
+                if len(f) == 8 and f[3] == "OBJECT" and f[6] != "UND"
+            }
+        return ptr, self._global_sizes.get(name, 0)
 
 
 _binaries: dict[Path, Binary] = {}

@@ -60,11 +60,16 @@ class Module:
             return fn
 
     def get_global_var(self, name: str) -> int:
-        """``cuModuleGetGlobal``: the address of a ``__device__``/``__constant__`` variable."""
-        ptr = self.binary.global_address(name)
-        if ptr is None:
+        """``cuModuleGetGlobal``: the address of a ``__device__``/``__constant__`` variable
+        (cupy/cuda/function.pyx keeps the address only)."""
+        return self.global_extent(name)[0]
+
+    def global_extent(self, name: str) -> tuple[int, int]:
+        """Address and size of a global variable (the size cuModuleGetGlobal also gives)."""
+        found = self.binary.global_symbol(name)
+        if found is None:
             runtime.raise_cuda_driver_error("CUDA_ERROR_NOT_FOUND", "named symbol not found")
-        return ptr
+        return found
 
 
 _modules: dict[tuple, Module] = {}

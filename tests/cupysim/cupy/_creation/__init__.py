@@ -1,0 +1,1 @@
+"""cupy._creation: where CuPy defines its array-creation functions."""
