@@ -146,6 +146,102 @@ def test_gelu_keeps_its_relative_accuracy_in_the_tail(backend, dtype):
         assert np.all(rel < 4 * (1 + z64**2) * eps), (got, ref)
 
 
+def _gelu_tanh_derivative(z):
+    k, c = math.sqrt(2 / np.pi), 0.044715
+    t = np.tanh(k * (z + c * z**3))
+    return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * k * (1 + 3 * c * z * z)
+
+
+def _with_tails(rng, shape, dtype):
+    """Random inputs with the tails mixed in: |x| up to 1e4 (erf, exp and log1p far out),
+    subnormals, and signed zeros."""
+    x = rng.standard_normal(shape) * 3
+    flat = x.reshape(-1)
+    idx = rng.permutation(flat.size)[: flat.size // 20]
+    q = len(idx) // 4
+    flat[idx[:q]] = rng.choice([-1, 1], q) * 10 ** rng.uniform(1, 4, q)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    flat[idx[q : 2 * q]] = rng.choice([-1, 1], q) * tiny * rng.integers(1, 1000, q)
+    flat[idx[2 * q : 3 * q]] = rng.choice([-0.0, 0.0], q)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
+def test_bias_activation_over_many_blocks_with_tails(backend, rng, dtype, activation):
+    """Sizes the host splits over its threads and cache-sized blocks (an odd number of
+    rows, a row count per block that does not divide it), with the tails in the input."""
+    x = _with_tails(rng, (389, 347), dtype)
+    b = rng.standard_normal(347).astype(dtype)
+    b[:60] = 0  # keep the subnormals and signed zeros of these columns in z
+    gy = rng.standard_normal(x.shape).astype(dtype)
+    f, df = FORMULAS[activation]
+    df = _gelu_tanh_derivative if activation == "gelu_tanh" else df
+    z = x.astype(np.float64) + b
+    with np.errstate(over="ignore"):
+        want_y, want_gx = f(z), gy * df(z)
+    y = gk.kernels.bias_activation(x, b, activation, negative_slope=0.2)
+    gx, gb = gk.kernels.bias_activation_backward(gy, x, b, activation, negative_slope=0.2)
+    assert rel_err(y, want_y) < _tol(dtype)
+    assert rel_err(gx, want_gx) < _tol(dtype)
+    assert rel_err(gb, want_gx.sum(axis=0)) < _tol(dtype)
+
+
+def test_gelu_is_accurate_element_by_element_over_its_range(backend, dtype):
+    """A dense grid from -14 to 14 and the subnormals: Phi and the derivative to within
+    rounding z / sqrt2 allows (~z**2 ulps, test_gelu_keeps_its_relative_accuracy_in_the_tail)
+    at every point, not only in norm (float32 uses gpukit's own vectorised erfc)."""
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    z = np.concatenate([np.linspace(-14, 14, 140_001), [tiny, -tiny, 0.0, -0.0]]).astype(dtype)
+    z64 = z.astype(np.float64)
+    phi = special.ndtr(z64)
+    pdf_term = z64 * np.exp(-z64 * z64 / 2) / math.sqrt(2 * np.pi)
+    eps = float(np.finfo(dtype).eps)
+    bound = 4 * (1 + z64**2) * eps
+    zero = np.zeros(1, dtype)
+    y = gk.to_numpy(gk.kernels.bias_activation(z[:, None], zero, "gelu"))[:, 0]
+    g, _ = gk.kernels.bias_activation_backward(
+        np.ones((z.size, 1), dtype), z[:, None], zero, "gelu"
+    )
+    g = gk.to_numpy(g)[:, 0].astype(np.float64)
+    ok = phi * np.abs(z64) > np.finfo(dtype).tiny  # gelu itself not underflowed
+    rel = np.abs(y.astype(np.float64) - z64 * phi)[ok] / (np.abs(z64) * phi)[ok]
+    assert np.all(rel < bound[ok]), z[ok][np.argmax(rel / bound[ok])]
+    # against the derivative's terms (it crosses 0 near z = -0.75), plus a few units of
+    # the last place of the subnormals where they underflow (z < -13 in float32)
+    scale = phi + np.abs(pdf_term)
+    assert np.all(np.abs(g - (phi + pdf_term)) < bound * scale + 16 * tiny)
+
+
+def test_relu_and_leaky_relu_gradients_at_signed_zero_and_subnormals(backend, dtype):
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    x = np.array([[-0.0, 0.0, tiny, -tiny, np.nan]], dtype=dtype)
+    gy = np.array([[-3.0, -3.0, -3.0, -3.0, -3.0]], dtype=dtype)
+    b = np.zeros(5, dtype)
+    gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "relu")
+    assert np.array_equal(np.abs(gk.to_numpy(gx)), [[0.0, 0.0, 3.0, 0.0, 0.0]])
+    gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "leaky_relu", negative_slope=0.25)
+    assert np.array_equal(gk.to_numpy(gx), np.array([[-0.75, -0.75, -3.0, -0.75, -0.75]], dtype))
+
+
+def test_host_threads_follow_the_blas_limit_and_give_the_same_result(rng, dtype):
+    """Host kernels use no more threads than a threadpoolctl limit gives BLAS, and their
+    element-wise results do not depend on how many threads computed them."""
+    threadpoolctl = oracle("threadpoolctl")
+    from gpukit._host import parallel
+
+    x = rng.standard_normal((600, 301)).astype(dtype)
+    b = rng.standard_normal(301).astype(dtype)
+    with gk.use_backend("numpy"):
+        many = gk.kernels.bias_activation(x, b, "gelu")
+        gmany, _ = gk.kernels.bias_activation_backward(x, x, b, "silu")
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            assert parallel.n_threads() == 1
+            one = gk.kernels.bias_activation(x, b, "gelu")
+            gone, _ = gk.kernels.bias_activation_backward(x, x, b, "silu")
+    assert parallel.n_threads() <= parallel.max_threads()
+    assert np.array_equal(many, one) and np.array_equal(gmany, gone)
+
+
 def _sgd_formula(p, g, buf, steps, lr, momentum=0.0, dampening=0.0, nesterov=False, wd=0.0):
     p, buf = p.astype(np.float64), None if buf is None else buf.astype(np.float64)
     for i, gi in enumerate(steps):
@@ -267,6 +363,31 @@ def test_softmax_cross_entropy_matches_formula(backend, rng, dtype, classes, eps
         assert rel_err(grad, want) < _tol(dtype)
     else:
         assert np.all(gk.to_numpy(grad) == 0)
+
+
+def test_updates_and_cross_entropy_over_many_blocks(backend, rng, dtype):
+    """Sizes the host splits over its threads and cache-sized blocks (odd lengths)."""
+    n = 600_001
+    p0, g = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    m0, v0 = rng.standard_normal(n).astype(dtype), rng.random(n).astype(dtype)
+    p, m, v = (gk.asarray(a.copy()) for a in (p0, m0, v0))
+    gk.kernels.adam_update(p, gk.asarray(g), m, v, step=3, lr=0.01, weight_decay=0.1)
+    g64, p64 = g.astype(np.float64) + 0.1 * p0, p0.astype(np.float64)
+    wm, wv = 0.9 * m0 + 0.1 * g64, 0.999 * v0 + 0.001 * g64 * g64
+    wp = p64 - 0.01 / (1 - 0.9**3) * wm / (np.sqrt(wv / (1 - 0.999**3)) + 1e-8)
+    assert rel_err(p, wp) < _tol(dtype) and rel_err(v, wv) < _tol(dtype)
+    q, buf = gk.asarray(p0.copy()), gk.asarray(m0.copy())
+    gk.kernels.sgd_update(q, gk.asarray(g), buf, lr=0.1, momentum=0.9, weight_decay=0.01)
+    wbuf = 0.9 * m0 + g + 0.01 * p64
+    assert rel_err(q, p64 - 0.1 * wbuf) < _tol(dtype) and rel_err(buf, wbuf) < _tol(dtype)
+    logits = (rng.standard_normal((1201, 173)) * 4).astype(dtype)
+    labels = rng.integers(0, 173, 1201)
+    grad_loss = rng.random(1201).astype(dtype)
+    loss, probs = gk.kernels.softmax_cross_entropy(logits, labels, label_smoothing=0.1)
+    want_loss, want_probs, target = _xent_formula(logits, labels, 0.1)
+    assert rel_err(loss, want_loss) < _tol(dtype) and rel_err(probs, want_probs) < _tol(dtype)
+    grad = gk.kernels.softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing=0.1)
+    assert rel_err(grad, grad_loss[:, None] * (want_probs - target)) < _tol(dtype)
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2])
