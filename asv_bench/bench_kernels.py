@@ -5,7 +5,8 @@ written in the backend's own namespace (CuPy on the GPU, NumPy on the host), and
 (b) a device-to-device copy of the same bytes measured in the same run: the
 ``track_*`` results give GB/s (minimum bytes read plus written over time) and the
 fraction of the copy's bandwidth. On the host the kernels are the NumPy
-references and the peer is hand-written NumPy. The tiled matmul reports TFLOP/s
+references and the peer is hand-written NumPy; ``HostVsTorch`` times every host
+kernel beside its PyTorch CPU peer. The tiled matmul reports TFLOP/s
 against cuBLAS float32 (CuPy's ``a @ b``; TF32 stays off unless CUPY_TF32=1).
 """
 
@@ -19,8 +20,10 @@ from typing import ClassVar
 import numpy as np
 
 import gpukit as gk
+from gpukit._bench.kernels import KERNELS as HOST_KERNELS
+from gpukit._bench.kernels import OPTIMIZERS, pair
 
-from .common import BACKENDS, random, sync, use
+from .common import BACKENDS, have, random, sync, use
 
 KERNELS = [
     "bias_relu",
@@ -166,6 +169,38 @@ class MemoryBound:
         return self.nbytes / self._seconds() / 1e9
 
     track_gbps.unit = "GB/s"
+
+
+class HostVsTorch:
+    """Every host kernel (numpy backend) and its PyTorch CPU peer, in the same suite, at
+    PyTorch's default thread count and BLAS's (gpukit._bench.kernels defines the pairs;
+    tools/compare/kernels.py gives fair same-run ratios). ``size``: the side of the
+    square input, or for the updates ``size**2`` parameters (1M, 4M, 16M)."""
+
+    params: ClassVar[list] = [
+        HOST_KERNELS,
+        ["gpukit", "torch"],
+        ["float32", "float64"],
+        [64, 256, 1024, 2048, 4096],
+    ]
+    param_names: ClassVar[list] = ["kernel", "impl", "dtype", "size"]
+    timeout = 300
+
+    def setup(self, kernel, impl, dtype, size):
+        if not have("torch"):
+            raise NotImplementedError("torch not installed")
+        if kernel in OPTIMIZERS and size < 1024:
+            raise NotImplementedError("the updates are timed at 1M-16M parameters")
+        import torch
+
+        self.backend = use("numpy")
+        n = size * size if kernel in OPTIMIZERS else size
+        ours, peer = pair(torch, kernel, n, np.dtype(dtype).type)
+        self.fn = ours if impl == "gpukit" else peer
+        self.fn()
+
+    def time_kernel(self, kernel, impl, dtype, size):
+        self.fn()
 
 
 class MatmulTiled:
