@@ -16,16 +16,18 @@ from typing import Any
 import numpy as np
 
 SIZES = (784, 256, 10)
+#: The deeper model of the activation comparisons (GELU, SiLU): two hidden layers.
+DEEP = (784, 256, 256, 10)
 LR = 0.01
 
 Step = Callable[[], Any]
 
 
-def weights(seed: int = 0) -> list[np.ndarray]:
-    """Fresh initial weights ``[W1, b1, W2, b2]`` in PyTorch's layout and init bounds."""
+def weights(seed: int = 0, sizes: tuple[int, ...] = SIZES) -> list[np.ndarray]:
+    """Fresh initial weights ``[W1, b1, W2, b2, ...]`` in PyTorch's layout and init bounds."""
     rng = np.random.default_rng(seed)
     out = []
-    for fan_in, fan_out in itertools.pairwise(SIZES):
+    for fan_in, fan_out in itertools.pairwise(sizes):
         bound = 1 / np.sqrt(fan_in)
         out.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
         out.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
@@ -47,14 +49,22 @@ def flops(batch: int) -> float:
     return 2 * batch * (n_in * hidden + hidden * n_out) * 2 + 2 * batch * hidden * n_out
 
 
-def gpukit_step(x: Any, y: Any) -> Step:
-    """The step with gk.nn and gk.optim, on the active backend (``x``, ``y`` placed there)."""
+def _layers(nn: Any, act: str, sizes: tuple[int, ...]) -> list[Any]:
+    """Linear layers of ``sizes`` with the activation ``act`` (a gk.nn / torch.nn class
+    name: "ReLU", "GELU", "SiLU") between them."""
+    layers: list[Any] = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        layers += [nn.Linear(fan_in, fan_out), getattr(nn, act)()]
+    return layers[:-1]
+
+
+def gpukit_step(x: Any, y: Any, act: str = "ReLU", sizes: tuple[int, ...] = SIZES) -> Step:
+    """The step with gk.nn and gk.optim, on the active backend (``x``, ``y`` placed there);
+    ``act`` and ``sizes`` choose another model than the 784-256-10 ReLU one."""
     import gpukit as gk
 
-    model = gk.nn.Sequential(
-        gk.nn.Linear(SIZES[0], SIZES[1]), gk.nn.ReLU(), gk.nn.Linear(SIZES[1], SIZES[2])
-    )
-    model.load_state_dict(dict(zip(model.state_dict(), weights(), strict=True)))
+    model = gk.nn.Sequential(*_layers(gk.nn, act, sizes))
+    model.load_state_dict(dict(zip(model.state_dict(), weights(sizes=sizes), strict=True)))
     loss_fn = gk.nn.CrossEntropyLoss()
     opt = gk.optim.SGD(model.parameters(), lr=LR)
 
@@ -100,16 +110,22 @@ def hand_step(xp: Any, x: Any, y: Any, place: Callable[[np.ndarray], Any]) -> St
     return step
 
 
-def torch_step(torch: Any, x_host: np.ndarray, y_host: np.ndarray, device: str) -> Step:
-    """The step with torch.nn and torch.optim on ``device`` ("cpu" or "cuda").
+def torch_step(
+    torch: Any,
+    x_host: np.ndarray,
+    y_host: np.ndarray,
+    device: str,
+    act: str = "ReLU",
+    sizes: tuple[int, ...] = SIZES,
+) -> Step:
+    """The step with torch.nn and torch.optim on ``device`` ("cpu" or "cuda"); ``act`` and
+    ``sizes`` as in :func:`gpukit_step`.
 
     On CUDA the step ends with a synchronisation, so a timer around it measures the work.
     """
-    model = torch.nn.Sequential(
-        torch.nn.Linear(SIZES[0], SIZES[1]), torch.nn.ReLU(), torch.nn.Linear(SIZES[1], SIZES[2])
-    ).to(device)
+    model = torch.nn.Sequential(*_layers(torch.nn, act, sizes)).to(device)
     with torch.no_grad():
-        for p, w in zip(model.parameters(), weights(), strict=True):
+        for p, w in zip(model.parameters(), weights(sizes=sizes), strict=True):
             p.copy_(torch.from_numpy(w))
     x, y = torch.from_numpy(x_host).to(device), torch.from_numpy(y_host).to(device)
     cuda = str(device).startswith("cuda")

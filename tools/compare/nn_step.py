@@ -1,8 +1,9 @@
-"""One training step of a 784-256-10 ReLU MLP: gpukit vs PyTorch and vs hand-written NumPy.
+"""One MLP training step: gpukit vs PyTorch and vs hand-written NumPy.
 
 A step is forward, cross-entropy loss, backward (no gradient for the network's input:
 PyTorch computes none either) and a plain SGD update, on float32 batches of 32, 256 and
-2048. PyTorch runs with as many threads as NumPy's BLAS. Same-run ratios, fair timing
+2048, of a 784-256-10 ReLU MLP and of 784-256-256-10 GELU and SiLU MLPs. PyTorch runs
+with as many threads as NumPy's BLAS. Same-run ratios, fair timing
 (tools/compare/timing.py). On a GPU (cupy backend usable), gpukit on cupy is compared
 with PyTorch CUDA when PyTorch sees a GPU.
 
@@ -24,12 +25,14 @@ from tools.compare.timing import compare, table
 
 BATCHES = (32, 256, 2048)
 TARGETS = {32: "<= 0.9", 256: "<= 1.0", 2048: "<= 1.25"}
+#: The activation models' targets (GELU and SiLU, 784-256-256-10).
+DEEP_TARGETS = {32: "<= 1.2", 256: "<= 1.0", 2048: "<= 1.0"}
 
 
-def gpukit_step(backend: str, x, y):
+def gpukit_step(backend: str, x, y, act: str = "ReLU", sizes=mlp.SIZES):
     """The shared benchmark step (gpukit/_bench/mlp.py) with gk.nn on ``backend``."""
     with gk.use_backend(backend):
-        return mlp.gpukit_step(gk.asarray(x), gk.asarray(y))
+        return mlp.gpukit_step(gk.asarray(x), gk.asarray(y), act, sizes)
 
 
 def numpy_step(x, y):
@@ -70,6 +73,14 @@ def main() -> None:
             rows.append(
                 (f"(hand NumPy b={batch:<5} vs PyTorch CPU)", compare(numpy_step(x, y), peer), "")
             )
+    if torch is not None:
+        for act in ("GELU", "SiLU"):
+            for batch in BATCHES:
+                x, y = mlp.data(batch)
+                ours = gpukit_step("numpy", x, y, act, mlp.DEEP)
+                peer = mlp.torch_step(torch, x, y, "cpu", act, mlp.DEEP)
+                label = f"numpy  {act} 784-256-256-10 b={batch:<5} vs PyTorch CPU"
+                rows.append((label, compare(ours, peer), DEEP_TARGETS[batch]))
     if gk.available_backends()["cupy"].available:
         with gk.use_backend("cupy") as b:
             sync = b.synchronize
@@ -85,7 +96,7 @@ def main() -> None:
 
                     pair = compare(ours, peer, sync=both_sync)
                     rows.append((f"cupy   b={batch:<5} vs PyTorch CUDA", pair, "<= 1.0"))
-    print(f"one SGD training step, 784-256-10 ReLU MLP, float32; BLAS threads: {threads}")
+    print(f"one SGD training step, float32; BLAS threads: {threads}; load: {os.getloadavg()}")
     print(table(rows))
 
 
