@@ -360,7 +360,11 @@ def gradient(
     if o2.size * itemsize <= BLOCK:  # one block: no pool, no tiling
         with np.errstate(over="ignore"):
             block(g2, v2, o2, None, scratch(dtype, 6, o2.size))
-        return out, o2.sum(axis=0) if want_bias else None
+        if not want_bias:
+            return out, None
+        if dtype in (np.float32, np.float64):  # BLAS gemv, 2-3x a column sum (gk.nn bias_grad)
+            return out, np.ones(o2.shape[0], dtype) @ o2
+        return out, o2.sum(axis=0)
 
     def work(_k: int, lo: int, hi: int) -> np.ndarray | None:
         acc = np.zeros(c, dtype) if want_bias else None
