@@ -11,11 +11,15 @@ from .config import config
 from .errors import StreamHazard
 from .placement import DevicePlacementError
 from .records import clear_tf32_requests, tf32_requests
+from .tracing import Summary, Trace, trace
 
 __all__ = [
     "DevicePlacementError",
     "StreamHazard",
+    "Summary",
+    "Trace",
     "clear_tf32_requests",
     "config",
     "tf32_requests",
+    "trace",
 ]
