@@ -131,6 +131,18 @@ class Summary:
     kernel_bytes: float = 0
     flops: float = 0
 
+    def __sub__(self, other: Summary) -> Summary:
+        """The counts of ``self`` less ``other``'s, both in total (``per`` 1)."""
+        a, b = self.as_dict(), other.as_dict()
+        return Summary(**{k: a[k] * self.per - b[k] * other.per for k in a if k != "per"})
+
+    def __truediv__(self, per: float) -> Summary:
+        """The counts per unit of work, ``per`` units in all."""
+        if per <= 0:
+            raise ValueError(f"per must be positive, got {per!r}")
+        d = self.as_dict()
+        return Summary(per=d.pop("per") * per, **{k: v / per for k, v in d.items()})
+
     def as_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
