@@ -133,6 +133,8 @@ def transform(name: str, fn):
         else:
             res = res.astype(np.result_type(want, np.complex64), copy=False)
         plan_cache(dev)._plan((name, x.shape, x.dtype.str, res.shape), max(res.nbytes, 512))
+        if _trace.active:
+            _trace.fft_axes(name, x.ndim, args, kwargs)
         return core._wrap(name, res, [x], library=True)
 
     f.__name__ = f.__qualname__ = name

@@ -293,7 +293,8 @@ def enqueued(stream, reads, writes, op: str) -> None:
     shapes = tuple(tuple(a.shape) for a in arrays)
     dtype = _dtype(arrays)
     if info.get("kind") == "library":
-        f = flops(op, arrays)
+        axes, _tls.fft_axes = getattr(_tls, "fft_axes", None), None
+        f = flops(op, arrays, axes)
         _emit(Event("library", op, dev, label, nbytes, f, dtype, shapes))
         return
     grid, block = info.get("grid"), info.get("block")
@@ -319,6 +320,25 @@ def host_sync(device: int | None, stream_label: str | None) -> None:
 def allocation(device: int, nbytes: int, hit: bool) -> None:
     """A request to the memory pool of ``device``, served from its cache or not."""
     _emit(Event("alloc", "pool", device, None, nbytes, hit=hit))
+
+
+def fft_axes(name: str, ndim: int, args, kwargs) -> None:
+    """The axes the cuFFT call ``name(x, *args, **kwargs)`` about to run transforms."""
+    kind = _fft_kind(name.lower())
+    if kind is None:
+        return
+    pos = args[1] if len(args) > 1 else None
+    if kind == "":
+        axes = (kwargs.get("axis", -1 if pos is None else pos),)
+    else:
+        axes = kwargs.get("axes", pos)
+        if axes is None:
+            s = kwargs.get("s", args[0] if args else None)
+            if kind == "2":
+                axes = (-2, -1)
+            else:
+                axes = range(ndim) if s is None else range(-len(s), 0)
+    _tls.fft_axes = tuple(int(a) % max(ndim, 1) for a in axes)
 
 
 def fft_plan(device: int, key) -> None:
@@ -365,10 +385,10 @@ def _caller() -> tuple[str, str]:
     return cause, ""
 
 
-_FFT_AXES = {"": 1, "2": 2, "n": None}
+_FFT_KINDS = frozenset({"", "2", "n"})
 
 
-def flops(name: str, arrays) -> int:
+def flops(name: str, arrays, fft_axes: tuple[int, ...] | None = None) -> int:
     """Floating-point operations of a library routine on ``arrays`` (inputs, then outputs).
 
     The conventional counts: a (batched) matrix product ``2 m n k``; a level-1/2 BLAS call
@@ -376,6 +396,8 @@ def flops(name: str, arrays) -> int:
     that for a real one (the convention of FFTW's benchFFT, https://www.fftw.org/speed/method.html);
     LU solve ``2/3 n^3 + 2 n^2 r``, Cholesky ``n^3 / 3``, QR ``2 m n^2 - 2/3 n^3``, inverse
     ``2 n^3`` (LAPACK Working Note 41's operation counts); sparse products ``2 nnz r``.
+    An FFT transforms ``fft_axes`` (its default axes when None), ``N`` the larger of the
+    input's and output's lengths there (a real transform's real side).
     Complex arithmetic counts 4 real operations per multiply-add pair. Unknown routines: 0.
     """
     if not arrays:
@@ -393,11 +415,17 @@ def flops(name: str, arrays) -> int:
         return int(2 * cplx * max(out.size, 1) * k) if out.ndim else int(2 * cplx * a.size)
     if n in ("nrm2", "axpy", "scal"):
         return int(2 * cplx * ins[0].size)
-    fft = _fft_points(n, ins[0])
-    if fft is not None:
-        points, batch, real = fft
+    kind = _fft_kind(n)
+    if kind is not None:
+        x = ins[0]
+        if fft_axes is None:
+            fft_axes = _default_axes(kind, x.ndim)
+        lengths = [max(x.shape[a], out.shape[a] if out.ndim == x.ndim else 0) for a in fft_axes]
+        points = int(np.prod(lengths)) if lengths else 1
         if points <= 1:
             return 0
+        batch = max(1, out.size // max(int(np.prod([out.shape[a] for a in fft_axes])), 1))
+        real = n.lstrip("i")[0] in "rh"
         return int((2.5 if real else 5) * points * math.log2(points) * batch)
     if n in ("spmv", "spmm"):
         nnz = ins[0].size  # the data array of the CSR matrix comes first
@@ -426,14 +454,17 @@ def flops(name: str, arrays) -> int:
     return int(cplx * batch * table.get(n, 0))
 
 
-def _fft_points(name: str, x) -> tuple[int, int, bool] | None:
+def _fft_kind(name: str) -> str | None:
+    """The kind of a cuFFT routine name: "" (1-D), "2" or "n"; None for another routine."""
     base = name.lstrip("i")
-    real = False
-    if base.startswith("r") or base.startswith("h"):
-        real, base = True, base[1:]
-    if not base.startswith("fft") or base[3:] not in _FFT_AXES:
+    if base[:1] in ("r", "h"):
+        base = base[1:]
+    if not base.startswith("fft") or base[3:] not in _FFT_KINDS:
         return None
-    axes = _FFT_AXES[base[3:]]
-    shape = x.shape if axes is None else x.shape[-axes:]
-    points = int(np.prod(shape)) if shape else 1
-    return points, max(1, x.size // max(points, 1)), real
+    return base[3:]
+
+
+def _default_axes(kind: str, ndim: int) -> tuple[int, ...]:
+    if kind == "n":
+        return tuple(range(ndim))
+    return tuple(range(max(ndim - (2 if kind == "2" else 1), 0), ndim))

@@ -73,6 +73,22 @@ def test_fft_flops_and_plan_created_once(cp):
     assert [e.flops for e in t.select("library")] == [5 * 256 * 8 * 4] * 2
 
 
+def test_fft_flops_follow_the_axes_transformed(cp):
+    x = cp.ones((16, 64, 64), dtype=np.complex64)
+    r = cp.ones((16, 64), dtype=np.float32)
+    with cupysim.trace() as t:
+        cp.fft.fftn(x, axes=(-2, -1))  # 16 transforms of 64 x 64 points
+        cp.fft.fftn(x)  # one of 16 x 64 x 64
+        cp.fft.fft(x, axis=1)  # 16 x 64 of 64
+        cp.fft.rfft(r)  # real: half the count, N the real length
+    assert [e.flops for e in t.select("library")] == [
+        5 * 4096 * 12 * 16,
+        5 * 65536 * 16,
+        5 * 64 * 6 * 16 * 64,
+        int(2.5 * 64 * 6 * 16),
+    ]
+
+
 @pytest.mark.parametrize(
     ("call", "cause"),
     [
