@@ -94,6 +94,7 @@ class Event:
     hit: bool | None = None  # alloc: served from the pool's cache
     explicit: bool | None = None  # sync: asked for by the code
     where: str = ""  # sync: the first frame outside the simulator
+    library: str | None = None  # library: "cuBLAS", "cuFFT", "cuSOLVER" or "cuSPARSE"
 
 
 @dataclass(frozen=True)
@@ -295,7 +296,8 @@ def enqueued(stream, reads, writes, op: str) -> None:
     if info.get("kind") == "library":
         axes, _tls.fft_axes = getattr(_tls, "fft_axes", None), None
         f = flops(op, arrays, axes)
-        _emit(Event("library", op, dev, label, nbytes, f, dtype, shapes))
+        lib = library_of(op)
+        _emit(Event("library", op, dev, label, nbytes, f, dtype, shapes, library=lib))
         return
     grid, block = info.get("grid"), info.get("block")
     if grid is None and info.get("kind") == "elementwise" and _is_elementwise(op):
@@ -355,6 +357,26 @@ def _other_device(reads, dev: int) -> bool:
         if found is not None and found[0].device not in (dev, -1):
             return True
     return False
+
+
+_CUBLAS = frozenset({
+    "matmul", "dot", "vdot", "inner", "tensordot", "gemm", "gemv", "axpy", "scal", "nrm2",
+    "batched_gesv",
+})  # fmt: skip
+_CUSPARSE = frozenset({"spmv", "spmm", "spgemm"})
+
+
+def library_of(name: str) -> str:
+    """The CUDA library a simulated routine stands for (cupy/_core/_routines_linalg.pyx:
+    products are cuBLAS; cupy/fft: cuFFT; cupyx.scipy.sparse: cuSPARSE; cupy.linalg's
+    factorisations and cupyx.lapack: cuSOLVER)."""
+    if name in _CUBLAS:
+        return "cuBLAS"
+    if _fft_kind(name.lower()) is not None:
+        return "cuFFT"
+    if name in _CUSPARSE:
+        return "cuSPARSE"
+    return "cuSOLVER"
 
 
 #: CuPy's elementwise kernels among the simulator's named operations (core.pyx ``fill``,

@@ -57,7 +57,7 @@ def test_a_gemm_is_a_library_call_with_its_flops(cp):
     with cupysim.trace() as t:
         a @ b
     (e,) = t.select("library")
-    assert e.name == "matmul"
+    assert (e.name, e.library) == ("matmul", "cuBLAS")
     assert e.flops == 2 * 64 * 16 * 32
     assert e.shapes == ((64, 32), (32, 16), (64, 16))
     assert e.nbytes == 4 * (64 * 32 + 32 * 16 + 64 * 16)
@@ -70,6 +70,7 @@ def test_fft_flops_and_plan_created_once(cp):
         cp.fft.fft(x)
         cp.fft.fft(x)
     assert [e.name for e in t.select("plan")] == ["fft"]
+    assert {e.library for e in t.select("library")} == {"cuFFT"}
     assert [e.flops for e in t.select("library")] == [5 * 256 * 8 * 4] * 2
 
 
@@ -274,3 +275,18 @@ def test_a_memory_bound_kernel_is_faster_on_h200(cp):
     e100, e200 = cupysim.estimate(t, "H100"), cupysim.estimate(t, "H200")
     assert e100.kernels == pytest.approx(3 * 4 * (1 << 20) / 3.35e12)
     assert e200.kernels / e100.kernels == pytest.approx(3.35 / 4.8)
+
+
+def test_solver_and_sparse_calls_name_their_library(cp):
+    import cupyx.scipy.sparse as sparse
+    import scipy.sparse as sp
+
+    a = cp.asarray(np.eye(8) * 2)
+    m = sparse.csr_matrix(sp.eye(8, format="csr"))
+    v = cp.ones(8)
+    with cupysim.trace() as t:
+        cp.linalg.solve(a, v)
+        m @ v
+    got = [(e.name, e.library) for e in t.select("library")]
+    assert got == [("solve", "cuSOLVER"), ("spmv", "cuSPARSE")]
+    assert t.select("library")[0].flops == int(2 / 3 * 8**3 + 2 * 8 * 8)
