@@ -37,7 +37,7 @@ class GPUCost:
             except NotImplementedError as exc:
                 out[name] = {"skip": str(exc)}
                 continue
-            row = s.as_dict()
+            row = {k: round(v, 6) for k, v in s.as_dict().items()}  # exact ratios, no 3.0999..
             for gpu in ("H100", "H200"):
                 row[f"estimate_{gpu}"] = gpu_cost.estimate(t_lo, t_hi, span, gpu).total * 1e6
             out[name] = row
