@@ -424,7 +424,7 @@ def flops(name: str, arrays, fft_axes: tuple[int, ...] | None = None) -> int:
     """
     if not arrays:
         return 0
-    ins = [a for a in arrays[:-1]] or arrays
+    ins = list(arrays[:-1]) or list(arrays)
     out = arrays[-1]
     cplx = 4 if any(a.dtype.kind == "c" for a in arrays) else 1
     n = name.lower()
