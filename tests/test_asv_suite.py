@@ -73,3 +73,18 @@ def test_every_teardown_survives_a_setup_that_did_nothing(module):
         cls().teardown(*_first_params(cls))
     if module is bench_distributed:
         assert with_teardown, "the classes above have teardowns"
+
+
+def test_gpu_cost_benchmarks_skip_where_the_real_cupy_is_imported(monkeypatch):
+    # The simulator cannot load beside the real CuPy: every GPU-cost benchmark is a skip.
+    from asv_bench import bench_gpu_cost, gpu_cost
+
+    real = type(sys)("cupy")
+    real.__file__ = "/site-packages/cupy/__init__.py"
+    monkeypatch.setitem(sys.modules, "cupy", real)
+    with pytest.raises(NotImplementedError, match="real CuPy is imported"):
+        gpu_cost.simulator()
+    bench = bench_gpu_cost.GPUCost()
+    cache = bench.setup_cache()
+    with pytest.raises(NotImplementedError, match="real CuPy is imported"):
+        bench.setup(cache, "cg")

@@ -8,14 +8,22 @@ simulated CuPy 14 next to this package (docs/contributing_gpu.rst).
 from __future__ import annotations
 
 from .config import config
+from .cost import GPUS, Estimate, estimate
 from .errors import StreamHazard
 from .placement import DevicePlacementError
 from .records import clear_tf32_requests, tf32_requests
+from .tracing import Summary, Trace, trace
 
 __all__ = [
+    "GPUS",
     "DevicePlacementError",
+    "Estimate",
     "StreamHazard",
+    "Summary",
+    "Trace",
     "clear_tf32_requests",
     "config",
+    "estimate",
     "tf32_requests",
+    "trace",
 ]

@@ -18,6 +18,7 @@ import numpy as np
 from cupy._core import core
 
 from . import devices, libs, placement
+from . import tracing as _trace
 
 _tls = threading.local()
 
@@ -79,6 +80,8 @@ class PlanCache:
         if key in self._plans:
             self._plans.move_to_end(key)
             return
+        if _trace.active:
+            _trace.fft_plan(self.dev, key)
         if self._size == 0:
             return
         from cupy.cuda import memory
@@ -130,6 +133,8 @@ def transform(name: str, fn):
         else:
             res = res.astype(np.result_type(want, np.complex64), copy=False)
         plan_cache(dev)._plan((name, x.shape, x.dtype.str, res.shape), max(res.nbytes, 512))
+        if _trace.active:
+            _trace.fft_axes(name, x.ndim, args, kwargs)
         return core._wrap(name, res, [x], library=True)
 
     f.__name__ = f.__qualname__ = name

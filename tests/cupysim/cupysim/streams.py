@@ -39,6 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from . import tracing as _trace
 from .config import config
 from .errors import CUDARuntimeError, StreamHazard
 
@@ -267,6 +268,8 @@ def check(stream: SimStream, reads: list[Region], writes: list[Region], op: str)
             rec = _conflict(region, stream, clock, True)
             if rec is not None:
                 raise _hazard(region, stream, True, op, rec)
+        if _trace.active:
+            _trace.enqueued(stream, reads, writes, op)
         return stream.count
 
 
@@ -289,6 +292,8 @@ def synchronize(stream: SimStream) -> None:
     """The host waits for everything enqueued on ``stream`` (cudaStreamSynchronize)."""
     with lock:
         _join(host_clock, stream.clock)
+    if _trace.active:
+        _trace.host_sync(stream.device, stream.label)
 
 
 def synchronize_device(device: int) -> None:
@@ -297,6 +302,8 @@ def synchronize_device(device: int) -> None:
         legacy(device)
         for s in list(_on_device.get(device, ())):
             _join(host_clock, s.clock)
+    if _trace.active:
+        _trace.host_sync(device, None)
 
 
 class SimEvent:
@@ -327,3 +334,5 @@ def synchronize_event(event: SimEvent) -> None:
     with lock:
         if event.clock is not None:
             _join(host_clock, event.clock)
+    if _trace.active:
+        _trace.host_sync(None, None)

@@ -24,6 +24,7 @@ import numpy as np
 from cupysim import devices as _devices
 from cupysim import libs as _libs
 from cupysim import streams as _streams
+from cupysim import tracing as _trace
 from cupysim.runtime import check_peer_access as _check_peer_access
 
 _EMPTY = np.empty(0, np.uint8)
@@ -192,6 +193,8 @@ def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
     stream = _streams.current(dev)
     r = [x._region() for x in reads]
     w = [x._region() for x in writes]
+    if _trace.active:
+        _trace.note(op=name, kind=kind, arrays=(*reads, *writes))
     tick = _streams.check(stream, r, w, name)
     result = None if body is None else body()
     _streams.commit(stream, r, w, name, tick)

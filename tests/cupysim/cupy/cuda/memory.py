@@ -20,6 +20,7 @@ import weakref
 from cupysim import devices as _devices
 from cupysim import memory as _sim
 from cupysim import streams as _streams
+from cupysim import tracing as _trace
 from cupysim.config import config as _config
 from cupysim.errors import CUDARuntimeError, OutOfMemoryError
 
@@ -406,6 +407,8 @@ class SingleDeviceMemoryPool:
         with self._lock:
             arena = self._arena(ident)
             chunk = arena.get_chunk(rounded)
+        if _trace.active:
+            _trace.allocation(self._device_id, rounded, hit=chunk is not None)
         if chunk is None:
             mem = self._try_malloc(rounded)
             chunk = _Chunk(mem, 0, rounded, arena)

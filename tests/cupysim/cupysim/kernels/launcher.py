@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import runtime
+from .. import tracing as _trace
 from . import sanitize
 from .compiler import Binary, KernelSpec, LaunchConfig, ParamSpec
 from .errors import KernelArgumentError, KernelFault
@@ -287,6 +288,9 @@ class Function:
         cfg = LaunchConfig(grid, block, shared_mem, _workers())
         err = ctypes.create_string_buffer(_ERRLEN)
         name = self.spec.expression
+        if _trace.active:
+            ops = tuple(a for a in (*reads, *writes) if hasattr(a, "dtype"))
+            _trace.note(op=name, kind=kind, grid=grid, block=block, arrays=ops)
         if stream is not None:
             with stream, runtime.launch(name, reads, writes, kind=kind):
                 code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)

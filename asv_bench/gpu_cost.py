@@ -1,0 +1,223 @@
+"""GPU cost per unit of work, counted on the CuPy simulator (no GPU needed).
+
+Each workload of issue 30 is built here once, for the asv ``track_`` benchmarks
+(``bench_gpu_cost.py``) and the budget tests (``tests/test_gpu_cost.py``): a builder sets
+up the problem with gk on the ``cupy`` backend and returns ``(run, units)``, where
+``run(k)`` does ``k`` units of work (training steps, Krylov iterations, GMRES cycles,
+transforms). The cost of one unit is the steady state: the difference between a trace of
+``run(hi)`` and one of ``run(lo)``, divided by ``hi - lo``, so set-up and first-call costs
+(kernel compilation, plans, pool growth) cancel.
+
+The simulator is loaded from ``tests/cupysim`` when nothing has imported the real CuPy in
+this process; otherwise, or without the checkout's tests folder, :func:`simulator` raises
+NotImplementedError (asv's skip). Counts are what the simulator models
+(docs/contributing_gpu.rst); the time estimate from them is :mod:`cupysim.cost`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+SIM_PATH = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "cupysim"
+)
+
+Run = Callable[[int], Any]
+
+
+def simulator():
+    """``cupysim`` with the simulated CuPy importable, or NotImplementedError."""
+    mod = sys.modules.get("cupy")
+    if mod is not None and not getattr(mod, "__file__", "").startswith(SIM_PATH):
+        raise NotImplementedError("the real CuPy is imported: the simulator cannot load here")
+    if not os.path.isdir(os.path.join(SIM_PATH, "cupysim")):
+        raise NotImplementedError(f"the CuPy simulator is not in {SIM_PATH}")
+    if SIM_PATH not in sys.path:
+        sys.path.insert(0, SIM_PATH)
+    try:
+        import cupysim
+    except ImportError as exc:  # e.g. no C compiler for its kernels
+        raise NotImplementedError(f"the CuPy simulator does not import: {exc}") from exc
+    return cupysim
+
+
+def _gk():
+    import gpukit as gk
+
+    status = gk.available_backends().get("cupy")
+    if status is None or not status.available:
+        raise NotImplementedError("gpukit's cupy backend is unavailable on the simulator")
+    gk.set_backend("cupy")
+    return gk
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _repeat(step: Callable[[], Any]) -> Run:
+    def run(k: int) -> None:
+        for _ in range(k):
+            step()
+
+    return run
+
+
+# -- the workloads --------------------------------------------------------------------------
+def mlp_step(gk) -> tuple[Run, str]:
+    """784-256-256-10 ReLU MLP, batch 256, Adam, cross-entropy, as docs/nn.rst writes it."""
+    rng = _rng()
+    model = gk.nn.Sequential(
+        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
+        gk.nn.Linear(256, 10),
+    )  # fmt: skip
+    loss_fn = gk.nn.CrossEntropyLoss()
+    opt = gk.optim.Adam(model.parameters(), lr=1e-3)
+    x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
+    y = gk.asarray(rng.integers(0, 10, 256))
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        model.backward(loss_fn.backward())
+        opt.step()
+        return loss
+
+    return _repeat(step), "step"
+
+
+def data_parallel_step(gk) -> tuple[Run, str]:
+    """The MLP step above on ``DataParallel`` over 2 devices (batch 256 split in two)."""
+    if len(gk.devices()) < 2:
+        raise NotImplementedError("DataParallel needs 2 devices")
+    rng = _rng()
+    net = gk.nn.Sequential(
+        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
+        gk.nn.Linear(256, 10),
+    )  # fmt: skip
+    model = gk.nn.DataParallel(net, devices=[0, 1])
+    loss_fn = gk.nn.CrossEntropyLoss()
+    opt = gk.optim.Adam(model.parameters(), lr=1e-3)
+    x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
+    y = gk.asarray(rng.integers(0, 10, 256))
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        model.backward(loss_fn.backward())
+        opt.step()
+        return loss
+
+    return _repeat(step), "step"
+
+
+def _krylov(method: str, n: int = 64, **kwargs) -> Callable[[Any], tuple[Run, str]]:
+    def build(gk) -> tuple[Run, str]:
+        a = gk.sparse.poisson2d(n)
+        b = gk.asarray(_rng().standard_normal(n * n))
+        solve = getattr(gk.linalg, method)
+
+        def run(k: int) -> None:
+            # rtol out of reach: exactly k iterations (Arnoldi steps for gmres), which
+            # end at maxiter on purpose
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", gk.errors.ConvergenceWarning)
+                solve(a, b, rtol=1e-300, atol=0.0, maxiter=k, **kwargs)
+
+        return run, "iteration" if method != "gmres" else "Arnoldi step"
+
+    build.__doc__ = f"``gk.linalg.{method}`` on the {n}x{n} Poisson operator, CuPy backend."
+    return build
+
+
+def fft2_batch(gk, shape=(16, 512, 512)) -> tuple[Run, str]:
+    """``gk.fft.fft2`` of a C-contiguous complex64 batch of a size already seen."""
+    rng = _rng()
+    x = gk.asarray(
+        (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    )
+    return _repeat(lambda: gk.fft.fft2(x)), "transform"
+
+
+def sharded_matmul(gk, n: int = 1024) -> tuple[Run, str]:
+    """``a @ w`` with ``a`` (n x 256, float32) sharded by rows over 2 devices."""
+    if len(gk.devices()) < 2:
+        raise NotImplementedError("a sharded matmul on 2 devices needs 2 devices")
+    rng = _rng()
+    a = gk.shard(rng.standard_normal((n, 256)).astype(np.float32), axis=0)
+    w = gk.asarray(rng.standard_normal((256, 256)).astype(np.float32))
+    return _repeat(lambda: a @ w), "product"
+
+
+def solve_1000(gk) -> tuple[Run, str]:
+    """``gk.linalg.solve`` of a 1000 x 1000 float64 system with one right-hand side."""
+    rng = _rng()
+    a = gk.asarray(rng.standard_normal((1000, 1000)) + 1000 * np.eye(1000))
+    b = gk.asarray(rng.standard_normal(1000))
+    return _repeat(lambda: gk.linalg.solve(a, b)), "solve"
+
+
+def dask_matmul(gk) -> tuple[Run, str]:
+    """``gk.matmul`` of a Dask array of 4 CuPy row chunks (1024 x 256) by a 256 x 64 one."""
+    try:
+        import dask.array as da
+    except ImportError as exc:
+        raise NotImplementedError("Dask is not installed") from exc
+    import cupy
+
+    rng = _rng()
+    a = da.from_array(
+        cupy.asarray(rng.standard_normal((1024, 256))), chunks=(256, 256), asarray=False
+    )
+    w = da.from_array(cupy.asarray(rng.standard_normal((256, 64))), chunks=(256, 64), asarray=False)
+    return _repeat(lambda: gk.matmul(a, w).compute(scheduler="sync")), "product"
+
+
+#: name -> builder(gk) -> (run, unit); the order of the docs' table.
+WORKLOADS: dict[str, Callable[[Any], tuple[Run, str]]] = {
+    "mlp_step": mlp_step,
+    "data_parallel_step": data_parallel_step,
+    "cg": _krylov("cg"),
+    "bicgstab": _krylov("bicgstab"),
+    "minres": _krylov("minres"),
+    "gmres": _krylov("gmres", restart=20),
+    "fft2": fft2_batch,
+    "sharded_matmul": sharded_matmul,
+    "solve_1000": solve_1000,
+    "dask_matmul": dask_matmul,
+}
+
+#: Units traced by default (lo, hi): steady state is (trace(hi) - trace(lo)) / (hi - lo).
+SPAN = {"cg": (5, 15), "bicgstab": (5, 15), "minres": (5, 15), "gmres": (20, 40)}
+DEFAULT_SPAN = (1, 3)
+
+
+def measure(name: str, span: tuple[int, int] | None = None):
+    """The steady-state :class:`cupysim.Summary` of one unit of workload ``name``, and the
+    two traces it is the difference of."""
+    cupysim = simulator()
+    gk = _gk()
+    run, _unit = WORKLOADS[name](gk)
+    lo, hi = span or SPAN.get(name, DEFAULT_SPAN)
+    run(hi)  # warm up: kernels compiled, plans made, the pool grown for the longest run
+    gk.synchronize()
+    with cupysim.trace() as t_lo:
+        run(lo)
+        gk.synchronize()
+    with cupysim.trace() as t_hi:
+        run(hi)
+        gk.synchronize()
+    return (t_hi.summary() - t_lo.summary()) / (hi - lo), t_lo, t_hi
+
+
+def estimate(t_lo, t_hi, span: tuple[int, int], gpu: str):
+    """The estimated time of one unit (:func:`cupysim.estimate`), steady state."""
+    cupysim = simulator()
+    lo, hi = span
+    return (cupysim.estimate(t_hi, gpu) - cupysim.estimate(t_lo, gpu)) / (hi - lo)
