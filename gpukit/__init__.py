@@ -34,6 +34,7 @@ from ._select.registry import (
     unregister_backend,
 )
 from ._select.selection import get_backend, selection_reason, set_backend, use_backend
+from ._user_kernels import elementwise, reduction
 from ._version import __version__
 from .backend import Backend, Device
 from .distributed import _kind as _dask_kind  # noqa: F401 (registers the "dask" array kind)
@@ -74,6 +75,7 @@ __all__ = [
     "device",
     "device_count",
     "devices",
+    "elementwise",
     "empty_cache",
     "empty_pinned",
     "errors",
@@ -82,6 +84,7 @@ __all__ = [
     "matmul",
     "memory_stats",
     "namespace",
+    "reduction",
     "register_backend",
     "reset_transfer_stats",
     "reshard",

@@ -19,6 +19,7 @@ __all__ = [
     "DeviceMismatchError",
     "GpukitError",
     "GpukitWarning",
+    "KernelSyntaxError",
     "LinAlgError",
     "NonFiniteError",
     "OutOfMemoryError",
@@ -104,6 +105,14 @@ class DeviceMismatchError(GpukitError, ValueError):
 
 class TransferGuardError(GpukitError, RuntimeError):
     """An implicit host/device transfer while the transfer guard says ``disallow``."""
+
+
+class KernelSyntaxError(GpukitError, SyntaxError):
+    """A ``gk.elementwise``/``gk.reduction`` body uses a construct outside the kernel language.
+
+    Raised when the kernel is defined; the message names the construct, and ``filename``
+    and ``lineno`` point at the line (as a Python ``SyntaxError`` does).
+    """
 
 
 class LinAlgError(GpukitError, np.linalg.LinAlgError):

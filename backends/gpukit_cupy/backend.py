@@ -19,6 +19,7 @@ from .fft import CupyFFT
 from .linalg import CupyLinalg
 from .matmul import CupyMatmul
 from .memory import CupyMemoryMixin
+from .user_kernels import CupyUserKernels
 
 try:
     import cupy
@@ -128,7 +129,7 @@ def _driver_problem(exc: Exception) -> tuple[str, str]:
     return f"CUDA is not usable: {exc} (CuPy {cupy.__version__})", GPU_FIX
 
 
-class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, Backend):
+class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKernels, Backend):
     """Arrays are ``cupy.ndarray``; one device per visible GPU."""
 
     name = "cupy"

@@ -23,6 +23,7 @@ import numpy as np
 
 from ._ops.fft import FFTOps
 from ._ops.linalg import LinalgOps
+from ._ops.user import UserKernelOps
 from .collectives import PeerCopyCollectives
 
 __all__ = ["Backend", "Device"]
@@ -60,7 +61,7 @@ class Device:
         return f"{self.backend}:{self.index}"
 
 
-class Backend(FFTOps, LinalgOps):
+class Backend(FFTOps, LinalgOps, UserKernelOps):
     """Base class of every gpukit backend.
 
     Subclasses set :attr:`name`, :attr:`xp` and :attr:`is_device`, and implement

@@ -36,7 +36,16 @@ def describe(x: Any) -> str:
 # The modules of gpukit.distributed holding the operations' Dask implementations.
 _OPERATIONS = [
     f"gpukit.distributed.{m}"
-    for m in ("_convert", "_fft", "_kernels", "_krylov", "_linalg", "_matmul", "_nn")
+    for m in (
+        "_convert",
+        "_fft",
+        "_kernels",
+        "_krylov",
+        "_linalg",
+        "_matmul",
+        "_nn",
+        "_user_kernels",
+    )
 ]
 
 register_kind(

@@ -201,7 +201,8 @@ register_kind(
     "sharded",
     lambda t: issubclass(t, ShardedArray),
     modules=[
-        f"gpukit.sharding.{m}" for m in ("_convert", "_fft", "_krylov", "_matmul", "_reductions")
+        f"gpukit.sharding.{m}"
+        for m in ("_convert", "_fft", "_krylov", "_matmul", "_reductions", "_user_kernels")
     ],
     describe=describe,
     advice=_advice,

@@ -1,0 +1,293 @@
+"""gk.elementwise / gk.reduction: the kernel language, dtype rules, errors, array kinds.
+
+Results are compared with float64 NumPy (and SciPy for erf/erfc) references on random
+inputs; on ``--cupy=sim`` the generated CUDA source is compiled and run by the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.special
+
+import gpukit as gk
+from gpukit.errors import KernelSyntaxError
+
+from helpers import TOL, rel_err, simulated
+
+DTYPES = [np.float32, np.float64]
+
+
+@gk.elementwise(in_dtypes="T", out_dtype="T")
+def softplus(x):
+    """log(1 + exp(x)) without overflow."""
+    return log1p(exp(-abs(x))) + maximum(x, 0.0)  # noqa: F821 (the kernel language's names)
+
+
+@gk.elementwise
+def blend(x, w, s):
+    t = w * x + s
+    return where(t > 0.0, sqrt(t), -expm1(t)) if x < 1.5 and not w > 2.0 else tanh(t)  # noqa: F821
+
+
+@gk.elementwise
+def functions(x, y):
+    # x in (0.1, 0.9), y in (1, 2): every function on its domain
+    a = exp(x) + exp2(x) + expm1(x) + log(y) + log2(y) + log10(y) + log1p(x) + sqrt(y)  # noqa: F821
+    b = cbrt(y) + sin(x) + cos(x) + tan(x) + arcsin(x) + arccos(x) + arctan(y)  # noqa: F821
+    c = sinh(x) + cosh(x) + tanh(x) + arcsinh(y) + arccosh(y) + arctanh(x)  # noqa: F821
+    d = erf(x) + erfc(y) + abs(-x) + floor(y * 3.0) + ceil(x * 3.0) + trunc(-y)  # noqa: F821
+    f = minimum(x, y) + maximum(x, y) + arctan2(x, y) + hypot(x, y) + copysign(y, -x)  # noqa: F821
+    return a + b + c + d + f + power(y, x) + y**x + np.pi * e - 1.0 / x  # noqa: F821
+
+
+def _functions_ref(x, y):
+    s = scipy.special
+    return (
+        np.exp(x) + np.exp2(x) + np.expm1(x) + np.log(y) + np.log2(y) + np.log10(y)
+        + np.log1p(x) + np.sqrt(y) + np.cbrt(y) + np.sin(x) + np.cos(x) + np.tan(x)
+        + np.arcsin(x) + np.arccos(x) + np.arctan(y) + np.sinh(x) + np.cosh(x) + np.tanh(x)
+        + np.arcsinh(y) + np.arccosh(y) + np.arctanh(x) + s.erf(x) + s.erfc(y) + x
+        + np.floor(y * 3) + np.ceil(x * 3) - np.trunc(y) + np.minimum(x, y) + np.maximum(x, y)
+        + np.arctan2(x, y) + np.hypot(x, y) - y + 2 * y**x + np.pi * np.e - 1 / x
+    )  # fmt: skip
+
+
+@gk.reduction
+def weighted_norm(x, w):
+    return sqrt(sum(w * x * x))  # noqa: F821
+
+
+@gk.reduction
+def largest_gap(x, y):
+    return max(abs(x - y))
+
+
+@gk.reduction(in_dtypes="float64", out_dtype="float64")
+def log_prod(x):
+    return log(prod(1.0 + x))  # noqa: F821
+
+
+@gk.reduction
+def smallest(x):
+    return min(x)
+
+
+def _np(x):
+    return np.asarray(gk.to_numpy(x))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_elementwise_matches_float64_reference(backend, xp, rng, dtype):
+    # 37 x 1001 crosses many of the host evaluation's blocks, with a ragged last one
+    x = rng.standard_normal((37, 1001)).astype(dtype) * 10
+    y = softplus(xp.asarray(x))
+    assert y.dtype == dtype and y.shape == x.shape
+    assert type(y) is type(xp.asarray(x))
+    ref = np.logaddexp(0.0, x.astype(np.float64))
+    assert rel_err(_np(y), ref) < TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcasting_scalars_where_and_conditions(backend, xp, rng, dtype):
+    x = rng.uniform(-1, 3, (129, 65)).astype(dtype)
+    w = rng.uniform(0, 3, 65).astype(dtype)
+    out = blend(xp.asarray(x), xp.asarray(w), -0.25)
+    assert out.dtype == dtype and out.shape == x.shape
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    t = wd * xd - 0.25
+    with np.errstate(invalid="ignore"):
+        ref = np.where(
+            (xd < 1.5) & ~(wd > 2), np.where(t > 0, np.sqrt(t), -np.expm1(t)), np.tanh(t)
+        )
+    assert rel_err(_np(out), ref) < TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_function_of_the_language(backend, xp, rng, dtype):
+    x = rng.uniform(0.1, 0.9, 301).astype(dtype)
+    y = rng.uniform(1.0, 2.0, 301).astype(dtype)
+    out = functions(xp.asarray(x), xp.asarray(y))
+    ref = _functions_ref(x.astype(np.float64), y.astype(np.float64))
+    assert out.dtype == dtype
+    assert rel_err(_np(out), ref) < 4 * TOL[np.dtype(dtype)]
+
+
+def test_minimum_maximum_propagate_nan_as_numpy(backend, xp):
+    @gk.elementwise
+    def clamp(x, lo):
+        return minimum(maximum(x, lo), 1.0)  # noqa: F821
+
+    x = np.array([np.nan, -2.0, 0.5, 3.0, np.inf])
+    out = _np(clamp(xp.asarray(x), xp.asarray([0.0, 0.0, np.nan, 0.0, 0.0])))
+    np.testing.assert_array_equal(out, [np.nan, 0.0, np.nan, 1.0, 1.0])
+
+
+def test_dtype_rules(backend, xp):
+    @gk.elementwise
+    def scale(x, y):
+        return 3.0 * x + y
+
+    f32, f64 = xp.ones(3, dtype=np.float32), xp.ones(3, dtype=np.float64)
+    assert scale(f32, f32).dtype == np.float32  # a literal does not widen float32
+    assert scale(f32, 2.0).dtype == np.float32  # nor does a Python scalar
+    assert scale(f32, f64).dtype == np.float64  # mixed precision promotes
+    ints = xp.asarray(np.arange(3))
+    assert scale(ints, ints).dtype == np.float64  # integers compute in float64
+    np.testing.assert_array_equal(_np(scale(ints, 1)), [1.0, 4.0, 7.0])
+
+    @gk.elementwise(in_dtypes=("float32", "T"), out_dtype="float32")
+    def fixed(x, y):
+        return x * y
+
+    assert fixed(f32, f64).dtype == np.float32
+    with pytest.raises(TypeError, match=r"argument 'x' has dtype float64.*float32"):
+        fixed(f64, f64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+def test_reductions_match_float64_reference(backend, xp, rng, dtype, axis):
+    x = rng.standard_normal((53, 77)).astype(dtype)
+    w = rng.uniform(0.5, 2.0, 77).astype(dtype)
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    got = weighted_norm(xp.asarray(x), xp.asarray(w), axis=axis)
+    assert got.dtype == dtype
+    ref = np.sqrt(np.sum(wd * xd * xd, axis=axis))
+    assert rel_err(_np(got), ref) < TOL[np.dtype(dtype)]
+    y = rng.standard_normal((53, 77)).astype(dtype)
+    gap = largest_gap(xp.asarray(x), xp.asarray(y), axis=axis, keepdims=True)
+    np.testing.assert_array_equal(_np(gap), np.max(np.abs(x - y), axis=axis, keepdims=True))
+    np.testing.assert_array_equal(_np(smallest(xp.asarray(x), axis=axis)), x.min(axis=axis))
+    u = rng.uniform(-0.01, 0.01, (53, 77)).astype(dtype)
+    got = log_prod(xp.asarray(u), axis=axis)
+    assert got.dtype == np.float64
+    assert rel_err(_np(got), np.sum(np.log1p(u.astype(np.float64)), axis=axis)) < 1e-10
+
+
+@pytest.mark.parametrize(
+    ("source", "construct"),
+    [
+        ("for i in range(3):\n        x = x + i\n    return x", "a for loop"),
+        ("return x.sum()", "the call of 'x.sum'"),
+        ("return x[0]", "indexing"),
+        ("return print(x)", "the call of 'print'"),
+        ("return 0.0 < x < 1.0", "a chained comparison"),
+        ("return x // 2.0", "the operator //"),
+        ("return y", "the unknown name 'y'"),
+        ("if x > 0:\n        x = -x\n    return x", "an if statement"),
+        ("return x + 'a'", "the literal 'a'"),
+        ("return (lambda t: t)(x)", "the call of 'lambda t: t'"),
+        ("return exp(x, x)", "exp takes 1 arguments"),
+        ("return x > 0.0", "a truth value used as a number"),
+        ("return where(x, 1.0, 0.0)", "a number used as a truth value"),
+        ("x += 1.0\n    return x", "an augmented assignment"),
+        ("return sum(x)", "sum(...) here"),
+        ("import math\n    return x", "an import"),
+    ],
+)
+def test_constructs_outside_the_language_are_refused_at_definition(tmp_path, source, construct):
+    path = tmp_path / "kernel_module.py"
+    path.write_text(f"import gpukit as gk\n\n@gk.elementwise\ndef k(x):\n    {source}\n")
+    code = compile(path.read_text(), str(path), "exec")
+    with pytest.raises(KernelSyntaxError) as info:
+        exec(code, {})
+    assert construct in str(info.value)
+    assert info.value.filename == str(path)
+    assert info.value.lineno >= 5  # the offending line in the user's file, not gpukit's
+    assert isinstance(info.value, SyntaxError)
+
+
+def test_reduction_shape_is_checked_at_definition(tmp_path):
+    for body, construct in [
+        ("return x + sum(x)", "only the reduced value and constants"),
+        ("return sum(x) + max(x)", "2 reductions"),
+        ("return exp(x)", "0 reductions"),
+    ]:
+        path = tmp_path / "red.py"
+        path.write_text(f"import gpukit as gk\n\n@gk.reduction\ndef r(x):\n    {body}\n")
+        with pytest.raises(KernelSyntaxError, match=construct):
+            exec(compile(path.read_text(), str(path), "exec"), {})
+
+
+def test_bad_declarations():
+    with pytest.raises(TypeError, match="float16"):
+        gk.elementwise(in_dtypes="float16")(softplus.__wrapped__)
+    with pytest.raises(ValueError, match="in_dtypes has 2 entries but the function has 1"):
+        gk.elementwise(in_dtypes=("T", "T"))(softplus.__wrapped__)
+    with pytest.raises(TypeError, match="no parameter is 'T'"):
+        gk.elementwise(in_dtypes="float32")(softplus.__wrapped__)
+
+
+def test_call_errors_are_the_same_on_every_backend(backend, xp):
+    x = xp.ones((3, 4), dtype=np.float32)
+    with pytest.raises(TypeError, match=r"takes 3 arguments \(x, w, s\), got 2"):
+        blend(x, x)
+    with pytest.raises(ValueError, match=r"do not broadcast: x \(3, 4\), w \(5,\)"):
+        blend(x, xp.ones(5, dtype=np.float32), 1.0)
+    with pytest.raises(TypeError, match="argument 'x' has dtype complex128"):
+        softplus(xp.ones(3, dtype=np.complex128))
+    with pytest.raises(TypeError, match="argument 'x' has dtype float16"):
+        softplus(xp.ones(3, dtype=np.float16))
+    with pytest.raises(TypeError, match="argument 'x' has dtype <U1"):
+        softplus(np.array(["a"]))
+    with pytest.raises(ValueError, match="axis 2 is out of range"):
+        weighted_norm(x, x, axis=2)
+    with pytest.raises(ValueError, match="repeats an axis"):
+        weighted_norm(x, x, axis=(0, -2))
+    with pytest.raises(TypeError, match="axis must be an int"):
+        weighted_norm(x, x, axis=0.5)
+    with pytest.raises(ValueError, match="max over zero elements"):
+        largest_gap(xp.ones((0, 3)), 1.0)
+    empty = weighted_norm(xp.ones((0, 3)), 1.0, axis=0)
+    np.testing.assert_array_equal(_np(empty), np.zeros(3))
+
+
+def test_sharded_inputs_run_shard_by_shard(rng):
+    x = rng.standard_normal((40, 7))
+    w = rng.uniform(0, 3, (40, 7))
+    with gk.use_backend("numpy"):
+        sx, sw = gk.shard(x), gk.shard(w)
+        out = blend(sx, sw, 0.5)
+        assert isinstance(out, gk.ShardedArray)
+        ref = _np(blend(x, w, 0.5))
+        np.testing.assert_allclose(_np(out), ref, rtol=1e-15)
+        with pytest.raises(TypeError, match=r"gk\.reduction does not accept a ShardedArray"):
+            weighted_norm(sx, sw)
+        with pytest.raises(TypeError, match=r"argument 'w' is a numpy\.ndarray"):
+            blend(sx, w, 0.5)
+
+
+def test_dask_inputs_run_chunk_by_chunk(rng):
+    da = pytest.importorskip("dask.array", reason='pip install -e ".[dask]"')
+    x = rng.standard_normal((50, 30)).astype(np.float32)
+    w = rng.uniform(0, 3, 30).astype(np.float32)
+    with gk.use_backend("numpy"):
+        dx = da.from_array(x, chunks=(16, 30))
+        out = blend(dx, w, 0.5)
+        assert isinstance(out, da.Array) and out.dtype == np.float32
+        np.testing.assert_array_equal(out.compute(scheduler="sync"), blend(x, w, 0.5))
+
+
+def test_one_launch_on_the_simulator(cupy_backend, rng, monkeypatch):
+    """The fused kernel is one launch; the expression in array operations, one per operation."""
+    if not simulated():
+        pytest.skip("counts launches through the simulator's stream records")
+    import cupy
+    from cupysim import streams
+
+    x = cupy.asarray(rng.standard_normal(1000).astype(np.float32))
+    softplus(x)  # compile outside the count
+    launches: list[str] = []
+    commit = streams.commit
+
+    def counted(stream, reads, writes, name, tick):
+        launches.append(name)
+        return commit(stream, reads, writes, name, tick)
+
+    monkeypatch.setattr(streams, "commit", counted)
+    softplus(x)
+    assert len(launches) == 1, launches
+    launches.clear()
+    cupy.log1p(cupy.exp(-cupy.abs(x))) + cupy.maximum(x, 0.0)
+    assert len(launches) == 6, launches
