@@ -46,11 +46,12 @@ def bias_activation_backward(
     return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
 
 
-#: Largest update done in one round, and the scratch blocks' size: inside the training step
+#: Elements per round of an update, and the scratch blocks' size: inside the training step
 #: of a 784-256-10 MLP at batch 32 the optimizer step took 66 us with 32K-element rounds
 #: and 57 us with 256K (the whole weight in one round), each round costing ~1 us of
-#: Python. Larger updates are split over the host threads (:mod:`gpukit._host.parallel`)
-#: and walked in cache-sized blocks.
+#: Python; on 4M float32 parameters (one thread) SGD-momentum took 2.8 ms in 256K rounds
+#: and 3.5 ms in 64K ones (the four arrays stream from memory either way). Larger updates
+#: are split over the host threads (:mod:`gpukit._host.parallel`).
 _BLOCK = 1 << 18
 _scratch = threading.local()
 
@@ -88,13 +89,13 @@ def _update(
 ) -> None:
     """Call ``block(*blocks, s1, s2)`` over matching flat blocks of same-shaped
     C-contiguous ``arrays`` (None stays None) with two scratch blocks of their size: in
-    one round up to :data:`_BLOCK` elements, else on the host threads in cache-sized
-    blocks. The scratch is taken before the first write."""
+    rounds of up to :data:`_BLOCK` elements, on the host threads when there are enough of
+    them. The scratch is taken before the first write."""
     slots = _workspace(dtype)
     flat = [_flat(a) for a in arrays]
     n = flat[0].size
     threads = min(_parallel.plan(n), len(slots))
-    step = n if n <= _BLOCK else min(_BLOCK, _parallel.BLOCK // dtype.itemsize)
+    step = min(n, _BLOCK)
 
     def work(k: int, lo: int, hi: int) -> None:
         s1, s2 = slots[k]
