@@ -21,7 +21,19 @@ Examples
 from ._random import manual_seed
 from .container import Sequential
 from .io import load, save
-from .layers import GELU, Dropout, LayerNorm, LeakyReLU, Linear, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .layers import (
+    GELU,
+    Activation,
+    Dropout,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from .module import Module, Parameter
 from .parallel import DataParallel
@@ -29,6 +41,7 @@ from .train import fit, predict, predict_proba
 
 __all__ = [
     "GELU",
+    "Activation",
     "BCEWithLogitsLoss",
     "CrossEntropyLoss",
     "DataParallel",

@@ -14,12 +14,14 @@ import numpy as np
 
 from .. import _dispatch
 from .._runtime.memory import operation
+from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
 from . import _act, _random
 from .module import Module, Parameter, on_device_of, on_grad_device
 
 __all__ = [
     "GELU",
+    "Activation",
     "Dropout",
     "LayerNorm",
     "LeakyReLU",
@@ -301,6 +303,73 @@ class Sigmoid(_Activation):
     """
 
     _name = "sigmoid"
+
+
+class Activation(Module):
+    """An activation written by the user: a :func:`gpukit.elementwise` kernel and its gradient.
+
+    Each pass is one kernel launch on the GPU (one NumPy evaluation on the host); the
+    forward input is kept for the backward pass.
+
+    Parameters
+    ----------
+    forward : ElementwiseKernel
+        ``y = forward(x)``, a kernel of one parameter (made by :func:`gpukit.elementwise`;
+        declare its dtypes ``"T"`` so that float32 and float64 models both work).
+    backward : ElementwiseKernel
+        ``grad_x = backward(x, grad_y)``: the gradient of the loss with respect to ``x``
+        given ``grad_y``, its gradient with respect to ``y`` (``grad_y * forward'(x)``).
+
+    Raises
+    ------
+    TypeError
+        ``forward`` or ``backward`` is not an elementwise kernel of one (two) parameters;
+        at a call, a complex input.
+
+    See Also
+    --------
+    gpukit.elementwise : How the kernels are written.
+    GELU, SiLU : The built-in activations (fused with the bias in ``gk.kernels``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpukit as gk
+    >>> @gk.elementwise
+    ... def softsign(x):
+    ...     return x / (1.0 + abs(x))
+    >>> @gk.elementwise
+    ... def softsign_grad(x, g):
+    ...     return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
+    >>> act = gk.nn.Activation(softsign, softsign_grad)
+    >>> act(np.array([-1.0, 3.0])).tolist()
+    [-0.5, 0.75]
+    >>> act.backward(np.ones(2)).tolist()
+    [0.25, 0.0625]
+    """
+
+    def __init__(self, forward: ElementwiseKernel, backward: ElementwiseKernel) -> None:
+        super().__init__()
+        for name, kernel, n in (("forward", forward, 1), ("backward", backward, 2)):
+            if not isinstance(kernel, ElementwiseKernel) or len(kernel.params) != n:
+                raise TypeError(
+                    f"gk.nn.Activation: {name} must be a gk.elementwise kernel of {n} "
+                    f"parameter{'s' if n > 1 else ''}, got {kernel!r}"
+                )
+        self.fn, self.grad_fn = forward, backward
+        self._x: Any = None
+
+    def forward(self, x: Any) -> Any:
+        _real_input("Activation", x)
+        self._x = x
+        return self.fn(x)
+
+    @on_grad_device
+    def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
+        return self.grad_fn(self._x, grad_output) if need_input_grad else None
+
+    def extra_repr(self) -> str:
+        return f"{self.fn.__name__}, {self.grad_fn.__name__}"
 
 
 class Softmax(Module):
