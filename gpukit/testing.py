@@ -338,6 +338,8 @@ def random_spd(
 
     Raises
     ------
+    TypeError
+        ``dtype`` is not a floating or complex dtype.
     ValueError
         ``shape``'s last two lengths differ.
 
@@ -358,6 +360,8 @@ def random_spd(
         raise ValueError(f"random_spd: shape must be n or (..., n, n), got {shape}")
     n = shape[-1]
     dt = np.dtype(dtype)
+    if dt.kind not in "fc":  # the entries are drawn in float64: an integer cast would truncate
+        raise TypeError(f"random_spd: dtype must be floating or complex, got {dt}")
     q = random_array(shape, np.complex128 if dt.kind == "c" else np.float64, rng=rng)
     variance = 2 if dt.kind == "c" else 1  # of an entry of q (real and imaginary parts)
     a = q @ np.conj(np.swapaxes(q, -1, -2)) / max(variance * n, 1)

@@ -150,3 +150,5 @@ def test_random_spd_is_hermitian_positive_definite_and_well_conditioned(dtype):
     assert w.min() >= 1 - 1e-6 and w.max() / w.min() < 6
     with pytest.raises(ValueError, match=r"shape must be n or \(..., n, n\), got \(3, 4\)"):
         random_spd((3, 4), rng=0)
+    with pytest.raises(TypeError, match="dtype must be floating or complex, got int64"):
+        random_spd(3, "int64", rng=0)
