@@ -278,6 +278,8 @@ def random_array(
     ------
     TypeError
         ``dtype`` is not a floating or complex dtype.
+    ValueError
+        ``device`` is given without ``backend``.
 
     See Also
     --------
@@ -341,7 +343,7 @@ def random_spd(
     TypeError
         ``dtype`` is not a floating or complex dtype.
     ValueError
-        ``shape``'s last two lengths differ.
+        ``shape``'s last two lengths differ, or ``device`` is given without ``backend``.
 
     See Also
     --------
