@@ -39,10 +39,10 @@ def _blas(name: str, dtype: np.dtype):
 
 def _fortran(a: np.ndarray, lower: bool) -> tuple[np.ndarray, bool]:
     """``(m, lower)`` to hand LAPACK for the triangle ``lower`` of ``a``, Fortran-ordered if
-    a view can be: f2py gives LAPACK a Fortran-ordered array, and copies (transposing,
-    at a cache miss per entry) anything else. A C-ordered real ``a`` is read as ``a.T``,
-    whose other triangle holds the same entries; for a complex ``a`` that triangle
-    holds their conjugates, so it keeps its layout."""
+    a view can be: f2py gives LAPACK a Fortran-ordered array, and copies anything else
+    (transposing: 4x a plain copy's time at n=1000). A C-ordered real ``a`` is read as
+    ``a.T``, whose other triangle holds the same entries; for a complex ``a`` that
+    triangle holds their conjugates, so it keeps its layout."""
     if a.dtype.kind != "c" and a.flags.c_contiguous and not a.flags.f_contiguous:
         return a.T, not lower
     return a, lower
@@ -147,7 +147,8 @@ class NumpyLinalg(LinalgOps):
         at entry by entry. NumPy sums on the calling thread. A BLAS mat-vec with ones is
         as quick on two threads, but leaves NumPy's OpenBLAS threads spinning while the
         LAPACK call that follows (SciPy's: another OpenBLAS, another thread pool) wants
-        every core: ``gk.linalg.solve`` at n=1000 took 1.5x as long behind it.
+        every core: on two busy cores ``gk.linalg.solve`` at n=1000 took 1.7x as long
+        behind it.
         """
         if x.size >= _SUM_CHECK_MIN:
             with np.errstate(all="ignore"):  # inf - inf, an overflowing sum: a check, not news
