@@ -3,9 +3,9 @@
 :func:`run` is the driver: it owns the residual, judges convergence on the true residual
 ``||b - A x||`` and restarts a loop whose recurrence claimed convergence the true residual
 does not confirm, or which broke down in a way a fresh start cures (BiCGSTAB's rho = 0,
-on every backend and vector space alike). The loops (:func:`cg`, :func:`bicgstab`, :func:`minres`, :func:`gmres`)
-take ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as callables and work on their own
-preallocated buffers with in-place updates.
+on every backend and vector space alike). The loops (:func:`cg`, :func:`bicgstab`,
+:func:`minres`, :func:`gmres`) take ``matvec`` and ``psolve`` (``v -> M @ v``, or None) as
+callables and work on their own preallocated buffers with in-place updates.
 
 Ownership rule: a loop writes only into buffers it allocated (and ``x``, the driver's copy
 of ``x0``). An array returned by ``matvec`` or ``psolve`` is only read, and only until the
