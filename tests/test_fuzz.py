@@ -667,3 +667,44 @@ def test_fuzz_sparse(a, dtype, n):
         one = 2 * np.eye(k) - np.eye(k, k=1) - np.eye(k, k=-1)
         want = np.kron(one, np.eye(k)) + np.kron(np.eye(k), one)
         close(dense, want, 1e-15)
+
+
+# -- gk.elementwise, gk.reduction -------------------------------------------------------------
+@gk.elementwise
+def _fuzz_elementwise(x, y):
+    return where(x > y, exp(minimum(x, 10.0)) - y, x * y + 0.5)  # noqa: F821
+
+
+@gk.reduction
+def _fuzz_reduction(x, y):
+    return sqrt(sum(x * x + abs(y)))  # noqa: F821
+
+
+def _kernel_dtype(a: Any, b: Any) -> np.dtype:
+    """The dtype "T" binds to: float32 stays, everything else real computes in float64."""
+    t = np.result_type(a, b)
+    return t if t == np.float32 else np.dtype(np.float64)
+
+
+@FUZZ
+@given(a=arrays(max_dims=3), b=arrays(max_dims=3),
+       axis=st.sampled_from([None, 0, -1, (0, 1), 3, 1.5, (0, 0)]))  # fmt: skip
+def test_fuzz_user_kernels(a, b, axis):
+    ok = numeric(a) and numeric(b) and "c" not in (a.dtype.kind, b.dtype.kind)
+    ok = ok and np.float16 not in (a.dtype, b.dtype)
+    got = attempt(lambda: _fuzz_elementwise(a, b))
+    if ok and not isinstance(got, Raised):
+        t = _kernel_dtype(a, b)
+        x, y = a.astype(t), b.astype(t)
+        want = reference(lambda: np.where(x > y, np.exp(np.minimum(x, 10)) - y, x * y + 0.5))
+        assert want is not None and got.dtype == t
+        close(got, want, tolerance(t))
+    elif ok:
+        assert isinstance(got.exc, ValueError) and "broadcast" in str(got.exc)
+    red = attempt(lambda: _fuzz_reduction(a, b, axis=axis))
+    if ok and not isinstance(red, Raised):
+        t = _kernel_dtype(a, b)
+        x, y = np.broadcast_arrays(a.astype(t), b.astype(t))
+        want = reference(lambda: np.sqrt(np.sum(x * x + np.abs(y), axis=axis)))
+        assert want is not None, "gk.reduction computed what NumPy refuses"
+        close(red, want, tolerance(t) * max(1, x.size))
