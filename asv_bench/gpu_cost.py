@@ -70,12 +70,14 @@ def _repeat(step: Callable[[], Any]) -> Run:
 
 
 # -- the workloads --------------------------------------------------------------------------
-def mlp_step(gk) -> tuple[Run, str]:
-    """784-256-256-10 ReLU MLP, batch 256, Adam, cross-entropy, as docs/nn.rst writes it."""
+def _mlp_adam_step(gk, wrap: Callable[[Any], Any]) -> tuple[Run, str]:
+    """784-256-256-10 ReLU MLP, batch 256, Adam, cross-entropy; ``wrap`` places the model."""
     rng = _rng()
-    model = gk.nn.Sequential(
-        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
-        gk.nn.Linear(256, 10),
+    model = wrap(
+        gk.nn.Sequential(
+            gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
+            gk.nn.Linear(256, 10),
+        )
     )  # fmt: skip
     loss_fn = gk.nn.CrossEntropyLoss()
     opt = gk.optim.Adam(model.parameters(), lr=1e-3)
@@ -90,31 +92,18 @@ def mlp_step(gk) -> tuple[Run, str]:
         return loss
 
     return _repeat(step), "step"
+
+
+def mlp_step(gk) -> tuple[Run, str]:
+    """784-256-256-10 ReLU MLP, batch 256, Adam, cross-entropy, as docs/nn.rst writes it."""
+    return _mlp_adam_step(gk, lambda net: net)
 
 
 def data_parallel_step(gk) -> tuple[Run, str]:
     """The MLP step above on ``DataParallel`` over 2 devices (batch 256 split in two)."""
     if len(gk.devices()) < 2:
         raise NotImplementedError("DataParallel needs 2 devices")
-    rng = _rng()
-    net = gk.nn.Sequential(
-        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
-        gk.nn.Linear(256, 10),
-    )  # fmt: skip
-    model = gk.nn.DataParallel(net, devices=[0, 1])
-    loss_fn = gk.nn.CrossEntropyLoss()
-    opt = gk.optim.Adam(model.parameters(), lr=1e-3)
-    x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
-    y = gk.asarray(rng.integers(0, 10, 256))
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        model.backward(loss_fn.backward())
-        opt.step()
-        return loss
-
-    return _repeat(step), "step"
+    return _mlp_adam_step(gk, lambda net: gk.nn.DataParallel(net, devices=[0, 1]))
 
 
 def _krylov(method: str, n: int = 64, **kwargs) -> Callable[[Any], tuple[Run, str]]:
