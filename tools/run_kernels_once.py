@@ -4,12 +4,16 @@
     python tools/run_kernels_once.py --list            # the kernel names, one per line
     python tools/run_kernels_once.py --kernel NAME     # only NAME's cases (one verdict each)
     python tools/run_kernels_once.py --kind RawModule  # only kernels of that registry kind
+    python tools/run_kernels_once.py --user            # only the gk.elementwise/gk.reduction ones
 
 Runs each case of tests/kernel_cases.py (every activation, optimizer configuration,
 label type and tile shape, in every dtype the registry lists) except the
-million-element ones, on sizes that are not multiples of a block. Exits 1 if a
-kernel is missing from the cases or an output is not finite; the sanitizer
-reports any out-of-bounds or misaligned access itself.
+million-element ones, on sizes that are not multiples of a block, then (in a full
+run, or with ``--user``) the kernels tests/test_user_kernels.py generates with
+``gk.elementwise``/``gk.reduction``: broadcast and scalar arguments, every function of
+the kernel language, reductions over each axis. Exits 1 if a kernel is missing from the
+cases or an output is not finite; the sanitizer reports any out-of-bounds or misaligned
+access itself.
 """
 
 from __future__ import annotations
@@ -23,11 +27,34 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from kernel_cases import CASES  # noqa: E402
+from test_user_kernels import blend, functions, largest_gap, weighted_norm  # noqa: E402
 
 import gpukit as gk  # noqa: E402
 
 
+def _user_kernels(cp) -> dict[str, list]:
+    """Each user kernel's outputs (those of tests/test_user_kernels.py), on float32 and
+    float64, on sizes that are not a block multiple."""
+    rng = np.random.default_rng(0)
+    out: dict[str, list] = {}
+    for dtype in ("float32", "float64"):
+        x = cp.asarray(rng.uniform(0.1, 0.9, (37, 1001)).astype(dtype))
+        y = cp.asarray(rng.uniform(1.0, 2.0, (37, 1001)).astype(dtype))
+        w = cp.asarray(rng.uniform(0.5, 2.5, 1001).astype(dtype))
+        out.setdefault("elementwise: broadcast, scalar", []).append(blend(x, w, -0.25))
+        out.setdefault("elementwise: every function", []).append(functions(x, y))
+        for axis in (None, 0, 1):
+            out.setdefault("reduction: sum", []).append(weighted_norm(x, w, axis=axis))
+            out.setdefault("reduction: max", []).append(largest_gap(x, y, axis=axis))
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--user"]:
+        import cupy as cp
+
+        gk.set_backend("cupy")
+        return _report_user(cp, [])
     if argv == ["--list"]:
         print("\n".join(sorted(gk.kernels.KERNELS)))
         return 0
@@ -59,9 +86,23 @@ def main(argv: list[str]) -> int:
     missing = sorted(chosen - set(launched))
     for name, count in sorted(launched.items()):
         print(f"{name:34s} {count:4d} launches")
-    for line in failures + [f"{name}: never launched" for name in missing]:
+    failures += [f"{name}: never launched" for name in missing]
+    return _report_user(cp, failures) if not argv else _report(failures)
+
+
+def _report_user(cp, failures: list[str]) -> int:
+    for name, outputs in _user_kernels(cp).items():
+        cp.cuda.Device().synchronize()
+        print(f"{name:34s} {len(outputs):4d} launches")
+        if not all(bool(cp.isfinite(o).all()) for o in outputs):
+            failures.append(f"{name}: non-finite output")
+    return _report(failures)
+
+
+def _report(failures: list[str]) -> int:
+    for line in failures:
         print("FAIL", line)
-    return 1 if failures or missing else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
