@@ -11,6 +11,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import gpukit as gk
+from gpukit.linalg import _krylov
 
 from helpers import rel_err
 
@@ -143,6 +144,21 @@ def test_cg_on_indefinite_matrix_is_reported(backend, xp, rng):
     with pytest.warns(gk.ConvergenceWarning):
         _, info = gk.linalg.cg(xp.asarray(a), xp.asarray(b))
     assert not info.converged and info.reason.startswith("breakdown") and info == -1
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        (_krylov.BICGSTAB_RHO, -10),
+        (_krylov.BICGSTAB_RV, -11),
+        (_krylov.BICGSTAB_OMEGA, -11),
+        (_krylov.CG_INDEFINITE, -1),
+        (_krylov.MINRES_SINGULAR, -1),
+    ],
+)
+def test_breakdown_codes_are_scipys_where_scipy_has_one(reason, code):
+    info = gk.linalg.IterativeInfo(False, 3, 1.0, 1e-8, "bicgstab", reason)
+    assert info == code and info < 0 and not info.converged
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -56,7 +56,8 @@ class IterativeInfo(int):
     ``if info == 0:``), with the fields below as attributes. Like SciPy's code, it is
     0 (falsy) when the solve converged, positive (the iterations done, at least 1) when
     it stopped short of the tolerance (``maxiter`` reached, stagnation, range), and
-    negative (-1) for a breakdown. ``bool(info)`` is therefore True for a *failed* solve,
+    negative for a breakdown (SciPy's -10 and -11 for BiCGSTAB's rho and omega
+    breakdowns, -1 for the others). ``bool(info)`` is therefore True for a *failed* solve,
     as in SciPy: test ``info.converged`` for the plain meaning. Equality and hashing are
     the integer code's; it pickles and copies with its fields, and is immutable.
 
@@ -119,7 +120,7 @@ class IterativeInfo(int):
         if converged:
             code = 0
         elif reason.startswith("breakdown"):
-            code = -1
+            code = _BREAKDOWN_CODES.get(reason, -1)
         else:  # at least 1: a solve stopped by maxiter=0 did not converge either
             code = max(iterations, 1)
         self = super().__new__(cls, code)
@@ -142,6 +143,13 @@ class IterativeInfo(int):
 
 
 _INFO_FIELDS = ("converged", "iterations", "residual_norm", "tolerance", "method", "reason")
+# SciPy's own codes for BiCGSTAB's breakdowns (scipy.sparse.linalg.bicgstab), so that
+# code ported from SciPy that tests them keeps working; other breakdowns are -1.
+_BREAKDOWN_CODES = {
+    _krylov.BICGSTAB_RHO: -10,
+    _krylov.BICGSTAB_RV: -11,
+    _krylov.BICGSTAB_OMEGA: -11,
+}
 
 
 def _is_array(a: Any) -> bool:
