@@ -14,7 +14,7 @@ import functools
 import numbers
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -61,9 +61,10 @@ class _Kernel:
     """What elementwise and reduction kernels share: dtypes, argument checks, placement."""
 
     _what = ""
+    __name__: str  # the function's, set by update_wrapper
 
     def __init__(self, fn: Callable[..., Any], body: Body, in_dtypes: Any, out_dtype: Any):
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
         self._body = body
         self.params = body.params
         self.in_dtypes = _in_specs(self._what, in_dtypes, body.params)
@@ -198,7 +199,9 @@ class ReductionKernel(_Kernel):
         self._reduction = body
         self.reducer = body.reducer
 
-    def __call__(self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False):
+    def __call__(
+        self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
+    ) -> Any:
         return _reduction(self, *args, axis=axis, keepdims=keepdims)
 
     def __repr__(self) -> str:

@@ -23,6 +23,10 @@ from ..userkernel import REDUCERS, Body, Node, ReductionBody
 BLOCK = 1 << 14
 
 
+#: The reduced value's name in a reduction's environment (no Python identifier).
+_REDUCED = "<reduced>"
+
+
 class UserKernelOps:
     """Evaluation of user-defined elementwise and reduction kernels with ``self.xp``."""
 
@@ -49,7 +53,7 @@ class UserKernelOps:
             name = node[1]
             return lambda env: env[name]
         if tag == "reduced":
-            return lambda env: env[None]
+            return lambda env: env[_REDUCED]
         if tag == "call":
             fn = self._ufunc(node[1])
             args = [self._compile(a, dtype) for a in node[2]]
@@ -120,7 +124,7 @@ class UserKernelOps:
         with np.errstate(all="ignore"):
             m = xp.broadcast_to(xp.asarray(mapped(args)), shape)
             reduced = getattr(xp, REDUCERS[body.reducer][0])(m, axis=axis, keepdims=keepdims)
-            out = final({None: reduced})
+            out = final({_REDUCED: reduced})
         return xp.asarray(out).astype(out_dtype, copy=False)
 
 
