@@ -7,11 +7,13 @@ but overhead shows, against the raw library's equivalent.
 
 from __future__ import annotations
 
+import numpy as np
+
 import gpukit as gk
 from gpukit._dispatch import operation
 from gpukit._dispatch.inputs import prepare
 
-from . import common
+from . import calls, common
 
 MIB = [1, 64]
 GPU_IMPLS = ["gpukit-cupy", "cupy", "torch-cuda"]
@@ -132,6 +134,27 @@ class Prepare:
 
     def time_prepare_two(self, backend):
         prepare(self.x, self.y, names=("a", "b"))
+
+
+class Calls:
+    """Every public single-device operation, warm, on a small input, against the peer call
+    it makes (``asv_bench/calls.py``): gpukit's own cost per call is the difference."""
+
+    params = [ARRAY_IMPLS, [label for label, _, _ in calls.rows(np)]]
+    param_names = ["impl", "call"]
+
+    def setup(self, name, label):
+        self.impl = common.impl(name)
+        found = {row[0]: row[1:] for row in calls.rows(self.impl.xp)}
+        if label not in found:
+            raise NotImplementedError(f"{label!r} has no {self.impl.xp.__name__} row")
+        ours, peer = found[label]
+        self.call = ours if self.impl.family == "gpukit" else peer
+        self.call()  # warm: plans, caches, pools
+
+    def time_call(self, name, label):
+        self.call()
+        self.impl.sync()
 
 
 def _first(a, b):

@@ -150,13 +150,27 @@ def test_guard_restored_after_block(fake_device):
     assert gk.transfer_stats().host_to_device.calls == 1
 
 
-def test_guard_from_environment(fake_device, monkeypatch):
+def test_guard_from_environment(monkeypatch):
+    """``GPUKIT_TRANSFER_GUARD`` is read when a backend is created, not at each transfer."""
     monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "disallow")
-    with pytest.raises(gk.TransferGuardError):
-        prepare(np.ones(2), names=("x",))
-    monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "sometimes")
-    with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log"):
-        prepare(np.ones(2), names=("x",))
+    gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+    try:
+        with gk.use_backend("fakedevice"):
+            with pytest.raises(gk.TransferGuardError):
+                prepare(np.ones(2), names=("x",))
+            monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "allow")
+            with pytest.raises(gk.TransferGuardError):  # until a backend is created
+                prepare(np.ones(2), names=("x",))
+        monkeypatch.setenv("GPUKIT_TRANSFER_GUARD", "sometimes")
+        gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+        with pytest.raises(ValueError, match="GPUKIT_TRANSFER_GUARD must be one of allow, log"):
+            with gk.use_backend("fakedevice"):
+                pass
+    finally:
+        monkeypatch.delenv("GPUKIT_TRANSFER_GUARD")
+        gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+        with gk.use_backend("fakedevice"):  # created again: the guard is the default again
+            prepare(np.ones(2), names=("x",))
 
 
 def test_a_malformed_guard_fails_at_the_first_call_not_the_first_transfer():

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
 from .._runtime import memory
-from .._runtime.placement import first_device
+from .._runtime import plans as _plans
+from .._runtime.placement import owner_of
 from .._select.registry import trim_traceback
 from ..errors import BackendUnavailableError
 from .kinds import find, implementation
@@ -21,8 +21,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Exact types that are never a registered array kind nor a device array: a call whose
 # arguments are all of these (NumPy arrays, Python and NumPy scalars, strings, None,
-# containers) needs neither the kind search nor the device search, one set look-up per
-# argument. Containers are not looked into by either search.
+# containers) needs no route, one set look-up per argument (cheaper than building the
+# key of a planned route). Containers are not looked into by either search.
 _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
@@ -68,11 +68,29 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
 
     def decorate(fn: F) -> F:
         guarded = memory.operation(name, **policy)(fn)
+        # argument types (keyword names after the positional types) -> route: None (run
+        # here), (None, implementation) of an array kind, or (backend, position of the
+        # first device array; None when the backend has one device, always current)
+        routes = _plans.table()
+
+        def route(key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            since = _plans.generation()
+            found = find(args, kwargs)
+            if found is not None and found[0].name not in native:
+                plan: Any = (None, implementation(name, *found))  # or its TypeError
+            else:
+                plan = None
+                for position, x in enumerate((*args, *kwargs.values())):
+                    backend = owner_of(x)
+                    if backend is not None:
+                        plan = (backend, None if backend.device_count() == 1 else position)
+                        break
+            return _plans.remember(routes, key, plan, since)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                for x in args:  # the warm host call: plain arguments only, no search
+                for x in args:
                     if type(x) not in _PLAIN:
                         break
                 else:
@@ -81,13 +99,23 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
                             break
                     else:
                         return guarded(*args, **kwargs)
-                found = find(args, kwargs)
-                if found is not None and found[0].name not in native:
-                    return implementation(name, *found)(*args, **kwargs)
-                home = first_device(itertools.chain(args, kwargs.values()))
-                if home is None:
+                if kwargs:
+                    key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+                else:
+                    key = tuple(map(type, args))
+                try:
+                    plan = routes[key]
+                except KeyError:
+                    plan = route(key, args, kwargs)
+                if plan is None:
                     return guarded(*args, **kwargs)
-                with home[0].use_device(home[1]):
+                backend, where = plan
+                if backend is None:
+                    return where(*args, **kwargs)
+                if where is None:
+                    return guarded(*args, **kwargs)
+                home = args[where] if where < len(args) else (*args, *kwargs.values())[where]
+                with backend.use_device(backend.device_of(home)):
                     return guarded(*args, **kwargs)
             except BackendUnavailableError as exc:
                 trim_traceback(exc)  # the user's call and the reason, not gpukit's frames

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._runtime import plans as _plans
 from .._runtime import transfer as _transfer
 from .._runtime.devices import check_device
-from .._runtime.placement import owner_of, placement
+from .._runtime.placement import owner_of, placement, settled
 from .._select.selection import active, get_backend
 from ..backend import Backend
 from . import dtypes as _dtypes
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["asarray", "prepare", "to_numpy"]
 
 _ndarray = np.ndarray
+# (active backend, argument types) -> the backend ``prepare`` returns them on untouched,
+# or None when they need the per-call placement (placement.settled decides, once)
+_settled = _plans.table()
 
 
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
@@ -48,12 +52,21 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
         The inputs as that backend's native arrays, on one device.
     """
     selected = active()  # get_backend() once one is resolved, without its fallbacks
-    if selected is not None and not selected.is_device:
-        for x in arrays:  # the warm host call: NumPy arrays on a host backend stay as they are
-            if x is not None and type(x) is not _ndarray:
-                break
-        else:
-            return selected, list(arrays)
+    if selected is not None:
+        if not selected.is_device:
+            for x in arrays:  # NumPy arrays on a host backend stay as they are, unplanned
+                if x is not None and type(x) is not _ndarray:
+                    break
+            else:
+                return selected, list(arrays)
+        key = (selected, *map(type, arrays))
+        try:
+            as_is = _settled[key]
+        except KeyError:
+            since = _plans.generation()
+            as_is = _plans.remember(_settled, key, settled(selected, arrays), since)
+        if as_is is not None:
+            return as_is, list(arrays)
     if names is None:
         names = [f"x{i}" for i in range(len(arrays))]
     owner, device = placement(arrays, names)

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._runtime import plans as _plans
+
 __all__ = [
     "Kind",
     "find",
@@ -98,6 +100,7 @@ def register_kind(
         _kinds.append(kind)
         _by_name[name] = kind
         _by_type.clear()
+    _plans.forget()  # operations routed by type may now meet this kind
     return kind
 
 
@@ -110,6 +113,7 @@ def implements(operation: str, kind: str) -> Callable[[Callable[..., Any]], Call
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         with _lock:
             _by_name[kind].impls[operation] = fn
+        _plans.forget()
         return fn
 
     return register

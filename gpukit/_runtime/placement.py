@@ -11,7 +11,7 @@ loaded, or whose array module is already in ``sys.modules``, are asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -22,8 +22,9 @@ from .._select import registry as _registry
 from .._select.selection import get_backend
 from ..backend import Backend
 from ..errors import DeviceMismatchError
+from . import plans as _plans
 
-__all__ = ["first_device", "namespace", "owner_of", "placement"]
+__all__ = ["namespace", "owner_of", "placement", "settled"]
 
 _ndarray = np.ndarray
 _host_types = (np.ndarray, np.generic, int, float, complex, bool, list, tuple)
@@ -32,28 +33,26 @@ _host_types = (np.ndarray, np.generic, int, float, complex, bool, list, tuple)
 _exact_host_types = frozenset({np.ndarray, int, float, complex, bool, list, tuple, type(None)})
 
 
+# type -> its device backend or None: ``Backend.owns`` answers by type (the contract)
+_owners = _plans.table()
+
+
 def owner_of(x: Any) -> Backend | None:
     """The device backend owning ``x``, or None for host data (NumPy, lists, scalars)."""
-    if type(x) in _exact_host_types:
+    t = type(x)
+    if t in _exact_host_types:
         return None
+    try:
+        return _owners[t]
+    except KeyError:
+        pass
+    since = _plans.generation()
+    owner = None
     for backend in _registry.loaded():
         if backend.is_device and backend.owns(x):
-            return backend
-    return None
-
-
-def first_device(values: Iterable[Any]) -> tuple[Backend, int] | None:
-    """The (backend, device) of the first device array among ``values``, else None.
-
-    No mixture check: :func:`placement` refuses mixtures with the arguments' names.
-    """
-    for x in values:
-        if type(x) in _exact_host_types:
-            continue
-        backend = owner_of(x)
-        if backend is not None:
-            return backend, backend.device_of(x)
-    return None
+            owner = backend
+            break
+    return _plans.remember(_owners, t, owner, since)
 
 
 def placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | None, int | None]:
@@ -87,6 +86,30 @@ def placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | No
                 "inside gk.use_backend(...)"
             )
     return owner, device
+
+
+def settled(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
+    """Where an operation on ``arrays`` runs while ``selected`` is active, when that follows
+    from their types alone and nothing is left to do per call; else None.
+
+    Nothing is left to do when no argument needs moving (host data on a host backend,
+    arrays of a device backend on that backend) and no device needs comparing (that
+    backend has one device; no virtual CPU device arrays). Otherwise, and for a mixture
+    of device backends, :func:`placement` decides, and raises, call by call.
+    """
+    owners = set()
+    for x in arrays:
+        if x is None:
+            continue
+        if type(x) is VirtualDeviceArray:
+            return None
+        owners.add(owner_of(x))
+    if not owners or owners == {None}:
+        return None if selected.is_device else selected
+    if len(owners) > 1:
+        return None
+    (backend,) = owners
+    return backend if backend.device_count() == 1 else None
 
 
 def namespace(*arrays: Any) -> ModuleType:

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .._select.configure import GUARD_MODES
-from .._select.configure import transfer_guard as _mode_from_environment
+from .._select.configure import guard_mode as _mode_from_settings
 from ..errors import TransferGuardError
 
 __all__ = ["TransferStats", "reset_transfer_stats", "transfer_guard", "transfer_stats"]
@@ -61,7 +61,7 @@ class TransferStats:
 def current_mode() -> str:
     """The guard mode in force in this context."""
     mode = _guard.get()
-    return _mode_from_environment() if mode is None else mode
+    return _mode_from_settings() if mode is None else mode
 
 
 @contextlib.contextmanager

@@ -16,8 +16,9 @@ TF32. It is read when a backend is created; ``gpukit info`` shows it. CuPy's own
 
 ``GPUKIT_TRANSFER_GUARD`` (``allow``, ``log``, ``disallow``; default ``allow``) is the
 transfer guard of contexts that set none (:mod:`gpukit._runtime.transfer` applies it). It is
-read at each implicit transfer, and checked when a backend is created, so that a typo fails
-at the first call, as the other settings do, rather than at the first transfer.
+read when a backend is created, as the other settings are (so a typo fails at the first
+call rather than at the first transfer, and a transfer reads no environment), and kept
+until the next backend is created.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "TF32_VAR",
     "Limit",
     "configure",
+    "guard_mode",
     "parse_limit",
     "resolve_limit",
     "tf32",
@@ -150,15 +152,34 @@ def transfer_guard() -> str:
     return value
 
 
+_guard_mode: str | None = None  # GPUKIT_TRANSFER_GUARD when the latest backend was created
+
+
+def guard_mode() -> str:
+    """The guard mode ``GPUKIT_TRANSFER_GUARD`` set when the latest backend was created
+    (read now when none was: a backend object handed to ``use_backend`` directly).
+
+    Raises
+    ------
+    ValueError
+        The variable names none of the modes.
+    """
+    global _guard_mode
+    if _guard_mode is None:
+        _guard_mode = transfer_guard()
+    return _guard_mode
+
+
 def configure(backend: Backend) -> None:
     """Apply ``GPUKIT_TF32`` and ``GPUKIT_MEMORY_LIMIT`` to a newly created backend.
 
     Called by the registry before the backend is handed out, so before gpukit's first
     allocation with it. The values, and ``GPUKIT_TRANSFER_GUARD``'s, are checked for every
     backend, so a typo is an error even on the numpy backend, where there is no pool to
-    cap, no TF32 and no transfer.
+    cap, no TF32 and no transfer; the guard's mode is kept for :func:`guard_mode`.
     """
-    transfer_guard()
+    global _guard_mode
+    _guard_mode = transfer_guard()
     backend.set_tf32(tf32())
     limit = parse_limit(os.environ.get(ENV_VAR), ENV_VAR)
     if limit is None or not backend.is_device:

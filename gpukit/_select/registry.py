@@ -38,6 +38,7 @@ __all__ = [
     "debug",
     "load",
     "loaded",
+    "on_change",
     "register_backend",
     "trim_traceback",
 ]
@@ -92,6 +93,20 @@ class _Entry:
 _entries: dict[str, _Entry] = {}
 _lock = threading.RLock()
 _scanned_entry_points = False
+_listeners: list[Callable[[], None]] = []
+
+
+def on_change(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` whenever the set of backends changes: one registered, removed,
+    or created (which changes :func:`loaded`). Caches of decisions that depend on which
+    backend owns which array type (the dispatch plans) empty themselves this way."""
+    with _lock:
+        _listeners.append(callback)
+
+
+def _changed() -> None:
+    for callback in list(_listeners):
+        callback()
 
 
 class _SourceTreeFinder(importlib.abc.MetaPathFinder):
@@ -209,6 +224,7 @@ def register_backend(
                 f"({_entries[name].source}); pass replace=True to replace it"
             )
         _entries[name] = _Entry(name, factory, "register_backend", tuple(array_modules))
+    _changed()
 
 
 def unregister_backend(name: str) -> None:
@@ -232,6 +248,7 @@ def unregister_backend(name: str) -> None:
         entry = _entries.get(name)
         if entry is not None and entry.source != "builtin":
             del _entries[name]
+    _changed()
 
 
 def _entry(name: str) -> _Entry:
@@ -352,6 +369,7 @@ def _build(entry: _Entry) -> None:
         return
     configure(backend)  # GPUKIT_TF32, GPUKIT_MEMORY_LIMIT: before gpukit computes with it
     entry.instance = backend
+    _changed()
 
 
 def loaded() -> list[Backend]:

@@ -85,7 +85,10 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
 
     # -- array placement: every backend implements these ------------------------------------
     def owns(self, x: Any) -> bool:
-        """Whether ``x`` is one of this backend's native arrays."""
+        """Whether ``x`` is one of this backend's native arrays.
+
+        The answer must follow from ``type(x)`` alone: gpukit asks once per type and
+        keeps the answer until the registry changes (:mod:`gpukit._runtime.plans`)."""
         raise NotImplementedError
 
     def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:

@@ -1,0 +1,100 @@
+"""Small warm calls of every public single-device operation, with the peer call each makes.
+
+Shared by the ``Calls`` benchmark of ``bench_core.py`` and ``tools/compare/dispatch.py``
+(gpukit's overhead per call in microseconds and in instructions): one list of rows, so the
+benchmark history and the comparison measure the same calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import gpukit as gk
+
+
+def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """``(label, gpukit call, peer call)`` for every row, on arrays of ``xp`` (NumPy or
+    CuPy; the gpukit backend of the same kind must be the active one)."""
+    host = xp is np
+    if host:
+        import scipy.fft as peer_fft
+        import scipy.linalg as sla
+
+        peer_la = np.linalg
+    else:
+        peer_fft, peer_la = xp.fft, xp.linalg
+    rng = np.random.default_rng(0)
+    a8 = xp.asarray(rng.standard_normal((8, 8)).astype(np.float32))
+    m = rng.standard_normal((4, 4))
+    spd = xp.asarray(m @ m.T + 4 * np.eye(4))
+    b4 = xp.asarray(rng.standard_normal(4))
+    tall = xp.asarray(rng.standard_normal((6, 4)))
+    c16 = xp.asarray(rng.standard_normal(16) + 1j * rng.standard_normal(16))
+    r16, r1024 = xp.asarray(rng.standard_normal(16)), xp.asarray(rng.standard_normal(1024))
+    c4x4 = xp.asarray(rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4)))
+    r4x4 = xp.asarray(rng.standard_normal((4, 4)))
+    chol = (peer_la.cholesky(spd), True)
+    host_r16 = rng.standard_normal(16)
+    out = [
+        ("matmul 8x8 float32", lambda: gk.matmul(a8, a8), lambda: xp.matmul(a8, a8)),
+        ("fft.fft 16", lambda: gk.fft.fft(r16), lambda: peer_fft.fft(r16)),
+        ("fft.fft 1024", lambda: gk.fft.fft(r1024), lambda: peer_fft.fft(r1024)),
+        ("fft.ifft 16", lambda: gk.fft.ifft(c16), lambda: peer_fft.ifft(c16)),
+        ("fft.rfft 16", lambda: gk.fft.rfft(r16), lambda: peer_fft.rfft(r16)),
+        ("fft.irfft 16", lambda: gk.fft.irfft(c16), lambda: peer_fft.irfft(c16)),
+        ("fft.hfft 16", lambda: gk.fft.hfft(c16), lambda: peer_fft.hfft(c16)),
+        ("fft.ihfft 16", lambda: gk.fft.ihfft(r16), lambda: peer_fft.ihfft(r16)),
+        ("fft.fft2 4x4", lambda: gk.fft.fft2(c4x4), lambda: peer_fft.fft2(c4x4)),
+        ("fft.ifftn 4x4", lambda: gk.fft.ifftn(c4x4), lambda: peer_fft.ifftn(c4x4)),
+        ("fft.rfftn 4x4", lambda: gk.fft.rfftn(r4x4), lambda: peer_fft.rfftn(r4x4)),
+        ("fft.irfft2 4x4", lambda: gk.fft.irfft2(c4x4), lambda: peer_fft.irfft2(c4x4)),
+        ("fft.fftfreq 16", lambda: gk.fft.fftfreq(16), lambda: peer_fft.fftfreq(16)),
+        ("fft.rfftfreq 16", lambda: gk.fft.rfftfreq(16), lambda: peer_fft.rfftfreq(16)),
+        ("fft.fftshift 16", lambda: gk.fft.fftshift(r16), lambda: peer_fft.fftshift(r16)),
+        ("fft.ifftshift 16", lambda: gk.fft.ifftshift(r16), lambda: peer_fft.ifftshift(r16)),
+        ("linalg.solve 4x4", lambda: gk.linalg.solve(spd, b4), lambda: peer_la.solve(spd, b4)),
+        ("linalg.inv 4x4", lambda: gk.linalg.inv(spd), lambda: peer_la.inv(spd)),
+        ("linalg.det 4x4", lambda: gk.linalg.det(spd), lambda: peer_la.det(spd)),
+        ("linalg.slogdet 4x4", lambda: gk.linalg.slogdet(spd), lambda: peer_la.slogdet(spd)),
+        ("linalg.cholesky 4x4", lambda: gk.linalg.cholesky(spd), lambda: peer_la.cholesky(spd)),
+        ("linalg.qr 4x4", lambda: gk.linalg.qr(spd), lambda: peer_la.qr(spd)),
+        ("linalg.eigh 4x4", lambda: gk.linalg.eigh(spd), lambda: peer_la.eigh(spd)),
+        ("linalg.svd 4x4", lambda: gk.linalg.svd(spd), lambda: peer_la.svd(spd)),
+        (
+            "linalg.lstsq 6x4",
+            lambda: gk.linalg.lstsq(tall, tall[:, 0]),
+            lambda: peer_la.lstsq(tall, tall[:, 0], rcond=None),
+        ),
+        ("linalg.norm 1024", lambda: gk.linalg.norm(r1024), lambda: peer_la.norm(r1024)),
+        ("asarray", lambda: gk.asarray(r16), lambda: xp.asarray(r16)),
+        (
+            "to_numpy",
+            lambda: gk.to_numpy(r16),
+            lambda: xp.asnumpy(r16) if not host else np.asarray(r16),
+        ),
+        (
+            "namespace",
+            lambda: gk.namespace(r16),
+            lambda: xp.get_array_module(r16) if not host else np,
+        ),
+    ]
+    if host:  # cupyx.scipy.linalg has no cho_solve
+        out.append(
+            (
+                "linalg.cho_solve 4x4",
+                lambda: gk.linalg.cho_solve(chol, b4),
+                lambda: sla.cho_solve(chol, b4),
+            )
+        )
+    else:  # host inputs reaching a device backend: the implicit transfer
+        out.append(
+            (
+                "fft.fft 16, NumPy input",
+                lambda: gk.fft.fft(host_r16),
+                lambda: peer_fft.fft(xp.asarray(host_r16)),
+            )
+        )
+    return out

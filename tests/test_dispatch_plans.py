@@ -1,0 +1,302 @@
+"""Dispatch plans (gpukit._runtime.plans): a warm call skips the searches, never a check.
+
+After a first call with given argument types, ``@operation`` and ``prepare`` reuse the
+decision made for those types (which backend owns them, where the call runs). Each test
+warms a call, then shows that what depends on values, the context or the registry still
+decides: dtype, shape and finite errors, the transfer guard and its log, the transfer
+counters, the out-of-memory retry, device mismatches, context-local selection, a backend
+registered later, and threads racing with the registry. No environment variable is read
+on a warm call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+from gpukit._dispatch import operation, prepare
+from gpukit._runtime import plans
+
+from fakedevice import FakeDeviceBackend
+from helpers import rel_err
+
+
+@operation("gk.test_where")
+def _where(a, b=None, *, c=None):
+    """Where it ran (the backend and its current device) and the prepared inputs."""
+    backend, (a, b, c) = prepare(a, b, c, names=("a", "b", "c"))
+    return backend.name, backend.current_device(), (a, b, c)
+
+
+def _spd(rng, n=4):
+    m = rng.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+def _warm(call, times=3):
+    for _ in range(times):
+        call()
+
+
+# -- errors and checks on the warm path ------------------------------------------------------
+
+
+def test_a_warm_call_still_refuses_a_bad_dtype_shape_or_value(rng):
+    a = _spd(rng)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.inv(a))
+        with pytest.raises(TypeError, match=r"gk\.linalg\.inv: argument 'a' has dtype <U1"):
+            gk.linalg.inv(np.full((2, 2), "x"))
+        with pytest.raises(ValueError, match="stack of square matrices, got shape"):
+            gk.linalg.inv(np.ones((2, 3)))
+        bad = a.copy()
+        bad[1, 2] = np.nan
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
+            gk.linalg.inv(bad)
+        with pytest.raises(gk.LinAlgError, match="singular"):
+            gk.linalg.inv(np.zeros((4, 4)))
+        got = gk.linalg.inv(a)
+    assert rel_err(got @ a, np.eye(4)) < 1e-12
+
+
+def test_a_warm_call_on_device_arrays_still_refuses_a_bad_dtype_and_mixed_devices(fake_device):
+    a0 = fake_device.asarray(np.eye(3), device=0)
+    _warm(lambda: gk.linalg.inv(a0))
+    with pytest.raises(TypeError, match=r"argument 'a' has dtype <U1"):
+        gk.linalg.inv(fake_device.asarray(np.full((3, 3), "x")))
+    b1 = fake_device.asarray(np.ones(3), device=1)
+    b0 = fake_device.asarray(np.ones(3), device=0)
+    _warm(lambda: gk.linalg.solve(a0, b0))
+    with pytest.raises(gk.DeviceMismatchError, match="'b' is on fakedevice:1 but argument 'a'"):
+        gk.linalg.solve(a0, b1)
+    a1 = fake_device.asarray(np.eye(3), device=1)
+    name, device, _ = _where(a1)  # a warm route for this type, another device
+    assert (name, device) == ("fakedevice", 1)
+
+
+# -- the transfer guard, its log and the counters ------------------------------------------------
+
+
+def test_a_warm_implicit_transfer_is_counted_guarded_and_logged(fake_device, rng, caplog):
+    x = rng.standard_normal(8)
+    _warm(lambda: gk.fft.fft(x))  # an implicit host-to-device transfer, allowed
+    gk.reset_transfer_stats()
+    gk.fft.fft(x)
+    assert gk.transfer_stats().host_to_device.calls == 1
+    with gk.transfer_guard("disallow"), pytest.raises(gk.TransferGuardError, match="refused"):
+        gk.fft.fft(x)
+    with caplog.at_level(logging.WARNING, logger="gpukit"), gk.transfer_guard("log"):
+        got = gk.fft.fft(x)
+    assert any("implicit host-to-device transfer of argument" in r.message for r in caplog.records)
+    assert rel_err(np.asarray(got), np.fft.fft(x)) < 1e-12
+    assert gk.transfer_stats().host_to_device.calls == 2  # the refused one moved nothing
+
+
+# -- the out-of-memory policy ---------------------------------------------------------------
+
+
+@operation("gk.test_scale")
+def _scale(x, factor):
+    backend, (x,) = prepare(x, names=("x",))
+    return backend.scale(x, factor)
+
+
+def test_a_warm_call_still_frees_retries_and_explains_out_of_memory(rng):
+    backend = FakeDeviceBackend()
+    gk.register_backend("fakedevice", lambda: backend, replace=True)
+    try:
+        with gk.use_backend("fakedevice"):
+            x = backend.asarray(rng.standard_normal(64).astype(np.float32))
+            _warm(lambda: _scale(x, 2.0))
+            backend.fail_allocations(1)
+            y = _scale(x, 3.0)
+            assert backend.releases == 1
+            assert rel_err(y, np.asarray(x, dtype=np.float64) * 3.0) < 1e-6
+            backend.fail_allocations(2)
+            with pytest.raises(gk.OutOfMemoryError, match=r"gk\.test_scale ran out of memory"):
+                _scale(x, 2.0)
+    finally:
+        gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+
+
+# -- selection, context-local ---------------------------------------------------------------
+
+
+def test_a_warm_route_follows_the_selection_of_each_context(fake_device, rng):
+    x = rng.standard_normal(4)
+    with gk.use_backend("numpy"):
+        _warm(lambda: _where(x))
+        assert _where(x)[0] == "numpy"
+    assert _where(x)[0] == "fakedevice"  # same types, fakedevice active here
+    seen = []
+
+    def other():
+        with gk.use_backend("numpy"):
+            seen.append(_where(x)[0])
+
+    thread = threading.Thread(target=other)  # its own selection, the same warm route
+    thread.start()
+    thread.join()
+    assert seen == ["numpy"] and _where(x)[0] == "fakedevice"
+
+
+# -- the registry changing under warm routes --------------------------------------------------
+
+
+class _LateArray(np.ndarray):
+    """An array type no backend owns until the ``late`` backend is created."""
+
+    device_id: int = 0
+
+
+class _LateBackend(FakeDeviceBackend):
+    name = "late"
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+    def owns(self, x):
+        return isinstance(x, _LateArray)
+
+    def asarray(self, obj, dtype=None, device=None):
+        return super().asarray(obj, dtype, device).view(_LateArray)
+
+
+def test_a_backend_created_later_takes_over_its_types_and_gives_them_back():
+    x = np.ones(3).view(_LateArray)
+    with gk.use_backend("numpy"):
+        _warm(lambda: _where(x))
+        assert _where(x)[0] == "numpy"  # host data while no backend owns the type
+        gk.register_backend("late", _LateBackend)
+        try:
+            with gk.use_backend("late"):
+                pass  # creates it: now it owns _LateArray
+            _warm(lambda: _where(x))
+            assert _where(x)[:2] == ("late", 0)  # one device: nothing to make current
+        finally:
+            gk.unregister_backend("late")
+        assert _where(x)[0] == "numpy"
+
+
+def test_a_table_starts_over_at_its_limit():
+    table = plans.table()
+    since = plans.generation()
+    for i in range(plans.LIMIT + 5):
+        plans.remember(table, i, i, since)
+    assert 0 < len(table) <= plans.LIMIT and table[plans.LIMIT + 4] == plans.LIMIT + 4
+    plans.forget()
+    assert not table
+    plans.remember(table, "stale", 1, since)  # decided before the change: not kept
+    assert "stale" not in table
+
+
+# -- threads --------------------------------------------------------------------------------
+
+
+def test_threads_racing_with_the_registry_always_run_where_their_types_say(rng):
+    """Threads call operations on host and fake-device arrays, each under its own
+    selection, while another re-registers the fake backend and empties the tables: every
+    result is right and runs on the backend its inputs and context call for."""
+    gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+    a = _spd(rng)
+    want = np.linalg.inv(a)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def churn():
+        while not stop.is_set():
+            gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+            plans.forget()
+
+    def work(selection):
+        try:
+            with gk.use_backend(selection) as backend:
+                for i in range(150):
+                    x = a if i % 2 else backend.asarray(a)
+                    name, _, _ = _where(x, b=np.ones(1))
+                    got = gk.linalg.inv(x)
+                    assert name == selection, (name, selection)
+                    assert rel_err(np.asarray(got), want) < 1e-12
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work, args=(s,)) for s in ["numpy", "fakedevice"] * 3]
+    churner = threading.Thread(target=churn)
+    churner.start()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    churner.join()
+    gk.register_backend("fakedevice", FakeDeviceBackend, replace=True)
+    assert not errors, errors[0]
+
+
+# -- no environment variable read on a warm call -----------------------------------------------
+
+
+class _EnvironSpy(dict):
+    """``os.environ`` stand-in recording every read made by gpukit's code."""
+
+    reads: list[str]
+
+    def _note(self, key):
+        caller = sys._getframe(2).f_globals.get("__name__", "")
+        if caller.startswith(("gpukit", "gpukit_numpy", "gpukit_cupy")):
+            self.reads.append(f"{caller}: {key}")
+
+    def __getitem__(self, key):
+        self._note(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._note(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self._note(key)
+        return super().__contains__(key)
+
+
+def _calls(rng, xp_asarray):
+    a, v = xp_asarray(_spd(rng)), xp_asarray(rng.standard_normal(16))
+    c = xp_asarray(rng.standard_normal(16) + 1j)
+    return {
+        "matmul": lambda: gk.matmul(a, a),
+        "fft.fft": lambda: gk.fft.fft(v),
+        "fft.irfft": lambda: gk.fft.irfft(c),
+        "fft.fft2": lambda: gk.fft.fft2(a),
+        "fft.fftshift": lambda: gk.fft.fftshift(v),
+        "fft.fftfreq": lambda: gk.fft.fftfreq(8),
+        "linalg.solve": lambda: gk.linalg.solve(a, v[:4]),
+        "linalg.inv": lambda: gk.linalg.inv(a),
+        "linalg.eigh": lambda: gk.linalg.eigh(a),
+        "linalg.norm": lambda: gk.linalg.norm(v),
+        "linalg.cg": lambda: gk.linalg.cg(a, v[:4]),
+        "asarray": lambda: gk.asarray(v),
+        "to_numpy": lambda: gk.to_numpy(v),
+    }
+
+
+@pytest.mark.parametrize(
+    ("where", "inputs"),
+    [("numpy", "native"), ("fakedevice", "native"), ("fakedevice", "host: implicit transfers")],
+)
+def test_no_environment_variable_is_read_on_a_warm_call(rng, monkeypatch, where, inputs):
+    with gk.use_backend(where) as backend:
+        calls = _calls(rng, backend.asarray if inputs == "native" else np.asarray)
+        for call in calls.values():
+            _warm(call, 2)
+        spy = _EnvironSpy(os.environ)
+        spy.reads = []
+        monkeypatch.setattr(os, "environ", spy)
+        for name, call in calls.items():
+            call()
+            assert not spy.reads, f"{name} read {spy.reads}"
