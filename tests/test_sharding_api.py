@@ -116,6 +116,30 @@ def _(env: Env) -> None:
         assert got.axis == 1 and np.array_equal(gk.to_numpy(got), env.m)
 
 
+@gk.elementwise
+def _cube(x):
+    return x * x * x
+
+
+@gk.elementwise
+def _cube_grad(x, g):
+    return 3.0 * x * x * g
+
+
+@gk.reduction
+def _sum_of_cubes(x):
+    return sum(x * x * x)
+
+
+@case("gpukit.elementwise")
+def _(env: Env) -> None:
+    got = _cube(env.shard(env.m))
+    assert isinstance(got, gk.ShardedArray) and rel_err(got, env.m**3) < 1e-15
+
+
+refused("gpukit.reduction", lambda e: _sum_of_cubes(e.shard(e.m)))
+
+
 @case("gpukit.map_shards")
 def _(env: Env) -> None:
     got = gk.map_shards(np.cos, env.shard(env.m))
@@ -204,7 +228,7 @@ for _name, _make in {
     "ReLU": gk.nn.ReLU, "LeakyReLU": gk.nn.LeakyReLU, "GELU": gk.nn.GELU, "SiLU": gk.nn.SiLU,
     "Sigmoid": gk.nn.Sigmoid, "Tanh": gk.nn.Tanh, "Softmax": gk.nn.Softmax,
     "Dropout": lambda: gk.nn.Dropout(0.5, seed=0), "LayerNorm": lambda: gk.nn.LayerNorm(5),
-    "Module": gk.nn.Module,
+    "Module": gk.nn.Module, "Activation": lambda: gk.nn.Activation(_cube, _cube_grad),
 }.items():  # fmt: skip
     _layer(_name, _make)
 
