@@ -21,7 +21,7 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.kinds import kind_of
-from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction
+from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction, replace
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 
@@ -62,6 +62,7 @@ class _Kernel:
 
     _what = ""
     __name__: str  # the function's, set by update_wrapper
+    __wrapped__: Callable[..., Any]
 
     def __init__(self, fn: Callable[..., Any], body: Body, in_dtypes: Any, out_dtype: Any):
         functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
@@ -207,6 +208,18 @@ class ReductionKernel(_Kernel):
     def __repr__(self) -> str:
         return f"<gk.reduction {self._body.name}({', '.join(self.params)}) by {self.reducer}>"
 
+    @functools.cached_property
+    def pieces(self) -> tuple[ReductionKernel, ElementwiseKernel]:
+        """This reduction split for data on several devices: the reduction without its
+        final expression (each device's partial result, in ``out_dtype``) and the final
+        expression as an elementwise kernel of the combined partials."""
+        fn, r = self.__wrapped__, self._reduction
+        in_dtypes = tuple("T" if d is None else d for d in self.in_dtypes)
+        out = "T" if self.out_dtype is None else self.out_dtype
+        partial = ReductionKernel(fn, ReductionBody(r.map, r.reducer, ("reduced",)), in_dtypes, out)
+        final = Body(r.map.name, ("r",), (), replace(r.final, ("reduced",), ("var", "r")))
+        return partial, ElementwiseKernel(fn, final, "T", out)
+
 
 @operation("gk.elementwise")
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
@@ -214,7 +227,8 @@ def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     return backend.user_elementwise(kernel._body, cast, shape, out)
 
 
-def _axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
+def reduction_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
+    """``axis`` as non-negative ints (None: every axis); TypeError/ValueError naming it."""
     if axis is None:
         return None
     axes = (axis,) if not isinstance(axis, list | tuple) else tuple(axis)
@@ -238,7 +252,7 @@ def _reduction(
 ) -> Any:
     backend, cast, shape, out = kernel._place(args)
     op = kernel.op
-    axes = _axes(op, axis, len(shape))
+    axes = reduction_axes(op, axis, len(shape))
     if not isinstance(keepdims, bool | np.bool_):
         raise TypeError(f"{op}: keepdims must be a bool, got {keepdims!r}")
     reduced = shape if axes is None else [shape[a] for a in axes]
@@ -367,7 +381,8 @@ def reduction(
     ReductionKernel
         Called as ``kernel(*args, axis=None, keepdims=False)``: the arguments broadcast,
         then ``axis`` (an int, a tuple, or None for all) of the broadcast shape is
-        reduced. Returns an array (0-d for a full reduction) of ``out_dtype``.
+        reduced. Returns an array (0-d for a full reduction) of ``out_dtype``. Accepts
+        sharded arrays (every array argument sharded alike); not Dask arrays.
 
     Raises
     ------

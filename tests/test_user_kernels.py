@@ -11,11 +11,13 @@ import pytest
 import scipy.special
 
 import gpukit as gk
+from gpukit._select import registry
 from gpukit.errors import KernelSyntaxError
 
 from helpers import TOL, rel_err, simulated
 
 DTYPES = [np.float32, np.float64]
+NumpyBackend = type(registry.load("numpy"))  # with N virtual devices: NumpyBackend(N)
 
 
 @gk.elementwise(in_dtypes="T", out_dtype="T")
@@ -243,17 +245,23 @@ def test_call_errors_are_the_same_on_every_backend(backend, xp):
     np.testing.assert_array_equal(_np(empty), np.zeros(3))
 
 
-def test_sharded_inputs_run_shard_by_shard(rng):
+@pytest.mark.parametrize("devices", [1, 3])
+def test_sharded_inputs_run_shard_by_shard(rng, devices):
     x = rng.standard_normal((40, 7))
     w = rng.uniform(0, 3, (40, 7))
-    with gk.use_backend("numpy"):
+    with gk.use_backend(NumpyBackend(devices)):
         sx, sw = gk.shard(x), gk.shard(w)
         out = blend(sx, sw, 0.5)
         assert isinstance(out, gk.ShardedArray)
         ref = _np(blend(x, w, 0.5))
         np.testing.assert_allclose(_np(out), ref, rtol=1e-15)
-        with pytest.raises(TypeError, match=r"gk\.reduction does not accept a ShardedArray"):
-            weighted_norm(sx, sw)
+        for axis in (None, 0, 1, (0, 1)):
+            got = weighted_norm(sx, sw, axis=axis, keepdims=True)
+            ref = np.sqrt(np.sum(w * x * x, axis=axis, keepdims=True))
+            assert rel_err(_np(got), ref) < 1e-14
+            assert _np(largest_gap(sx, sw, axis=axis)).tolist() == (
+                np.max(np.abs(x - w), axis=axis).tolist()
+            )
         with pytest.raises(TypeError, match=r"argument 'w' is a numpy\.ndarray"):
             blend(sx, w, 0.5)
 

@@ -30,7 +30,15 @@ from typing import Any
 
 from ..errors import KernelSyntaxError
 
-__all__ = ["FUNCTIONS", "REDUCERS", "Body", "ReductionBody", "parse_elementwise", "parse_reduction"]
+__all__ = [
+    "FUNCTIONS",
+    "REDUCERS",
+    "Body",
+    "ReductionBody",
+    "parse_elementwise",
+    "parse_reduction",
+    "replace",
+]
 
 #: The functions of the kernel language: NumPy name -> number of arguments.
 FUNCTIONS: dict[str, int] = {
@@ -346,7 +354,7 @@ def parse_reduction(fn: Callable[..., Any], what: str = "gk.reduction") -> Reduc
             f"the return {_src(result)!r}",
             " (outside the reduction only the reduced value and constants may appear)",
         ) from None
-    final = _substitute(final, marker)
+    final = replace(final, ("var", marker), ("reduced",))
     return ReductionBody(Body(p.name, params, lets, mapped), _callee(call.func), final)
 
 
@@ -367,13 +375,14 @@ class _Replace(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def _substitute(node: Node, marker: str) -> Node:
-    if node == ("var", marker):
-        return ("reduced",)
+def replace(node: Node, old: Node, new: Node) -> Node:
+    """``node`` with every occurrence of the subtree ``old`` replaced by ``new``."""
+    if node == old:
+        return new
     return tuple(
-        _substitute(x, marker)
+        replace(x, old, new)
         if isinstance(x, tuple) and x and isinstance(x[0], str)
-        else tuple(_substitute(y, marker) for y in x)
+        else tuple(replace(y, old, new) for y in x)
         if isinstance(x, tuple)
         else x
         for x in node
