@@ -382,7 +382,7 @@ def reduction(
         Called as ``kernel(*args, axis=None, keepdims=False)``: the arguments broadcast,
         then ``axis`` (an int, a tuple, or None for all) of the broadcast shape is
         reduced. Returns an array (0-d for a full reduction) of ``out_dtype``. Accepts
-        sharded arrays (every array argument sharded alike); not Dask arrays.
+        sharded arrays (every array argument sharded alike) and Dask arrays.
 
     Raises
     ------

@@ -271,10 +271,20 @@ def test_dask_inputs_run_chunk_by_chunk(rng):
     x = rng.standard_normal((50, 30)).astype(np.float32)
     w = rng.uniform(0, 3, 30).astype(np.float32)
     with gk.use_backend("numpy"):
-        dx = da.from_array(x, chunks=(16, 30))
+        dx = da.from_array(x, chunks=(16, 13))  # ragged blocks along both axes
         out = blend(dx, w, 0.5)
         assert isinstance(out, da.Array) and out.dtype == np.float32
         np.testing.assert_array_equal(out.compute(scheduler="sync"), blend(x, w, 0.5))
+        for axis in (None, 0, 1, (0, 1)):
+            got = weighted_norm(dx, w, axis=axis, keepdims=True)
+            assert isinstance(got, da.Array) and got.dtype == np.float32
+            xd, wd = x.astype(np.float64), w.astype(np.float64)
+            ref = np.sqrt(np.sum(wd * xd * xd, axis=axis, keepdims=True))
+            assert rel_err(got.compute(scheduler="sync"), ref) < TOL[np.dtype(np.float32)]
+            gap = largest_gap(dx, w, axis=axis).compute(scheduler="sync")
+            np.testing.assert_array_equal(gap, np.max(np.abs(x - w), axis=axis))
+        with pytest.raises(ValueError, match="max over zero elements"):
+            largest_gap(da.zeros((0, 3), chunks=2), 1.0)
 
 
 def test_one_launch_on_the_simulator(cupy_backend, rng):
