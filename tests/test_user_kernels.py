@@ -32,6 +32,14 @@ def blend(x, w, s):
     return where(t > 0.0, sqrt(t), -expm1(t)) if x < 1.5 and not w > 2.0 else tanh(t)  # noqa: F821
 
 
+def _blend_ref(x, w, s):
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    t = wd * xd + s
+    with np.errstate(invalid="ignore"):
+        inner = np.where(t > 0, np.sqrt(t), -np.expm1(t))
+    return np.where((xd < 1.5) & ~(wd > 2), inner, np.tanh(t))
+
+
 @gk.elementwise
 def functions(x, y):
     # x in (0.1, 0.9), y in (1, 2): every function on its domain
@@ -96,13 +104,7 @@ def test_broadcasting_scalars_where_and_conditions(backend, xp, rng, dtype):
     w = rng.uniform(0, 3, 65).astype(dtype)
     out = blend(xp.asarray(x), xp.asarray(w), -0.25)
     assert out.dtype == dtype and out.shape == x.shape
-    xd, wd = x.astype(np.float64), w.astype(np.float64)
-    t = wd * xd - 0.25
-    with np.errstate(invalid="ignore"):
-        ref = np.where(
-            (xd < 1.5) & ~(wd > 2), np.where(t > 0, np.sqrt(t), -np.expm1(t)), np.tanh(t)
-        )
-    assert rel_err(_np(out), ref) < TOL[np.dtype(dtype)]
+    assert rel_err(_np(out), _blend_ref(x, w, -0.25)) < TOL[np.dtype(dtype)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -264,6 +266,21 @@ def test_sharded_inputs_run_shard_by_shard(rng, devices):
             )
         with pytest.raises(TypeError, match=r"argument 'w' is a numpy\.ndarray"):
             blend(sx, w, 0.5)
+
+
+def test_sharded_over_every_device_of_the_backend(backend, rng):
+    """On the GPU (two simulated devices by default) each device runs its shards' kernel;
+    the partial results of a reduction meet on the first device."""
+    x = rng.standard_normal((41, 9)).astype(np.float32)
+    w = rng.uniform(0.5, 2, (41, 9)).astype(np.float32)
+    sx, sw = gk.shard(x), gk.shard(w)
+    out = blend(sx, sw, 0.5)
+    assert isinstance(out, gk.ShardedArray) and out.devices == sx.devices
+    assert rel_err(_np(out), _blend_ref(x, w, 0.5)) < TOL[np.dtype(np.float32)]
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    full = weighted_norm(sx, sw)
+    assert backend.device_of(full) == sx.devices[0]
+    assert rel_err(_np(full), np.sqrt(np.sum(wd * xd * xd))) < TOL[np.dtype(np.float32)]
 
 
 def test_dask_inputs_run_chunk_by_chunk(rng):
