@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -240,6 +242,23 @@ def test_host_threads_follow_the_blas_limit_and_give_the_same_result(rng, dtype)
             gone, _ = gk.kernels.bias_activation_backward(x, x, b, "silu")
     assert parallel.n_threads() <= parallel.max_threads()
     assert np.array_equal(many, one) and np.array_equal(gmany, gone)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_host_kernels_run_in_a_forked_child(rng):
+    """A child forked after the host pool started (a fork-based DataLoader) gets a pool of
+    its own: the parent's threads do not exist there, and work queued to them never ran."""
+    x = rng.standard_normal((700, 300)).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    with gk.use_backend("numpy"):
+        y = gk.kernels.bias_activation(x, b, "silu")  # starts the pool (210K elements)
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 if the same result came back within 60 s
+            signal.alarm(60)
+            same = np.array_equal(gk.kernels.bias_activation(x, b, "silu"), y)
+            os._exit(0 if same else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def _sgd_formula(p, g, buf, steps, lr, momentum=0.0, dampening=0.0, nesterov=False, wd=0.0):

@@ -89,6 +89,17 @@ def n_threads() -> int:
     return n
 
 
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool on first use
+    (the old one would queue work that no thread ever runs)."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _executor() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
