@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import os
 import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -242,6 +244,26 @@ def test_host_threads_follow_the_blas_limit_and_give_the_same_result(rng, dtype)
             gone, _ = gk.kernels.bias_activation_backward(x, x, b, "silu")
     assert parallel.n_threads() <= parallel.max_threads()
     assert np.array_equal(many, one) and np.array_equal(gmany, gone)
+
+
+def test_host_spans_have_all_ended_when_one_raises():
+    """When the caller's span raises, the pool's spans have finished before the error
+    reaches the caller: none goes on writing into arrays the caller now holds."""
+    from gpukit._host import parallel
+
+    started, out = threading.Event(), np.zeros(2)
+
+    def work(k, lo, hi):
+        if k == 0:
+            started.wait(5)
+            raise ValueError("span 0 failed")
+        started.set()
+        time.sleep(0.2)  # still running when span 0 raises
+        out[k] = 1.0
+
+    with pytest.raises(ValueError, match="span 0 failed"):
+        parallel.run(work, 2, threads=2)
+    assert out[1] == 1.0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

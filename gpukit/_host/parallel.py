@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -142,7 +142,12 @@ def run(
         pool.submit(contextvars.copy_context().run, work, k, bounds[k], bounds[k + 1])
         for k in range(1, threads)
     ]
-    first = work(0, bounds[0], bounds[1])
+    try:
+        first = work(0, bounds[0], bounds[1])
+    finally:
+        # the spans write into the caller's arrays: none may still run once this returns
+        # or raises, or an error would leave writes landing after the caller saw it
+        wait(futures)
     return [first] + [f.result() for f in futures]
 
 
