@@ -285,10 +285,18 @@ def operation(stream: SimStream, reads: list[Region], writes: list[Region], op: 
 
 
 # -- synchronisation ----------------------------------------------------------------------
+def _settle() -> None:
+    """The host clock advanced: copies to and from host memory it now knows complete land."""
+    from . import hostcopy
+
+    hostcopy.settle()
+
+
 def synchronize(stream: SimStream) -> None:
     """The host waits for everything enqueued on ``stream`` (cudaStreamSynchronize)."""
     with lock:
         _join(host_clock, stream.clock)
+        _settle()
 
 
 def synchronize_device(device: int) -> None:
@@ -297,6 +305,7 @@ def synchronize_device(device: int) -> None:
         legacy(device)
         for s in list(_on_device.get(device, ())):
             _join(host_clock, s.clock)
+        _settle()
 
 
 class SimEvent:
@@ -327,3 +336,4 @@ def synchronize_event(event: SimEvent) -> None:
     with lock:
         if event.clock is not None:
             _join(host_clock, event.clock)
+            _settle()

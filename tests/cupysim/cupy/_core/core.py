@@ -22,6 +22,7 @@ import operator
 
 import numpy as np
 from cupysim import devices as _devices
+from cupysim import hostcopy as _hostcopy
 from cupysim import libs as _libs
 from cupysim import streams as _streams
 from cupysim.runtime import check_peer_access as _check_peer_access
@@ -363,6 +364,10 @@ def _host_to_device(host: np.ndarray, order: str = "C") -> ndarray:
     stream = _streams.current(_devices.current())
     w = [a._region()]
     tick = _streams.check(stream, [], w, "memcpyAsync (host to device)")
+    # core.pyx _array_default copies straight from a pinned array already in the right
+    # order; anything else goes through a staging buffer, and the caller's is free at once
+    if host.ndim and (host.flags.f_contiguous if order == "F" else host.flags.c_contiguous):
+        _hostcopy.from_host(stream, _hostcopy.pinned_array(host), "memcpyAsync (host to device)")
     a._np[...] = host
     _streams.commit(stream, [], w, "memcpyAsync (host to device)", tick)
     return a
@@ -755,9 +760,14 @@ class _ndarray_base:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
             r = [self._region()]
-            tick = _streams.check(s, r, [], "memcpyAsync (device to host)")
-            host[...] = self._np
-            _streams.commit(s, r, [], "memcpyAsync (device to host)", tick)
+            op = "memcpyAsync (device to host)"
+            tick = _streams.check(s, r, [], op)
+            # the copy lands when the host sees the stream complete (cupysim/hostcopy.py)
+            landed = np.empty_like(host)
+            landed[...] = self._np
+            if not _hostcopy.to_host(s, _hostcopy.host_view(host), _hostcopy.host_view(landed), op):
+                host[...] = landed
+            _streams.commit(s, r, [], op, tick)
             if blocking:
                 _streams.synchronize(s)
         finally:
@@ -783,9 +793,14 @@ class _ndarray_base:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
             w = [self._region()]
-            tick = _streams.check(s, [], w, "memcpyAsync (host to device)")
+            op = "memcpyAsync (host to device)"
+            tick = _streams.check(s, [], w, op)
+            # core.pyx set copies from ``arr`` itself when it is contiguous in this array's
+            # order (else from a contiguous copy, which the caller cannot touch)
+            own = arr.flags.c_contiguous if self.flags.c_contiguous else arr.flags.f_contiguous
+            _hostcopy.from_host(s, _hostcopy.host_view(arr) if own else None, op)
             self._np[...] = arr
-            _streams.commit(s, [], w, "memcpyAsync (host to device)", tick)
+            _streams.commit(s, [], w, op, tick)
         finally:
             _devices.set_current(prev)
 
