@@ -21,10 +21,12 @@ import functools
 import operator
 
 import numpy as np
+from cupysim import defer as _defer
 from cupysim import devices as _devices
 from cupysim import hostcopy as _hostcopy
 from cupysim import libs as _libs
 from cupysim import streams as _streams
+from cupysim.config import config as _config
 from cupysim.runtime import check_peer_access as _check_peer_access
 
 _EMPTY = np.empty(0, np.uint8)
@@ -176,11 +178,13 @@ def _check_dtype(dtype: np.dtype) -> None:
 
 
 # -- running "kernels" ----------------------------------------------------------------------
-def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
+def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise", returns=False):
     """Launch ``body`` as a kernel on the current device and stream.
 
     ``kind``: "elementwise" (CuPy's peer-access rule for every operand) or "library"
-    (placement already checked by the caller). Raises StreamHazard before running.
+    (placement already checked by the caller). Raises StreamHazard before running. Under
+    ``CUPYSIM_DEFER=1`` the body is queued on the stream (cupysim/defer.py) unless the
+    caller needs what it ``returns``.
     """
     if kind == "elementwise":
         _libs.require("nvrtc")  # CuPy compiles its elementwise kernels with NVRTC
@@ -194,6 +198,9 @@ def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
     r = [x._region() for x in reads]
     w = [x._region() for x in writes]
     tick = _streams.check(stream, r, w, name)
+    if body is not None and _config.defer and not returns:
+        _defer.enqueue(stream, tick, body)
+        body = None
     result = None if body is None else body()
     _streams.commit(stream, r, w, name, tick)
     return result
@@ -335,7 +342,7 @@ def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = Fals
         k = {
             key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()
         }
-        res = _run(name, found, outs, lambda: fn(*a, **k))
+        res = _run(name, found, outs, lambda: fn(*a, **k), returns=True)
         return _map_back(res, outs, found)
     k = {key: _unwrap(v, found) for key, v in kwargs.items()}
     res = fn(*a, **k)
@@ -531,8 +538,19 @@ _MISSING = object()
 class _ndarray_base:
     """Multi-dimensional array on a CUDA device (simulated)."""
 
-    __slots__ = ("__weakref__", "_dev", "_np", "base", "data")
+    __slots__ = ("__weakref__", "_dev", "_npv", "base", "data")
     __array_priority__ = 100
+
+    @property
+    def _np(self) -> np.ndarray:
+        """The host memory standing in for the array (its queued writers run first)."""
+        if _defer.queued:
+            _defer.before_read(_devices.current())
+        return self._npv
+
+    @_np.setter
+    def _np(self, view: np.ndarray) -> None:
+        self._npv = view
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         shape = _get_size(shape)
