@@ -89,6 +89,18 @@ def test_vector_four_step(cpu_devices, rng, kind, length):
             assert got.dtype == want.dtype and rel_err(got, want) < TIGHT
 
 
+@pytest.mark.parametrize("length", [7, 12])
+@pytest.mark.parametrize("kind", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+def test_vector_four_step_keeps_single_precision(cpu_devices, rng, kind, length):
+    """float32/complex64 in, single precision out (NumPy 2's rule), against float64."""
+    x = _data(rng, length, kind)
+    single = x.astype(np.float32 if kind in REAL_IN else np.complex64)
+    got = getattr(gk.fft, kind)(gk.shard(single))
+    assert got.dtype == getattr(np.fft, kind)(single).dtype  # complex64 or float32
+    want = getattr(np.fft, kind)(single.astype(x.dtype))
+    assert rel_err(got, want) < TOL[np.dtype(np.complex64)] * 10  # error grows like log n
+
+
 @pytest.mark.parametrize(("kind", "axis"), [("fft2", 1), ("ifftn", 1), ("rfftn", 2), ("irfftn", 2)])
 def test_transposed_out_saves_the_second_exchange(rng, kind, axis):
     """One all-to-all with transposed_out, two without. The exchange axis is the longest

@@ -193,29 +193,45 @@ def test_two_gpus_elementwise_reductions_and_guard(cupy_backend, rng):
     assert rel_err(norm, np.abs(x).sum(axis=1)) < 1e-12
 
 
-def _all_to_all_check(backend, coll, devs, rng):
+def _all_to_all_check(backend, coll, devs, rng, dtype):
+    def block(shape):
+        x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        return x.astype(dtype) if np.dtype(dtype).kind == "c" else x.real.astype(dtype)
+
     blocks = [
-        [backend.asarray(rng.standard_normal((3, 4 + j)), device=d)[:, ::2] for j in devs]
-        for d in devs
+        [backend.asarray(block((3, 4 + j)), device=d)[:, ::2] for j in devs] for d in devs
     ]  # strided blocks, as an exchange cuts them
     received = coll.all_to_all(blocks)
     for j, d in enumerate(devs):
         for i in range(len(devs)):
-            assert received[j][i].device.id == d
+            assert received[j][i].device.id == d and received[j][i].dtype == dtype
             assert np.array_equal(gk.to_numpy(received[j][i]), gk.to_numpy(blocks[i][j]))
 
 
 @pytest.mark.multi_gpu(2)
-def test_two_gpus_all_to_all_peer_copies_and_nccl(cupy_backend, rng):
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_two_gpus_all_to_all_peer_copies_and_nccl(cupy_backend, rng, dtype):
     from gpukit.backend.collectives import PeerCopyCollectives
 
-    _all_to_all_check(cupy_backend, PeerCopyCollectives(cupy_backend, (0, 1)), (0, 1), rng)
+    peer = PeerCopyCollectives(cupy_backend, (0, 1))
+    _all_to_all_check(cupy_backend, peer, (0, 1), rng, np.dtype(dtype))
     from gpukit_cupy.collectives import NcclCollectives
 
     coll = cupy_backend.collectives((0, 1))
     if not isinstance(coll, NcclCollectives):
         pytest.skip("this CuPy has no NCCL")
-    _all_to_all_check(cupy_backend, coll, (0, 1), rng)
+    _all_to_all_check(cupy_backend, coll, (0, 1), rng, np.dtype(dtype))  # complex: 2 floats
+
+
+@pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_two_gpus_vector_fft_keeps_single_precision(cupy_backend, rng, dtype):
+    """The four-step transform's exchanges and twiddles stay in single precision."""
+    x = rng.standard_normal(1000) + 1j * rng.standard_normal(1000)
+    x = x.astype(dtype) if dtype == "complex64" else x.real.astype(dtype)
+    got = gk.fft.fft(gk.shard(x, devices=[0, 1]))
+    assert got.dtype == np.complex64
+    assert rel_err(got, np.fft.fft(x.astype(np.complex128))) < TOL[np.dtype(np.complex64)] * 10
 
 
 @pytest.mark.multi_gpu(4)

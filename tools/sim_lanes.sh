@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU half on the CuPy simulator, in the configurations CI runs (docs/contributing_gpu.rst,
 # "What CI runs"). Needs g++ (kernels are compiled for the host) and the .[test] extra.
-# About 7 minutes on two cores; .ci/run starts it beside the main suite.
+# About 8 minutes on two cores; .ci/run starts it beside the main suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the checkout itself, whatever the editable install is doing meanwhile
@@ -18,7 +18,7 @@ lane() {  # lane NAME COMMAND...: run it, remember a failure, go on to the next 
     "$@" || failed+=("$name")
 }
 
-lane "1/6 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy stream" \
+lane "1/7 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy stream" \
     "${sim[@]}" -m "gpu or multi_gpu" -k "$slow"
 # Lane 2 leaves out the one-call numerics files (every call on the caller's thread: no
 # stream to order) whose cases lane 1 ran; threads, workers, Dask and nn paths stay in.
@@ -27,21 +27,34 @@ for name in test_kernels_gpu test_fft test_fft_args test_linalg_dense test_linal
     test_linalg_iterative_safety test_dtypes; do
     ignore+=("--ignore=tests/$name.py")
 done
-lane "2/6 one device, per-thread default stream (threaded paths)" \
+lane "2/7 one device, per-thread default stream (threaded paths)" \
     env CUPYSIM_DEVICES=1 CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 \
     "${sim[@]}" -m gpu -k "$slow and not digits_example" "${ignore[@]}"
-lane "3/6 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread default stream" \
+lane "3/7 multi-GPU paths: 4 devices, no peer access, no NCCL, per-thread default stream" \
     env CUPYSIM_DEVICES=4 CUPYSIM_PEER_ACCESS=0 CUPYSIM_NCCL=0 \
     CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 "${sim[@]}" -m multi_gpu
-lane "4/6 the simulator's own tests (each modelled CuPy behaviour)" \
+lane "4/7 the simulator's own tests (each modelled CuPy behaviour)" \
     "${sim[@]}" tests/cupysim/tests
 sanitize=(env PYTHONPATH="$PWD/tests/cupysim:$PYTHONPATH" python -m cupysim.kernels.sanitize)
-lane "5/6 every kernel once, AddressSanitizer + UBSan" \
+lane "5/7 every kernel once, AddressSanitizer + UBSan" \
     "${sanitize[@]}" address -- python tools/run_kernels_once.py
 # Races need threads that share memory: the RawModule kernels (shared-memory tiles, block
 # reductions). An ElementwiseKernel's threads each own their element.
-lane "6/6 the shared-memory kernels once, ThreadSanitizer" \
+lane "6/7 the shared-memory kernels once, ThreadSanitizer" \
     "${sanitize[@]}" thread -- python tools/run_kernels_once.py --kind RawModule
+# Each stream's work queued until something needs it, streams interleaved at random
+# (cupysim/defer.py): the multi-device tests, then the files whose paths run threads.
+threaded=()
+for name in test_fft_threads test_nn_parallel test_distributed_gpu test_cupy_devices \
+    test_cupy_nccl test_cupy_memory test_cupy_staging; do
+    threaded+=("tests/$name.py")
+done
+deferred() {
+    local run=(env CUPYSIM_DEFER=1 CUPYSIM_DEFER_SEED="${CUPYSIM_DEFER_SEED:-0}"
+        CUPYSIM_DEVICES=4 "${sim[@]}")
+    "${run[@]}" -m multi_gpu && "${run[@]}" -m "gpu and not multi_gpu" "${threaded[@]}"
+}
+lane "7/7 deferred execution, 4 devices: multi_gpu tests and the threaded files" deferred
 
 if [ ${#failed[@]} -gt 0 ]; then
     printf 'sim_lanes: FAILED: %s\n' "${failed[@]}"

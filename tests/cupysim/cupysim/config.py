@@ -12,6 +12,9 @@
 ``CUPYSIM_KERNEL_THREADS`` host threads running a kernel launch's blocks (default: one per
                        usable core)
 ``CUPYSIM_CACHE``      directory of compiled kernel libraries (default ``~/.cache/cupysim``)
+``CUPYSIM_DEFER``      1: each stream's work is queued and runs only when something needs it,
+                       streams interleaved at random (cupysim/defer.py); 0 (default): at once
+``CUPYSIM_DEFER_SEED`` the seed of that random interleaving (default 0)
 =====================  =========================================================================
 
 ``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`` (CuPy's own variable) makes the per-thread default
@@ -69,6 +72,8 @@ class Config:
     per_thread_default_stream: bool = False
     kernel_threads: int | None = None
     cache: str | None = None
+    defer: bool = False
+    defer_seed: int = 0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -84,6 +89,8 @@ class Config:
             per_thread_default_stream=int(env.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0")) != 0,
             kernel_threads=_count(env, "CUPYSIM_KERNEL_THREADS", 0, 1) or None,
             cache=env.get("CUPYSIM_CACHE", "").strip() or None,
+            defer=_flag(env, "CUPYSIM_DEFER", False),
+            defer_seed=_count(env, "CUPYSIM_DEFER_SEED", 0, 0),
         )
 
 

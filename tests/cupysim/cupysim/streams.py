@@ -169,9 +169,16 @@ def current(device: int) -> SimStream:
     return resolve(current_handle(device), device)
 
 
-def _begin(stream: SimStream) -> dict[int, int]:
-    """Enqueue one operation on ``stream``: apply the implicit orderings, tick its clock."""
-    clock = stream.clock
+def ordered_before(stream: SimStream) -> dict[int, int]:
+    """What the next operation enqueued on ``stream`` would be ordered after (no tick)."""
+    with lock:
+        clock = dict(stream.clock)
+        _implicit(stream, clock)
+        clock[stream.index] = stream.count
+        return clock
+
+
+def _implicit(stream: SimStream, clock: dict[int, int]) -> None:
     _join(clock, host_clock)
     if stream.kind == "legacy":
         for other in list(_on_device.get(stream.device, ())):
@@ -181,6 +188,20 @@ def _begin(stream: SimStream) -> dict[int, int]:
         leg = _legacy.get(stream.device)
         if leg is not None:
             _join(clock, leg.clock)
+
+
+def _run_until(clock: dict[int, int]) -> None:
+    """Under CUPYSIM_DEFER, run the queued work ``clock`` covers (cupysim/defer.py)."""
+    if config.defer:
+        from . import defer
+
+        defer.run_until(clock)
+
+
+def _begin(stream: SimStream) -> dict[int, int]:
+    """Enqueue one operation on ``stream``: apply the implicit orderings, tick its clock."""
+    clock = stream.clock
+    _implicit(stream, clock)
     stream.count += 1
     clock[stream.index] = stream.count
     return clock
@@ -260,6 +281,7 @@ def check(stream: SimStream, reads: list[Region], writes: list[Region], op: str)
     """
     with lock:
         clock = _begin(stream)
+        _run_until(clock)  # what it is ordered after has run before it reads memory
         for region in reads:
             rec = _conflict(region, stream, clock, False)
             if rec is not None:
@@ -288,10 +310,19 @@ def operation(stream: SimStream, reads: list[Region], writes: list[Region], op: 
 
 
 # -- synchronisation ----------------------------------------------------------------------
+def _settle() -> None:
+    """The host clock advanced: copies to and from host memory it now knows complete land."""
+    from . import hostcopy
+
+    hostcopy.settle()
+
+
 def synchronize(stream: SimStream) -> None:
     """The host waits for everything enqueued on ``stream`` (cudaStreamSynchronize)."""
     with lock:
+        _run_until(stream.clock)
         _join(host_clock, stream.clock)
+        _settle()
     if _trace.active:
         _trace.host_sync(stream.device, stream.label)
 
@@ -300,8 +331,12 @@ def synchronize_device(device: int) -> None:
     """cudaDeviceSynchronize: the host waits for every stream of ``device``."""
     with lock:
         legacy(device)
+        every: dict[int, int] = {}
         for s in list(_on_device.get(device, ())):
-            _join(host_clock, s.clock)
+            _join(every, s.clock)
+        _run_until(every)
+        _join(host_clock, every)
+        _settle()
     if _trace.active:
         _trace.host_sync(device, None)
 
@@ -333,6 +368,8 @@ def synchronize_event(event: SimEvent) -> None:
     """cudaEventSynchronize / a successful cudaEventQuery: the host saw the work complete."""
     with lock:
         if event.clock is not None:
+            _run_until(event.clock)
             _join(host_clock, event.clock)
+            _settle()
     if _trace.active:
         _trace.host_sync(None, None)

@@ -21,10 +21,13 @@ import functools
 import operator
 
 import numpy as np
+from cupysim import defer as _defer
 from cupysim import devices as _devices
+from cupysim import hostcopy as _hostcopy
 from cupysim import libs as _libs
 from cupysim import streams as _streams
 from cupysim import tracing as _trace
+from cupysim.config import config as _config
 from cupysim.runtime import check_peer_access as _check_peer_access
 
 _EMPTY = np.empty(0, np.uint8)
@@ -176,11 +179,13 @@ def _check_dtype(dtype: np.dtype) -> None:
 
 
 # -- running "kernels" ----------------------------------------------------------------------
-def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
+def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise", returns=False):
     """Launch ``body`` as a kernel on the current device and stream.
 
     ``kind``: "elementwise" (CuPy's peer-access rule for every operand) or "library"
-    (placement already checked by the caller). Raises StreamHazard before running.
+    (placement already checked by the caller). Raises StreamHazard before running. Under
+    ``CUPYSIM_DEFER=1`` the body is queued on the stream (cupysim/defer.py) unless the
+    caller needs what it ``returns``.
     """
     if kind == "elementwise":
         _libs.require("nvrtc")  # CuPy compiles its elementwise kernels with NVRTC
@@ -196,6 +201,9 @@ def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise"):
     if _trace.active:
         _trace.note(op=name, kind=kind, arrays=(*reads, *writes))
     tick = _streams.check(stream, r, w, name)
+    if body is not None and _config.defer and not returns:
+        _defer.enqueue(stream, tick, body)
+        body = None
     result = None if body is None else body()
     _streams.commit(stream, r, w, name, tick)
     return result
@@ -337,7 +345,7 @@ def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = Fals
         k = {
             key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()
         }
-        res = _run(name, found, outs, lambda: fn(*a, **k))
+        res = _run(name, found, outs, lambda: fn(*a, **k), returns=True)
         return _map_back(res, outs, found)
     k = {key: _unwrap(v, found) for key, v in kwargs.items()}
     res = fn(*a, **k)
@@ -366,6 +374,10 @@ def _host_to_device(host: np.ndarray, order: str = "C") -> ndarray:
     stream = _streams.current(_devices.current())
     w = [a._region()]
     tick = _streams.check(stream, [], w, "memcpyAsync (host to device)")
+    # core.pyx _array_default copies straight from a pinned array already in the right
+    # order; anything else goes through a staging buffer, and the caller's is free at once
+    if host.ndim and (host.flags.f_contiguous if order == "F" else host.flags.c_contiguous):
+        _hostcopy.from_host(stream, _hostcopy.pinned_array(host), "memcpyAsync (host to device)")
     a._np[...] = host
     _streams.commit(stream, [], w, "memcpyAsync (host to device)", tick)
     return a
@@ -529,8 +541,19 @@ _MISSING = object()
 class _ndarray_base:
     """Multi-dimensional array on a CUDA device (simulated)."""
 
-    __slots__ = ("__weakref__", "_dev", "_np", "base", "data")
+    __slots__ = ("__weakref__", "_dev", "_npv", "base", "data")
     __array_priority__ = 100
+
+    @property
+    def _np(self) -> np.ndarray:
+        """The host memory standing in for the array (its queued writers run first)."""
+        if _defer.queued:
+            _defer.before_read(_devices.current())
+        return self._npv
+
+    @_np.setter
+    def _np(self, view: np.ndarray) -> None:
+        self._npv = view
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         shape = _get_size(shape)
@@ -758,9 +781,14 @@ class _ndarray_base:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
             r = [self._region()]
-            tick = _streams.check(s, r, [], "memcpyAsync (device to host)")
-            host[...] = self._np
-            _streams.commit(s, r, [], "memcpyAsync (device to host)", tick)
+            op = "memcpyAsync (device to host)"
+            tick = _streams.check(s, r, [], op)
+            # the copy lands when the host sees the stream complete (cupysim/hostcopy.py)
+            landed = np.empty_like(host)
+            landed[...] = self._np
+            if not _hostcopy.to_host(s, _hostcopy.host_view(host), _hostcopy.host_view(landed), op):
+                host[...] = landed
+            _streams.commit(s, r, [], op, tick)
             if blocking:
                 _streams.synchronize(s)
         finally:
@@ -786,9 +814,14 @@ class _ndarray_base:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
             w = [self._region()]
-            tick = _streams.check(s, [], w, "memcpyAsync (host to device)")
+            op = "memcpyAsync (host to device)"
+            tick = _streams.check(s, [], w, op)
+            # core.pyx set copies from ``arr`` itself when it is contiguous in this array's
+            # order (else from a contiguous copy, which the caller cannot touch)
+            own = arr.flags.c_contiguous if self.flags.c_contiguous else arr.flags.f_contiguous
+            _hostcopy.from_host(s, _hostcopy.host_view(arr) if own else None, op)
             self._np[...] = arr
-            _streams.commit(s, [], w, "memcpyAsync (host to device)", tick)
+            _streams.commit(s, [], w, op, tick)
         finally:
             _devices.set_current(prev)
 

@@ -18,6 +18,7 @@ import threading
 import weakref
 
 from cupysim import devices as _devices
+from cupysim import hostcopy as _hostcopy
 from cupysim import memory as _sim
 from cupysim import streams as _streams
 from cupysim import tracing as _trace
@@ -314,9 +315,12 @@ class MemoryPointer:
             return
         s = self._stream(stream)
         writes = [self._region(size)]
-        tick = _streams.check(s, [], writes, "memcpyAsync (host to device)")
-        self._view(size)[...] = _host_bytes(mem, size)
-        _streams.commit(s, [], writes, "memcpyAsync (host to device)", tick)
+        op = "memcpyAsync (host to device)"
+        tick = _streams.check(s, [], writes, op)
+        host = _host_bytes(mem, size)
+        _hostcopy.from_host(s, _hostcopy.pinned_view(host.ctypes.data, size), op)
+        self._view(size)[...] = host
+        _streams.commit(s, [], writes, op, tick)
 
     def copy_from_host(self, mem, size: int) -> None:
         self.copy_from_host_async(mem, size)
@@ -327,9 +331,14 @@ class MemoryPointer:
             return
         s = self._stream(stream)
         reads = [self._region(size)]
-        tick = _streams.check(s, reads, [], "memcpyAsync (device to host)")
-        _host_bytes(mem, size)[...] = self._view(size)
-        _streams.commit(s, reads, [], "memcpyAsync (device to host)", tick)
+        op = "memcpyAsync (device to host)"
+        tick = _streams.check(s, reads, [], op)
+        host = _host_bytes(mem, size)
+        if not _hostcopy.to_host(
+            s, _hostcopy.pinned_view(host.ctypes.data, size), self._view(size), op
+        ):
+            host[...] = self._view(size)
+        _streams.commit(s, reads, [], op, tick)
 
     def copy_to_host(self, mem, size: int) -> None:
         s = _streams.current(_devices.current())

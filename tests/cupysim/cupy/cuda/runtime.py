@@ -153,6 +153,7 @@ _ATTR_NAMES = {
 }
 _errorMemoryAllocation = 2
 _errorInvalidValue = 1
+_errorInvalidResourceHandle = 400
 
 
 def check_status(status: int) -> None:
@@ -237,7 +238,26 @@ def streamSynchronize(stream: int) -> None:
 
 
 def streamQuery(stream: int) -> int:
-    # Everything has run by the time the host asks: report completion (cudaSuccess) and
-    # let the host know it, as a successful query does.
-    streamSynchronize(stream)
+    """cudaStreamQuery: a status, never raised (cupy_backends runtime.pyx returns it as is).
+
+    Everything has run by the time the host asks: report completion (cudaSuccess) and let
+    the host know it, as a successful query does.
+    """
+    try:
+        s = _streams.resolve(stream, _devices.current())
+    except CUDARuntimeError as e:
+        return e.status
+    _streams.synchronize(s)
+    return 0
+
+
+def eventQuery(event: int) -> int:
+    """cudaEventQuery: cudaSuccess once the recorded work is complete (at once for an event
+    never recorded); a status, never raised."""
+    from .stream import _events
+
+    ev = _events.get(event)
+    if ev is None:
+        return _errorInvalidResourceHandle
+    _streams.synchronize_event(ev)
     return 0

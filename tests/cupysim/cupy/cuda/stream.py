@@ -9,6 +9,7 @@ work is enqueued. The current stream is per thread and per device (``_ThreadLoca
 from __future__ import annotations
 
 import threading
+import weakref
 
 from cupysim import devices as _devices
 from cupysim import streams as _sim
@@ -17,6 +18,8 @@ from cupysim.config import config as _config
 from . import runtime as _runtime
 
 _thread_local = threading.local()
+#: Live events by handle, for ``runtime.eventQuery``.
+_events: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 class _ThreadLocal:
@@ -75,12 +78,12 @@ class Event:
         _devices.current()  # cudaEventCreateWithFlags needs a working driver
         self._event = _sim.SimEvent()
         self.ptr = self._event.handle
+        _events[self.ptr] = self._event
 
     @property
     def done(self) -> bool:
-        """True if the event is done (everything has run; the host now knows it)."""
-        _sim.synchronize_event(self._event)
-        return True
+        """True if the event is done (stream.pyx: ``runtime.eventQuery(self.ptr) == 0``)."""
+        return _runtime.eventQuery(self.ptr) == 0
 
     def record(self, stream=None) -> None:
         ptr = _sim.current_handle(_devices.current()) if stream is None else stream.ptr
@@ -146,9 +149,8 @@ class _BaseStream:
 
     @property
     def done(self) -> bool:
-        """True if all work on this stream has been done (it has; the host now knows)."""
-        _sim.synchronize(self._sim())
-        return True
+        """True if all work on this stream has been done (stream.pyx: ``streamQuery == 0``)."""
+        return _runtime.streamQuery(self.ptr) == 0
 
     def synchronize(self) -> None:
         """Waits for the stream completing all queued work."""
