@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .config import config
 from .errors import StreamHazard
+from .launchcheck import launch_check_only
 from .placement import DevicePlacementError
 from .records import clear_tf32_requests, tf32_requests
 
@@ -17,5 +18,6 @@ __all__ = [
     "StreamHazard",
     "clear_tf32_requests",
     "config",
+    "launch_check_only",
     "tf32_requests",
 ]
