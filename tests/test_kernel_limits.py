@@ -58,7 +58,7 @@ def index_violations(code: str, seeds: tuple[str, ...] = ("blockIdx", "gridDim")
 
     A variable is a global position when its initialiser uses a seed (``blockIdx``,
     ``gridDim``; ``i`` in an elementwise kernel) or another global position; a global
-    position in a 32-bit integer is a violation, and so is a product of launch
+    position in a 32-bit integer (or cast to one) is a violation, and so is a product of launch
     dimensions (unsigned 32-bit) not cast to 64 bits first. A subscript of global memory (not a
     shared-memory or register array) that multiplies is a violation unless it casts to a
     64-bit type or multiplies a 64-bit variable.
@@ -82,6 +82,9 @@ def index_violations(code: str, seeds: tuple[str, ...] = ("blockIdx", "gridDim")
                     tainted.add(name)
                     if not is_wide:
                         found.append(f"32-bit {name} = {init.strip()}: {line.strip()}")
+        for m in re.finditer(rf"\(\s*{_NARROW}\s*\)\s*\(?\s*(\w+)", line):
+            if m.group(1) in tainted:
+                found.append(f"global position cast to 32 bits: {line.strip()}")
         for m in re.finditer(r"\b(?:blockIdx|blockDim|gridDim)\.[xyz]\s*\*", line):
             if not re.search(rf"\(\s*{_WIDE}\s*\)\s*$", line[: m.start()]):
                 found.append(f"32-bit product of launch dimensions: {line.strip()}")
@@ -144,6 +147,7 @@ def test_elementwise_index_arithmetic_is_64_bit(name):
         "const int r = threadIdx.x; out[r * n + 1] = 0;",
         "__shared__ float t[32]; const int r = threadIdx.x; out[r * n] = t[r * 2];",
         "int j = i % c;",
+        "grad = (label == (int)i % c) ? 1 : 0;",
         "for (gk_index i = blockIdx.x * blockDim.x + threadIdx.x; i < n; ++i) {",
     ],
 )
