@@ -64,3 +64,25 @@ def test_all_to_all(nccl, rng, dtype):
         for i in range(2):
             assert got[j][i].dtype == dtype and backend.device_of(got[j][i]) == j
             assert np.array_equal(gk.to_numpy(got[j][i]), host[i][j])
+
+
+def test_collectives_run_on_each_devices_current_stream(nccl, rng):
+    # A user stream current on each device: every rank's call goes on its own device's
+    # stream (a stream of another device is an invalid handle to NCCL)
+    import cupy
+
+    backend, coll = nccl
+    host = [_draw(rng, 9, "complex64") for _ in range(2)]
+    parts = [backend.asarray(h, device=d) for d, h in enumerate(host)]
+    user = []
+    for d in range(2):  # each stream after the copies made on the device's default stream
+        with cupy.cuda.Device(d):
+            user.append(cupy.cuda.Stream(non_blocking=True))
+            user[d].wait_event(backend.record_event(d))
+    # a stream is entered on its own device; it stays current there when the device changes
+    with cupy.cuda.Device(1), user[1], cupy.cuda.Device(0), user[0]:
+        out = coll.all_reduce(parts)
+        want = host[0].astype(np.complex128) + host[1]
+        for d, o in enumerate(out):
+            with cupy.cuda.Device(d):
+                assert rel_err(gk.to_numpy(o), want) < TOL[np.dtype("complex64")]
