@@ -19,7 +19,7 @@ fails; missed when all pass. First, every check runs once on the unmutated copy:
 a check failing there cannot catch anything and stops the run.
 
 One process at a time (the machine's cores are shared); about 15 minutes on two
-loaded cores. Exits 1 when the catch rate is below 95%.
+loaded cores (half of it the baseline). Exits 1 when the catch rate is below 95%.
 """
 
 from __future__ import annotations
