@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD:$PWD/backends${PYTHONPATH:+:$PYTHONPATH}"
 sim=(python -m pytest --cupy=sim -q -p no:cacheprovider)
 # The two softmax cases of a million one-class rows take ~100 s each here (a 256-thread
-# block per row is 3.6e9 simulated synchronisations); the GPU lane runs them.
+# block per row is 3.6e9 simulated synchronisations); the GPU lane computes them, and
+# lane 1 checks their launches (tests/test_kernel_limits.py, launch_check_only).
 slow="not 1000003x1"
 failed=()
 lane() {  # lane NAME COMMAND...: run it, remember a failure, go on to the next lane
@@ -23,7 +24,7 @@ lane "1/7 every gpu and multi_gpu test: 2 devices, peer access, NCCL, legacy str
 # Lane 2 leaves out the one-call numerics files (every call on the caller's thread: no
 # stream to order) whose cases lane 1 ran; threads, workers, Dask and nn paths stay in.
 ignore=()
-for name in test_kernels_gpu test_fft test_fft_args test_linalg_dense test_linalg_dense_scipy \
+for name in test_kernels_gpu test_kernel_limits test_fft test_fft_args test_linalg_dense test_linalg_dense_scipy \
     test_linalg_iterative_safety test_dtypes; do
     ignore+=("--ignore=tests/$name.py")
 done

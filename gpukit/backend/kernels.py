@@ -177,7 +177,8 @@ KERNELS: dict[str, KernelSpec] = {
             "matmul_tiled.cu",
             ("matmul_tiled<128, 128, 8, 8, 8>", "matmul_tiled<64, 64, 8, 4, 4>"),
             ("float32",),
-            "2-D grid of BMxBN output tiles (128x128, or 64x64 for small outputs), "
+            "a flat grid of BMxBN output tiles, columns fastest (gridDim.x: any row count; "
+            "128x128 tiles, or 64x64 for small outputs), "
             "256 threads each computing a TMxTN register block from BK-deep shared-memory "
             "tiles of A (stored transposed) and B",
             "nothing: a teaching reference for tiling and register blocking, benchmarked "

@@ -31,7 +31,7 @@ import numpy as np
 from asv_bench.calls import rows
 
 SIM_PATH = str(Path(__file__).resolve().parents[2] / "tests" / "cupysim")
-CALLS = 2000  # per loop under callgrind (instructions per call do not depend on it)
+CALLS = 2000  # per loop under callgrind by default (instructions per call do not depend on it)
 
 
 def _setup(cupy_sim: bool) -> Any:
@@ -52,7 +52,7 @@ def _selected(all_rows: list, only: list[str] | None) -> list:
     return [r for r in all_rows if any(name in r[0] for name in only)]
 
 
-def _child(cupy_sim: bool, only: list[str] | None) -> None:
+def _child(cupy_sim: bool, only: list[str] | None, calls: int) -> None:
     """Under valgrind: warm up, then one loop per side between getppid markers."""
     xp = _setup(cupy_sim)
     selected = _selected(rows(xp), only)
@@ -64,7 +64,7 @@ def _child(cupy_sim: bool, only: list[str] | None) -> None:
     os.getppid()
     for _, ours, peer in selected:
         for fn in (ours, peer):
-            for _ in range(CALLS):
+            for _ in range(calls):
                 fn()
             os.getppid()
 
@@ -78,7 +78,7 @@ def _callgrind(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [valgrind, "--tool=callgrind", "--dump-before=getppid"]
         cmd += [f"--callgrind-out-file={tmp}/cg.out", sys.executable, "-m", __spec__.name]
-        cmd += ["--child"] + (["--cupy-sim"] if args.cupy_sim else [])
+        cmd += ["--child", "--calls", str(args.calls)] + (["--cupy-sim"] if args.cupy_sim else [])
         cmd += ["--only", *args.only] if args.only else []
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         if args.cupy_sim:
@@ -90,9 +90,10 @@ def _callgrind(args: argparse.Namespace) -> None:
                 for line in f:
                     if line.startswith("totals:"):
                         totals[int(path.rsplit(".", 1)[1])] = int(line.split()[1])
-    per_call = [totals[i] / CALLS for i in sorted(totals)][1:]  # dump 1: start-up, warm-up
+    per_call = [totals[i] / args.calls for i in sorted(totals)][1:]  # dump 1: start-up, warm-up
     print(
-        f"instructions per call (callgrind, {CALLS} calls a side, Python {sys.version.split()[0]})"
+        f"instructions per call (callgrind, {args.calls} calls a side, "
+        f"Python {sys.version.split()[0]})"
     )
     print(f"{'operation':<28} {'gpukit':>9} {'peer':>9} {'overhead':>9}")
     for i, label in enumerate(labels):
@@ -119,12 +120,13 @@ def main() -> None:
     parser.add_argument("--callgrind", action="store_true", help="instructions per call")
     parser.add_argument("--only", nargs="+", help="rows whose label contains one of these")
     parser.add_argument("--repeats", type=int, default=7, help="timed pairs per row")
+    parser.add_argument("--calls", type=int, default=CALLS, help="calls per side (--callgrind)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cupy_sim and not args.child and SIM_PATH not in sys.path:
         sys.path.insert(0, SIM_PATH)
     if args.child:
-        _child(args.cupy_sim, args.only)
+        _child(args.cupy_sim, args.only, args.calls)
     elif args.callgrind:
         _callgrind(args)
     else:

@@ -173,5 +173,5 @@ def matmul_tiled(a, b):
     bm, bn, bk, tm, tn = _BIG if tiles >= sm_count() else _SMALL
     kernel = function("matmul_tiled.cu", f"matmul_tiled<{bm}, {bn}, {bk}, {tm}, {tn}>")
     grid = (-(-n // bn) * -(-m // bm),)
-    kernel(grid, ((bm // tm) * (bn // tn),), (a, b, c, np.int32(m), np.int32(n), np.int32(k)))
+    kernel(grid, ((bm // tm) * (bn // tn),), (a, b, c, index(m), index(n), index(k)))
     return c

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .config import config
 from .cost import GPUS, Estimate, estimate
 from .errors import StreamHazard
+from .launchcheck import launch_check_only
 from .placement import DevicePlacementError
 from .records import clear_tf32_requests, tf32_requests
 from .tracing import Summary, Trace, trace
@@ -24,6 +25,7 @@ __all__ = [
     "clear_tf32_requests",
     "config",
     "estimate",
+    "launch_check_only",
     "tf32_requests",
     "trace",
 ]

@@ -16,12 +16,13 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from contextlib import nullcontext as _nothing
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-from .. import runtime
+from .. import launchcheck, runtime
 from .. import tracing as _trace
 from . import sanitize
 from .compiler import Binary, KernelSpec, LaunchConfig, ParamSpec
@@ -291,6 +292,13 @@ class Function:
         if _trace.active:
             ops = tuple(a for a in (*reads, *writes) if hasattr(a, "dtype"))
             _trace.note(op=name, kind=kind, grid=grid, block=block, arrays=ops)
+        if launchcheck.active():  # every check has passed; the body is what is skipped
+            with (
+                stream if stream is not None else _nothing(),
+                runtime.launch(name, reads, writes, kind=kind),
+            ):
+                launchcheck.record(launchcheck.Launch(name, grid, block, shared_mem))
+            return
         if stream is not None:
             with stream, runtime.launch(name, reads, writes, kind=kind):
                 code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)
