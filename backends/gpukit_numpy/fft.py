@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 # The one-axis functions of scipy.fft for the n-d kinds: the same pocketfft call, without
-# fftn's argument normalisation (16 complex points: 3.4 us against 5.3 us a call).
+# fftn's argument normalisation, which dominates a small transform.
 _ONE_AXIS = {"fftn": "fft", "ifftn": "ifft", "rfftn": "rfft", "irfftn": "irfft"}
 
 

@@ -46,12 +46,11 @@ def bias_activation_backward(
     return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
 
 
-#: Elements per round of an update, and the scratch blocks' size: inside the training step
-#: of a 784-256-10 MLP at batch 32 the optimizer step took 66 us with 32K-element rounds
-#: and 57 us with 256K (the whole weight in one round), each round costing ~1 us of
-#: Python; on 4M float32 parameters (one thread) SGD-momentum took 2.8 ms in 256K rounds
-#: and 3.5 ms in 64K ones (the four arrays stream from memory either way). Larger updates
-#: are split over the host threads (:mod:`gpukit._host.parallel`).
+#: Elements per round of an update, and the scratch blocks' size: large enough that a
+#: round's Python cost is small against its memory traffic (a small layer's weight is one
+#: round), small enough for the scratch to stay cheap (the measurements are in
+#: docs/benchmarks/changelog-figures.md). Larger updates are split over the host
+#: threads (:mod:`gpukit._host.parallel`).
 _BLOCK = 1 << 18
 _scratch = threading.local()
 

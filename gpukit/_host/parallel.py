@@ -28,9 +28,9 @@ import numpy as np
 __all__ = ["BLOCK", "constant", "max_threads", "n_threads", "plan", "run", "scratch", "spans"]
 
 #: Bytes per array of a block (64K float32, 32K float64 elements): a block's input,
-#: output and scratch arrays stay in a core's L2 (1 MiB on the 2-core EPYC measured) or
-#: near it, and a ufunc pass over a block (~7 us) outweighs a ufunc call's ~0.5-1 us of
-#: Python (the GELU chain's 40 calls cost more than its arithmetic at 4K elements).
+#: output and scratch arrays stay in a core's L2 or near it, and a ufunc pass over a
+#: block outweighs the Python cost of the ufunc call (a long chain such as GELU's costs
+#: more in calls than in arithmetic on small blocks).
 BLOCK = 1 << 18
 
 #: Below this many elements one thread does the work: handing a block to the pool and
