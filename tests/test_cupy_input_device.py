@@ -427,6 +427,35 @@ def _linalg_cases() -> dict[str, Callable]:
     }  # fmt: skip
 
 
+@gk.elementwise(in_dtypes="T", out_dtype="T")
+def _axpy_kernel(a, x, y):
+    return a * x + y
+
+
+@gk.reduction
+def _sum_of_squares(x):
+    return sum(x * x)  # the kernel language's sum, not Python's
+
+
+@gk.elementwise
+def _softsign(x):
+    return x / (1.0 + abs(x))
+
+
+@gk.elementwise
+def _softsign_grad(x, g):
+    return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
+
+
+def _activation(rng):
+    layer = gk.nn.Activation(_softsign, _softsign_grad).to("cupy", device=1)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    y = layer(on1(x))
+    g = layer.backward(on1(np.ones_like(x)))
+    assert g.device.id == 1
+    return y, x.astype(np.float64) / (1 + np.abs(x.astype(np.float64)))
+
+
 def _top_level_cases() -> dict[str, Callable]:
     def namespace(rng):
         import cupy
@@ -451,6 +480,9 @@ def _top_level_cases() -> dict[str, Callable]:
         "gk.set_memory_limit": _set_memory_limit,
         "gk.empty_cache": _empty_cache,
         "gk.synchronize": _synchronize,
+        "gk.elementwise": lambda rng: (_axpy_kernel(2.0, on1(np.arange(3.0)), on1(np.ones(3))),
+                                       2 * np.arange(3.0) + 1),
+        "gk.reduction": lambda rng: (_sum_of_squares(on1(np.arange(4.0))), np.float64(14.0)),
     }  # fmt: skip
 
 
@@ -521,6 +553,7 @@ def _nn_cases() -> dict[str, Callable]:
         "gk.nn.save": _save_load,
         "gk.nn.load": _save_load,
         "gk.nn.DataParallel": _data_parallel,
+        "gk.nn.Activation": _activation,
         "gk.optim.SGD": _optim_case("SGD"),
         "gk.optim.Adam": _optim_case("Adam"),
         "gk.optim.AdamW": _optim_case("AdamW", weight_decay=0.0),

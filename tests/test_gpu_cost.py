@@ -106,7 +106,10 @@ def test_krylov_host_syncs_per_ten_iterations(method):
 @pytest.mark.multi_gpu(2)
 @_not_met("6 all-reduces/step, one per parameter tensor", "buckets: fewer than the 6 tensors")
 def test_data_parallel_all_reduces_in_buckets():
-    assert cost("data_parallel_step").collectives < 6
+    s = cost("data_parallel_step")
+    if s.collectives == 0:  # CUPYSIM_NCCL=0: gpukit's peer-copy collectives instead
+        pytest.skip("no NCCL here: the all-reduce is peer copies, not collective calls")
+    assert s.collectives < 6
 
 
 @pytest.mark.multi_gpu(2)
