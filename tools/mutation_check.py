@@ -117,7 +117,13 @@ NCCL = (
 )
 PINNED = (
     # digits_example: a subprocess, which may import another checkout's gpukit
-    sim("test_cupy_memory", "test_transfers", "test_nn_train", k="not digits_example"),
+    sim(
+        "test_cupy_memory",
+        "test_cupy_staging",
+        "test_transfers",
+        "test_nn_train",
+        k="not digits_example",
+    ),
     sim(
         "test_cupy_memory",
         "test_nn_train",
