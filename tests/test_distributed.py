@@ -461,6 +461,18 @@ def test_cg_on_a_stencil_operator_with_callback_and_x0(rng):
     assert rel_err(x.compute(), np.linalg.solve(_laplacian(n), b)) < 1e-8
 
 
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_x0_is_positional_on_dask_arrays_as_in_scipy(rng, method):
+    n = 16
+    a, b = _laplacian(n) + 0.5 * np.eye(n), rng.standard_normal(n)
+    x0 = np.linalg.solve(a, b)  # the answer: no iteration is needed from there
+    x, info = getattr(gk.linalg, method)(
+        da.from_array(a, chunks=(6, 8)), da.from_array(b, chunks=6), da.from_array(x0, chunks=6)
+    )
+    assert info == 0 and info.iterations == 0
+    assert rel_err(x.compute(), x0) < 1e-12
+
+
 def test_krylov_reports_non_convergence_honestly(rng):
     b = da.from_array(rng.standard_normal(16), chunks=6)
     with pytest.warns(gk.ConvergenceWarning, match="gk.linalg.cg did not converge"):

@@ -302,8 +302,8 @@ def _register(method: str) -> None:
     def solve(
         A: Any,
         b: Any,
-        *,
         x0: Any = None,
+        *,
         rtol: float = 1e-5,
         atol: float = 0.0,
         maxiter: int | None = None,
