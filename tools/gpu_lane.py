@@ -2,6 +2,7 @@
 
     python tools/gpu_lane.py versions           # Python, NumPy, SciPy, CuPy, CUDA, devices
     python tools/gpu_lane.py ceilings OUT.json   # copy GB/s, float32 and TF32 matmul TFLOP/s
+    python tools/gpu_lane.py cost OUT.json       # measured time per unit of issue 30's work
     python tools/gpu_lane.py summary OUT_DIR     # the dated Markdown record of a lane run
 
 Timings use ``cupyx.profiler.benchmark`` (CUDA events around each call, after warm-up) on
@@ -87,6 +88,47 @@ def ceilings() -> dict[str, float]:
     return rates
 
 
+def cost() -> dict[str, dict[str, float | str]]:
+    """The measured time of one unit of each single-device workload of
+    ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy.
+
+    Steady state as the simulator's counts are: (median time of ``run(hi)`` - median time of
+    ``run(lo)``) / (hi - lo), host clock around a device synchronisation, so launch
+    overhead and host syncs are in it (CUDA events would hide the host's share).
+    """
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "asv_bench"))
+    import gpu_cost  # the workloads live with the benchmarks
+
+    import gpukit as gk
+
+    gk.set_backend("cupy")
+    results: dict[str, dict[str, float | str]] = {}
+    for name, build in gpu_cost.WORKLOADS.items():
+        try:
+            run, unit = build(gk)
+        except NotImplementedError as exc:  # 2 devices, Dask: not on this machine
+            results[name] = {"skipped": str(exc)}
+            continue
+        lo, hi = gpu_cost.SPAN.get(name, gpu_cost.DEFAULT_SPAN)
+        hi_timed = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
+        run(hi_timed)  # warm up: kernels compiled, plans made, the pool grown
+        gk.synchronize()
+
+        def timed(k: int, run=run) -> float:
+            start = time.perf_counter()
+            run(k)
+            gk.synchronize()
+            return time.perf_counter() - start
+
+        t_lo = sorted(timed(lo) for _ in range(7))[3]
+        t_hi = sorted(timed(hi_timed) for _ in range(7))[3]
+        results[name] = {"unit": unit, "us_per_unit": (t_hi - t_lo) / (hi_timed - lo) * 1e6}
+        print(f"{name:20s} {results[name]['us_per_unit']:10.1f} us per {unit}", flush=True)
+    return results
+
+
 def _tests(out: Path) -> str:
     xml = out / "tests.xml"
     if not xml.is_file():
@@ -111,13 +153,17 @@ def _sanitizer(out: Path) -> list[str]:
 
 
 def _bench(out: Path, ceil: dict[str, float]) -> list[str]:
-    path = out / "bench.json"
-    try:
-        report = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return ["no benchmark report (bench.json missing or unreadable)"]
-    rows = ["| case | size | impl | time | throughput | of ceiling |", "|---|---|---|---|---|---|"]
-    for r in report.get("results", []):
+    results, missing = [], []
+    for path in sorted(out.glob("bench-*.json")):
+        try:
+            results += json.loads(path.read_text()).get("results", [])
+        except (OSError, ValueError):  # a case cut short by its time limit
+            missing.append(path.stem.removeprefix("bench-"))
+    if not results:
+        return ["no benchmark report (bench-*.json missing or unreadable)"]
+    rows = [f"Cut short (no report): {', '.join(missing)}.", ""] if missing else []
+    rows += ["| case | size | impl | time | throughput | of ceiling |", "|---|---|---|---|---|---|"]
+    for r in results:
         if r.get("device") != "gpu":
             continue
         unit = r["unit"]
@@ -127,6 +173,18 @@ def _bench(out: Path, ceil: dict[str, float]) -> list[str]:
             f"| {r['case']} | {r['shape']} | {r['impl']} | {r['seconds'] * 1e3:.3f} ms "
             f"| {r['throughput']:.1f} {unit} | {frac} |"
         )
+    return rows
+
+
+def _cost(out: Path) -> list[str]:
+    try:
+        report = json.loads((out / "cost.json").read_text())
+    except (OSError, ValueError):
+        return ["no GPU-cost timings (cost.json missing or unreadable)"]
+    rows = ["| workload | measured per unit |", "|---|---|"]
+    for name, r in report.items():
+        cell = f"{r['us_per_unit']:,.1f} us per {r['unit']}" if "unit" in r else r["skipped"]
+        rows.append(f"| {name} | {cell} |")
     return rows
 
 
@@ -161,6 +219,10 @@ def summary(out: Path) -> str:
         "|---|---|",
         *_sanitizer(out),
         "",
+        "## GPU cost: measured time per unit of work (the simulator counts the same units)",
+        "",
+        *_cost(out),
+        "",
         "## Benchmarks (GPU rows; fraction of the copy or float32 matmul ceiling)",
         "",
         *_bench(out, ceil),
@@ -177,6 +239,8 @@ def main(argv: list[str]) -> int:
         rates = ceilings()
         Path(argv[1]).write_text(json.dumps(rates, indent=2))
         print(json.dumps(rates, indent=2))
+    elif argv[:1] == ["cost"] and len(argv) == 2:
+        Path(argv[1]).write_text(json.dumps(cost(), indent=2))
     elif argv[:1] == ["summary"] and len(argv) == 2:
         print(summary(Path(argv[1])))
     else:
