@@ -240,6 +240,138 @@ def run(
         inner_tol = 0.5 * tol * out.estimate / rnorm
 
 
+# -- the loops' steps ----------------------------------------------------------------------
+# Each loop below is written once, as the operator calls around a few *steps*: the methods
+# of a steps object that form the dot products, the scalars of the recurrence, the vector
+# updates and the tests that end the loop. The host steps here hold the scalars as Python
+# numbers and know of a stop at once. A device space may give its own (``krylov_steps``):
+# scalars kept on the device inside fused kernels, an iterate frozen there once a stop is
+# reached, and the stop read by the host only every few iterations (:meth:`HostSteps.poll`).
+
+#: The reasons a steps object reports, by code (1-based: 0 is "running"), in the order of
+#: ``gpukit.backend.KRYLOV_STOPS``, the codes a device space's kernels write.
+STOP_REASONS = (
+    CONVERGED,
+    NONFINITE,
+    CG_INDEFINITE,
+    M_INDEFINITE,
+    BICGSTAB_RHO,
+    BICGSTAB_RV,
+    BICGSTAB_OMEGA,
+    MINRES_SINGULAR,
+)
+_STOP_CODES = {reason: code for code, reason in enumerate(STOP_REASONS, 1)}
+
+Stop = tuple[int, int, float]  # (code, iterations of the iterate kept, residual estimate)
+
+
+class HostSteps:
+    """What the host steps of every loop share: the stop, known when it happens.
+
+    ``poll(k, every)`` ends iteration ``k``: it returns the stop (the code of its reason,
+    the iterations done by the iterate the loop keeps, the loop's residual estimate) or
+    None while the loop goes on. A step after a stop changes nothing. ``stopped`` says
+    whether a stop is known now (a device space knows it only when it reads).
+    """
+
+    def __init__(self, xp: Any, x: Any, tol: float) -> None:
+        self.xp, self.tol = xp, tol
+        self.eps = float(np.finfo(x.dtype).eps)
+        self.tmp = xp.empty_like(x)
+        self.stop: Stop | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop is not None
+
+    def poll(self, k: int, every: bool) -> Stop | None:
+        return self.stop
+
+    def final(self) -> Stop | None:
+        return self.stop
+
+    def halt(self, reason: str, iterations: int, estimate: float = 0.0) -> None:
+        self.stop = (_STOP_CODES[reason], iterations, estimate)
+
+    def applies(self, k: int) -> bool:
+        """Whether iteration ``k``'s updates still apply (no stop before it)."""
+        return self.stop is None or self.stop[1] >= k
+
+
+def _steps(xp: Any, method: str, x: Any, tol: float, **extra: Any) -> Any:
+    """The steps of ``method`` for the space ``xp``: its own, or the host's."""
+    find = getattr(xp, "krylov_steps", None)
+    cls = None if find is None else find(method)
+    return (HOST_STEPS[method] if cls is None else cls)(xp, x, tol, **extra)
+
+
+def _iteration_done(s: Any, k: int, x: Any, callback: Callable[[Any], Any] | None) -> bool:
+    """End iteration ``k``: the callback sees ``x`` when the iteration changed it (with a
+    callback, a device space reads its stop at every iteration); True when the loop ends."""
+    stop = s.poll(k, callback is not None)
+    if callback is not None and (stop is None or stop[1] == k):
+        callback(x)
+    return stop is not None
+
+
+def _outcome(s: Any, x: Any, maxiter: int) -> Outcome:
+    stop = s.final()
+    if stop is None:
+        return Outcome(x, maxiter, False, MAXITER)
+    code, iterations, estimate = stop
+    reason = STOP_REASONS[code - 1]
+    return Outcome(
+        x, iterations, reason == CONVERGED, reason, estimate=estimate,
+        restartable=reason == BICGSTAB_RHO,
+    )  # fmt: skip
+
+
+class CGSteps(HostSteps):
+    """Conjugate gradients' scalars: ``rho = r^H z``, ``alpha``, ``beta``."""
+
+    def start(self, r: Any, z: Any, rnorm: float) -> None:
+        """``rho`` of the first iteration (``z is r`` without a preconditioner)."""
+        # Products beyond the dtype (r of 1e200 from a huge x0) end the loop before they
+        # make alpha NaN and x with it.
+        if z is r:
+            self.rho = rnorm * rnorm
+            if not math.isfinite(self.rho):
+                self.halt(NONFINITE, 0)
+            return
+        self.rho = _dot(self.xp, r, z).real
+        if not 0 < self.rho < math.inf:
+            self.halt(M_INDEFINITE if math.isfinite(self.rho) else NONFINITE, 0)
+
+    def step(self, k: int, p: Any, q: Any, x: Any, r: Any) -> None:
+        """``alpha = rho / p^H q`` (``q = A p``), then ``x += alpha p``, ``r -= alpha q``."""
+        xp = self.xp
+        pq = _dot(xp, p, q).real
+        if not 0 < pq < math.inf:
+            return self.halt(CG_INDEFINITE if math.isfinite(pq) else NONFINITE, k - 1)
+        alpha = self.rho / pq
+        _axpy(xp, alpha, p, x, self.tmp)
+        _axpy(xp, -alpha, q, r, self.tmp)
+        rr = _dot(xp, r, r).real
+        if math.sqrt(rr) <= self.tol:
+            return self.halt(CONVERGED, k, math.sqrt(rr))
+        if not math.isfinite(rr):
+            return self.halt(NONFINITE, k)
+        self.rr = rr
+
+    def direction(self, k: int, r: Any, z: Any, p: Any) -> None:
+        """``p = z + beta p`` with ``beta = r^H z / rho`` (``z = M r``)."""
+        if self.stop is not None:
+            return
+        if z is r:
+            rho = self.rr
+        else:
+            rho = _dot(self.xp, r, z).real
+            if not 0 < rho < math.inf:
+                return self.halt(M_INDEFINITE if math.isfinite(rho) else NONFINITE, k)
+        _xpay(self.xp, z, rho / self.rho, p)
+        self.rho = rho
+
+
 def cg(
     xp: Any,
     matvec: Op,
@@ -256,46 +388,94 @@ def cg(
 
     ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place.
     """
-    # Products beyond the dtype (r of 1e200 from a huge x0) end the loop before they make
-    # alpha NaN and x with it.
-    if psolve is None:
-        z, rho = r, rnorm * rnorm
-        if not math.isfinite(rho):
-            return Outcome(x, 0, False, NONFINITE)
-    else:
-        z = psolve(r)
-        rho = _dot(xp, r, z).real
-        if not 0 < rho < math.inf:
-            return Outcome(x, 0, False, M_INDEFINITE if math.isfinite(rho) else NONFINITE)
+    s = _steps(xp, "cg", x, tol)
+    z = r if psolve is None else psolve(r)
+    s.start(r, z, rnorm)
     p = xp.empty_like(x)
     xp.copyto(p, z)
-    tmp = xp.empty_like(x)
     for k in range(1, maxiter + 1):
-        q = matvec(p)
-        pq = _dot(xp, p, q).real
-        if not 0 < pq < math.inf:
-            return Outcome(x, k - 1, False, CG_INDEFINITE if math.isfinite(pq) else NONFINITE)
-        alpha = rho / pq
-        _axpy(xp, alpha, p, x, tmp)
-        _axpy(xp, -alpha, q, r, tmp)
-        rr = _dot(xp, r, r).real
-        if callback is not None:
-            callback(x)
-        if math.sqrt(rr) <= tol:
-            return Outcome(x, k, True, CONVERGED, estimate=math.sqrt(rr))
-        if not math.isfinite(rr):
-            return Outcome(x, k, False, NONFINITE)
-        if psolve is None:
-            rho_new = rr
-        else:
+        if s.stopped:
+            break
+        s.step(k, p, matvec(p), x, r)
+        if psolve is not None and not s.stopped:
             z = psolve(r)
-            rho_new = _dot(xp, r, z).real
-            if not 0 < rho_new < math.inf:
-                reason = M_INDEFINITE if math.isfinite(rho_new) else NONFINITE
-                return Outcome(x, k, False, reason)
-        _xpay(xp, z, rho_new / rho, p)
-        rho = rho_new
-    return Outcome(x, maxiter, False, MAXITER)
+        s.direction(k, r, z, p)
+        if _iteration_done(s, k, x, callback):
+            break
+    return _outcome(s, x, maxiter)
+
+
+class BicgstabSteps(HostSteps):
+    """BiCGSTAB's scalars and its two vectors besides the iterate's: ``rhat`` and ``v``."""
+
+    def start(self, r: Any, rnorm: float) -> None:
+        """``rhat`` is the residual the loop starts from (``rnorm`` its norm)."""
+        self.rhat = r.copy()
+        self.v = self.xp.zeros_like(r)
+        self.rhat_norm = self.rnorm = rnorm
+        self.rho = self.rho_prev = self.alpha = self.omega = self.cos_prev = 1.0
+
+    def direction(self, k: int, r: Any, p: Any) -> None:
+        """``rho = rhat^H r``, judged; then ``p = r + beta (p - omega v)`` after the first."""
+        xp = self.xp
+        rho = _dot(xp, self.rhat, r)
+        if not _finite(rho):
+            return self.halt(NONFINITE, k - 1)
+        scale = self.rhat_norm * self.rnorm  # 0 only if it underflows: only rho = 0 is judged
+        cos = abs(rho) / scale if scale else 1.0
+        if rho == 0 or (cos <= 2**10 * self.eps and cos <= math.sqrt(self.eps) * self.cos_prev):
+            return self.halt(BICGSTAB_RHO, k - 1)
+        self.cos_prev = cos
+        if k > 1:
+            beta = (rho / self.rho_prev) * (self.alpha / self.omega)
+            _axpy(xp, -self.omega, self.v, p, self.tmp)  # p = r + beta * (p - omega v)
+            _xpay(xp, r, beta, p)
+        self.rho = rho
+
+    def project(self, k: int, phat: Any, av: Any, x: Any, r: Any) -> None:
+        """``v = A phat``, ``alpha = rho / rhat^H v``; ``x += alpha phat``, ``r -= alpha v``
+        (``r`` then holds ``s``), whose norm may end the loop."""
+        if self.stop is not None:
+            return
+        xp = self.xp
+        xp.copyto(self.v, av)  # v is needed after A's next call
+        rv = _dot(xp, self.rhat, self.v)
+        if not _finite(rv):
+            return self.halt(NONFINITE, k - 1)
+        if rv == 0:
+            return self.halt(BICGSTAB_RV, k - 1)
+        self.alpha = self.rho / rv
+        _axpy(xp, self.alpha, phat, x, self.tmp)  # before M's next call may overwrite phat
+        _axpy(xp, -self.alpha, self.v, r, self.tmp)
+        self.snorm = _norm(xp, r)
+        if self.snorm <= self.tol:
+            self.halt(CONVERGED, k, self.snorm)
+        elif not math.isfinite(self.snorm):
+            self.halt(NONFINITE, k, self.snorm)
+
+    def stabilise(self, k: int, shat: Any, t: Any, x: Any, r: Any) -> None:
+        """``omega = t^H s / t^H t`` (``t = A shat``); ``x += omega shat``, ``r -= omega t``."""
+        if self.stop is not None:
+            return
+        xp = self.xp
+        tt = _dot(xp, t, t).real
+        ts = _dot(xp, t, r)
+        if not _finite(tt, ts):
+            return self.halt(NONFINITE, k)
+        # t^H s = 0 to working precision, or t^H t or omega underflowing to zero (the
+        # scalars are Python floats: a zero divisor raises instead of giving inf)
+        omega = ts / tt if tt else 0.0
+        if omega == 0 or abs(ts) <= self.eps * math.sqrt(tt) * self.snorm:
+            return self.halt(BICGSTAB_OMEGA, k)
+        self.omega = omega
+        _axpy(xp, omega, shat, x, self.tmp)  # before r (which shat may be) changes
+        _axpy(xp, -omega, t, r, self.tmp)
+        self.rnorm = _norm(xp, r)
+        if self.rnorm <= self.tol:
+            return self.halt(CONVERGED, k, self.rnorm)
+        if not math.isfinite(self.rnorm):
+            return self.halt(NONFINITE, k)
+        self.rho_prev = self.rho
 
 
 def bicgstab(
@@ -324,67 +504,93 @@ def bicgstab(
     (as in Eigen's BiCGSTAB). ``t^H s`` counts as zero when ``t`` and ``s`` are
     orthogonal to working precision.
     """
-    eps = float(np.finfo(x.dtype).eps)
-    rhat = r.copy()
-    rhat_norm = rnorm
+    s = _steps(xp, "bicgstab", x, tol)
+    s.start(r, rnorm)
     p = r.copy()
-    v = xp.zeros_like(r)
-    tmp = xp.empty_like(r)
-    rho_prev = alpha = omega = 1.0
-    cos_prev = 1.0
     for k in range(1, maxiter + 1):
-        rho = _dot(xp, rhat, r)
-        if not _finite(rho):
-            return Outcome(x, k - 1, False, NONFINITE)
-        scale = rhat_norm * rnorm  # 0 only if it underflows: then only rho = 0 is judged
-        cos = abs(rho) / scale if scale else 1.0
-        if rho == 0 or (cos <= 2**10 * eps and cos <= math.sqrt(eps) * cos_prev):
-            return Outcome(x, k - 1, False, BICGSTAB_RHO, restartable=True)
-        cos_prev = cos
-        if k > 1:
-            beta = (rho / rho_prev) * (alpha / omega)
-            _axpy(xp, -omega, v, p, tmp)  # p = r + beta * (p - omega v)
-            _xpay(xp, r, beta, p)
+        s.direction(k, r, p)
+        if s.stopped:
+            break
         phat = p if psolve is None else psolve(p)
-        xp.copyto(v, matvec(phat))  # v is needed after A's next call
-        rv = _dot(xp, rhat, v)
-        if not _finite(rv):
-            return Outcome(x, k - 1, False, NONFINITE)
-        if rv == 0:
-            return Outcome(x, k - 1, False, BICGSTAB_RV)
-        alpha = rho / rv
-        _axpy(xp, alpha, phat, x, tmp)  # before M's next call may overwrite phat
-        _axpy(xp, -alpha, v, r, tmp)  # r now holds s
-        snorm = _norm(xp, r)
-        if snorm <= tol or not math.isfinite(snorm):
-            if callback is not None:
-                callback(x)
-            reason = CONVERGED if snorm <= tol else NONFINITE
-            return Outcome(x, k, reason == CONVERGED, reason, estimate=snorm)
-        shat = r if psolve is None else psolve(r)
-        t = matvec(shat)
-        tt = _dot(xp, t, t).real
-        ts = _dot(xp, t, r)
-        if not _finite(tt, ts):
-            return Outcome(x, k, False, NONFINITE)
-        # t^H s = 0 to working precision, or t^H t or omega underflowing to zero (the
-        # scalars are Python floats: a zero divisor raises instead of giving inf)
-        omega = ts / tt if tt else 0.0
-        if omega == 0 or abs(ts) <= eps * math.sqrt(tt) * snorm:
-            if callback is not None:
-                callback(x)
-            return Outcome(x, k, False, BICGSTAB_OMEGA)
-        _axpy(xp, omega, shat, x, tmp)  # before r (which shat may be) changes
-        _axpy(xp, -omega, t, r, tmp)
-        rnorm = _norm(xp, r)
-        if callback is not None:
-            callback(x)
-        if rnorm <= tol:
-            return Outcome(x, k, True, CONVERGED, estimate=rnorm)
-        if not math.isfinite(rnorm):
-            return Outcome(x, k, False, NONFINITE)
-        rho_prev = rho
-    return Outcome(x, maxiter, False, MAXITER)
+        s.project(k, phat, matvec(phat), x, r)
+        if not s.stopped:
+            shat = r if psolve is None else psolve(r)
+            s.stabilise(k, shat, matvec(shat), x, r)
+        if _iteration_done(s, k, x, callback):
+            break
+    return _outcome(s, x, maxiter)
+
+
+class MinresSteps(HostSteps):
+    """MINRES's Lanczos and rotation scalars, and the basis vector ``v``."""
+
+    def start(self, r: Any, y: Any, rnorm: float) -> None:
+        """``beta1``: ``||r||``, or ``r`` in the ``M`` norm (``y = M r``); ``v = y / beta1``."""
+        if y is r:
+            beta1 = rnorm
+        else:
+            beta1 = _dot(self.xp, r, y).real
+            if not beta1 > 0:
+                return self.halt(M_INDEFINITE if math.isfinite(beta1) else NONFINITE, 0)
+            beta1 = math.sqrt(beta1)
+        self.oldb, self.beta, self.dbar, self.epsln, self.phibar = 0.0, beta1, 0.0, 0.0, beta1
+        self.tnorm2, self.cs, self.sn = 0.0, -1.0, 0.0
+        self.v = self.xp.empty_like(r)
+        self.xp.multiply(y, 1.0 / beta1, out=self.v)
+
+    def lanczos(self, k: int, av: Any, r1: Any, r2: Any, nxt: Any) -> None:
+        """``nxt = A v - (beta / oldb) r1 - (alfa / beta) r2`` with ``alfa = v^H (A v - ...)``."""
+        xp = self.xp
+        if k >= 2:
+            xp.multiply(r1, -self.beta / self.oldb, out=nxt)
+            xp.add(nxt, av, out=nxt)
+        else:
+            xp.copyto(nxt, av)
+        self.alfa = _dot(xp, self.v, nxt).real
+        _axpy(xp, -self.alfa / self.beta, r2, nxt, self.tmp)
+
+    def rotate(self, k: int, r1: Any, r2: Any, y: Any) -> None:
+        """The next ``beta = sqrt(r2^H y)`` and the Givens rotation of the tridiagonal
+        (``r1`` is the previous ``r2``, which the host no longer needs)."""
+        beta2 = _dot(self.xp, r2, y).real
+        alfa, oldb = self.alfa, self.beta
+        if not _finite(alfa, beta2):
+            return self.halt(NONFINITE, k - 1)
+        if beta2 < 0:
+            return self.halt(M_INDEFINITE, k - 1)
+        beta = math.sqrt(beta2)
+        # ||T||_F^2 of the Lanczos tridiagonal: the first oldb is ||b|| (in M's norm), not
+        # an entry of T; counted, a b large against A (||b|| / ||A|| > 1/eps) made every
+        # gamma look negligible, and the solve called a well-conditioned A singular
+        self.tnorm2 += alfa * alfa + beta2 + (oldb * oldb if k >= 2 else 0.0)
+        cs, sn, dbar = self.cs, self.sn, self.dbar
+        self.oldeps = self.epsln
+        self.delta = cs * dbar + sn * alfa
+        gbar = sn * dbar - cs * alfa
+        self.epsln = sn * beta
+        self.dbar = -cs * beta
+        gamma = math.hypot(gbar, beta)
+        if gamma <= self.eps * math.sqrt(self.tnorm2):
+            return self.halt(MINRES_SINGULAR, k - 1)
+        self.cs, self.sn, self.gamma = gbar / gamma, beta / gamma, gamma
+        self.phi = self.cs * self.phibar
+        self.phibar = self.sn * self.phibar
+        self.oldb, self.beta = oldb, beta
+        if self.phibar <= self.tol or beta == 0:  # beta = 0: the Krylov subspace is exhausted
+            self.halt(CONVERGED, k, self.phibar)
+
+    def update(self, k: int, w: Any, w1: Any, w2: Any, x: Any, y: Any) -> None:
+        """``w = (v - oldeps w1 - delta w2) / gamma``, ``x += phi w``; the next ``v``."""
+        if not self.applies(k):
+            return
+        xp = self.xp
+        xp.multiply(w1, -self.oldeps, out=w)
+        _axpy(xp, -self.delta, w2, w, self.tmp)
+        xp.add(w, self.v, out=w)
+        xp.multiply(w, 1.0 / self.gamma, out=w)
+        _axpy(xp, self.phi, w, x, self.tmp)
+        if self.stop is None:
+            xp.multiply(y, 1.0 / self.beta, out=self.v)
 
 
 def minres(
@@ -406,71 +612,155 @@ def minres(
     A singular tridiagonal (``gamma = 0``: the Krylov subspace is invariant and A is
     singular on it) is a breakdown, never a "converged" with the clamped rotation.
     """
-    if psolve is None:
-        y, beta1 = r, rnorm
-    else:
-        y = psolve(r)
-        beta1 = _dot(xp, r, y).real
-        if not beta1 > 0:
-            return Outcome(x, 0, False, M_INDEFINITE if math.isfinite(beta1) else NONFINITE)
-        beta1 = math.sqrt(beta1)
+    s = _steps(xp, "minres", x, tol)
+    y = r if psolve is None else psolve(r)
+    s.start(r, y, rnorm)
     r1 = xp.empty_like(x)  # the Lanczos vectors: r1, r2 and the next one, rotated
     r2 = r
     nxt = xp.empty_like(x)
     w = xp.zeros_like(x)
     w1 = xp.zeros_like(x)
     w2 = xp.zeros_like(x)
-    v = xp.empty_like(x)
-    tmp = xp.empty_like(x)
-    oldb, beta, dbar, epsln, phibar, tnorm2 = 0.0, beta1, 0.0, 0.0, beta1, 0.0
-    cs, sn = -1.0, 0.0
-    eps = float(np.finfo(x.dtype).eps)
     for k in range(1, maxiter + 1):
-        xp.multiply(y, 1.0 / beta, out=v)
-        av = matvec(v)
-        if k >= 2:
-            xp.multiply(r1, -beta / oldb, out=nxt)
-            xp.add(nxt, av, out=nxt)
-        else:
-            xp.copyto(nxt, av)
-        alfa = _dot(xp, v, nxt).real
-        _axpy(xp, -alfa / beta, r2, nxt, tmp)
+        if s.stopped:
+            break
+        s.lanczos(k, matvec(s.v), r1, r2, nxt)
         r1, r2, nxt = r2, nxt, r1
         y = r2 if psolve is None else psolve(r2)
-        oldb = beta
-        beta2 = _dot(xp, r2, y).real
-        if not _finite(alfa, beta2):
-            return Outcome(x, k - 1, False, NONFINITE)
-        if beta2 < 0:
-            return Outcome(x, k - 1, False, M_INDEFINITE)
-        beta = math.sqrt(beta2)
-        # ||T||_F^2 of the Lanczos tridiagonal: the first oldb is ||b|| (in M's norm), not
-        # an entry of T; counted, a b large against A (||b|| / ||A|| > 1/eps) made every
-        # gamma look negligible, and the solve called a well-conditioned A singular
-        tnorm2 += alfa * alfa + beta2 + (oldb * oldb if k >= 2 else 0.0)
-        oldeps = epsln
-        delta = cs * dbar + sn * alfa
-        gbar = sn * dbar - cs * alfa
-        epsln = sn * beta
-        dbar = -cs * beta
-        gamma = math.hypot(gbar, beta)
-        if gamma <= eps * math.sqrt(tnorm2):
-            return Outcome(x, k - 1, False, MINRES_SINGULAR)
-        cs, sn = gbar / gamma, beta / gamma
-        phi = cs * phibar
-        phibar = sn * phibar
-        # w = (v - oldeps * w1 - delta * w2) / gamma, rotating the three buffers
-        w1, w2, w = w2, w, w1
-        xp.multiply(w1, -oldeps, out=w)
-        _axpy(xp, -delta, w2, w, tmp)
-        xp.add(w, v, out=w)
-        xp.multiply(w, 1.0 / gamma, out=w)
-        _axpy(xp, phi, w, x, tmp)
-        if callback is not None:
-            callback(x)
-        if phibar <= tol or beta == 0:  # beta = 0: the Krylov subspace is exhausted
-            return Outcome(x, k, True, CONVERGED, estimate=phibar)
-    return Outcome(x, maxiter, False, MAXITER)
+        s.rotate(k, r1, r2, y)
+        w1, w2, w = w2, w, w1  # w = (v - oldeps * w1 - delta * w2) / gamma, rotating
+        s.update(k, w, w1, w2, x, y)
+        if _iteration_done(s, k, x, callback):
+            break
+    return _outcome(s, x, maxiter)
+
+
+class Hessenberg:
+    """A GMRES cycle's small least-squares problem ``min ||beta e1 - H y||``, reduced on
+    the host by Givens rotations one column at a time, as the columns arrive."""
+
+    def __init__(self, m: int, dtype: np.dtype, tol: float) -> None:
+        self.dtype = np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+        self.eps = float(np.finfo(dtype).eps)
+        self.tol, self.m = tol, m
+
+    def reset(self) -> None:
+        m = self.m
+        self.R = np.zeros((m, m), dtype=self.dtype)
+        self.cs = np.zeros(m, dtype=self.dtype)
+        self.sn = np.zeros(m, dtype=self.dtype)
+        self.g = np.zeros(m + 1, dtype=self.dtype)
+        self.k = 0  # columns taken
+
+    def take(self, col: np.ndarray, h0: float, hn: float) -> str | None:
+        """Take the next column (``col``: its entries above the subdiagonal; ``h0``, ``hn``:
+        the new basis vector's norm before and after orthogonalisation); the reason the
+        cycle ends with it, if it does: NONFINITE (the column is not taken),
+        GMRES_STAGNATION (an invariant subspace: the new vector lies in the basis' span;
+        the restart then judges whether the residual still decreased) or CONVERGED (the
+        recurrence's residual ``|g[j+1]|`` meets the tolerance)."""
+        j = self.k
+        if not _finite(h0, hn, *col):
+            return NONFINITE
+        col = np.asarray(col, dtype=self.dtype).copy()
+        breakdown = hn <= self.eps * h0  # w lies in the basis' span: an invariant subspace
+        if breakdown:
+            hn = 0.0
+        cs, sn = self.cs, self.sn
+        for i in range(j):  # previous rotations
+            col[i], col[i + 1] = (
+                cs[i] * col[i] + sn[i] * col[i + 1],
+                -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1],
+            )
+        denom = math.hypot(abs(col[j]), hn)
+        cs[j] = abs(col[j]) / denom if denom else 1.0
+        sn[j] = (col[j] / abs(col[j]) * hn / denom if col[j] != 0 else 1.0) if denom else 0
+        self.R[: j + 1, j] = col[: j + 1]
+        self.R[j, j] = cs[j] * col[j] + sn[j] * hn
+        self.g[j + 1] = -np.conj(sn[j]) * self.g[j]
+        self.g[j] = cs[j] * self.g[j]
+        self.k = j + 1
+        if breakdown:
+            return GMRES_STAGNATION
+        return CONVERGED if abs(self.g[j + 1]) <= self.tol else None
+
+    def solve(self) -> np.ndarray:
+        """``y`` of the columns taken: singular values below ``k * eps * max`` treated as
+        zero (the minimum-norm solution when R is singular)."""
+        k = self.k
+        return np.linalg.lstsq(self.R[:k, :k], self.g[:k], rcond=k * self.eps)[0]
+
+
+class GmresSteps:
+    """Arnoldi on the host's terms: each step's Hessenberg column is brought to the host
+    as it is formed (one small copy), and the true residual at a restart at once.
+
+    The protocol a device space's GMRES steps follow: ``read(force)`` hands over what
+    the host has not seen yet -- the residual norm the cycle started from (None when the
+    host knows it) and the new columns ``(col, h0, hn)`` -- or None when it does not read
+    now; ``restart(...)`` recomputes ``r = b - A x`` and returns its norm, or None when
+    it is read later with the next columns.
+    """
+
+    def __init__(self, xp: Any, x: Any, tol: float, m: int, to_host: Callable) -> None:
+        self.xp, self.to_host, self.m = xp, to_host, m
+        self.V = xp.empty((m + 1, x.shape[0]), dtype=x.dtype)
+        self.eps = float(np.finfo(x.dtype).eps)
+        self.hdtype = np.complex128 if x.dtype.kind == "c" else np.float64
+        self.columns: list[tuple[np.ndarray, float, float]] = []
+
+    def begin(self, r: Any, rnorm: float | None) -> None:
+        """The cycle's first basis vector, ``r / ||r||``."""
+        self.xp.multiply(r, 1.0 / rnorm, out=self.V[0])
+
+    def basis(self, j: int) -> Any:
+        return self.V[j]
+
+    def arnoldi(self, j: int, av: Any) -> None:
+        """``V[j + 1]``: ``A V[j]`` (``av``) orthogonalised against ``V[: j + 1]`` by
+        classical Gram-Schmidt applied twice, then normalised."""
+        xp, V = self.xp, self.V
+        w = V[j + 1]
+        xp.copyto(w, av)
+        h0 = _norm(xp, w)
+        basis = V[: j + 1]
+        h = basis.conj() @ w
+        w -= basis.T @ h
+        h2 = basis.conj() @ w  # second pass: re-orthogonalise
+        w -= basis.T @ h2
+        col = self.to_host(h + h2).astype(self.hdtype)
+        hn = _norm(xp, w)
+        if _finite(h0, hn, *col) and hn > self.eps * h0:
+            xp.multiply(w, 1.0 / hn, out=w)
+        self.columns.append((col, h0, hn))
+
+    def read(self, force: bool) -> tuple[float | None, list] | None:
+        columns, self.columns = self.columns, []
+        return None, columns
+
+    def combination(self, y: np.ndarray) -> Any:
+        """``V[:k]^T y`` for the ``k = len(y)`` columns taken."""
+        V = self.V[: len(y)]
+        return V.T @ self.xp.asarray(y.astype(V.dtype, copy=False))
+
+    def restart(self, matvec: Op, b: Any, x: Any, r: Any, now: bool) -> float | None:
+        return _norm(self.xp, residual(self.xp, matvec, b, x, r))
+
+
+def _restart_verdict(
+    rnorm: float, tol: float, it: int, maxiter: int, before: float, stagnant: bool
+) -> str | None:
+    """Why the solve ends at a restart whose true residual is ``rnorm``, if it does
+    (``before``: the residual the last cycle started from; ``stagnant``: it broke down)."""
+    if rnorm <= tol:
+        return CONVERGED
+    if not math.isfinite(rnorm):
+        return NONFINITE
+    if it >= maxiter:
+        return MAXITER
+    if stagnant and not rnorm < before:
+        return GMRES_STAGNATION
+    return None
 
 
 def gmres(
@@ -491,79 +781,59 @@ def gmres(
 
     Arnoldi uses classical Gram-Schmidt applied twice (two matrix-vector products with
     the basis, GPU friendly); the small Hessenberg problem is reduced on the host with
-    Givens rotations. As in SciPy, a new basis vector whose norm falls below ``eps``
-    times its norm before orthogonalisation ends the cycle (an invariant subspace:
-    breakdown); the small least-squares problem is then solved by SVD with a relative
-    cut-off, so a tiny pivot (a rank-deficient ``A M`` on the subspace) is dropped
-    rather than amplified. The true residual is recomputed at every restart.
+    Givens rotations (:class:`Hessenberg`). As in SciPy, a new basis vector whose norm
+    falls below ``eps`` times its norm before orthogonalisation ends the cycle (an
+    invariant subspace: breakdown); the small least-squares problem is then solved by
+    SVD with a relative cut-off, so a tiny pivot (a rank-deficient ``A M`` on the
+    subspace) is dropped rather than amplified. The true residual is recomputed at every
+    restart. A cycle ends at the first column that meets the tolerance, breaks down or is
+    not finite, whenever the host learns of it: ``x`` is updated from the columns up to
+    that one, and only those count as iterations.
     """
     n = b.shape[0]
     m = max(1, min(restart, n))
-    V = xp.empty((m + 1, n), dtype=x.dtype)
-    hdtype = np.complex128 if x.dtype.kind == "c" else np.float64
-    eps = float(np.finfo(x.dtype).eps)
-    it = 0
+    s = _steps(xp, "gmres", x, tol, m=m, to_host=to_host)
+    hess = Hessenberg(m, x.dtype, tol)
+    it, beta, before, stagnant = 0, rnorm, math.inf, False
+    s.begin(r, rnorm)
     while True:
-        beta = rnorm  # r holds the true residual b - A x, beta > tol
-        xp.multiply(r, 1.0 / beta, out=V[0])
-        R = np.zeros((m, m), dtype=hdtype)
-        cs = np.zeros(m, dtype=hdtype)
-        sn = np.zeros(m, dtype=hdtype)
-        g = np.zeros(m + 1, dtype=hdtype)
-        g[0] = beta
-        breakdown = False
-        j = 0
+        hess.reset()
+        hess.g[0] = 0.0 if beta is None else beta
+        end = None
         for j in range(m):
-            z = V[j] if psolve is None else psolve(V[j])
-            w = V[j + 1]
-            xp.copyto(w, matvec(z))
-            h0 = _norm(xp, w)
-            basis = V[: j + 1]
-            h = basis.conj() @ w
-            w -= basis.T @ h
-            h2 = basis.conj() @ w  # second pass: re-orthogonalise
-            w -= basis.T @ h2
-            col = to_host(h + h2).astype(hdtype)
-            hn = _norm(xp, w)
-            if not _finite(h0, hn, *col):
-                return Outcome(x, it, False, NONFINITE)
-            if hn <= eps * h0:  # w lies in the basis' span: an invariant subspace
-                breakdown, hn = True, 0.0
-            else:
-                xp.multiply(w, 1.0 / hn, out=w)
-            for i in range(j):  # previous rotations
-                col[i], col[i + 1] = (
-                    cs[i] * col[i] + sn[i] * col[i + 1],
-                    -np.conj(sn[i]) * col[i] + cs[i] * col[i + 1],
-                )
-            denom = math.hypot(abs(col[j]), hn)
-            cs[j] = abs(col[j]) / denom if denom else 1.0
-            sn[j] = (col[j] / abs(col[j]) * hn / denom if col[j] != 0 else 1.0) if denom else 0
-            R[: j + 1, j] = col[: j + 1]
-            R[j, j] = cs[j] * col[j] + sn[j] * hn
-            g[j + 1] = -np.conj(sn[j]) * g[j]
-            g[j] = cs[j] * g[j]
-            it += 1
-            if abs(g[j + 1]) <= tol or it >= maxiter or breakdown:
+            z = s.basis(j) if psolve is None else psolve(s.basis(j))
+            s.arnoldi(j, matvec(z))
+            last = it + j + 1 >= maxiter
+            got = s.read(j == m - 1 or last)
+            if got is None:
+                continue
+            start, columns = got
+            if start is not None:  # the restart's residual, read only now
+                beta = start
+                verdict = _restart_verdict(beta, tol, it, maxiter, before, stagnant)
+                if verdict is not None:
+                    return Outcome(x, it, verdict == CONVERGED, verdict, beta)
+                hess.g[0] = beta
+            for col in columns:
+                end = hess.take(*col)
+                if end is not None:
+                    break
+            if end is not None or last:
                 break
-        k = j + 1
-        y = _least_squares(R[:k, :k], g[:k], eps)
-        update = V[:k].T @ xp.asarray(y.astype(x.dtype, copy=False))
+        if end == NONFINITE:
+            return Outcome(x, it + hess.k, False, NONFINITE)
+        it += hess.k
+        update = s.combination(hess.solve())
         xp.add(x, update if psolve is None else psolve(update), out=x)
         if callback is not None:
             callback(x)
-        rnorm = _norm(xp, residual(xp, matvec, b, x, r))
-        if rnorm <= tol:
-            return Outcome(x, it, True, CONVERGED, rnorm)
-        if not math.isfinite(rnorm):
-            return Outcome(x, it, False, NONFINITE, rnorm)
-        if it >= maxiter:
-            return Outcome(x, it, False, MAXITER, rnorm)
-        if breakdown and not rnorm < beta:
-            return Outcome(x, it, False, GMRES_STAGNATION, rnorm)
+        before, stagnant = beta, end == GMRES_STAGNATION
+        beta = s.restart(matvec, b, x, r, now=end is not None or it >= maxiter)
+        if beta is not None:
+            verdict = _restart_verdict(beta, tol, it, maxiter, before, stagnant)
+            if verdict is not None:
+                return Outcome(x, it, verdict == CONVERGED, verdict, beta)
+        s.begin(r, beta)
 
 
-def _least_squares(R: np.ndarray, g: np.ndarray, eps: float) -> np.ndarray:
-    """``argmin ||R y - g||`` for the small triangular R, singular values below
-    ``k * eps * max`` treated as zero (minimum-norm solution when R is singular)."""
-    return np.linalg.lstsq(R, g, rcond=len(g) * eps)[0]
+HOST_STEPS = {"cg": CGSteps, "bicgstab": BicgstabSteps, "minres": MinresSteps, "gmres": GmresSteps}
