@@ -72,33 +72,31 @@ def test_mlp_step_optimizer_is_one_launch():
 
 
 # -- Krylov iterations -----------------------------------------------------------------------
-KRYLOV_MEASURED = {
-    "cg": (6, 2),
-    "bicgstab": (15, 6),
-    "minres": (12, 2),
-    "gmres": (12.3, 3.05),  # per Arnoldi step (restart 20)
+# Device operations per iteration (per Arnoldi step for gmres, restart 20) where the budget
+# of <= 4 is not met, with where they come from.
+KRYLOV_OPS_NOT_MET = {
+    "bicgstab": "7 device ops/iteration (2 operator products and 5 fused steps, each "
+    "waiting on the last one's dot products)",
+    "gmres": "12.3 device ops/Arnoldi step",
 }
+KRYLOV_SYNCS_NOT_MET = {"gmres": "3.05 host syncs/Arnoldi step"}
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        pytest.param(m, marks=_not_met(f"{ops} device ops/iteration", "<= 4"))
-        for m, (ops, _) in KRYLOV_MEASURED.items()
-    ],
-)
+def _krylov_budget(not_met: dict[str, str], target: str) -> list:
+    return [
+        pytest.param(m, marks=_not_met(not_met[m], target) if m in not_met else ())
+        for m in ("cg", "bicgstab", "minres", "gmres")
+    ]
+
+
+@pytest.mark.parametrize("method", _krylov_budget(KRYLOV_OPS_NOT_MET, "<= 4"))
 def test_krylov_iteration_device_operations(method):
     assert cost(method).device_ops <= 4
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        pytest.param(m, marks=_not_met(f"{syncs} host syncs/iteration", "<= 0.1"))
-        for m, (_, syncs) in KRYLOV_MEASURED.items()
-    ],
-)
+@pytest.mark.parametrize("method", _krylov_budget(KRYLOV_SYNCS_NOT_MET, "<= 0.1"))
 def test_krylov_host_syncs_per_ten_iterations(method):
+    """The loop's status is read every 10 iterations in steady state (one sync each)."""
     assert cost(method).syncs <= 0.1
 
 

@@ -264,7 +264,10 @@ def test_operator_producing_nan_ends_with_a_reason(backend, xp, rng, method, whe
         _, info = SOLVE[method](matvec, xp.asarray(b), x0=xp.zeros(20), rtol=1e-12)
     assert not info.converged
     assert info.reason.startswith("breakdown: NaN or inf (from A or M")
-    assert calls[0] <= when + 2  # stopped at once, not after maxiter NaN iterations
+    # stopped at once, not after maxiter NaN iterations: on the host after the call that
+    # gave NaN and the driver's residual; a device space reads its stop at the end of
+    # iterations 1, 2 and 4, so it may make one call more (the rest of the iteration)
+    assert calls[0] <= when + 2 + (xp is not np)
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -1,7 +1,13 @@
 """The Krylov loops' vector spaces, fused updates against float64: BLAS-1 in place on the
-host, one ElementwiseKernel per update on CuPy (``gpu``: a GPU or ``--cupy=sim``)."""
+host, one ElementwiseKernel per update on CuPy (``gpu``: a GPU or ``--cupy=sim``), and the
+loops' steps fused into the kernels of ``gpukit_cupy/krylov.cu``, whose status the host
+reads only every few iterations."""
 
 from __future__ import annotations
+
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -12,6 +18,8 @@ from gpukit_numpy.krylov import HostSpace, host_space
 from helpers import rel_err
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
+FUSED = ["cg", "bicgstab", "minres"]  # the loops whose steps run fused on a device
+NVCC = shutil.which("nvcc")
 
 
 def _vec(rng, n, dtype):
@@ -92,22 +100,118 @@ def test_cupy_space_takes_ufuncs_for_a_vector_of_another_dtype(cupy_backend, rng
         space.axpy(1.0, cupy.asarray(_vec(rng, 33, "complex128")), dy)
 
 
+def _system(rng, method, n, dtype):
+    """A well-conditioned ``(A, b)`` of the kind ``method`` needs, as host arrays."""
+    noise = rng.standard_normal((n, n)) / np.sqrt(n)
+    scale = np.diag(rng.uniform(2, 4, n))
+    if method == "cg":
+        a = scale + 0.5 * noise @ noise.T
+    elif method == "minres":
+        a = scale * np.where(np.arange(n) % 2, 1.0, -1.0) + 0.3 * (noise + noise.T)
+    else:
+        a = scale + 0.3 * noise
+    if np.dtype(dtype).kind == "c":  # Hermitian stays Hermitian, the rest gains an imaginary part
+        extra = 0.1j * rng.standard_normal((n, n)) / np.sqrt(n)
+        a = a + (extra - extra.conj().T if method != "bicgstab" else extra)
+    return a.astype(dtype), _vec(rng, n, dtype)
+
+
 @pytest.mark.gpu
-def test_cg_on_cupy_runs_the_fused_updates(cupy_backend, rng, monkeypatch):
-    """The solver's updates go through the space: a spy on the kernel counts them."""
+@pytest.mark.parametrize("method", FUSED)
+def test_each_step_is_one_kernel_of_krylov_cu(cupy_backend, rng, monkeypatch, method):
+    """The loop's steps launch only the method's kernels of krylov.cu (no vdot, no .item())."""
     import gpukit_cupy.krylov as krylov
 
-    calls = []
-    real = krylov.DeviceSpace.axpy
+    names = []
+    real = krylov._Steps.launch
 
-    def spy(self, alpha, x, y):
-        calls.append(y.dtype)
-        real(self, alpha, x, y)
+    def spy(self, name, *args):
+        names.append(name)
+        real(self, name, *args)
 
-    monkeypatch.setattr(krylov.DeviceSpace, "axpy", spy)
-    a = rng.standard_normal((40, 40))
-    a = a @ a.T + 40 * np.eye(40)
-    b = rng.standard_normal(40)
-    x, info = gk.linalg.cg(gk.asarray(a), gk.asarray(b), rtol=1e-10)
-    assert info.converged and calls and set(calls) == {np.dtype(np.float64)}
+    monkeypatch.setattr(krylov._Steps, "launch", spy)
+    a, b = _system(rng, method, 40, "float64")
+    x, info = getattr(gk.linalg, method)(gk.asarray(a), gk.asarray(b), rtol=1e-10)
+    assert info.converged and names
+    assert set(names) <= {k for k in krylov.KERNELS if k.startswith(f"gk_{method}_")}
     assert rel_err(gk.to_numpy(x), np.linalg.solve(a, b)) < 1e-8
+
+
+def _indefinite(rng, n, dtype):
+    """Symmetric with one negative eigenvalue: CG breaks down after a few iterations."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    eig = np.linspace(1, 3, n)
+    eig[0] = -0.05
+    return ((q * eig) @ q.T).astype(dtype), _vec(rng, n, dtype).real.astype(dtype)
+
+
+CASES = {  # how the loop ends: (system, solver arguments)
+    "converged": (lambda rng, m, d: _system(rng, m, 60, d), {"rtol": 1e-6}),
+    "maxiter reached": (lambda rng, m, d: _system(rng, m, 60, d), {"rtol": 0.0, "maxiter": 13}),
+    "breakdown": (lambda rng, m, d: _indefinite(rng, 60, d), {"rtol": 1e-12}),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("method", "case"), [(m, c) for m in FUSED for c in CASES if c != "breakdown" or m == "cg"]
+)
+def test_the_status_read_every_few_iterations_keeps_the_iterate_that_stopped(
+    cupy_backend, rng, method, dtype, case
+):
+    """With a callback the host reads the loop's status at every iteration; without one,
+    only at iterations 1, 2, 4, 8, 16, ... (every CHECK_EVERY): the device runs on past
+    the stop until then, with every update skipped. The solve returns the same x, bit for
+    bit, with the same iterations, residual and reason, as it does reading every time."""
+    import warnings
+
+    make, kwargs = CASES[case]
+    a, b = make(rng, method, dtype)
+    solve = getattr(gk.linalg, method)
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gk.ConvergenceWarning)
+        x_each, each = solve(gk.asarray(a), gk.asarray(b), callback=seen.append, **kwargs)
+        x, info = solve(gk.asarray(a), gk.asarray(b), **kwargs)
+    assert info.reason.startswith(case) and each.reason == info.reason
+    assert info.iterations == each.iterations == len(seen) > 2
+    assert np.array_equal(gk.to_numpy(x), gk.to_numpy(x_each))
+    assert info.residual_norm == each.residual_norm
+    if case == "maxiter reached":
+        assert info.iterations == 13
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    x64 = gk.to_numpy(x).astype(np.complex128)
+    true = np.linalg.norm(b64 - a64 @ x64)
+    # what b - A x recomputed in the working precision may differ by
+    eps = np.finfo(dtype).eps
+    rounding = 4 * eps * (np.linalg.norm(a64, 2) * np.linalg.norm(x64) + np.linalg.norm(b64))
+    assert abs(info.residual_norm - true) <= 1e-3 * true + rounding
+
+
+def test_krylov_cu_uses_64_bit_positions():
+    """krylov.cu's global positions and subscripts are 64-bit (tests/test_kernel_limits.py)."""
+    from test_kernel_limits import index_violations
+
+    from gpukit_cupy import krylov
+
+    assert index_violations(krylov.source()) == []
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: krylov.cu not compiled")
+def test_krylov_cu_compiles_for_sm90(tmp_path):
+    """Every kernel of krylov.cu, for every dtype, compiles with nvcc as CuPy would."""
+    from gpukit_cupy import krylov
+
+    exprs = [e for dtype in DTYPES for e in krylov.name_expressions(dtype)]
+    refs = ",\n".join(f"    (const void*)&{e}" for e in exprs)
+    unit = tmp_path / "unit.cu"
+    unit.write_text(
+        f"{krylov.source()}\nextern const void* const gk_instances[] = {{\n{refs}\n}};\n"
+    )
+    ptx = tmp_path / "unit.ptx"
+    cmd = [NVCC, "--ptx", "-arch=sm_90", "-std=c++17", "-Werror", "all-warnings"]
+    result = subprocess.run([*cmd, "-o", str(ptx), str(unit)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    entries = re.findall(r"^\.visible \.entry (\S+?)\(", ptx.read_text(), re.M)
+    assert len(entries) == len(exprs)

@@ -12,19 +12,26 @@ of ``x0``). An array returned by ``matvec`` or ``psolve`` is only read, and only
 next call of the same operator: user operators may return their input (the identity), a
 buffer they reuse on every call (``numpy.dot(A, v, out=buf)``), or ``b`` itself.
 
-``cg``, ``bicgstab`` and ``minres`` touch their vectors only through ``xp.vdot``,
+Each loop is written once, as the operator calls around a few *steps* (:class:`HostSteps`
+and its subclasses): the dot products, the recurrence's scalars, the vector updates and
+the tests that end the loop. The host steps touch vectors only through ``xp.vdot``,
 ``xp.multiply``/``xp.add``/``xp.subtract`` (with ``out=``), ``xp.copyto``,
 ``xp.empty_like``, ``xp.zeros_like`` and ``v.copy()``: ``xp`` is the *vector space*, an
-array module for native arrays or a :class:`gpukit.sharding._krylov.ShardedSpace` for
-row-sharded vectors, so each loop is written once for both. A space may also provide fused
-``axpy``/``xpay`` (one pass per device instead of two) and ``scalar_dot``: the backend's
-``krylov_space`` gives them (BLAS-1 in place on the host, one ElementwiseKernel each on
-CuPy), and the sharded space runs the backend's on every shard.
-Scalars come to the host once each (``.item()``): on a GPU that is one small
-synchronisation per reduction, as in ``cupyx.scipy.sparse.linalg``. Every scalar is
-checked for NaN/inf, so a non-finite operator ends the solve with a reason rather than
-iterating on NaN. Stopping rule everywhere: ``||r|| <= tol`` with
-``tol = max(rtol * ||b||, atol)``.
+array module for native arrays, a :class:`gpukit.sharding._krylov.ShardedSpace` for
+row-sharded vectors or a Dask space. A space may also provide fused ``axpy``/``xpay`` (one
+pass per device instead of two) and ``scalar_dot``: the backend's ``krylov_space`` gives
+them (BLAS-1 in place on the host, one ElementwiseKernel each on CuPy), and the sharded
+space runs the backend's on every shard. The host steps bring each scalar to the host
+(``.item()``; on a device, one small synchronisation per reduction, as in
+``cupyx.scipy.sparse.linalg``) and check it for NaN/inf, so a non-finite operator ends the
+solve with a reason rather than iterating on NaN.
+
+A space may give its own steps instead (``krylov_steps``; CuPy's, in
+``gpukit_cupy/krylov.py``): the scalars and the same tests then stay on the device, fused
+into the vector kernels, the device skips every update after a stop, and the host reads
+the stop only every few iterations (:meth:`HostSteps.poll`), so that the iterate returned,
+its iteration count and its residual estimate are still those of the iteration that
+stopped. Stopping rule everywhere: ``||r|| <= tol`` with ``tol = max(rtol * ||b||, atol)``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..backend._ops.linalg import KRYLOV_STOPS
 
 Op = Callable[[Any], Any]
 
@@ -248,19 +257,26 @@ def run(
 # scalars kept on the device inside fused kernels, an iterate frozen there once a stop is
 # reached, and the stop read by the host only every few iterations (:meth:`HostSteps.poll`).
 
-#: The reasons a steps object reports, by code (1-based: 0 is "running"), in the order of
-#: ``gpukit.backend.KRYLOV_STOPS``, the codes a device space's kernels write.
-STOP_REASONS = (
-    CONVERGED,
-    NONFINITE,
-    CG_INDEFINITE,
-    M_INDEFINITE,
-    BICGSTAB_RHO,
-    BICGSTAB_RV,
-    BICGSTAB_OMEGA,
-    MINRES_SINGULAR,
+#: The reason of each stop code a steps object reports (``KRYLOV_STOPS``, the codes a
+#: device space's kernels write: 1-based, 0 while the loop runs).
+STOP_REASONS = dict(
+    zip(
+        KRYLOV_STOPS,
+        (
+            CONVERGED,
+            NONFINITE,
+            CG_INDEFINITE,
+            M_INDEFINITE,
+            BICGSTAB_RHO,
+            BICGSTAB_RV,
+            BICGSTAB_OMEGA,
+            MINRES_SINGULAR,
+        ),
+        strict=True,
+    )
 )
-_STOP_CODES = {reason: code for code, reason in enumerate(STOP_REASONS, 1)}
+_STOP_CODES = {reason: code for code, reason in enumerate(STOP_REASONS.values(), 1)}
+_REASONS = tuple(STOP_REASONS.values())
 
 Stop = tuple[int, int, float]  # (code, iterations of the iterate kept, residual estimate)
 
@@ -274,7 +290,7 @@ class HostSteps:
     whether a stop is known now (a device space knows it only when it reads).
     """
 
-    def __init__(self, xp: Any, x: Any, tol: float) -> None:
+    def __init__(self, xp: Any, x: Any, tol: float, maxiter: int) -> None:
         self.xp, self.tol = xp, tol
         self.eps = float(np.finfo(x.dtype).eps)
         self.tmp = xp.empty_like(x)
@@ -298,11 +314,11 @@ class HostSteps:
         return self.stop is None or self.stop[1] >= k
 
 
-def _steps(xp: Any, method: str, x: Any, tol: float, **extra: Any) -> Any:
+def _steps(xp: Any, method: str, x: Any, tol: float, maxiter: int, **extra: Any) -> Any:
     """The steps of ``method`` for the space ``xp``: its own, or the host's."""
     find = getattr(xp, "krylov_steps", None)
     cls = None if find is None else find(method)
-    return (HOST_STEPS[method] if cls is None else cls)(xp, x, tol, **extra)
+    return (HOST_STEPS[method] if cls is None else cls)(xp, x, tol, maxiter, **extra)
 
 
 def _iteration_done(s: Any, k: int, x: Any, callback: Callable[[Any], Any] | None) -> bool:
@@ -319,7 +335,7 @@ def _outcome(s: Any, x: Any, maxiter: int) -> Outcome:
     if stop is None:
         return Outcome(x, maxiter, False, MAXITER)
     code, iterations, estimate = stop
-    reason = STOP_REASONS[code - 1]
+    reason = _REASONS[code - 1]
     return Outcome(
         x, iterations, reason == CONVERGED, reason, estimate=estimate,
         restartable=reason == BICGSTAB_RHO,
@@ -388,7 +404,7 @@ def cg(
 
     ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place.
     """
-    s = _steps(xp, "cg", x, tol)
+    s = _steps(xp, "cg", x, tol, maxiter)
     z = r if psolve is None else psolve(r)
     s.start(r, z, rnorm)
     p = xp.empty_like(x)
@@ -504,7 +520,7 @@ def bicgstab(
     (as in Eigen's BiCGSTAB). ``t^H s`` counts as zero when ``t`` and ``s`` are
     orthogonal to working precision.
     """
-    s = _steps(xp, "bicgstab", x, tol)
+    s = _steps(xp, "bicgstab", x, tol, maxiter)
     s.start(r, rnorm)
     p = r.copy()
     for k in range(1, maxiter + 1):
@@ -612,7 +628,7 @@ def minres(
     A singular tridiagonal (``gamma = 0``: the Krylov subspace is invariant and A is
     singular on it) is a breakdown, never a "converged" with the clamped rotation.
     """
-    s = _steps(xp, "minres", x, tol)
+    s = _steps(xp, "minres", x, tol, maxiter)
     y = r if psolve is None else psolve(r)
     s.start(r, y, rnorm)
     r1 = xp.empty_like(x)  # the Lanczos vectors: r1, r2 and the next one, rotated
@@ -702,7 +718,9 @@ class GmresSteps:
     it is read later with the next columns.
     """
 
-    def __init__(self, xp: Any, x: Any, tol: float, m: int, to_host: Callable) -> None:
+    def __init__(
+        self, xp: Any, x: Any, tol: float, maxiter: int, m: int, to_host: Callable
+    ) -> None:
         self.xp, self.to_host, self.m = xp, to_host, m
         self.V = xp.empty((m + 1, x.shape[0]), dtype=x.dtype)
         self.eps = float(np.finfo(x.dtype).eps)
@@ -792,7 +810,7 @@ def gmres(
     """
     n = b.shape[0]
     m = max(1, min(restart, n))
-    s = _steps(xp, "gmres", x, tol, m=m, to_host=to_host)
+    s = _steps(xp, "gmres", x, tol, maxiter, m=m, to_host=to_host)
     hess = Hessenberg(m, x.dtype, tol)
     it, beta, before, stagnant = 0, rnorm, math.inf, False
     s.begin(r, rnorm)

@@ -12,6 +12,20 @@ from typing import Any
 
 import numpy as np
 
+#: Why a Krylov loop stops, by the codes a device space's fused steps write (1-based in
+#: this order; 0 while the loop runs). ``gpukit.linalg._krylov`` maps them to the reasons
+#: of ``IterativeInfo``.
+KRYLOV_STOPS = (
+    "converged",
+    "nonfinite",
+    "cg_indefinite",
+    "m_indefinite",
+    "bicgstab_rho",
+    "bicgstab_rv",
+    "bicgstab_omega",
+    "minres_singular",
+)
+
 
 class LinalgOps:
     """Dense solvers and the operator forms the Krylov solvers accept."""
@@ -110,7 +124,11 @@ class LinalgOps:
         ``self.xp`` by default. A backend may return an object that behaves as ``self.xp``
         and adds any of ``axpy(alpha, x, y)`` (``y += alpha * x`` in place),
         ``xpay(x, beta, y)`` (``y = x + beta * y`` in place) and ``scalar_dot(a, b)``
-        (``vdot`` as a Python scalar): fused in one pass, without temporaries.
+        (``vdot`` as a Python scalar): fused in one pass, without temporaries; and
+        ``krylov_steps(method)``: a class implementing the steps of the loop ``method``
+        (the protocol of ``gpukit.linalg._krylov.HostSteps`` and its subclasses), or None
+        for the host's, so that a device keeps the scalars and the tests that end a loop
+        on the device and reports a stop as a code of :data:`KRYLOV_STOPS`.
         """
         return self.xp
 

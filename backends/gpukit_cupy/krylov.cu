@@ -1,0 +1,599 @@
+// The Krylov loops' fused steps on the GPU (gpukit_cupy/krylov.py launches them).
+//
+// Each kernel does one step of a loop of gpukit/linalg/_krylov.py: the vector updates,
+// the dot products of the updated vectors, and the scalar work that follows from them
+// (alpha, beta, the rotations, the tests that end the loop), so that the scalars never
+// leave the device. They live in `sc`, an array of doubles (a complex scalar takes two),
+// with the loop's status first:
+//   sc[0] the stop code (0 while the loop runs; gpukit.backend KRYLOV_STOPS, 1-based),
+//   sc[1] the iterations of the iterate the stop keeps, sc[2] the residual estimate,
+//   sc[3] the tolerance, sc[4] the dtype's eps; then each method's scalars.
+// Once a stop is written every later update is skipped, so the iterate stays the one the
+// stop describes until the host reads the status (every few iterations).
+//
+// A reduction is one launch: each block sums its share in shared memory and writes a
+// partial; the last block to finish (a ticket taken with atomicAdd after a
+// __threadfence, as in CUDA's threadFenceReduction sample) sums the partials in block
+// order and its thread 0 does the step's scalar work. The sums are the same on every run
+// with the same grid. Dot products of float32 vectors accumulate in double.
+#include "gk_common.cuh"
+
+#define GK_KB 256  // threads per block (the launcher uses this block size)
+#define GK_NR_MAX 4  // the most sums one step forms
+
+enum {
+  GK_RUNNING = 0,
+  GK_CONVERGED = 1,
+  GK_NONFINITE = 2,
+  GK_CG_INDEFINITE = 3,
+  GK_M_INDEFINITE = 4,
+  GK_BICGSTAB_RHO = 5,
+  GK_BICGSTAB_RV = 6,
+  GK_BICGSTAB_OMEGA = 7,
+  GK_MINRES_SINGULAR = 8
+};
+
+template <typename R> struct gk_cx {  // the layout of numpy's complex64 / complex128
+  R re, im;
+};
+typedef gk_cx<double> gk_z;
+
+// The sums' and scalars' type for vectors of T: double, or complex double.
+template <typename T> struct gk_acc { typedef double type; };
+template <typename R> struct gk_acc<gk_cx<R>> { typedef gk_z type; };
+
+// --- scalars ----------------------------------------------------------------------
+__device__ __forceinline__ void gk_zero(double& a) { a = 0.0; }
+__device__ __forceinline__ void gk_zero(gk_z& a) { a.re = a.im = 0.0; }
+__device__ __forceinline__ double gk_add(double a, double b) { return a + b; }
+__device__ __forceinline__ gk_z gk_add(gk_z a, gk_z b) { return {a.re + b.re, a.im + b.im}; }
+__device__ __forceinline__ double gk_real(double a) { return a; }
+__device__ __forceinline__ double gk_real(gk_z a) { return a.re; }
+__device__ __forceinline__ double gk_abs(double a) { return fabs(a); }
+__device__ __forceinline__ double gk_abs(gk_z a) { return hypot(a.re, a.im); }
+__device__ __forceinline__ bool gk_finite(double a) { return isfinite(a); }
+__device__ __forceinline__ bool gk_finite(gk_z a) { return isfinite(a.re) && isfinite(a.im); }
+__device__ __forceinline__ bool gk_is_zero(double a) { return a == 0.0; }
+__device__ __forceinline__ bool gk_is_zero(gk_z a) { return a.re == 0.0 && a.im == 0.0; }
+__device__ __forceinline__ double gk_mul(double a, double b) { return a * b; }
+__device__ __forceinline__ gk_z gk_mul(gk_z a, gk_z b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+__device__ __forceinline__ double gk_div(double a, double b) { return a / b; }
+__device__ __forceinline__ gk_z gk_div(gk_z a, double b) { return {a.re / b, a.im / b}; }
+// a / b as CPython divides complex numbers (Smith's method), so the host steps and these
+// agree on the scalars
+__device__ __forceinline__ gk_z gk_div(gk_z a, gk_z b) {
+  const double abs_re = fabs(b.re), abs_im = fabs(b.im);
+  if (abs_re >= abs_im) {
+    const double ratio = b.im / b.re, denom = b.re + b.im * ratio;
+    return {(a.re + a.im * ratio) / denom, (a.im - a.re * ratio) / denom};
+  }
+  const double ratio = b.re / b.im, denom = b.re * ratio + b.im;
+  return {(a.re * ratio + a.im) / denom, (a.im * ratio - a.re) / denom};
+}
+__device__ __forceinline__ double gk_neg(double a) { return -a; }
+__device__ __forceinline__ gk_z gk_neg(gk_z a) { return {-a.re, -a.im}; }
+
+__device__ __forceinline__ void gk_load(const double* sc, int j, double& v) { v = sc[j]; }
+__device__ __forceinline__ void gk_load(const double* sc, int j, gk_z& v) {
+  v.re = sc[j];
+  v.im = sc[j + 1];
+}
+__device__ __forceinline__ void gk_store(double* sc, int j, double v) { sc[j] = v; }
+__device__ __forceinline__ void gk_store(double* sc, int j, gk_z v) {
+  sc[j] = v.re;
+  sc[j + 1] = v.im;
+}
+
+// --- elements ---------------------------------------------------------------------
+// conj(a) * b and |a|^2, widened to the sums' type
+__device__ __forceinline__ double gk_dot(float a, float b) { return (double)a * (double)b; }
+__device__ __forceinline__ double gk_dot(double a, double b) { return a * b; }
+template <typename R> __device__ __forceinline__ gk_z gk_dot(gk_cx<R> a, gk_cx<R> b) {
+  const double ar = a.re, ai = a.im, br = b.re, bi = b.im;
+  return {ar * br + ai * bi, ar * bi - ai * br};
+}
+__device__ __forceinline__ double gk_abs2(float a) { return (double)a * (double)a; }
+__device__ __forceinline__ double gk_abs2(double a) { return a * a; }
+template <typename R> __device__ __forceinline__ double gk_abs2(gk_cx<R> a) {
+  const double re = a.re, im = a.im;
+  return re * re + im * im;
+}
+// a scalar as an element (what CuPy's kernels are given: the scalar cast to the dtype)
+__device__ __forceinline__ void gk_set(float& t, double s) { t = (float)s; }
+__device__ __forceinline__ void gk_set(double& t, double s) { t = s; }
+template <typename R> __device__ __forceinline__ void gk_set(gk_cx<R>& t, double s) {
+  t.re = (R)s;
+  t.im = 0;
+}
+template <typename R> __device__ __forceinline__ void gk_set(gk_cx<R>& t, gk_z s) {
+  t.re = (R)s.re;
+  t.im = (R)s.im;
+}
+// y + a * x and a * x in the elements' precision
+__device__ __forceinline__ float gk_axpy(float y, float a, float x) { return y + a * x; }
+__device__ __forceinline__ double gk_axpy(double y, double a, double x) { return y + a * x; }
+template <typename R>
+__device__ __forceinline__ gk_cx<R> gk_axpy(gk_cx<R> y, gk_cx<R> a, gk_cx<R> x) {
+  return {y.re + (a.re * x.re - a.im * x.im), y.im + (a.re * x.im + a.im * x.re)};
+}
+__device__ __forceinline__ float gk_scale(float a, float x) { return a * x; }
+__device__ __forceinline__ double gk_scale(double a, double x) { return a * x; }
+template <typename R> __device__ __forceinline__ gk_cx<R> gk_scale(gk_cx<R> a, gk_cx<R> x) {
+  return {a.re * x.re - a.im * x.im, a.re * x.im + a.im * x.re};
+}
+__device__ __forceinline__ float gk_plus(float a, float b) { return a + b; }
+__device__ __forceinline__ double gk_plus(double a, double b) { return a + b; }
+template <typename R> __device__ __forceinline__ gk_cx<R> gk_plus(gk_cx<R> a, gk_cx<R> b) {
+  return {a.re + b.re, a.im + b.im};
+}
+
+// --- status -----------------------------------------------------------------------
+__device__ __forceinline__ bool gk_running(const double* sc) { return sc[0] == GK_RUNNING; }
+// iteration k's updates apply: no stop, or a stop that keeps iteration k's iterate
+__device__ __forceinline__ bool gk_applies(const double* sc, long long k) {
+  return sc[0] == GK_RUNNING || sc[1] >= (double)k;
+}
+__device__ __forceinline__ void gk_halt(double* sc, int code, long long iterations,
+                                        double estimate) {
+  sc[0] = code;
+  sc[1] = (double)iterations;
+  sc[2] = estimate;
+}
+
+// --- one-launch reduction ---------------------------------------------------------
+__device__ __forceinline__ double gk_volatile(const double* p) {
+  return *(const volatile double*)p;
+}
+__device__ __forceinline__ void gk_volatile(const double* p, double& a) { a = gk_volatile(p); }
+__device__ __forceinline__ void gk_volatile(const gk_z* p, gk_z& a) {
+  const double* q = (const double*)p;
+  a.re = gk_volatile(q);
+  a.im = gk_volatile(q + 1);
+}
+
+template <int NR, typename A> __device__ void gk_block_sum(A (&sh)[NR][GK_KB]) {
+  const unsigned int tid = threadIdx.x;
+  __syncthreads();
+  for (unsigned int s = GK_KB / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+      for (int j = 0; j < NR; ++j) sh[j][tid] = gk_add(sh[j][tid], sh[j][tid + s]);
+    }
+    __syncthreads();
+  }
+}
+
+// Sums `acc` over the grid. True in one thread (thread 0 of the last block to finish),
+// which then holds the sums in `total`; `part` holds gridDim.x * NR partials, `ticket`
+// is 0 between launches.
+template <int NR, typename A>
+__device__ bool gk_grid_sum(const A (&acc)[NR], A* part, unsigned int* ticket, A (&total)[NR]) {
+  __shared__ A sh[NR][GK_KB];
+  __shared__ bool last;
+  const unsigned int tid = threadIdx.x;
+  for (int j = 0; j < NR; ++j) sh[j][tid] = acc[j];
+  gk_block_sum<NR, A>(sh);
+  if (tid == 0) {
+    for (int j = 0; j < NR; ++j) part[(gk_index)blockIdx.x * NR + j] = sh[j][0];
+    __threadfence();
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  for (int j = 0; j < NR; ++j) {
+    A a;
+    gk_zero(a);
+    for (gk_index b = tid; b < (gk_index)gridDim.x; b += GK_KB) {
+      A p;
+      gk_volatile(&part[b * NR + j], p);
+      a = gk_add(a, p);
+    }
+    sh[j][tid] = a;
+  }
+  gk_block_sum<NR, A>(sh);
+  if (tid != 0) return false;
+  for (int j = 0; j < NR; ++j) total[j] = sh[j][0];
+  *ticket = 0;
+  return true;
+}
+
+#define GK_SUMS(NR)       \
+  A acc[NR], total[NR];   \
+  for (int j = 0; j < NR; ++j) gk_zero(acc[j])
+
+// --- conjugate gradients: sc[5] rho, sc[6] alpha, sc[7] beta -------------------------
+// alpha = rho / p^H q (q = A p)
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_cg_alpha(gk_index n, const T* p, const T* q, double* sc,
+                typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(p[i], q[i])); }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const double pq = gk_real(total[0]);
+  if (!(pq > 0.0 && isfinite(pq))) {
+    gk_halt(sc, isfinite(pq) ? GK_CG_INDEFINITE : GK_NONFINITE, k - 1, 0.0);
+  } else {
+    sc[6] = sc[5] / pq;
+  }
+}
+
+// x += alpha p, r -= alpha q; ||r|| ends the loop or (unpreconditioned) gives beta
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_cg_update(gk_index n, const T* p, const T* q, T* x, T* r, double* sc,
+                 typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
+                 int preconditioned) {
+  double acc[1] = {0.0}, total[1];
+  const bool on = gk_running(sc);
+  T alpha, minus_alpha;
+  gk_set(alpha, sc[6]);
+  gk_set(minus_alpha, -sc[6]);
+  GK_GRID_STRIDE(i, n) {
+    T ri = r[i];
+    if (on) {
+      x[i] = gk_axpy(x[i], alpha, p[i]);
+      ri = gk_axpy(ri, minus_alpha, q[i]);
+      r[i] = ri;
+    }
+    acc[0] += gk_abs2(ri);
+  }
+  if (!gk_grid_sum<1, double>(acc, (double*)part, ticket, total) || !gk_running(sc)) return;
+  const double rr = total[0], rnorm = sqrt(rr);
+  if (rnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, rnorm);
+  } else if (!isfinite(rr)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+  } else if (!preconditioned) {
+    sc[7] = rr / sc[5];
+    sc[5] = rr;
+  }
+}
+
+// rho = r^H z (z = M r), judged; beta after the first (k = 0: the loop's start)
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_cg_rho(gk_index n, const T* r, const T* z, double* sc, typename gk_acc<T>::type* part,
+              unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(r[i], z[i])); }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const double rho = gk_real(total[0]);
+  if (!(rho > 0.0 && isfinite(rho))) {
+    gk_halt(sc, isfinite(rho) ? GK_M_INDEFINITE : GK_NONFINITE, k, 0.0);
+    return;
+  }
+  if (k > 0) sc[7] = rho / sc[5];
+  sc[5] = rho;
+}
+
+// p = z + beta p
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_cg_direction(gk_index n, const T* z, T* p, const double* sc) {
+  if (!gk_running(sc)) return;
+  T beta;
+  gk_set(beta, sc[7]);
+  GK_GRID_STRIDE(i, n) { p[i] = gk_axpy(z[i], beta, p[i]); }
+}
+
+// --- MINRES: sc[5] beta, [6] oldb, [7] alfa, [8] dbar, [9] epsln, [10] phibar,
+// [11] tnorm2, [12] cs, [13] sn, [14] oldeps, [15] delta, [16] gamma, [17] phi ---------
+// beta1 = sqrt(r^H y) (y = M r) at the start
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_start(gk_index n, const T* r, const T* y, double* sc,
+                    typename gk_acc<T>::type* part, unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(r[i], y[i])); }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const double beta2 = gk_real(total[0]);
+  if (!(beta2 > 0.0)) {
+    gk_halt(sc, isfinite(beta2) ? GK_M_INDEFINITE : GK_NONFINITE, 0, 0.0);
+    return;
+  }
+  sc[5] = sc[10] = sqrt(beta2);
+}
+
+// v = y / beta
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_basis(gk_index n, const T* y, T* v, const double* sc) {
+  if (!gk_running(sc)) return;
+  T s;
+  gk_set(s, 1.0 / sc[5]);
+  GK_GRID_STRIDE(i, n) { v[i] = gk_scale(s, y[i]); }
+}
+
+// nxt = A v - (beta / oldb) r1 (after the first), alfa = v^H nxt
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_alfa(gk_index n, const T* av, const T* r1, const T* v, T* nxt, double* sc,
+                   typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  T c;
+  gk_set(c, k >= 2 ? -sc[5] / sc[6] : 0.0);
+  GK_GRID_STRIDE(i, n) {
+    const T u = k >= 2 ? gk_plus(gk_scale(c, r1[i]), av[i]) : av[i];
+    nxt[i] = u;
+    acc[0] = gk_add(acc[0], gk_dot(v[i], u));
+  }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  sc[7] = gk_real(total[0]);
+}
+
+// beta = sqrt(beta2) and the next Givens rotation of the tridiagonal, judged
+__device__ void gk_minres_rotate(double* sc, double beta2, long long k) {
+  const double alfa = sc[7], oldb = sc[5];
+  if (!isfinite(alfa) || !isfinite(beta2)) {
+    gk_halt(sc, GK_NONFINITE, k - 1, 0.0);
+    return;
+  }
+  if (beta2 < 0.0) {
+    gk_halt(sc, GK_M_INDEFINITE, k - 1, 0.0);
+    return;
+  }
+  const double beta = sqrt(beta2);
+  const double tnorm2 = sc[11] + (alfa * alfa + beta2 + (k >= 2 ? oldb * oldb : 0.0));
+  sc[11] = tnorm2;
+  const double cs = sc[12], sn = sc[13], dbar = sc[8];
+  sc[14] = sc[9];
+  sc[15] = cs * dbar + sn * alfa;
+  const double gbar = sn * dbar - cs * alfa;
+  sc[9] = sn * beta;
+  sc[8] = -cs * beta;
+  const double gamma = hypot(gbar, beta);
+  if (gamma <= sc[4] * sqrt(tnorm2)) {
+    gk_halt(sc, GK_MINRES_SINGULAR, k - 1, 0.0);
+    return;
+  }
+  sc[12] = gbar / gamma;
+  sc[13] = beta / gamma;
+  sc[16] = gamma;
+  sc[17] = sc[12] * sc[10];
+  sc[10] = sc[13] * sc[10];
+  sc[6] = oldb;
+  sc[5] = beta;
+  if (sc[10] <= sc[3] || beta == 0.0) gk_halt(sc, GK_CONVERGED, k, sc[10]);
+}
+
+// nxt -= (alfa / beta) r2; with `rotate` (no preconditioner: y = nxt) beta2 = nxt^H nxt
+// and the rotation
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_next(gk_index n, const T* r2, T* nxt, double* sc,
+                   typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
+                   int rotate) {
+  double acc[1] = {0.0}, total[1];
+  T c;
+  gk_set(c, -sc[7] / sc[5]);
+  GK_GRID_STRIDE(i, n) {
+    const T u = gk_axpy(nxt[i], c, r2[i]);
+    nxt[i] = u;
+    acc[0] += gk_abs2(u);
+  }
+  if (!rotate) return;
+  if (!gk_grid_sum<1, double>(acc, (double*)part, ticket, total) || !gk_running(sc)) return;
+  gk_minres_rotate(sc, total[0], k);
+}
+
+// beta2 = r2^H y (y = M r2) and the rotation
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_beta(gk_index n, const T* r2, const T* y, double* sc,
+                   typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(r2[i], y[i])); }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  gk_minres_rotate(sc, gk_real(total[0]), k);
+}
+
+// w = (v - oldeps w1 - delta w2) / gamma, x += phi w; the next v = y / beta
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_minres_update(gk_index n, T* v, const T* w1, const T* w2, T* w, T* x, const T* y,
+                     const double* sc, long long k) {
+  if (!gk_applies(sc, k)) return;
+  const bool next = gk_running(sc);
+  T minus_oldeps, minus_delta, inv_gamma, phi, inv_beta;
+  gk_set(minus_oldeps, -sc[14]);
+  gk_set(minus_delta, -sc[15]);
+  gk_set(inv_gamma, 1.0 / sc[16]);
+  gk_set(phi, sc[17]);
+  gk_set(inv_beta, 1.0 / sc[5]);
+  GK_GRID_STRIDE(i, n) {
+    T wi = gk_axpy(gk_scale(minus_oldeps, w1[i]), minus_delta, w2[i]);
+    wi = gk_scale(inv_gamma, gk_plus(wi, v[i]));
+    w[i] = wi;
+    x[i] = gk_axpy(x[i], phi, wi);
+    if (next) v[i] = gk_scale(inv_beta, y[i]);
+  }
+}
+
+// --- BiCGSTAB: sc[6] rho, [8] rho_prev, [10] alpha, [12] omega, [14] beta (complex: two
+// doubles each), [16] cos_prev, [17] ||rhat||, [18] ||r||, [19] ||s|| ------------------
+// rho = rhat^H r at the start of iteration k, judged (a breakdown keeps iteration k - 1)
+template <typename A> __device__ void gk_bicgstab_rho(double* sc, A rho, long long k) {
+  if (!gk_finite(rho)) {
+    gk_halt(sc, GK_NONFINITE, k - 1, 0.0);
+    return;
+  }
+  const double eps = sc[4], scale = sc[17] * sc[18];
+  const double cosine = scale != 0.0 ? gk_abs(rho) / scale : 1.0;
+  if (gk_is_zero(rho) || (cosine <= 1024.0 * eps && cosine <= sqrt(eps) * sc[16])) {
+    gk_halt(sc, GK_BICGSTAB_RHO, k - 1, 0.0);
+    return;
+  }
+  sc[16] = cosine;
+  if (k > 1) {
+    A rho_prev, alpha, omega;
+    gk_load(sc, 8, rho_prev);
+    gk_load(sc, 10, alpha);
+    gk_load(sc, 12, omega);
+    gk_store(sc, 14, gk_mul(gk_div(rho, rho_prev), gk_div(alpha, omega)));
+  }
+  gk_store(sc, 6, rho);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_start(gk_index n, const T* rhat, const T* r, double* sc,
+                      typename gk_acc<T>::type* part, unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(rhat[i], r[i])); }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  gk_bicgstab_rho(sc, total[0], 1);
+}
+
+// p = r + beta (p - omega v)
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_direction(gk_index n, const T* r, const T* v, T* p, const double* sc) {
+  typedef typename gk_acc<T>::type A;
+  if (!gk_running(sc)) return;
+  A beta_s, omega_s;
+  gk_load(sc, 14, beta_s);
+  gk_load(sc, 12, omega_s);
+  T beta, minus_omega;
+  gk_set(beta, beta_s);
+  gk_set(minus_omega, gk_neg(omega_s));
+  GK_GRID_STRIDE(i, n) { p[i] = gk_axpy(r[i], beta, gk_axpy(p[i], minus_omega, v[i])); }
+}
+
+// v = A phat (av, kept past A's next call), alpha = rho / rhat^H v
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_alpha(gk_index n, const T* rhat, const T* av, T* v, double* sc,
+                      typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(1);
+  GK_GRID_STRIDE(i, n) {
+    const T u = av[i];
+    v[i] = u;
+    acc[0] = gk_add(acc[0], gk_dot(rhat[i], u));
+  }
+  if (!gk_grid_sum<1, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const A rv = total[0];
+  if (!gk_finite(rv)) {
+    gk_halt(sc, GK_NONFINITE, k - 1, 0.0);
+  } else if (gk_is_zero(rv)) {
+    gk_halt(sc, GK_BICGSTAB_RV, k - 1, 0.0);
+  } else {
+    A rho;
+    gk_load(sc, 6, rho);
+    gk_store(sc, 10, gk_div(rho, rv));
+  }
+}
+
+// x += alpha phat, r -= alpha v (r is now s), whose norm may end the loop
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_half(gk_index n, const T* phat, const T* v, T* x, T* r, double* sc,
+                     typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  double acc[1] = {0.0}, total[1];
+  const bool on = gk_running(sc);
+  A alpha_s;
+  gk_load(sc, 10, alpha_s);
+  T alpha, minus_alpha;
+  gk_set(alpha, alpha_s);
+  gk_set(minus_alpha, gk_neg(alpha_s));
+  GK_GRID_STRIDE(i, n) {
+    T ri = r[i];
+    if (on) {
+      x[i] = gk_axpy(x[i], alpha, phat[i]);
+      ri = gk_axpy(ri, minus_alpha, v[i]);
+      r[i] = ri;
+    }
+    acc[0] += gk_abs2(ri);
+  }
+  if (!gk_grid_sum<1, double>(acc, (double*)part, ticket, total) || !gk_running(sc)) return;
+  const double snorm = sqrt(total[0]);
+  sc[19] = snorm;
+  if (snorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, snorm);
+  } else if (!isfinite(snorm)) {
+    gk_halt(sc, GK_NONFINITE, k, snorm);
+  }
+}
+
+// omega = t^H s / t^H t (t = A shat), judged
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_omega(gk_index n, const T* t, const T* s, double* sc,
+                      typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(2);
+  GK_GRID_STRIDE(i, n) {
+    const T ti = t[i];
+    acc[0] = gk_add(acc[0], A{gk_abs2(ti)});
+    acc[1] = gk_add(acc[1], gk_dot(ti, s[i]));
+  }
+  if (!gk_grid_sum<2, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const double tt = gk_real(total[0]);
+  const A ts = total[1];
+  if (!isfinite(tt) || !gk_finite(ts)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  A omega;
+  if (tt != 0.0) {
+    omega = gk_div(ts, tt);
+  } else {
+    gk_zero(omega);
+  }
+  if (gk_is_zero(omega) || gk_abs(ts) <= sc[4] * sqrt(tt) * sc[19]) {
+    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
+    return;
+  }
+  gk_store(sc, 12, omega);
+}
+
+// x += omega shat, r -= omega t; ||r|| may end the loop, else rho of the next iteration
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_update(gk_index n, const T* shat, const T* t, const T* rhat, T* x, T* r,
+                       double* sc, typename gk_acc<T>::type* part, unsigned int* ticket,
+                       long long k, int judge_next) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(2);
+  const bool on = gk_running(sc);
+  A omega_s;
+  gk_load(sc, 12, omega_s);
+  T omega, minus_omega;
+  gk_set(omega, omega_s);
+  gk_set(minus_omega, gk_neg(omega_s));
+  GK_GRID_STRIDE(i, n) {
+    T ri = r[i];
+    if (on) {
+      x[i] = gk_axpy(x[i], omega, shat[i]);
+      ri = gk_axpy(ri, minus_omega, t[i]);
+      r[i] = ri;
+    }
+    acc[0] = gk_add(acc[0], A{gk_abs2(ri)});
+    acc[1] = gk_add(acc[1], gk_dot(rhat[i], ri));
+  }
+  if (!gk_grid_sum<2, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  const double rnorm = sqrt(gk_real(total[0]));
+  sc[18] = rnorm;
+  if (rnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, rnorm);
+    return;
+  }
+  if (!isfinite(rnorm)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  A rho;
+  gk_load(sc, 6, rho);
+  gk_store(sc, 8, rho);
+  if (judge_next) gk_bicgstab_rho(sc, total[1], k + 1);
+}
