@@ -77,9 +77,11 @@ def test_mlp_step_optimizer_is_one_launch():
 KRYLOV_OPS_NOT_MET = {
     "bicgstab": "7 device ops/iteration (2 operator products and 5 fused steps, each "
     "waiting on the last one's dot products)",
-    "gmres": "12.3 device ops/Arnoldi step",
+    "gmres": "4.15 device ops/Arnoldi step (4 a step: the product and 3 fused Gram-Schmidt "
+    "kernels; 3 a restart cycle of 20: the update of x, the true residual's product and "
+    "kernel)",
 }
-KRYLOV_SYNCS_NOT_MET = {"gmres": "3.05 host syncs/Arnoldi step"}
+KRYLOV_SYNCS_NOT_MET: dict[str, str] = {}
 
 
 def _krylov_budget(not_met: dict[str, str], target: str) -> list:

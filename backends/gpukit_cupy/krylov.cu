@@ -123,6 +123,11 @@ __device__ __forceinline__ double gk_scale(double a, double x) { return a * x; }
 template <typename R> __device__ __forceinline__ gk_cx<R> gk_scale(gk_cx<R> a, gk_cx<R> x) {
   return {a.re * x.re - a.im * x.im, a.re * x.im + a.im * x.re};
 }
+__device__ __forceinline__ float gk_minus(float a, float b) { return a - b; }
+__device__ __forceinline__ double gk_minus(double a, double b) { return a - b; }
+template <typename R> __device__ __forceinline__ gk_cx<R> gk_minus(gk_cx<R> a, gk_cx<R> b) {
+  return {a.re - b.re, a.im - b.im};
+}
 __device__ __forceinline__ float gk_plus(float a, float b) { return a + b; }
 __device__ __forceinline__ double gk_plus(double a, double b) { return a + b; }
 template <typename R> __device__ __forceinline__ gk_cx<R> gk_plus(gk_cx<R> a, gk_cx<R> b) {
@@ -596,4 +601,231 @@ __global__ void __launch_bounds__(GK_KB)
   gk_load(sc, 6, rho);
   gk_store(sc, 8, rho);
   if (judge_next) gk_bicgstab_rho(sc, total[1], k + 1);
+}
+
+// --- GMRES -------------------------------------------------------------------------
+// The basis V is (m + 1) rows of n, kept unnormalised: row k times rs[k] is the Arnoldi
+// vector (rs[k] = 1 / its norm), so no launch only divides. The Hessenberg entries go to
+// `h1` (the first Gram-Schmidt pass), `h2` (the second) and then the column's record
+// `rec`: its entries h1 + h2 (re, im pairs), then h0 = ||A v_j|| and hn, the new row's
+// norm; the host reads the records every few steps and reduces them (Givens).
+__device__ __forceinline__ void gk_pair(double* out, gk_index k, double a) {
+  out[k * 2] = a;
+  out[k * 2 + 1] = 0.0;
+}
+__device__ __forceinline__ void gk_pair(double* out, gk_index k, gk_z a) {
+  out[k * 2] = a.re;
+  out[k * 2 + 1] = a.im;
+}
+__device__ __forceinline__ void gk_unpair(const double* in, gk_index k, double& a) {
+  a = in[k * 2];
+}
+__device__ __forceinline__ void gk_unpair(const double* in, gk_index k, gk_z& a) {
+  a.re = in[k * 2];
+  a.im = in[k * 2 + 1];
+}
+
+// out[k] = sum_i conj(rs[k] V[k][i]) w_i for k < nv, and out[nv] = sum_i |w_i|^2 when
+// `norm`, over the grid (four sums at a time per block); true in the last block to finish,
+// after its threads wrote `out`.
+template <typename T, typename W>
+__device__ bool gk_gmres_sums(gk_index n, const T* V, const double* rs, int nv, bool norm,
+                              W w_of, typename gk_acc<T>::type* part, unsigned int* ticket,
+                              double* out) {
+  typedef typename gk_acc<T>::type A;
+  __shared__ A sh[4][GK_KB];
+  __shared__ bool last;
+  const unsigned int tid = threadIdx.x;
+  const int nout = nv + (norm ? 1 : 0);
+  for (int g = 0; g < nout; g += 4) {
+    A acc[4];
+    T s[4];
+    for (int q = 0; q < 4; ++q) {
+      gk_zero(acc[q]);
+      gk_set(s[q], g + q < nv ? rs[g + q] : 0.0);
+    }
+    GK_GRID_STRIDE(i, n) {
+      const T wi = w_of(i);
+      for (int q = 0; q < 4 && g + q < nout; ++q) {
+        const int k = g + q;
+        if (k < nv) {
+          acc[q] = gk_add(acc[q], gk_dot(gk_scale(s[q], V[(gk_index)k * n + i]), wi));
+        } else {
+          acc[q] = gk_add(acc[q], A{gk_abs2(wi)});
+        }
+      }
+    }
+    for (int q = 0; q < 4; ++q) sh[q][tid] = acc[q];
+    gk_block_sum<4, A>(sh);
+    if (tid == 0) {
+      for (int q = 0; q < 4 && g + q < nout; ++q) {
+        part[(gk_index)blockIdx.x * nout + g + q] = sh[q][0];
+      }
+    }
+    __syncthreads();
+  }
+  if (tid == 0) {
+    __threadfence();
+    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  for (int k = tid; k < nout; k += GK_KB) {
+    A a;
+    gk_zero(a);
+    for (gk_index b = 0; b < (gk_index)gridDim.x; ++b) {
+      A p;
+      gk_volatile(&part[b * nout + k], p);
+      a = gk_add(a, p);
+    }
+    gk_pair(out, k, a);
+  }
+  if (tid == 0) *ticket = 0;
+  return true;
+}
+
+// h1 = V[:j+1]^H w and ||w||^2 (into h1[j + 1]), w = rs[j] A V[j] (av)
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_gmres_project(gk_index n, const T* V, long long j, const T* av, const double* rs,
+                     double* h1, typename gk_acc<T>::type* part, unsigned int* ticket) {
+  T sj;
+  gk_set(sj, rs[j]);
+  gk_gmres_sums(n, V, rs, (int)j + 1, true, [&](gk_index i) { return gk_scale(sj, av[i]); },
+                part, ticket, h1);
+}
+
+// V[j+1] = w - V[:j+1] h1 (the first pass), then h2 = V[:j+1]^H V[j+1]
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_gmres_orthogonalise(gk_index n, T* V, long long j, const T* av, const double* rs,
+                           const double* h1, double* h2, typename gk_acc<T>::type* part,
+                           unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  T* w = V + (j + 1) * n;
+  T sj;
+  gk_set(sj, rs[j]);
+  GK_GRID_STRIDE(i, n) {
+    T wi = gk_scale(sj, av[i]);
+    for (long long k = 0; k <= j; ++k) {
+      A hk;
+      gk_unpair(h1, k, hk);
+      T c, s;
+      gk_set(c, gk_neg(hk));
+      gk_set(s, rs[k]);
+      wi = gk_axpy(wi, c, gk_scale(s, V[k * n + i]));
+    }
+    w[i] = wi;
+  }
+  // each thread reads back only the entries it wrote: the same grid-stride positions
+  gk_gmres_sums(n, (const T*)V, rs, (int)j + 1, false, [&](gk_index i) { return w[i]; }, part,
+                ticket, h2);
+}
+
+// V[j+1] -= V[:j+1] h2 (the second pass); its norm hn, the column's record, and rs[j+1]
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_gmres_normalise(gk_index n, T* V, long long j, double* rs, const double* h1,
+                       const double* h2, double* rec, double eps, double* part,
+                       unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  T* w = V + (j + 1) * n;
+  double acc[1] = {0.0}, total[1];
+  GK_GRID_STRIDE(i, n) {
+    T wi = w[i];
+    for (long long k = 0; k <= j; ++k) {
+      A hk;
+      gk_unpair(h2, k, hk);
+      T c, s;
+      gk_set(c, gk_neg(hk));
+      gk_set(s, rs[k]);
+      wi = gk_axpy(wi, c, gk_scale(s, V[k * n + i]));
+    }
+    w[i] = wi;
+    acc[0] += gk_abs2(wi);
+  }
+  if (!gk_grid_sum<1, double>(acc, part, ticket, total)) return;
+  const gk_index top = (j + 1) * 2;  // the entries' end: h0 and hn follow
+  const double h0 = sqrt(h1[top]), hn = sqrt(total[0]);
+  for (gk_index k = 0; k < top; ++k) rec[k] = h1[k] + h2[k];
+  rec[top] = h0;
+  rec[top + 1] = hn;
+  // a new row in the basis' span (an invariant subspace) or not finite ends the cycle
+  // with this column; it stays unnormalised
+  rs[j + 1] = isfinite(hn) && hn > eps * h0 ? 1.0 / hn : 1.0;
+}
+
+// ||v|| as scale * sqrt(ssq), summed without over- or underflow (LAPACK's scaled sum of
+// squares): a residual from a huge x0 has squares beyond double
+struct gk_ssq {
+  double scale, ssq;
+};
+__device__ __forceinline__ void gk_zero(gk_ssq& a) { a.scale = a.ssq = 0.0; }
+__device__ __forceinline__ gk_ssq gk_add(gk_ssq a, gk_ssq b) {
+  if (a.scale < b.scale) {
+    const gk_ssq t = a;
+    a = b;
+    b = t;
+  }
+  if (b.scale == a.scale || b.scale == 0.0) {  // equal (also both inf), or nothing to add
+    a.ssq += b.ssq;
+  } else {
+    const double ratio = b.scale / a.scale;
+    a.ssq += b.ssq * ratio * ratio;
+  }
+  return a;
+}
+__device__ __forceinline__ void gk_volatile(const gk_ssq* p, gk_ssq& a) {
+  const double* q = (const double*)p;
+  a.scale = gk_volatile(q);
+  a.ssq = gk_volatile(q + 1);
+}
+__device__ __forceinline__ gk_ssq gk_ssq_of(double v) {  // NaN stays NaN in ssq
+  if (v != v) return {0.0, v};
+  return v == 0.0 ? gk_ssq{0.0, 0.0} : gk_ssq{fabs(v), 1.0};
+}
+__device__ __forceinline__ gk_ssq gk_ssq_add(gk_ssq a, float v) {
+  return gk_add(a, gk_ssq_of(v));
+}
+__device__ __forceinline__ gk_ssq gk_ssq_add(gk_ssq a, double v) {
+  return gk_add(a, gk_ssq_of(v));
+}
+template <typename R> __device__ __forceinline__ gk_ssq gk_ssq_add(gk_ssq a, gk_cx<R> v) {
+  return gk_add(gk_add(a, gk_ssq_of(v.re)), gk_ssq_of(v.im));
+}
+
+// r = b - A x (ax), V[0] = r, beta = ||r|| (hb[0]) and rs[0] = 1 / beta
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_gmres_residual(gk_index n, const T* b, const T* ax, T* r, T* v0, double* hb,
+                      double* rs, double* part, unsigned int* ticket) {
+  gk_ssq acc[1], total[1];
+  gk_zero(acc[0]);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = gk_minus(b[i], ax[i]);
+    r[i] = ri;
+    v0[i] = ri;
+    acc[0] = gk_ssq_add(acc[0], ri);
+  }
+  if (!gk_grid_sum<1, gk_ssq>(acc, (gk_ssq*)part, ticket, total)) return;
+  hb[0] = total[0].scale * sqrt(total[0].ssq);
+  rs[0] = 1.0 / hb[0];
+}
+
+// out = V[:k]^T (rs y) (add: x += it)
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_gmres_combine(gk_index n, const T* V, long long k, const double* rs, const T* y, T* out,
+                     int add) {
+  GK_GRID_STRIDE(i, n) {
+    T u;
+    gk_set(u, 0.0);
+    for (long long q = 0; q < k; ++q) {
+      T s;
+      gk_set(s, rs[q]);
+      u = gk_axpy(u, y[q], gk_scale(s, V[q * n + i]));
+    }
+    out[i] = add ? gk_plus(out[i], u) : u;
+  }
 }

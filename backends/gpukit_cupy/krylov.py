@@ -59,6 +59,11 @@ KERNELS = (
     "gk_bicgstab_half",
     "gk_bicgstab_omega",
     "gk_bicgstab_update",
+    "gk_gmres_project",
+    "gk_gmres_orthogonalise",
+    "gk_gmres_normalise",
+    "gk_gmres_residual",
+    "gk_gmres_combine",
 )
 _SOURCE = Path(__file__).with_name("krylov.cu")
 _INCLUDE = '#include "gk_common.cuh"'
@@ -140,7 +145,7 @@ class DeviceSpace:
             self._xp.add(self._xp.multiply(y, beta, out=y), x, out=y)
 
     def krylov_steps(self, method: str) -> type | None:
-        """The device steps of loop ``method`` (GMRES: the host's, for now)."""
+        """The device steps of loop ``method``, or None for the host's."""
         if np.dtype(self._type) not in _CTYPES:
             return None
         return _STEPS.get(method)
@@ -298,4 +303,106 @@ class _Bicgstab(_Steps):
         )  # fmt: skip
 
 
-_STEPS: dict[str, type] = {"cg": _CG, "minres": _Minres, "bicgstab": _Bicgstab}
+class _Gmres(_Steps):
+    """Arnoldi with the basis and the Hessenberg columns on the device (``krylov.cu``
+    keeps the rows unnormalised, each with its scale ``rs``), read by the host every few
+    steps, at the end of each cycle and at the last step, one copy for all the columns
+    since the last read; the true residual at a restart stays on the device until the
+    next read unless the cycle ended early (then the solve is likely done: read at once).
+
+    ``hb``: [0] the norm of the residual the cycle started from, then ``rs`` (m + 1),
+    the columns' records (``m`` of ``2 (m + 1) + 2``: column ``j``'s ``j + 1`` entries as
+    (re, im) pairs, then ``h0`` and ``hn``), and the two passes' scratch.
+    """
+
+    def __init__(
+        self, space: DeviceSpace, x: Any, tol: float, maxiter: int, m: int, to_host: Any
+    ) -> None:
+        super().__init__(space, x, tol, maxiter)
+        cupy = self.cupy
+        self.m, self.record = m, 2 * (m + 1) + 2
+        self.V = cupy.empty((m + 1, self.n), dtype=self.dtype)
+        self.at_rs, self.at_records = 1, m + 2
+        self.at_h1 = self.at_records + m * self.record
+        self.at_h2 = self.at_h1 + 2 * (m + 2)
+        self.hb = cupy.zeros(self.at_h2 + 2 * (m + 2), dtype=np.float64)
+        self.sums = cupy.empty(self.grid[0] * (m + 2) * 2, dtype=np.float64)
+        self.started = self.pending = False
+        self.taken = self.formed = self.steps = 0
+
+    def _slot(self, at: int) -> Any:
+        return self.hb[at:]
+
+    def begin(self, r: Any, rnorm: float | None) -> None:
+        """The cycle's first basis vector: ``r`` (from the restart, on the device) with
+        the scale ``1 / ||r||``; the first cycle's comes from the host."""
+        self.taken = self.formed = 0
+        if not self.started:
+            self.started = True
+            self.cupy.copyto(self.V[0], r)
+            self.hb[:2] = self.cupy.asarray(np.array([rnorm, 1.0 / rnorm]))
+
+    def basis(self, j: int) -> Any:
+        return self.V[j]  # unnormalised: A and M are linear, the kernels apply rs[j]
+
+    def arnoldi(self, j: int, av: Any) -> None:
+        av, rs = self.own(av), self._slot(self.at_rs)
+        h1, h2 = self._slot(self.at_h1), self._slot(self.at_h2)
+        tail = (self.sums, self.ticket)
+        self.launch("gk_gmres_project", self.V, np.int64(j), av, rs, h1, *tail)
+        self.launch("gk_gmres_orthogonalise", self.V, np.int64(j), av, rs, h1, h2, *tail)
+        record = self._slot(self.at_records + j * self.record)
+        self.launch(
+            "gk_gmres_normalise", self.V, np.int64(j), rs, h1, h2, record,
+            np.float64(self.eps), self.part, self.ticket,
+        )  # fmt: skip
+        self.formed, self.steps = j + 1, self.steps + 1
+
+    def read(self, force: bool) -> tuple[float | None, list] | None:
+        if not (force or self.steps >= self.next_read):
+            return None
+        self.next_read = self.steps + min(self.steps, CHECK_EVERY)
+        hb = self.hb[: self.at_records + self.formed * self.record].get()
+        start = float(hb[0]) if self.pending else None
+        self.pending = False
+        columns = [self._column(hb, j) for j in range(self.taken, self.formed)]
+        self.taken = self.formed
+        return start, columns
+
+    def _column(self, hb: np.ndarray, j: int) -> tuple[np.ndarray, float, float]:
+        rec = hb[self.at_records + j * self.record :]
+        entries = rec[: 2 * (j + 1)]
+        col = entries[0::2] + 1j * entries[1::2] if self.dtype.kind == "c" else entries[0::2]
+        return col, float(rec[2 * j + 2]), float(rec[2 * j + 3])
+
+    def advance(self, x: Any, y: np.ndarray, psolve: Any) -> None:
+        """``x += V[:k] y`` (``x += M V[:k] y`` with a preconditioner)."""
+        yd = self.cupy.asarray(y.astype(self.dtype, copy=False))
+        k, rs = np.int64(len(y)), self._slot(self.at_rs)
+        if psolve is None:
+            self.launch("gk_gmres_combine", self.V, k, rs, yd, x, np.int32(1))
+            return
+        update = self.cupy.empty_like(x)
+        self.launch("gk_gmres_combine", self.V, k, rs, yd, update, np.int32(0))
+        self.cupy.add(x, self.own(psolve(update)), out=x)
+
+    def restart(self, matvec: Any, b: Any, x: Any, r: Any, now: bool) -> float | None:
+        """``r = b - A x``, also the next cycle's first basis vector; its norm now, or
+        with the next read."""
+        ax = self.own(matvec(x))
+        self.launch(
+            "gk_gmres_residual", self.own(b), ax, r, self.V[0], self.hb,
+            self._slot(self.at_rs), self.part, self.ticket,
+        )  # fmt: skip
+        if now:
+            return float(self.hb[:1].get()[0])
+        self.pending = True
+        return None
+
+    def reported(self, rnorm: float) -> None:
+        """None: the driver recomputes the residual with its own norm, so that every
+        loop reports the same quantity (``rnorm`` here is the kernel's scaled sum)."""
+        return None
+
+
+_STEPS: dict[str, type] = {"cg": _CG, "minres": _Minres, "bicgstab": _Bicgstab, "gmres": _Gmres}

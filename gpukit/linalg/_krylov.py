@@ -715,7 +715,8 @@ class GmresSteps:
     the host has not seen yet -- the residual norm the cycle started from (None when the
     host knows it) and the new columns ``(col, h0, hn)`` -- or None when it does not read
     now; ``restart(...)`` recomputes ``r = b - A x`` and returns its norm, or None when
-    it is read later with the next columns.
+    it is read later with the next columns; ``reported(rnorm)`` is the residual the
+    loop's outcome carries.
     """
 
     def __init__(
@@ -756,13 +757,20 @@ class GmresSteps:
         columns, self.columns = self.columns, []
         return None, columns
 
-    def combination(self, y: np.ndarray) -> Any:
-        """``V[:k]^T y`` for the ``k = len(y)`` columns taken."""
+    def advance(self, x: Any, y: np.ndarray, psolve: Op | None) -> None:
+        """``x += V[:k]^T y`` (``M V[:k]^T y`` with a preconditioner), ``k = len(y)``
+        the columns taken."""
         V = self.V[: len(y)]
-        return V.T @ self.xp.asarray(y.astype(V.dtype, copy=False))
+        update = V.T @ self.xp.asarray(y.astype(V.dtype, copy=False))
+        self.xp.add(x, update if psolve is None else psolve(update), out=x)
 
     def restart(self, matvec: Op, b: Any, x: Any, r: Any, now: bool) -> float | None:
         return _norm(self.xp, residual(self.xp, matvec, b, x, r))
+
+    def reported(self, rnorm: float) -> float | None:
+        """The true residual the loop reports (None: the driver recomputes it, as for
+        the other loops, when the steps' own norm is not the driver's)."""
+        return rnorm
 
 
 def _restart_verdict(
@@ -779,6 +787,10 @@ def _restart_verdict(
     if stagnant and not rnorm < before:
         return GMRES_STAGNATION
     return None
+
+
+def _verdict(s: Any, x: Any, it: int, verdict: str, rnorm: float) -> Outcome:
+    return Outcome(x, it, verdict == CONVERGED, verdict, s.reported(rnorm), estimate=rnorm)
 
 
 def gmres(
@@ -830,7 +842,7 @@ def gmres(
                 beta = start
                 verdict = _restart_verdict(beta, tol, it, maxiter, before, stagnant)
                 if verdict is not None:
-                    return Outcome(x, it, verdict == CONVERGED, verdict, beta)
+                    return _verdict(s, x, it, verdict, beta)
                 hess.g[0] = beta
             for col in columns:
                 end = hess.take(*col)
@@ -841,8 +853,7 @@ def gmres(
         if end == NONFINITE:
             return Outcome(x, it + hess.k, False, NONFINITE)
         it += hess.k
-        update = s.combination(hess.solve())
-        xp.add(x, update if psolve is None else psolve(update), out=x)
+        s.advance(x, hess.solve(), psolve)
         if callback is not None:
             callback(x)
         before, stagnant = beta, end == GMRES_STAGNATION
@@ -850,7 +861,7 @@ def gmres(
         if beta is not None:
             verdict = _restart_verdict(beta, tol, it, maxiter, before, stagnant)
             if verdict is not None:
-                return Outcome(x, it, verdict == CONVERGED, verdict, beta)
+                return _verdict(s, x, it, verdict, beta)
         s.begin(r, beta)
 
 
