@@ -541,7 +541,10 @@ _PARAMS = """
     The solve computes in the common dtype of its inputs, float16 in float32 and bool
     or integers in float64. It writes only into its own buffers: what ``A`` and ``M``
     return is only read (operators may return their input or a reused buffer), and
-    ``b`` and ``x0`` are never modified.
+    ``b`` and ``x0`` are never modified. On a GPU the host reads the solve's status
+    every few iterations (every 10 in steady state; every iteration with a callback):
+    the device skips every update after a stop, so ``x`` and ``info`` are those of the
+    iteration that stopped, after up to 9 iterations of discarded work.
 """
 
 
