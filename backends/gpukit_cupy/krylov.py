@@ -165,7 +165,7 @@ class _Steps:
         self.grid, self.block = (max(blocks, 1),), (_BLOCK,)
         self.part = cupy.empty(self.grid[0] * 8, dtype=np.float64)  # 4 complex sums a block
         self.ticket = cupy.zeros(1, dtype=np.uint32)
-        self.module = _module(cupy, self.dtype)
+        self.module, self.functions = _module(cupy, self.dtype), {}
         self.ctype = _CTYPES[self.dtype]
         self.stop: tuple[int, int, float] | None = None
         self.next_read = 1
@@ -180,7 +180,9 @@ class _Steps:
         self.sc = self.cupy.asarray(values)
 
     def launch(self, name: str, *args: Any) -> None:
-        kernel = self.module.get_function(f"{name}<{self.ctype}>")
+        kernel = self.functions.get(name)
+        if kernel is None:
+            kernel = self.functions[name] = self.module.get_function(f"{name}<{self.ctype}>")
         kernel(self.grid, self.block, (np.int64(self.n), *args))
         self.fresh = False
 
