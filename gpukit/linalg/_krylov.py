@@ -678,7 +678,7 @@ class Hessenberg:
         j = self.k
         if not _finite(h0, hn, *col):
             return NONFINITE
-        col = np.asarray(col, dtype=self.dtype).copy()
+        col = np.asarray(col, dtype=self.dtype)  # rotated in place: a fresh array
         breakdown = hn <= self.eps * h0  # w lies in the basis' span: an invariant subspace
         if breakdown:
             hn = 0.0
