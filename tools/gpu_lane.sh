@@ -73,7 +73,7 @@ step "7/8 GPU benchmarks with same-run peers (raw CuPy; PyTorch CUDA when import
 # One case at a time, each under its own limit, so a slow case costs only itself.
 quick=$([ "${GPU_LANE_QUICK:-}" = 1 ] && echo --quick || true)
 for case in $("$PY" -m gpukit bench --list | awk '/^cases/{on=1; next} /^impl/{on=0} on{print $1}'); do
-    timeout "$(limit 30)" "$PY" -m gpukit bench --json --no-progress $quick --cases "$case" \
+    timeout "$(limit 60)" "$PY" -m gpukit bench --json --no-progress $quick --cases "$case" \
         --impls gpukit-cupy,cupy,torch-cuda > "$OUT/bench-$case.json" 2>> "$OUT/bench.log" \
         || status=1
 done
