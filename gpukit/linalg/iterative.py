@@ -468,7 +468,8 @@ def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
         raise ValueError(f"{op}: 'x0' has shape {tuple(x0.shape)} but 'b' has shape ({n},)")
     a = a_arr if a_arr is not None else a
     m = m_arr if m_arr is not None else m
-    dtypes = [b.dtype] + [getattr(v, "dtype", b.dtype) for v in (a, m, x0) if v is not None]
+    # an operator without a dtype (SciPy's IdentityOperator has None) does not promote
+    dtypes = [b.dtype] + [d for v in (a, m, x0) if (d := getattr(v, "dtype", None)) is not None]
     dtype = solve_dtype(*dtypes)
     matvec = _operator(op, backend, a, "A", n, dtype)
     psolve = None if m is None else _operator(op, backend, m, "M", n, dtype)
