@@ -19,6 +19,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
+
 
 def _cuda(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
@@ -88,17 +90,110 @@ def ceilings() -> dict[str, float]:
     return rates
 
 
-def cost() -> dict[str, dict[str, float | str]]:
-    """The measured time of one unit of each single-device workload of
-    ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy.
-
-    Steady state as the simulator's counts are: (median time of ``run(hi)`` - median time of
+def _per_unit(run, lo: int, hi: int, sync) -> float:
+    """Seconds per unit of ``run(k)`` in steady state: (median of ``run(hi)`` - median of
     ``run(lo)``) / (hi - lo), host clock around a device synchronisation, so launch
-    overhead and host syncs are in it (CUDA events would hide the host's share).
-    """
+    overhead and host syncs are in it (CUDA events would hide the host's share)."""
     import time
 
+    run(hi)  # warm up: kernels compiled, plans made, the pool grown
+    sync()
+
+    def timed(k: int) -> float:
+        start = time.perf_counter()
+        run(k)
+        sync()
+        return time.perf_counter() - start
+
+    t_lo = sorted(timed(lo) for _ in range(7))[3]
+    t_hi = sorted(timed(hi) for _ in range(7))[3]
+    return (t_hi - t_lo) / (hi - lo)
+
+
+def _repeat(step):
+    def run(k: int) -> None:
+        for _ in range(k):
+            step()
+
+    return run
+
+
+def _peer_solve():
+    import cupy
+
+    rng = np.random.default_rng(0)  # the inputs of gpu_cost.solve_1000
+    a = cupy.asarray(rng.standard_normal((1000, 1000)) + 1000 * np.eye(1000))
+    b = cupy.asarray(rng.standard_normal(1000))
+    return _repeat(lambda: cupy.linalg.solve(a, b))
+
+
+def _peer_fft2():
+    import cupy
+
+    rng = np.random.default_rng(0)
+    shape = (16, 512, 512)
+    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    x = cupy.asarray(x.astype(np.complex64))
+    return _repeat(lambda: cupy.fft.fft2(x))
+
+
+def _peer_krylov(method: str):
+    def build():
+        import cupy
+        import cupyx.scipy.sparse as sparse
+        import cupyx.scipy.sparse.linalg as splinalg
+        import scipy.sparse
+
+        n = 64  # gpu_cost._krylov's 64x64 Poisson operator
+        t = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+        e = scipy.sparse.identity(n)
+        a = sparse.csr_matrix(scipy.sparse.kron(t, e) + scipy.sparse.kron(e, t))
+        b = cupy.asarray(np.random.default_rng(0).standard_normal(n * n))
+        solve = getattr(splinalg, method)
+        return lambda k: solve(a, b, rtol=1e-300, atol=0.0, maxiter=k)
+
+    return build
+
+
+def _peer_mlp():
+    import torch
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    ).to(dev)  # fmt: skip
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(256, 784, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return _repeat(step)
+
+
+#: workload -> (peer, builder of its run(k)): the same unit of work in the library gpukit
+#: is measured against (issue 30's anchors).
+PEERS = {
+    "mlp_step": ("PyTorch CUDA (default Adam)", _peer_mlp),
+    "cg": ("cupyx.scipy.sparse.linalg.cg", _peer_krylov("cg")),
+    "bicgstab": ("cupyx.scipy.sparse.linalg.bicgstab", _peer_krylov("bicgstab")),
+    "fft2": ("cupy.fft.fft2", _peer_fft2),
+    "solve_1000": ("cupy.linalg.solve", _peer_solve),
+}
+
+
+def cost() -> dict[str, dict[str, float | str]]:
+    """The measured time of one unit of each single-device workload of
+    ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy, and of
+    the same unit in its peer library (:data:`PEERS`)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "asv_bench"))
+    import cupy
     import gpu_cost  # the workloads live with the benchmarks
 
     import gpukit as gk
@@ -112,20 +207,22 @@ def cost() -> dict[str, dict[str, float | str]]:
             results[name] = {"skipped": str(exc)}
             continue
         lo, hi = gpu_cost.SPAN.get(name, gpu_cost.DEFAULT_SPAN)
-        hi_timed = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
-        run(hi_timed)  # warm up: kernels compiled, plans made, the pool grown
-        gk.synchronize()
+        hi = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
+        row: dict[str, float | str] = {"unit": unit}
+        row["us_per_unit"] = _per_unit(run, lo, hi, gk.synchronize) * 1e6
+        if name in PEERS:
+            peer, make = PEERS[name]
+            try:
+                sync = cupy.cuda.get_current_stream().synchronize
+                if name == "mlp_step":
+                    import torch
 
-        def timed(k: int, run=run) -> float:
-            start = time.perf_counter()
-            run(k)
-            gk.synchronize()
-            return time.perf_counter() - start
-
-        t_lo = sorted(timed(lo) for _ in range(7))[3]
-        t_hi = sorted(timed(hi_timed) for _ in range(7))[3]
-        results[name] = {"unit": unit, "us_per_unit": (t_hi - t_lo) / (hi_timed - lo) * 1e6}
-        print(f"{name:20s} {results[name]['us_per_unit']:10.1f} us per {unit}", flush=True)
+                    sync = torch.cuda.synchronize
+                row["peer"], row["peer_us_per_unit"] = peer, _per_unit(make(), lo, hi, sync) * 1e6
+            except Exception as exc:  # a peer missing here must not lose gpukit's row
+                row["peer"] = f"{peer}: {type(exc).__name__}: {exc}"
+        results[name] = row
+        print(f"{name:20s} {row}", flush=True)
     return results
 
 
@@ -181,10 +278,16 @@ def _cost(out: Path) -> list[str]:
         report = json.loads((out / "cost.json").read_text())
     except (OSError, ValueError):
         return ["no GPU-cost timings (cost.json missing or unreadable)"]
-    rows = ["| workload | measured per unit |", "|---|---|"]
+    rows = ["| workload | gpukit per unit | peer | peer per unit |", "|---|---|---|---|"]
     for name, r in report.items():
-        cell = f"{r['us_per_unit']:,.1f} us per {r['unit']}" if "unit" in r else r["skipped"]
-        rows.append(f"| {name} | {cell} |")
+        if "unit" not in r:
+            rows.append(f"| {name} | {r['skipped']} | | |")
+            continue
+        peer = f"{r['peer_us_per_unit']:,.1f} us" if "peer_us_per_unit" in r else ""
+        rows.append(
+            f"| {name} | {r['us_per_unit']:,.1f} us per {r['unit']} | {r.get('peer', '')} "
+            f"| {peer} |"
+        )
     return rows
 
 
