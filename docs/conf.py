@@ -35,7 +35,7 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "benchmarks/*.md"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "benchmarks/**.md"]
 default_role = "py:obj"
 
 # -- autodoc / autosummary / numpydoc ----------------------------------------------------
