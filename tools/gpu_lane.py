@@ -19,8 +19,6 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
-
 
 def _cuda(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}" if v else "none"
@@ -110,88 +108,10 @@ def _per_unit(run, lo: int, hi: int, sync) -> float:
     return (t_hi - t_lo) / (hi - lo)
 
 
-def _repeat(step):
-    def run(k: int) -> None:
-        for _ in range(k):
-            step()
-
-    return run
-
-
-def _peer_solve():
-    import cupy
-
-    rng = np.random.default_rng(0)  # the inputs of gpu_cost.solve_1000
-    a = cupy.asarray(rng.standard_normal((1000, 1000)) + 1000 * np.eye(1000))
-    b = cupy.asarray(rng.standard_normal(1000))
-    return _repeat(lambda: cupy.linalg.solve(a, b))
-
-
-def _peer_fft2():
-    import cupy
-
-    rng = np.random.default_rng(0)
-    shape = (16, 512, 512)
-    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
-    x = cupy.asarray(x.astype(np.complex64))
-    return _repeat(lambda: cupy.fft.fft2(x))
-
-
-def _peer_krylov(method: str):
-    def build():
-        import cupy
-        import cupyx.scipy.sparse as sparse
-        import cupyx.scipy.sparse.linalg as splinalg
-        import scipy.sparse
-
-        n = 64  # gpu_cost._krylov's 64x64 Poisson operator
-        t = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
-        e = scipy.sparse.identity(n)
-        a = sparse.csr_matrix(scipy.sparse.kron(t, e) + scipy.sparse.kron(e, t))
-        b = cupy.asarray(np.random.default_rng(0).standard_normal(n * n))
-        solve = getattr(splinalg, method)
-        return lambda k: solve(a, b, rtol=1e-300, atol=0.0, maxiter=k)
-
-    return build
-
-
-def _peer_mlp():
-    import torch
-
-    torch.manual_seed(0)
-    dev = torch.device("cuda")
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 10),
-    ).to(dev)  # fmt: skip
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(256, 784, device=dev)
-    y = torch.randint(0, 10, (256,), device=dev)
-
-    def step():
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    return _repeat(step)
-
-
-#: workload -> (peer, builder of its run(k)): the same unit of work in the library gpukit
-#: is measured against (issue 30's anchors).
-PEERS = {
-    "mlp_step": ("PyTorch CUDA (default Adam)", _peer_mlp),
-    "cg": ("cupyx.scipy.sparse.linalg.cg", _peer_krylov("cg")),
-    "bicgstab": ("cupyx.scipy.sparse.linalg.bicgstab", _peer_krylov("bicgstab")),
-    "fft2": ("cupy.fft.fft2", _peer_fft2),
-    "solve_1000": ("cupy.linalg.solve", _peer_solve),
-}
-
-
 def cost() -> dict[str, dict[str, float | str]]:
     """The measured time of one unit of each single-device workload of
     ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy, and of
-    the same unit in its peer library (:data:`PEERS`)."""
+    the same unit in its peer library (``gpu_cost.PEERS``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "asv_bench"))
     import cupy
     import gpu_cost  # the workloads live with the benchmarks
@@ -210,8 +130,8 @@ def cost() -> dict[str, dict[str, float | str]]:
         hi = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
         row: dict[str, float | str] = {"unit": unit}
         row["us_per_unit"] = _per_unit(run, lo, hi, gk.synchronize) * 1e6
-        if name in PEERS:
-            peer, make = PEERS[name]
+        if name in gpu_cost.PEERS:
+            peer, make = gpu_cost.PEERS[name]
             try:
                 sync = cupy.cuda.get_current_stream().synchronize
                 if name == "mlp_step":
