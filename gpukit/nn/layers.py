@@ -64,6 +64,13 @@ def _real_input(name: str, x: Any) -> None:
         raise TypeError(f"gk.nn.{name}: x must be real, got dtype {x.dtype}")
 
 
+def _floating_input(name: str, x: Any) -> Any:
+    """A built-in activation's or Softmax's input: real, with bool and integers in float64
+    (as NumPy's ``exp`` gives them: the formulas and the fused kernels are floating)."""
+    _real_input(name, x)
+    return x.astype(np.float64) if x.dtype.kind in "biu" else x
+
+
 def _flat(a: Any, n: int) -> Any:
     """View of ``a`` as a matrix with ``n`` columns (rows = every leading axis)."""
     return a if a.ndim == 2 else a.reshape(-1, n)
@@ -176,7 +183,7 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        _real_input(type(self).__name__, x)
+        x = _floating_input(type(self).__name__, x)
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
@@ -396,9 +403,7 @@ class Softmax(Module):
         self._y: Any = None
 
     def forward(self, x: Any) -> Any:
-        _real_input("Softmax", x)
-        if x.dtype.kind in "biu":  # float64 as exp would give; shifting by the max must not wrap
-            x = x.astype(np.float64)
+        x = _floating_input("Softmax", x)  # shifting integers by the max must not wrap
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)

@@ -416,11 +416,37 @@ def _step(opt: Optimizer) -> None:
         hyper = opt._hyper(group)
         for p in group["params"]:
             if p.grad is not None:
-                updates.append((p, *opt._prepare(p, _gradient(opt._op, p), hyper)))
-    for p, kernel, args, new in updates:
+                kernel, args, new = opt._prepare(p, _gradient(opt._op, p), hyper)
+                args, back = _widened(args) if p.data.dtype == np.float16 else (args, ())
+                updates.append((p, kernel, args, new, back))
+    for p, kernel, args, new, back in updates:
         kernel(*args)
+        for half, wide in back:
+            with on_device_of(half):
+                half[...] = wide
         if new is not None:
             opt.state.setdefault(p, {}).update(new)
+
+
+def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, Any]]]:
+    """A float16 parameter's kernel arguments as float32 copies, and what to write back.
+
+    float16 parameters are updated in float32 and rounded once, as PyTorch's optimizers
+    compute half precision: Adam's ``eps`` (1e-8) and the square of a small gradient
+    vanish in float16, and the kernels take float32 or float64. Every update kernel takes
+    ``(param, grad, *state, ...)``: all but the gradient are written back.
+    """
+    wide, back = [], []
+    for i, a in enumerate(args):
+        if getattr(a, "dtype", None) != np.float16:
+            wide.append(a)
+            continue
+        with on_device_of(a):
+            w = a.astype(np.float32)
+        wide.append(w)
+        if i != 1:
+            back.append((a, w))
+    return tuple(wide), back
 
 
 def _gradient(op: str, p: Parameter) -> Any:
