@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .._dispatch import operation
+from .._dispatch import operation, reject
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
@@ -485,6 +485,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
         if len(c) != 2:
             raise ValueError(f"{op}: a tuple 'c' must be (c, lower), got {len(c)} items")
         c, lower = c
+        reject(op, c=c)  # a sharded or Dask factor, as refused outside the tuple
     backend, (c, b) = _checks.place(op, (c, b), ("c", "b"))
     xp = backend.xp
     _checks.square(op, "c", c)
