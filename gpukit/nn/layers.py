@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch.capabilities import declare, same
 from .._runtime.memory import operation
 from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
@@ -623,3 +624,21 @@ class LayerNorm(Module):
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
         )
+
+
+# The layers as called on an input of each dtype (a layer with parameters built in it).
+# Layers without parameters compute where their input is.
+_HOST = {"host": "computed on the host, where the data is"}
+declare("gk.nn.Linear", lambda d: _float_dtype("gk.nn.Linear", d))
+declare(
+    "gk.nn.LayerNorm",
+    lambda d: _float_dtype("gk.nn.LayerNorm", d),
+    notes={"float16": "computed in float32"},
+)
+for _cls in (ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax):
+    declare(
+        f"gk.nn.{_cls.__name__}",
+        lambda d, name=_cls.__name__: _floating_input(name, np.empty(0, d)).dtype,
+        notes=_HOST,
+    )
+declare("gk.nn.Dropout", same, notes=_HOST)

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
+from .._dispatch.capabilities import declare
 from .._runtime.memory import operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
@@ -297,3 +298,25 @@ class BCEWithLogitsLoss(_Loss):
         if self.reduction == "mean":
             g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g
+
+
+def _output_dtype(loss: _Loss) -> Any:
+    """The rule of ``loss``: its check of a floating output (targets of the output's
+    dtype, integer labels for CrossEntropyLoss)."""
+
+    def rule(dtype: np.dtype) -> np.dtype:
+        output = np.empty((0, 1), dtype)
+        if isinstance(loss, CrossEntropyLoss):
+            loss._check(output, np.empty(0, np.int64))
+        else:
+            loss._check_dtypes(output, output)
+        return dtype
+
+    return rule
+
+
+for _loss in (MSELoss(), BCEWithLogitsLoss(), CrossEntropyLoss()):
+    _notes = {"host": "computed on the host, where the data is"}
+    if isinstance(_loss, CrossEntropyLoss):
+        _notes["float16"] = "computed in float32"
+    declare(f"gk.nn.{type(_loss).__name__}", _output_dtype(_loss), notes=_notes)

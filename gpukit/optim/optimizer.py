@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch.capabilities import declare
 from .._runtime.memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
@@ -81,8 +82,7 @@ class Optimizer:
                     raise TypeError(
                         f"{op}: params[{i}] must be a Parameter, got {type(p).__name__}"
                     )
-                if p.data.dtype.kind != "f":
-                    raise TypeError(f"{op}: params[{i}] must be floating, got dtype {p.data.dtype}")
+                _floating(op, i, p.data.dtype)
                 if id(p) in seen:
                     raise ValueError(f"{op}: params[{i}] appears in more than one group")
                 seen.add(id(p))
@@ -408,6 +408,13 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
+def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
+    """``params[i]``'s dtype, floating (TypeError otherwise: an integer cannot learn)."""
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: params[{i}] must be floating, got dtype {dtype}")
+    return dtype
+
+
 @operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
@@ -482,3 +489,12 @@ def _gradient(op: str, p: Parameter) -> Any:
         with on_device_of(data):
             grad = _dispatch.namespace(data).ascontiguousarray(grad)
     return grad
+
+
+for _cls in (SGD, Adam, AdamW):
+    _op = f"gk.optim.{_cls.__name__}"
+    declare(
+        _op,
+        lambda d, op=_op: _floating(op, 0, d),
+        notes={"float16": "computed in float32", "host": "computed on the host, where the data is"},
+    )
