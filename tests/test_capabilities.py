@@ -2,11 +2,12 @@
 
 For each declared operation, backend and array kind, the operation runs once per dtype
 on tiny inputs (tests/capability_cases.py): a cell that "runs" must run and give its
-result dtype, a "refused" one must raise exactly its exception type. CuPy cells run on
-the simulator (``--cupy=sim``, marked ``gpu``); sharded cells on two devices (virtual
-CPU devices on numpy, the simulator's two GPUs on cupy); Dask cells when Dask is
-installed. Then the table renderings, the query's filters and the completeness of the
-matrix (every public function is in it or listed below with the reason it is not).
+result dtype (on the host where its note says so), a "refused" one must raise exactly
+its exception type. CuPy cells run on the simulator (``--cupy=sim``, marked ``gpu``);
+sharded cells on two devices (virtual CPU devices on numpy, the simulator's two GPUs on
+cupy); Dask cells when Dask is installed. Then the table renderings, the query's filters
+and the completeness of the matrix (every public function is in it or listed below with
+the reason it is not).
 """
 
 from __future__ import annotations
@@ -142,11 +143,16 @@ def _placements(backend: str, kind: str, request: pytest.FixtureRequest):
     )
 
 
-def _result_dtype(out) -> np.dtype:
+def _outcome(out, note: str) -> str:
+    """A cell's outcome: runs, and the dtype of the result (of its first array when it
+    returns several); and where the result is when the note says it is on the host."""
     first = out[0] if isinstance(out, tuple) else out
     if hasattr(first, "compute"):  # a Dask result: the cell runs when it computes
         first = first.compute(scheduler="synchronous")
-    return np.dtype(first.dtype)
+    where = ""
+    if "on the host" in note and not isinstance(first, np.ndarray | np.generic):
+        where = f" on {type(first).__module__}, not the host"
+    return f"runs, {np.dtype(first.dtype)}{where}"
 
 
 CELLS = [
@@ -167,7 +173,7 @@ def test_every_cell_does_what_the_matrix_says(operation, backend, kind, request)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-                    got = f"runs, {_result_dtype(CASES[operation](x))}"
+                    got = _outcome(CASES[operation](x), cell.note)
             except Exception as exc:
                 got = f"refused: {type(exc).__name__} ({exc})"
             want = f"runs, {cell.result}" if cell.runs else f"refused: {cell.error.__name__}"
