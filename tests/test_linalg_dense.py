@@ -366,3 +366,13 @@ def test_norm_argument_errors_are_the_same_everywhere(backend, xp, shape, ord, a
     with pytest.raises(ValueError, match=match) as info:
         gk.linalg.norm(xp.ones(shape), ord=ord, axis=axis)
     assert str(info.value).startswith("gk.linalg.norm: ")
+
+
+def test_cho_solve_refuses_a_sharded_factor_inside_the_tuple(rng):
+    """``(c, lower)`` with a sharded ``c`` is refused as a sharded ``c`` alone is (it was
+    gathered to the host silently; found by the capability test)."""
+    c = np.linalg.cholesky(random_spd(4, np.float64, rng=rng))
+    with pytest.raises(TypeError, match=r"gk\.linalg\.cho_solve does not accept a ShardedArray"):
+        gk.linalg.cho_solve((gk.shard(c), True), np.ones(4))
+    with pytest.raises(TypeError, match=r"gk\.linalg\.cho_solve does not accept a ShardedArray"):
+        gk.linalg.cho_solve(gk.shard(c), np.ones(4))

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import operation, prepare
+from .._dispatch.capabilities import checked, declare
 from .._dispatch.kinds import implementation_of
 from .._runtime.placement import owner_of
 from ..backend import Backend
@@ -761,3 +762,14 @@ _document(
     "\n    restart : int, default 20\n        Krylov subspace size built before each restart.",
 )
 _document(minres)
+
+
+# gmres has a sharded implementation only to say why it refuses (gpukit.sharding._krylov)
+for _name, _where in (
+    ("cg", {}),
+    ("bicgstab", {}),
+    ("gmres", {"sharded": TypeError}),
+    ("minres", {}),
+):
+    _op = f"gk.linalg.{_name}"
+    declare(_op, checked(_op, "b", then=solve_dtype), where=_where)
