@@ -7,13 +7,11 @@ but overhead shows, against the raw library's equivalent.
 
 from __future__ import annotations
 
-import numpy as np
-
 import gpukit as gk
 from gpukit._dispatch import operation
 from gpukit._dispatch.inputs import prepare
 
-from . import calls, common
+from . import calls, common, peers
 
 MIB = [1, 64]
 GPU_IMPLS = ["gpukit-cupy", "cupy", "torch-cuda"]
@@ -34,13 +32,15 @@ class ToDevice:
         self.impl = common.impl(name)
         common.require_gpu(self.impl)
         self.host = common.host_random(_float32s(mib))
+        # gpukit's call as a user makes it (its backend is the active one)
+        self.put = gk.asarray if self.impl.family == "gpukit" else self.impl.put
 
     def time_to_device(self, name, mib):
-        self.impl.put(self.host)
+        self.put(self.host)
         self.impl.sync()
 
     def track_gbps(self, name, mib):
-        seconds = common.seconds_per_call(lambda: self.impl.put(self.host), self.impl.sync)
+        seconds = common.seconds_per_call(lambda: self.put(self.host), self.impl.sync)
         return common.gbps(self.host.nbytes, seconds)
 
     track_gbps.unit = "GB/s"
@@ -140,21 +140,46 @@ class Calls:
     """Every public single-device operation, warm, on a small input, against the peer call
     it makes (``asv_bench/calls.py``): gpukit's own cost per call is the difference."""
 
-    params = [ARRAY_IMPLS, [label for label, _, _ in calls.rows(np)]]
+    params = [ARRAY_IMPLS, calls.labels()]
     param_names = ["impl", "call"]
 
     def setup(self, name, label):
         self.impl = common.impl(name)
-        found = {row[0]: row[1:] for row in calls.rows(self.impl.xp)}
-        if label not in found:
-            raise NotImplementedError(f"{label!r} has no {self.impl.xp.__name__} row")
-        ours, peer = found[label]
+        ours, peer = _call(self.impl.xp, label)
         self.call = ours if self.impl.family == "gpukit" else peer
         self.call()  # warm: plans, caches, pools
 
     def time_call(self, name, label):
         self.call()
         self.impl.sync()
+
+
+def _call(xp, label: str):
+    """``(gpukit, peer)`` calls of the row ``label`` on arrays of ``xp``."""
+    found = {row[0]: row[1:] for row in calls.rows(xp)}
+    if label not in found:
+        raise NotImplementedError(f"{label!r} has no {xp.__name__} row")
+    return found[label]
+
+
+class CallRatio(peers.Comparison):
+    """Every row of ``Calls``: gpukit's warm call over the peer call it makes, same run
+    (``python -m tools.peers -b CallRatio`` prints the difference too: gpukit's own cost
+    per call, whose goal is absolute, under 2 us, rather than a ratio)."""
+
+    params = [common.BACKENDS, calls.labels()]
+    param_names = ["backend", "call"]
+    block = 0.02  # microsecond calls: short blocks, short pauses, many calls each
+    idle = 0.02
+
+    def setup(self, backend, label):
+        self.backend = common.use(backend)
+        self.ours, self.peer = _call(self.backend.xp, label)
+
+    def track_ratio(self, backend, label):
+        return self.ratio(self.ours, self.peer, self.backend.synchronize)
+
+    track_ratio.unit = "ratio"
 
 
 def _first(a, b):

@@ -8,7 +8,8 @@ import numpy as np
 
 import gpukit as gk
 
-from .common import BACKENDS, have, random, sync, use
+from . import peers
+from .common import BACKENDS, have, host_random, random, sync, use
 
 # (batch, n): a stack of n x n 2-D transforms
 SHAPES = ["16x512x512", "1x2048x2048", "256x64x64"]
@@ -101,3 +102,48 @@ class FFT2Torch:
 
     def time_torch_cpu(self, shape, dtype):
         self.torch.fft.fft2(self.x)
+
+
+#: peer -> (the ``IMPLS`` entry it runs as, its fft2 given that runner's module)
+FFT2_PEERS = {
+    "numpy.fft": ("numpy", lambda xp: xp.fft.fft2),
+    "scipy.fft": ("numpy", lambda xp: _scipy_fft2_all_workers),
+    "torch-cpu": ("torch-cpu", lambda xp: xp.fft.fft2),
+    "cupy.fft": ("cupy", lambda xp: xp.fft.fft2),
+    "torch-cuda": ("torch-cuda", lambda xp: xp.fft.fft2),
+}
+
+
+def _scipy_fft2_all_workers(x):
+    import scipy.fft
+
+    return scipy.fft.fft2(x, workers=-1)
+
+
+class FFT2Ratio(peers.Comparison):
+    """``gk.fft.fft2`` over a peer's on the same batch (gpukit on the peer's device).
+
+    Targets: a third of single-threaded ``numpy.fft``'s time (gpukit uses every core) and
+    within 5% of ``scipy.fft`` on all workers, the library it calls.
+    """
+
+    params = [list(FFT2_PEERS), ["16x512x512"], ["complex64"]]
+    param_names = ["peer", "shape", "dtype"]
+
+    def setup(self, peer, shape, dtype):
+        name, fft2 = FFT2_PEERS[peer]
+        ours, other = peers.sides(name)
+        host = host_random(_shape(shape), dtype)
+        x, y = ours.put(host), other.put(host)
+        peer_fft2 = fft2(other.xp)
+        self.ours = lambda: gk.fft.fft2(x)
+        self.peer = lambda: peer_fft2(y)
+        self.sync = peers.sync_both(ours, other)
+
+    def track_ratio(self, peer, shape, dtype):
+        return self.ratio(self.ours, self.peer, self.sync)
+
+    track_ratio.unit = "ratio"
+
+    def target(self, peer, shape, dtype):
+        return {"numpy.fft": 0.333, "scipy.fft": 1.05}.get(peer)

@@ -7,6 +7,7 @@ import numpy as np
 
 import gpukit as gk
 
+from . import peers
 from .common import BACKENDS, sync, use
 
 
@@ -77,6 +78,15 @@ class DenseCG:
             solve(self.A, self.b, rtol=1e-30, maxiter=20)
 
 
+def _renumbered(a, seed: int = 0):
+    """The operator ``a`` with its unknowns randomly renumbered: the same spectrum and
+    iterations, no band (so it stays CSR: docs/linalg.rst)."""
+    order = np.random.default_rng(seed).permutation(a.shape[0])
+    out = a[order][:, order].tocsr()
+    out.sort_indices()
+    return out
+
+
 class ScatteredCG:
     """CG on the 256x256-grid Poisson operator with its unknowns randomly renumbered (the
     same spectrum and iterations, no band), 100 iterations, against SciPy's cg: the host
@@ -88,11 +98,8 @@ class ScatteredCG:
 
     def setup(self, impl):
         use("numpy")
-        a = gk.sparse.poisson2d(256)
-        order = np.random.default_rng(0).permutation(a.shape[0])
-        self.A = a[order][:, order].tocsr()
-        self.A.sort_indices()
-        self.b = np.random.default_rng(1).standard_normal(a.shape[0])
+        self.A = _renumbered(gk.sparse.poisson2d(256))
+        self.b = np.random.default_rng(1).standard_normal(self.A.shape[0])
 
     def time_cg(self, impl):
         import warnings
@@ -103,3 +110,45 @@ class ScatteredCG:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # maxiter reached, on purpose
             solve(self.A, self.b, rtol=1e-30, maxiter=100)
+
+    # asv keeps one series per version, by default a hash of the source: pinned, because
+    # ``_renumbered`` builds the operator the committed results measured
+    time_cg.version = "ac93ab69c0c948575e8076b6575ac7af65c656591df5ad588e14bf65f4a58a68"
+
+
+class CGRatio(peers.Comparison):
+    """``gk.linalg.cg`` over ``scipy.sparse.linalg.cg`` to convergence (rtol 1e-8) on the
+    256x256-grid Poisson operator, banded as built and renumbered without a band; setup
+    checks that both run the same number of iterations.
+
+    Target (banded): 0.8 of SciPy's time; the renumbered operator is for information.
+    """
+
+    params = [["banded", "renumbered"]]
+    param_names = ["operator"]
+    pairs = 9  # each side's block is one solve (~0.2 s)
+
+    def setup(self, operator):
+        import scipy.sparse.linalg as spla
+
+        use("numpy")
+        a = gk.sparse.poisson2d(256)
+        if operator == "renumbered":
+            a = _renumbered(a)
+        rhs = np.random.default_rng(1).standard_normal(a.shape[0])
+        _, info = gk.linalg.cg(a, rhs, rtol=1e-8)
+        iterations = []
+        spla.cg(a, rhs, rtol=1e-8, callback=lambda xk: iterations.append(1))
+        if info.iterations != len(iterations):
+            its = f"gpukit {info.iterations}, scipy {len(iterations)}"
+            raise RuntimeError(f"the two solves ran different iterations: {its}")
+        self.ours = lambda: gk.linalg.cg(a, rhs, rtol=1e-8)
+        self.peer = lambda: spla.cg(a, rhs, rtol=1e-8)
+
+    def track_ratio(self, operator):
+        return self.ratio(self.ours, self.peer)
+
+    track_ratio.unit = "ratio"
+
+    def target(self, operator):
+        return 0.8 if operator == "banded" else None

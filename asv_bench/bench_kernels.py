@@ -21,8 +21,9 @@ import numpy as np
 
 import gpukit as gk
 from gpukit._bench.kernels import KERNELS as HOST_KERNELS
-from gpukit._bench.kernels import OPTIMIZERS, pair
+from gpukit._bench.kernels import OPTIMIZERS, erf, pair, unfused_bias_gelu
 
+from . import peers
 from .common import BACKENDS, have, random, sync, use
 
 KERNELS = [
@@ -37,22 +38,9 @@ KERNELS = [
 IMPLS = ["gk", "unfused", "copy"]
 
 
-def _erf(xp):
-    if xp is np:
-        from scipy.special import erf
-    else:
-        from cupyx.scipy.special import erf
-    return erf
-
-
-def _gelu_unfused(xp, x, b):
-    z = x + b
-    return 0.5 * z * (1 + _erf(xp)(z / math.sqrt(2)))
-
-
 def _gelu_backward_unfused(xp, gy, x, b):
     z = x + b
-    d = 0.5 * (1 + _erf(xp)(z / math.sqrt(2))) + z * xp.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    d = 0.5 * (1 + erf(xp)(z / math.sqrt(2))) + z * xp.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
     gx = gy * d
     return gx, gx.sum(axis=0)
 
@@ -110,7 +98,7 @@ class MemoryBound:
             }[kernel]
             f["unfused"] = {
                 "bias_relu": lambda: xp.maximum(x + b, 0),
-                "bias_gelu": lambda: _gelu_unfused(xp, x, b),
+                "bias_gelu": lambda: unfused_bias_gelu(xp, x, b),
                 "bias_gelu_backward": lambda: _gelu_backward_unfused(xp, gy, x, b),
             }[kernel]
         elif kernel in ("sgd_momentum", "adam"):
@@ -174,8 +162,8 @@ class MemoryBound:
 class HostVsTorch:
     """Every host kernel (numpy backend) and its PyTorch CPU peer, in the same suite, at
     PyTorch's default thread count and BLAS's (gpukit._bench.kernels defines the pairs;
-    tools/compare/kernels.py gives fair same-run ratios). ``size``: the side of the
-    square input, or for the updates ``size**2`` parameters (1M, 4M, 16M)."""
+    ``HostVsTorchRatio`` gives the same-run ratios). ``size``: the side of the square
+    input, or for the updates ``size**2`` parameters (1M, 4M, 16M)."""
 
     params: ClassVar[list] = [
         HOST_KERNELS,
@@ -187,20 +175,48 @@ class HostVsTorch:
     timeout = 300
 
     def setup(self, kernel, impl, dtype, size):
-        if not have("torch"):
-            raise NotImplementedError("torch not installed")
-        if kernel in OPTIMIZERS and size < 1024:
-            raise NotImplementedError("the updates are timed at 1M-16M parameters")
-        import torch
-
-        self.backend = use("numpy")
-        n = size * size if kernel in OPTIMIZERS else size
-        ours, peer = pair(torch, kernel, n, np.dtype(dtype).type)
+        ours, peer = _host_pair(kernel, dtype, size)
         self.fn = ours if impl == "gpukit" else peer
         self.fn()
 
     def time_kernel(self, kernel, impl, dtype, size):
         self.fn()
+
+
+def _host_pair(kernel: str, dtype: str, size: int):
+    """``(gpukit, pytorch)`` calls of a host kernel on the numpy backend; NotImplementedError
+    without PyTorch, and for the updates below 1M parameters."""
+    if not have("torch"):
+        raise NotImplementedError("torch not installed")
+    if kernel in OPTIMIZERS and size < 1024:
+        raise NotImplementedError("the updates are timed at 1M-16M parameters")
+    import torch
+
+    use("numpy")
+    n = size * size if kernel in OPTIMIZERS else size
+    return pair(torch, kernel, n, np.dtype(dtype).type)
+
+
+class HostVsTorchRatio(peers.Comparison):
+    """Every host kernel's time over its PyTorch CPU peer's (``HostVsTorch``'s pairs), same
+    run, PyTorch with as many threads as NumPy's BLAS. Target: 1.5x at every size."""
+
+    params: ClassVar[list] = HostVsTorch.params[:1] + HostVsTorch.params[2:]
+    param_names: ClassVar[list] = ["kernel", "dtype", "size"]
+
+    def setup(self, kernel, dtype, size):
+        self.ours, self.peer = _host_pair(kernel, dtype, size)
+        import torch
+
+        self.torch_threads_as_blas(torch)
+
+    def track_ratio(self, kernel, dtype, size):
+        return self.ratio(self.ours, self.peer)
+
+    track_ratio.unit = "ratio"
+
+    def target(self, kernel, dtype, size):
+        return 1.5
 
 
 class MatmulTiled:

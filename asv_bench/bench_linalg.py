@@ -6,7 +6,7 @@ import numpy as np
 
 import gpukit as gk
 
-from . import common
+from . import common, peers
 from .common import BACKENDS, have, sync, use
 
 
@@ -134,3 +134,30 @@ class Norm:
     def time_norm(self, name, case):
         self.op(self.x)
         self.impl.sync()
+
+
+class SolveRatio(peers.Comparison):
+    """``gk.linalg.solve`` (general, and ``assume_a="pos"``) over the backend's own
+    ``linalg.solve``, float64, on ``Solve``'s matrices, same run.
+
+    Targets on the host: the general solve within 5% of ``numpy.linalg.solve`` (the same
+    LAPACK ``gesv``); the positive-definite one 20% faster (Cholesky, where NumPy has none).
+    """
+
+    params = [BACKENDS, ["gen", "pos"], [256, 1024]]
+    param_names = ["backend", "assume_a", "n"]
+
+    def setup(self, backend, assume_a, n):
+        self.backend = use(backend)
+        a, b = _spd(self.backend, n, "float64")
+        peer_solve = self.backend.xp.linalg.solve
+        self.ours = lambda: gk.linalg.solve(a, b, assume_a=assume_a)
+        self.peer = lambda: peer_solve(a, b)
+
+    def track_ratio(self, backend, assume_a, n):
+        return self.ratio(self.ours, self.peer, self.backend.synchronize)
+
+    track_ratio.unit = "ratio"
+
+    def target(self, backend, assume_a, n):
+        return {"gen": 1.05, "pos": 0.80}[assume_a] if backend == "numpy" else None

@@ -14,13 +14,13 @@ from __future__ import annotations
 import statistics
 import time
 import warnings
-from collections.abc import Callable
 
 import numpy as np
 
 import gpukit as gk
 from gpukit._select import registry as _registry
 
+from . import peers
 from .common import BACKENDS, host_random, sync, use
 
 DEVICES = [1, 2, 4]
@@ -125,32 +125,71 @@ class Unsharded:
     param_names = ("backend", "op")
 
     def setup(self, name, op):
-        backend = use(name)
-        _, x, b = _setup_op(_backend(name, 1), op, 1)
-        self.backend = backend
-        if op == "dp_step":  # the unwrapped model on one device
-            with gk.use_backend(backend):
-                self.run = _mlp_step(_mlp(x.shape[1]), gk.asarray(x), gk.asarray(b))
-            return
-        xp = backend.xp
-        x = xp.asarray(x)
-        b = xp.asarray(b)
-        if op == "cg":
-            if name == "numpy":
-                from scipy.sparse.linalg import cg
-            else:
-                from cupyx.scipy.sparse.linalg import cg
-        self.run = {
-            "matmul": lambda: x @ b,
-            "fft": lambda: xp.fft.fft(x, axis=-1),
-            "sum": lambda: xp.sum(x),
-            "cg": lambda: _cg(x, b, cg),
-        }[op]
+        self.backend = use(name)
+        self.run = _unsharded(self.backend, op)
 
     def time_raw(self, name, op):
         with gk.use_backend(self.backend):
             self.run()
             sync(self.backend)
+
+
+def _unsharded(backend, op: str):
+    """The raw library call of ``op`` on one device of ``backend`` (the unwrapped model
+    for a DataParallel step), on ``_setup_op``'s data."""
+    _, x, b = _setup_op(_backend(backend.name, 1), op, 1)
+    if op == "dp_step":  # the unwrapped model on one device
+        with gk.use_backend(backend):
+            return _mlp_step(_mlp(x.shape[1]), gk.asarray(x), gk.asarray(b))
+    xp = backend.xp
+    x = xp.asarray(x)
+    b = xp.asarray(b)
+    if op == "cg":
+        if backend.name == "numpy":
+            from scipy.sparse.linalg import cg
+        else:
+            from cupyx.scipy.sparse.linalg import cg
+    return {
+        "matmul": lambda: x @ b,
+        "fft": lambda: xp.fft.fft(x, axis=-1),
+        "sum": lambda: xp.sum(x),
+        "cg": lambda: _cg(x, b, cg),
+    }[op]
+
+
+class ShardedRatio(peers.Comparison):
+    """A sharded operation's time over the unsharded raw call's (``Unsharded``), same run.
+
+    On virtual CPU devices the cores bound both sides, so this is the cost sharding adds;
+    the target there is within 10% for matmul.
+    """
+
+    params = [BACKENDS, OPS, [2]]
+    param_names = ["backend", "op", "devices"]
+
+    def setup(self, name, op, devices):
+        self.backend = sharded = _backend(name, devices)
+        run, _, _ = _setup_op(sharded, op, devices)
+        base = use(name)
+        unsharded = _unsharded(base, op)
+
+        def ours():
+            with gk.use_backend(sharded):
+                run()
+
+        def peer():
+            with gk.use_backend(base):
+                unsharded()
+
+        self.ours, self.peer = ours, peer
+
+    def track_ratio(self, name, op, devices):
+        return self.ratio(self.ours, self.peer, lambda: sync(self.backend))
+
+    track_ratio.unit = "ratio"
+
+    def target(self, name, op, devices):
+        return 1.10 if (name, op) == ("numpy", "matmul") else None
 
 
 def _median_time(backend, run, repeats: int = 5) -> float:
@@ -184,30 +223,13 @@ FFT2_SHAPE = (2048, 2048)  # complex64: 32 MiB, split along the rows (a transfor
 RESHARD_SHAPE = (2048, 4096)  # float32: 32 MiB, rows to columns
 
 
-def _paired_ratio(a: Callable[[], object], b: Callable[[], object], sync, pairs: int = 5) -> float:
-    """Median of per-pair ratios T(a) / T(b), the sides interleaved, each after an idle
-    pause so the other's thread pool does not steal the cores (DESIGN.md)."""
-    a(), b()
-    ratios = []
-    for i in range(pairs):
-        got = {}
-        for fn in (a, b) if i % 2 == 0 else (b, a):
-            time.sleep(0.1)
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            got[fn] = time.perf_counter() - t0
-        ratios.append(got[a] / got[b])
-    return statistics.median(ratios)
-
-
 def _whole(backend, x):
     """``x`` on the backend's first device, for the unsharded side."""
     with gk.use_backend(backend):
         return gk.asarray(x, device=0)
 
 
-class DistributedFFT2:
+class DistributedFFT2(peers.Comparison):
     """``gk.fft.fft2`` of an array split along its rows: transform the rows, one
     all-to-all, transform the columns, and (``natural``) a second all-to-all back to
     the input's layout; ``transposed`` leaves the result split along the columns."""
@@ -231,14 +253,15 @@ class DistributedFFT2:
             self.run()
             sync(self.backend)
 
-    def track_vs_unsharded(self, name, output, devices):
+    def track_ratio(self, name, output, devices):
+        """Time over the unsharded ``gk.fft.fft2``'s on one device, same run."""
         with gk.use_backend(self.backend):
-            return _paired_ratio(self.run, self.unsharded, lambda: sync(self.backend))
+            return self.ratio(self.run, self.unsharded, lambda: sync(self.backend))
 
-    track_vs_unsharded.unit = "T(sharded) / T(unsharded)"
+    track_ratio.unit = "ratio"
 
 
-class Reshard:
+class Reshard(peers.Comparison):
     """``gk.reshard`` of a row-split array to a column split: one all-to-all."""
 
     params = (BACKENDS, [2, 4])
@@ -268,8 +291,9 @@ class Reshard:
 
     track_gbps.unit = "GB/s"
 
-    def track_vs_unsharded(self, name, devices):
+    def track_ratio(self, name, devices):
+        """Time over one copy of the whole array on one device, same run."""
         with gk.use_backend(self.backend):
-            return _paired_ratio(self.run, self.unsharded, lambda: sync(self.backend))
+            return self.ratio(self.run, self.unsharded, lambda: sync(self.backend))
 
-    track_vs_unsharded.unit = "T(reshard) / T(one-device copy)"
+    track_ratio.unit = "ratio"

@@ -1,8 +1,9 @@
 """Small warm calls of every public single-device operation, with the peer call each makes.
 
-Shared by the ``Calls`` benchmark of ``bench_core.py`` and ``tools/compare/dispatch.py``
-(gpukit's overhead per call in microseconds and in instructions): one list of rows, so the
-benchmark history and the comparison measure the same calls.
+Shared by the ``Calls`` and ``CallRatio`` benchmarks of ``bench_core.py`` (the second is
+gpukit's overhead per call: ``python -m tools.peers -b CallRatio``, in microseconds, or
+``--callgrind`` in instructions): one list of rows, so the benchmark history and the
+comparison measure the same calls.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ from typing import Any
 import numpy as np
 
 import gpukit as gk
+
+#: The row only a device backend has: a host input, moved by the call.
+TRANSFER = "fft.fft 16, NumPy input"
+
+
+def labels() -> list[str]:
+    """Every row's label, the host's and the device's."""
+    return [label for label, _, _ in rows(np)] + [TRANSFER]
 
 
 def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
@@ -92,7 +101,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(
             (
-                "fft.fft 16, NumPy input",
+                TRANSFER,
                 lambda: gk.fft.fft(host_r16),
                 lambda: peer_fft.fft(xp.asarray(host_r16)),
             )

@@ -6,8 +6,9 @@ records a skip, not a failure; device work is synchronised before the clock stop
 
 Peers sit in the same suite so every gpukit figure has a same-run ratio. A benchmark
 class takes the ``IMPLS`` axis (gpukit on each backend, then raw NumPy/SciPy, raw CuPy,
-PyTorch CPU/CUDA) and calls :func:`impl` in ``setup``; the returned :class:`Impl` places
-host data on its device (:meth:`Impl.put`) and waits for it (:meth:`Impl.sync`).
+PyTorch CPU/CUDA) and calls :func:`impl` in ``setup``; the returned ``Runner`` (shared
+with ``gpukit bench``) places host data on its device (``put``) and waits for it
+(``sync``). Same-run ratios (``track_ratio``) derive from ``peers.Comparison``.
 ``track_`` benchmarks report GFLOP/s or GB/s through :func:`gflops` / :func:`gbps`,
 timed here with the device synchronised (:func:`seconds_per_call`).
 
@@ -41,18 +42,18 @@ import contextlib
 import importlib.util
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 import gpukit as gk
+from gpukit._bench.runners import NAMES, Runner, make
 
 #: The backend axis every gpukit-only benchmark is parametrised over.
 BACKENDS = ["numpy", "cupy"]
 
-#: gpukit on each backend, then its peers: the axis of same-run comparisons.
-IMPLS = ["gpukit-numpy", "gpukit-cupy", "numpy", "cupy", "torch-cpu", "torch-cuda"]
+#: gpukit on each backend, then its peers: the axis of same-run comparisons (the names
+#: ``gpukit bench --impls`` takes).
+IMPLS = list(NAMES)
 
 
 def use(backend: str):
@@ -121,78 +122,19 @@ def cupy_module():
     return cupy
 
 
-def torch_device(kind: str):
-    """``torch`` and a ``torch.device`` of ``kind`` ("cpu", "cuda"); NotImplementedError if not."""
-    if not have("torch"):
-        raise NotImplementedError("PyTorch is not installed")
-    import torch
-
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise NotImplementedError("PyTorch has no usable CUDA device here")
-    return torch, torch.device(kind)
-
-
-@dataclass
-class Impl:
-    """One side of a comparison: gpukit on a backend, or a raw peer library.
-
-    Attributes
-    ----------
-    name : str
-        The ``IMPLS`` entry (``"gpukit-cupy"``, ``"torch-cpu"``, ...).
-    family : str
-        ``"gpukit"``, ``"numpy"``, ``"cupy"`` or ``"torch"``: which API to call.
-    xp : module
-        The array namespace (``numpy``, ``cupy``, ``torch``).
-    on_gpu : bool
-        Whether the data lives on a GPU.
-    device : object
-        ``torch.device`` for torch, else None.
-    """
-
-    name: str
-    family: str
-    xp: Any
-    on_gpu: bool
-    device: Any = None
-
-    def put(self, host: np.ndarray) -> Any:
-        """Place NumPy data where this implementation computes (outside the timed region)."""
-        if self.family == "gpukit":
-            return gk.asarray(host)
-        if self.family == "torch":
-            return self.xp.from_numpy(np.ascontiguousarray(host)).to(self.device)
-        return self.xp.asarray(host)
-
-    def sync(self) -> None:
-        """Wait for this implementation's queued device work."""
-        if not self.on_gpu:
-            return
-        if self.family == "torch":
-            self.xp.cuda.synchronize()
-        elif self.family == "gpukit":
-            gk.synchronize()
-        else:
-            self.xp.cuda.Device().synchronize()
-
-
-def impl(name: str) -> Impl:
+def impl(name: str) -> Runner:
     """Set up the ``IMPLS`` entry ``name`` for a benchmark; NotImplementedError if it cannot run.
 
-    A gpukit entry also selects its backend process-wide, as :func:`use` does.
+    The implementations are ``gpukit bench``'s (``gpukit._bench.runners``): one definition
+    of where each computes and how data gets there. A gpukit entry also selects its
+    backend process-wide, as :func:`use` does.
     """
     if name.startswith("gpukit-"):
-        backend = use(name.removeprefix("gpukit-"))
-        return Impl(name, "gpukit", backend.xp, backend.is_device)
-    if name == "numpy":
-        return Impl(name, "numpy", np, False)
-    if name == "cupy":
-        return Impl(name, "cupy", cupy_module(), True)
-    if name.startswith("torch-"):
-        kind = name.removeprefix("torch-")
-        torch, device = torch_device(kind)
-        return Impl(name, "torch", torch, kind == "cuda", device)
-    raise ValueError(f"unknown implementation {name!r}; expected one of {IMPLS}")
+        use(name.removeprefix("gpukit-"))
+    try:
+        return make(name)
+    except RuntimeError as exc:  # its reason: no GPU, no PyTorch
+        raise NotImplementedError(f"{name}: {exc}") from None
 
 
 # -- throughput ------------------------------------------------------------------------------
@@ -237,9 +179,9 @@ def gbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e9
 
 
-def require_gpu(impl: Impl) -> None:
+def require_gpu(impl: Runner) -> None:
     """Skip (NotImplementedError, for ``setup``) a benchmark meaningless on the host."""
-    if not impl.on_gpu:
+    if impl.device != "gpu":
         raise NotImplementedError(f"{impl.name} computes on the host: nothing to measure here")
 
 

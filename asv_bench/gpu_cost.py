@@ -182,6 +182,79 @@ WORKLOADS: dict[str, Callable[[Any], tuple[Run, str]]] = {
     "dask_matmul": dask_matmul,
 }
 
+
+# -- the same units in the peer libraries -------------------------------------------------
+def _peer_solve():
+    import cupy
+
+    rng = _rng()  # solve_1000's inputs
+    a = cupy.asarray(rng.standard_normal((1000, 1000)) + 1000 * np.eye(1000))
+    b = cupy.asarray(rng.standard_normal(1000))
+    return _repeat(lambda: cupy.linalg.solve(a, b))
+
+
+def _peer_fft2():
+    import cupy
+
+    rng = _rng()  # fft2_batch's inputs
+    shape = (16, 512, 512)
+    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    x = cupy.asarray(x.astype(np.complex64))
+    return _repeat(lambda: cupy.fft.fft2(x))
+
+
+def _peer_krylov(method: str):
+    def build():
+        import cupy
+        import cupyx.scipy.sparse as sparse
+        import cupyx.scipy.sparse.linalg as splinalg
+        import scipy.sparse
+
+        n = 64  # _krylov's 64x64 Poisson operator
+        t = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+        e = scipy.sparse.identity(n)
+        a = sparse.csr_matrix(scipy.sparse.kron(t, e) + scipy.sparse.kron(e, t))
+        b = cupy.asarray(_rng().standard_normal(n * n))
+        solve = getattr(splinalg, method)
+        return lambda k: solve(a, b, rtol=1e-300, atol=0.0, maxiter=k)
+
+    return build
+
+
+def _peer_mlp():
+    import torch
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    ).to(dev)  # fmt: skip
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(256, 784, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return _repeat(step)
+
+
+#: workload -> (peer, builder of its ``run(k)``): the same unit of work in the library gpukit
+#: is measured against (issue 30's anchors), timed beside it by the GPU lane
+#: (tools/gpu_lane.py); they need a real GPU (and PyTorch CUDA for the MLP step).
+PEERS = {
+    "mlp_step": ("PyTorch CUDA (default Adam)", _peer_mlp),
+    "cg": ("cupyx.scipy.sparse.linalg.cg", _peer_krylov("cg")),
+    "bicgstab": ("cupyx.scipy.sparse.linalg.bicgstab", _peer_krylov("bicgstab")),
+    "fft2": ("cupy.fft.fft2", _peer_fft2),
+    "solve_1000": ("cupy.linalg.solve", _peer_solve),
+}
+
+
 #: Units traced by default (lo, hi): steady state is (trace(hi) - trace(lo)) / (hi - lo).
 SPAN = {"cg": (5, 15), "bicgstab": (5, 15), "minres": (5, 15), "gmres": (20, 40)}
 DEFAULT_SPAN = (1, 3)

@@ -2,7 +2,8 @@
 
 Builds offline (no intersphinx) from a source checkout: the repository root and
 ``backends/`` go on ``sys.path`` so ``gpukit`` and its built-in backends import
-without installing anything.
+without installing anything; ``docs/_ext`` holds the directive that renders the
+capability tables from ``gk.capabilities()`` at build time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "backends")]
+sys.path[:0] = [str(ROOT), str(ROOT / "backends"), str(ROOT / "docs" / "_ext")]
 # The docs describe the CPU build; never let a GPU on the build machine change them.
 os.environ.setdefault("GPUKIT_BACKEND", "numpy")
 
@@ -32,10 +33,11 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "matplotlib.sphinxext.plot_directive",
+    "gpukit_capabilities",
 ]
 
 source_suffix = {".rst": "restructuredtext"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "benchmarks/*.md"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "benchmarks/**.md"]
 default_role = "py:obj"
 
 # -- autodoc / autosummary / numpydoc ----------------------------------------------------

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._dispatch import asarray, namespace, to_numpy
+from ._dispatch.capabilities import Capability
 from ._matmul import matmul
 from ._runtime.devices import device, device_count, devices, synchronize
 from ._runtime.memlimit import set_memory_limit
@@ -57,6 +58,7 @@ __all__ = [
     "Backend",
     "BackendStatus",
     "BackendUnavailableError",
+    "Capability",
     "ConvergenceWarning",
     "Device",
     "DeviceMismatchError",
@@ -72,6 +74,7 @@ __all__ = [
     "__version__",
     "asarray",
     "available_backends",
+    "capabilities",
     "device",
     "device_count",
     "devices",
@@ -105,6 +108,8 @@ __all__ = [
 _LAZY_SUBMODULES: frozenset[str] = frozenset(
     {"distributed", "fft", "kernels", "linalg", "nn", "optim", "sharding", "sparse"}
 )
+# Functions whose module imports every area, found on first access for the same reason.
+_LAZY_FUNCTIONS: dict[str, str] = {"capabilities": "._capabilities"}
 
 
 if TYPE_CHECKING:
@@ -118,6 +123,7 @@ if TYPE_CHECKING:
     from . import optim as optim
     from . import sharding as sharding
     from . import sparse as sparse
+    from ._capabilities import capabilities as capabilities
 
     xp: Any  # numpy or cupy, whichever backend is active at the access
 else:
@@ -129,6 +135,10 @@ else:
             module = importlib.import_module(f"{__name__}.{name}")
             globals()[name] = module
             return module
+        if name in _LAZY_FUNCTIONS:
+            value = getattr(importlib.import_module(_LAZY_FUNCTIONS[name], __name__), name)
+            globals()[name] = value
+            return value
         raise AttributeError(f"module 'gpukit' has no attribute {name!r}")
 
 

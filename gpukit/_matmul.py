@@ -8,6 +8,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
+from ._dispatch.capabilities import checked, declare
 from ._select.selection import active as _active
 
 if TYPE_CHECKING:
@@ -161,3 +162,6 @@ def _matmul(a: Any, b: Any, *, precision: str | None) -> Any:
     if problem is not None:
         raise ValueError(problem)
     return backend.matmul(a, b, precision)
+
+
+declare("gk.matmul", checked("gk.matmul", "a"))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
+from ._dispatch.capabilities import declare
 from ._dispatch.kinds import kind_of
 from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction, replace
 
@@ -98,13 +99,7 @@ class _Kernel:
             for a, s, n in zip(args, scalar, params, strict=True)
         ]
         for a, s, n in zip(checked, scalar, params, strict=True):
-            kind = np.dtype(type(a) if s and not isinstance(a, np.generic) else a.dtype)
-            if kind.kind not in "biuf" or kind == np.float16:
-                raise TypeError(
-                    f"{op}: argument {n!r} has dtype {kind}; expected a real dtype computed "
-                    "in float32 or float64 (bool, integer, float32, float64): convert "
-                    "float16 to float32"
-                )
+            computable(op, n, np.dtype(type(a) if s and not isinstance(a, np.generic) else a.dtype))
         return checked, scalar
 
     def _out(self, values: list[Any], scalar: list[bool]) -> np.dtype:
@@ -150,10 +145,33 @@ class _Kernel:
             for v, s, spec in zip(values, scalar, self.in_dtypes, strict=True)
             if spec is None
         ]
-        if not bound:
-            return np.dtype(np.float64)
-        t = np.result_type(*bound)
-        return t if t in KERNEL_DTYPES else np.dtype(np.float64)
+        return compute_dtype(np.result_type(*bound) if bound else np.dtype(np.float64))
+
+
+def computable(op: str, name: str, dtype: np.dtype) -> None:
+    """TypeError unless a kernel computes arguments of ``dtype`` (real, not float16)."""
+    if dtype.kind not in "biuf" or dtype == np.float16:
+        raise TypeError(
+            f"{op}: argument {name!r} has dtype {dtype}; expected a real dtype computed "
+            "in float32 or float64 (bool, integer, float32, float64): convert "
+            "float16 to float32"
+        )
+
+
+def compute_dtype(promoted: np.dtype) -> np.dtype:
+    """What ``"T"`` binds to for ``"T"`` arguments of the ``promoted`` dtype: float32 and
+    float64 stay, bools and integers compute in float64."""
+    return promoted if promoted in KERNEL_DTYPES else np.dtype(np.float64)
+
+
+def _declare(op: str) -> None:
+    """The capabilities of a kernel whose parameters and output are ``"T"``."""
+
+    def rule(dtype: np.dtype) -> np.dtype:
+        computable(op, "x", dtype)
+        return compute_dtype(dtype)
+
+    declare(op, rule)
 
 
 def _is_scalar(x: Any) -> bool:
@@ -227,6 +245,9 @@ def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     return backend.user_elementwise(kernel._body, cast, shape, out)
 
 
+_declare("gk.elementwise")
+
+
 def reduction_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
     """``axis`` as non-negative ints (None: every axis); TypeError/ValueError naming it."""
     if axis is None:
@@ -262,6 +283,9 @@ def _reduction(
             "no value"
         )
     return backend.user_reduction(kernel._reduction, cast, shape, out, axes, bool(keepdims))
+
+
+_declare("gk.reduction")
 
 
 @overload

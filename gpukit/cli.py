@@ -1,4 +1,5 @@
-"""The ``gpukit`` command line: ``gpukit info [--json]``, ``gpukit bench [--quick] ...``."""
+"""The ``gpukit`` command line: ``gpukit info [--json] [--capabilities [OPERATION]]``,
+``gpukit bench [--quick] ...``."""
 
 from __future__ import annotations
 
@@ -18,10 +19,31 @@ def __dir__() -> list[str]:  # the public API only, not the imports
 
 
 def _info(args: argparse.Namespace) -> int:
+    if args.capabilities is not None:
+        return _capabilities(args.capabilities or None, args.json)
     from ._info import collect, render
 
     info = collect()
     print(json.dumps(info, indent=2) if args.json else render(info))
+    return 0
+
+
+def _capabilities(operation: str | None, as_json: bool) -> int:
+    """``gpukit info --capabilities [OPERATION]``: the capability tables, or JSON cells."""
+    from ._capabilities import capabilities, report
+
+    try:
+        if as_json:
+            cells = [
+                {**c._asdict(), "error": c.error and c.error.__name__, "status": c.status}
+                for c in capabilities(operation)
+            ]
+            print(json.dumps(cells, indent=2))
+        else:
+            print(report(operation))
+    except ValueError as exc:
+        print(f"gpukit info: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -94,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="backends, devices, versions and BLAS of this machine")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    info.add_argument(
+        "--capabilities",
+        nargs="?",
+        const="",
+        metavar="OPERATION",
+        help="what runs on which backend, dtype and array kind: every operation's table, "
+        "or one module's (gk.fft) or one operation's (gk.linalg.solve) cells",
+    )
     info.set_defaults(func=_info)
     bench = sub.add_parser(
         "bench",

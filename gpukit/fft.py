@@ -26,6 +26,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
+from ._dispatch.capabilities import checked, declare
 from ._docstrings import paragraphs
 from ._runtime.devices import check_device
 from ._select.selection import get_backend
@@ -265,6 +266,7 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
     def run(x: Any, s: Any, axes: Any, norm: Any, dest: Any, workers: Any) -> Any:
         return _transform(name, kind, x, s, axes, norm, dest, workers, one_d)
 
+    declare(name, checked(name, then=lambda dtype: _work_dtype(name, kind, dtype)[1]))
     return run
 
 
@@ -2029,6 +2031,9 @@ def fftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     return _shift("gk.fft.fftshift", x, axes, inverse=False)
 
 
+declare("gk.fft.fftshift", checked("gk.fft.fftshift"))
+
+
 @overload
 def ifftshift(x: NumpyArray, axes: int | Sequence[int] | None = None) -> Array: ...
 @overload
@@ -2073,6 +2078,9 @@ def ifftshift(x: Any, axes: int | Sequence[int] | None = None) -> Any:
     [0.0, 0.2, 0.4, -0.4, -0.2]
     """
     return _shift("gk.fft.ifftshift", x, axes, inverse=True)
+
+
+declare("gk.fft.ifftshift", checked("gk.fft.ifftshift"))
 
 
 def engine() -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
+from ._dispatch.capabilities import checked, declare
 from ._runtime import transfer as _transfer
 from ._runtime.placement import owner_of
 from ._select.selection import get_backend
@@ -155,6 +156,10 @@ def csr_matrix(
         backend, (arg1,) = prepare(arg1, names=("arg1",))
         arg1 = backend.xp.asarray(arg1)
     return backend.sparse_csr_matrix(arg1, shape, dtype, copy)
+
+
+# a dense array's entries, without dtype= (which converts any numeric dtype)
+declare("gk.sparse.csr_matrix", checked("gk.sparse.csr_matrix", "arg1", ENTRY_DTYPES))
 
 
 def _entries(data: Any, name: str, dtype: np.dtype | None) -> Any:

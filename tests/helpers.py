@@ -11,7 +11,7 @@ import gpukit as gk
 from gpukit.testing import default_rtol
 from gpukit.testing import relative_error as rel_err
 
-__all__ = ["TOL", "oracle", "rel_err", "simulated", "terms_err"]
+__all__ = ["TOL", "flushed", "oracle", "rel_err", "simulated", "terms_err"]
 
 #: Relative-norm tolerance per dtype, the numerics contract's (docs/numerics.rst), as
 #: gpukit.testing states it; ``rel_err`` is gpukit.testing.relative_error.
@@ -30,6 +30,18 @@ def terms_err(actual, expected, terms) -> float:
     e = np.asarray(expected).astype(np.complex128)
     denom = np.linalg.norm(np.asarray(terms, dtype=np.float64))
     return float(np.linalg.norm(a - e) / (denom if denom else 1.0))
+
+
+def flushed(x, backend) -> np.ndarray:
+    """Host ``x`` as ``backend``'s kernels read it: single-precision subnormals become zeros
+    of the same sign where the backend flushes them (CuPy; docs/numerics.rst), else ``x``."""
+    x = np.asarray(x)
+    if not backend.flushes_single_subnormals or x.dtype not in (np.float32, np.complex64):
+        return x
+    out = x.copy()
+    parts = out.view(np.float32)  # complex64: the real and imaginary parts interleaved
+    parts[np.abs(parts) < np.finfo(np.float32).tiny] *= 0  # keeps the sign
+    return out
 
 
 def simulated() -> bool:

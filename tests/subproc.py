@@ -10,11 +10,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def checkout_path() -> list[str]:
+    """The folders that make this checkout importable without installing it: gpukit and
+    the built-in backends (the GPU lane runs from a bare checkout)."""
+    return [str(ROOT), str(ROOT / "backends")]
+
+
 def run_python(code: str, env: dict[str, str] | None = None, extra_path: list[str] = ()):
     """Run ``code`` with ``python -c`` from the repository root; return the CompletedProcess."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("GPUKIT_")}
     sim = [os.environ["CUPYSIM_PATH"]] if os.environ.get("CUPYSIM_PATH") else []  # --cupy=sim
-    full_env["PYTHONPATH"] = os.pathsep.join([*sim, *extra_path, str(ROOT)])
+    full_env["PYTHONPATH"] = os.pathsep.join([*sim, *extra_path, *checkout_path()])
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", code],

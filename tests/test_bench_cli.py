@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import gpukit._bench
-from gpukit._bench.cases import CASES, Case, poisson
+from gpukit._bench.cases import CASES, Case
 from gpukit._bench.report import render
 from gpukit._bench.runners import make
 from gpukit._bench.timing import Budget, spread
@@ -167,18 +167,6 @@ def test_table_shows_ceilings_and_rows(capsys):
 def test_unknown_names_are_refused(argv, message, capsys):
     assert main(["bench", "--quick", "--no-progress", *argv]) == 2
     assert message in capsys.readouterr().err
-
-
-def test_poisson_matrix_is_the_5_point_laplacian(rng):
-    import numpy as np
-
-    m = int(rng.integers(3, 9))
-    a = poisson(m).toarray().astype(np.float64)
-    # reference: the Laplacian as a stencil applied to a random grid function
-    u = rng.standard_normal((m, m))
-    padded = np.pad(u, 1)
-    stencil = 4 * u - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] - padded[1:-1, 2:]
-    assert np.allclose(a @ u.ravel(), stencil.ravel(), rtol=1e-12, atol=1e-12)
 
 
 # -- --plot is checked before anything runs ----------------------------------------------------

@@ -150,3 +150,36 @@ def test_info_reports_a_malformed_cpu_device_count_and_the_fix(bad):
     assert "unavailable" in numpy_line and f"GPUKIT_CPU_DEVICES={bad!r}" in numpy_line
     assert "Fix: set GPUKIT_CPU_DEVICES to a whole number from 1 to 1024" in numpy_line
     assert "Selected: None" in proc.stdout
+
+
+def test_info_capabilities_prints_every_module_table():
+    proc = run_python("from gpukit.cli import main; main(['info', '--capabilities'])")
+    assert proc.returncode == 0, proc.stderr
+    for module in ("gk", "gk.fft", "gk.linalg", "gk.nn"):
+        assert f"\n{module}\n" in proc.stdout
+    assert "gk.linalg.solve " in proc.stdout and "computed in float32" in proc.stdout
+
+
+def test_info_capabilities_of_one_operation_prints_its_every_cell():
+    proc = run_python(
+        "from gpukit.cli import main; main(['info', '--capabilities', 'gpukit.kernels.sgd_update'])"
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split("  ")[0]: line.split() for line in proc.stdout.splitlines()}
+    assert rows["cupy host"][-4:-2] == ["ValueError", "ValueError"]  # float32, float64
+    assert rows["numpy array"][2:] == [*["-"] * 10, "f32", "f64", "-", "-"]
+    assert "gk.fft.fft " not in proc.stdout
+
+
+def test_info_capabilities_json_and_unknown_operations():
+    code = (
+        "import sys; from gpukit.cli import main; "
+        "sys.exit(main(['info', '--json', '--capabilities', {!r}]))"
+    )
+    proc = run_python(code.format("gk.fft.rfft"))
+    cells = json.loads(proc.stdout)
+    assert {c["operation"] for c in cells} == {"gk.fft.rfft"}
+    cell = next(c for c in cells if c["dtype"] == "complex64" and c["kind"] == "array")
+    assert cell["status"] == "refused: TypeError" and cell["error"] == "TypeError"
+    proc = run_python(code.format("gk.linalg.slove"))
+    assert proc.returncode == 2 and "did you mean 'gk.linalg.solve'" in proc.stderr

@@ -53,8 +53,8 @@ MODULES = {
 # Public names that take no array (nothing to place), each with the reason.
 NOT_ON_ARRAYS = {
     **dict.fromkeys(
-        ["gk.Backend", "gk.BackendStatus", "gk.Device", "gk.MemoryStats", "gk.ShardedArray",
-         "gk.sharding.Replicated", "gk.linalg.IterativeInfo"],
+        ["gk.Backend", "gk.BackendStatus", "gk.Capability", "gk.Device", "gk.MemoryStats",
+         "gk.ShardedArray", "gk.sharding.Replicated", "gk.linalg.IterativeInfo"],
         "a type (its operations are covered by the functions that make and take it)",
     ),
     **dict.fromkeys(
@@ -72,6 +72,7 @@ NOT_ON_ARRAYS = {
         "backend selection, settings or counters: no array, no device work",
     ),
     "gk.empty_pinned": "host memory: no device",
+    "gk.capabilities": "answers from the declarations: no array, no device work",
     "gk.sparse.issparse": "a type question, answered without touching the data",
     "gk.kernels.ACTIVATIONS": "a constant",
     "gk.kernels.KERNELS": "the kernel registry, a constant",

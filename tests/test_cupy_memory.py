@@ -37,23 +37,28 @@ def _device(count: int) -> int:
 
 
 def test_the_retry_releases_cached_fft_plans(cupy_backend, rng):
-    """Plans cached by earlier transforms hold pool memory; the retry gives it back."""
+    """Plans cached by earlier transforms hold pool memory; the retry gives it back. The
+    limit leaves less room than the output alone takes, so the transform succeeds only
+    through the retry, whatever size cuFFT's work areas are (on an H200 a 197,504-point
+    plan took 12.8 MB, four times the simulator's model)."""
     import cupy
 
     dev = _device(cupy_backend.device_count())
     gk.empty_cache()
-    gk.set_memory_limit(64 * MiB, device=dev)
-    for k in range(15):  # 15 plans of ~3 MiB outputs, each shape its own plan
+    for k in range(6):  # 6 plans, each shape its own
         gk.fft.fft(gk.asarray(np.ones(196_608 + 64 * k, np.complex128), device=dev))
-    with gk.device(dev):
-        held = cupy.fft.config.get_plan_cache().get_curr_memsize()
     host = rng.standard_normal(MiB // 2) + 0j  # 8 MiB in, 8 MiB out
     x = gk.asarray(host, device=dev)
+    with gk.device(dev):
+        cache = cupy.fft.config.get_plan_cache()
+        held = cache.get_curr_memsize()
+        assert held >= 8 * MiB, cache  # what the retry can give back: more than is missing
+        gk.set_memory_limit(cupy.get_default_memory_pool().used_bytes() + 7 * MiB, device=dev)
     with gk.device(0):
         y = gk.fft.fft(x)
     assert y.device.id == dev and rel_err(y, np.fft.fft(host)) < 1e-12
     with gk.device(dev):
-        assert cupy.fft.config.get_plan_cache().get_curr_memsize() <= max(held, 16 * MiB)
+        assert cache.get_curr_memsize() < held  # the earlier plans are gone
 
 
 def test_empty_cache_clears_the_plans_of_every_device_and_worker(cupy_backend, rng):

@@ -449,6 +449,19 @@ def test_krylov_on_a_dask_matrix(rng, method):
     assert rel_err(x.compute(), np.linalg.solve(a, b)) < 1e-8
 
 
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_krylov_float16_is_solved_in_float32_as_on_one_device(rng, method):
+    """float16 systems are solved in float32, the dtype gk.linalg's solvers use everywhere
+    (the Dask ones iterated in float16; found by the capability test)."""
+    n = 16
+    a = (_laplacian(n) + 0.5 * np.eye(n)).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    x, info = getattr(gk.linalg, method)(da.from_array(a, chunks=(6, 8)), da.from_array(b, 6))
+    assert x.dtype == np.float32 and x.compute().dtype == np.float32 and info.converged
+    want = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+    assert rel_err(x.compute(), want) < 1e-4
+
+
 def test_cg_on_a_stencil_operator_with_callback_and_x0(rng):
     n = 16
     b = rng.standard_normal(n)

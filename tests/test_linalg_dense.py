@@ -12,7 +12,7 @@ import pytest
 import gpukit as gk
 from gpukit.testing import random_array, random_spd
 
-from helpers import TOL, rel_err
+from helpers import TOL, flushed, rel_err
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -286,13 +286,14 @@ def test_norms_whose_powers_underflow_or_overflow_keep_their_value(
 ):
     """NumPy's norm of a float32 vector of 1e-30 entries is 0 (the squares flush to zero)
     and of 1e25 entries inf, with a RuntimeWarning, though both norms are representable;
-    gk.linalg.norm recomputes such results on the input scaled by a power of two."""
+    gk.linalg.norm recomputes such results on the input scaled by a power of two. (A
+    backend that flushes float32 subnormals reads 1e-42 entries as zeros.)"""
     x = (random_array(shape, np.result_type(dtype, np.float64), rng=rng) * magnitude).astype(dtype)
     x.flat[0] = magnitude  # one entry of the magnitude at least (a subnormal draw may be 0)
     # compared in units of 2**-k, the reference's norms in range (ldexp: exact, and 2**1030
     # for float64 subnormals is no float)
     k = -math.frexp(magnitude)[1]
-    scaled = np.ldexp(np.abs(ref(x)), k)
+    scaled = np.ldexp(np.abs(ref(flushed(x, backend))), k)  # as the backend reads x
     want = np.linalg.norm(scaled, ord=ord, axis=axis, keepdims=keepdims)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow warning for a representable result
@@ -365,3 +366,13 @@ def test_norm_argument_errors_are_the_same_everywhere(backend, xp, shape, ord, a
     with pytest.raises(ValueError, match=match) as info:
         gk.linalg.norm(xp.ones(shape), ord=ord, axis=axis)
     assert str(info.value).startswith("gk.linalg.norm: ")
+
+
+def test_cho_solve_refuses_a_sharded_factor_inside_the_tuple(rng):
+    """``(c, lower)`` with a sharded ``c`` is refused as a sharded ``c`` alone is (it was
+    gathered to the host silently; found by the capability test)."""
+    c = np.linalg.cholesky(random_spd(4, np.float64, rng=rng))
+    with pytest.raises(TypeError, match=r"gk\.linalg\.cho_solve does not accept a ShardedArray"):
+        gk.linalg.cho_solve((gk.shard(c), True), np.ones(4))
+    with pytest.raises(TypeError, match=r"gk\.linalg\.cho_solve does not accept a ShardedArray"):
+        gk.linalg.cho_solve(gk.shard(c), np.ones(4))

@@ -149,6 +149,58 @@ def test_ill_conditioned_warns_as_scipy(backend, xp, rng, assume_a, kappa):
         assert warned[0].filename == __file__  # attributed to the caller
 
 
+@pytest.mark.parametrize(
+    ("dtype", "kind"),
+    [(d, k) for d in (np.float64, np.complex128, np.float32) for k in ("random", "graded")]
+    + [(np.float64, "hilbert")],  # cond 1e10: float32's factors would be noise
+)
+def test_the_condition_estimate_bounds_the_exact_norm_as_lapack_does(rng, dtype, kind):
+    """The GPU's estimate of ||inv(A)||_1 (xLACN2's method, backends without xGECON): a lower
+    bound of the exact norm, within the factor 3 Higham reports (usually exact)."""
+    from gpukit.backend._ops.linalg import norm1_inverse_estimate
+
+    n = 40
+    if kind == "random":
+        a = random_array((n, n), dtype, rng=rng)
+    elif kind == "graded":
+        a = conditioned(rng, n, 1e6) * np.logspace(0, 3, n)
+    else:
+        a = hilbert(rng, 8)
+        n = 8
+    a = a.astype(dtype)
+    lu = sl.lu_factor(a)
+
+    def solve(v, adjoint):
+        trans = (2 if a.dtype.kind == "c" else 1) if adjoint else 0
+        return sl.lu_solve(lu, v.astype(a.dtype), trans=trans)
+
+    exact = np.abs(np.linalg.inv(a.astype(np.complex128))).sum(axis=0).max()
+    est = norm1_inverse_estimate(solve, n)
+    slack = 1e-3 if dtype == np.float32 or kind == "hilbert" else 1e-10  # rounding in the solves
+    assert exact / 3 <= est <= exact * (1 + slack)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("assume_a", ["gen", "pos"])
+def test_cupy_rcond_is_lapacks_estimate(cupy_backend, rng, assume_a):
+    """The CuPy backend's rcond (LinAlgWarning's) agrees with SciPy's xGECON/xPOCON within
+    the estimators' factor, without forming the inverse."""
+    import cupy
+
+    a = conditioned(rng, 30, 1e8, hermitian=assume_a == "pos")
+    if assume_a == "pos":
+        a = a @ a.T + 1e-6 * np.eye(30)  # positive definite
+    lapack = sl.get_lapack_funcs("gecon" if assume_a == "gen" else "pocon", (a,))
+    anorm = np.abs(a).sum(axis=0).max()
+    if assume_a == "gen":
+        want, _ = lapack(sl.lu_factor(a)[0], anorm)
+    else:
+        want, _ = lapack(sl.cholesky(a, lower=True), anorm, uplo="L")
+    x, rcond = cupy_backend.linalg_solve_rcond(cupy.asarray(a), cupy.ones((30, 1)), assume_a)
+    assert rel_err(x, np.linalg.solve(a, np.ones((30, 1)))) < 1e-12 / rcond.get()
+    assert want / 3 <= float(rcond) <= want * 3
+
+
 def hilbert(rng, n):
     """The Hilbert matrix, symmetrically permuted at random: cond_1 about 1e17 for n = 12,
     1e7 for n = 6 (ill-conditioned, yet LU never meets an exactly zero pivot)."""

@@ -107,6 +107,33 @@ def test_preconditioner_forms(backend, xp, rng, method, form):
     assert info.iterations < plain.iterations
 
 
+class WithoutDtype(spla.LinearOperator):
+    """A LinearOperator applying ``a`` whose dtype is None, as SciPy's IdentityOperator."""
+
+    def __init__(self, a):
+        super().__init__(None, a.shape)
+        self.a = a
+
+    def _matvec(self, v):
+        return self.a @ v
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("which", ["A", "M"])
+def test_operator_without_dtype_keeps_the_solve_dtype(rng, method, which):
+    # SciPy solves in the dtype of A and b whatever M's; a missing dtype is no float64
+    a = problem(rng, method, n=16)
+    b = rng.standard_normal(16)
+    a32 = a.astype(np.float32)
+    A = WithoutDtype(a32) if which == "A" else a32
+    M = WithoutDtype(np.eye(16, dtype=np.float32)) if which == "M" else None
+    with gk.use_backend("numpy"):
+        x, info = getattr(gk.linalg, method)(A, b.astype(np.float32), M=M, rtol=1e-6)
+    assert info.converged
+    assert x.dtype == np.float32
+    assert rel_err(x, np.linalg.solve(a, b)) < ERR[np.float32]
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_non_convergence_warns_and_reports(backend, xp, rng, method):
     a = gk.to_numpy(gk.sparse.poisson2d(16).toarray())  # host, on any backend

@@ -388,6 +388,28 @@ def test_float16_activations_stay_float16(backend, rng, name):
     assert rel_err(gx, tx.grad.numpy()) < 4e-3
 
 
+@pytest.mark.parametrize("name", sorted(ACTS))
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64"])
+def test_integer_activations_compute_in_float64(backend, rng, name, dtype):
+    """bool and integer inputs are computed in float64, as Softmax does, on every backend
+    (the host raised NumPy's casting error, the GPU rounded the float32 result back to
+    integers; found by the capability test)."""
+    torch = oracle("torch")
+    make, make_torch = ACTS[name]
+    x = rng.integers(0 if dtype in ("bool", "uint16") else -3, 2 if dtype == "bool" else 4, (5, 8))
+    x = x.astype(dtype)
+    g = rng.standard_normal((5, 8))
+    layer = make()
+    y = layer(gk.asarray(x))
+    gx = layer.backward(gk.asarray(g))
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    ty = make_torch(torch.nn)(tx)
+    ty.backward(torch.from_numpy(g))
+    assert y.dtype == gx.dtype == np.float64
+    assert rel_err(y, ty.detach().numpy()) < TOL[np.dtype(np.float64)]
+    assert rel_err(gx, tx.grad.numpy()) < TOL[np.dtype(np.float64)]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("shape", [(1, 5), (37, 9), (4, 6, 9), (0, 3)])
 @pytest.mark.parametrize("fused", [False, True], ids=["Linear", "Linear+Tanh"])

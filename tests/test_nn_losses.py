@@ -59,6 +59,25 @@ def test_loss_matches_torch(backend, rng, name, reduction, smoothing):
     assert rel_err(grad, t_out.grad.numpy()) < F32
 
 
+def test_float16_cross_entropy_is_computed_in_float32(backend, rng):
+    """float16 logits are computed in float32 and rounded once, on every backend (the GPU
+    kernel was launched on float16 data as if it were float64; found by the capability
+    test on the simulator)."""
+    torch = oracle("torch")
+    out = (3 * rng.standard_normal((9, 5))).astype(np.float16)
+    target = rng.integers(0, 5, 9)
+    loss_fn = gk.nn.CrossEntropyLoss(label_smoothing=0.1)
+    loss = loss_fn(gk.asarray(out), gk.asarray(target))
+    grad = loss_fn.backward()
+    t_out = torch.from_numpy(out.astype(np.float64)).requires_grad_(True)
+    t_loss = torch.nn.functional.cross_entropy(t_out, torch.from_numpy(target), label_smoothing=0.1)
+    t_loss.backward()
+    assert loss.dtype == grad.dtype == np.float16
+    f16 = np.finfo(np.float16).eps  # the float32 result rounded once to float16
+    assert rel_err(float(loss), t_loss.item()) < f16
+    assert rel_err(grad, t_out.grad.numpy()) < f16
+
+
 def test_bce_is_stable_for_large_logits():
     loss_fn = gk.nn.BCEWithLogitsLoss("sum")
     out = np.array([200.0, -200.0], dtype=np.float32)

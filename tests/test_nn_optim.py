@@ -47,6 +47,33 @@ def test_optimizer_steps_match_torch(backend, rng, name):
         assert rel_err(p.data, tp.detach().numpy()) < F64
 
 
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_float16_parameters_are_updated_in_float32(backend, rng, name):
+    """float16 parameters and state are computed in float32 and rounded once per step, as
+    PyTorch does: in float16, Adam's eps (1e-8) and the square of a 1e-4 gradient vanish
+    (0 / 0 on the host), and the GPU kernels take float32/float64 (found by the
+    capability test on the simulator). Compared with torch.optim on the float32 copy."""
+    torch = oracle("torch")
+    cls, kwargs = OPTIMIZERS[name]
+    init = rng.standard_normal(12).astype(np.float16)
+    p = gk.nn.Parameter(gk.asarray(init.copy()))
+    tp = torch.tensor(init.astype(np.float32), requires_grad=True)
+    opt = getattr(gk.optim, cls)([p], **kwargs)
+    t_opt = getattr(torch.optim, cls)([tp], **kwargs)
+    for scale in (1e-4, 1.0, 1e-4):
+        g = (scale * rng.standard_normal(12)).astype(np.float16)
+        p.grad = gk.asarray(g)
+        tp.grad = torch.from_numpy(g.astype(np.float32))
+        opt.step()
+        t_opt.step()
+        with torch.no_grad():  # the float16 parameter, as gpukit keeps it
+            tp.copy_(tp.to(torch.float16).to(torch.float32))
+        for s in opt.state.get(p, {}).values():
+            assert not hasattr(s, "dtype") or s.dtype == np.float16
+    assert p.data.dtype == np.float16
+    assert rel_err(p.data, tp.detach().numpy()) < np.finfo(np.float16).eps
+
+
 def test_optimizer_state_dict_round_trip(rng):
     init = rng.standard_normal((3, 2))
     grads = [rng.standard_normal((3, 2)) for _ in range(4)]

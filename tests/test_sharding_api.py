@@ -32,7 +32,8 @@ MODULES = ("gpukit", "gpukit.fft", "gpukit.linalg", "gpukit.nn", "gpukit.kernels
 # Public names that take no array: types, errors, constants, settings and queries.
 NO_ARRAY = {
     "gpukit": {
-        "Backend", "BackendStatus", "BackendUnavailableError", "ConvergenceWarning", "Device",
+        "Backend", "BackendStatus", "BackendUnavailableError", "Capability", "capabilities",
+        "ConvergenceWarning", "Device",
         "DeviceMismatchError", "GpukitError", "GpukitWarning", "LinAlgError", "MemoryStats",
         "NonFiniteError", "OutOfMemoryError", "ShardedArray", "TransferGuardError",
         "UnknownBackendError",

@@ -88,17 +88,32 @@ def ceilings() -> dict[str, float]:
     return rates
 
 
-def cost() -> dict[str, dict[str, float | str]]:
-    """The measured time of one unit of each single-device workload of
-    ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy.
-
-    Steady state as the simulator's counts are: (median time of ``run(hi)`` - median time of
+def _per_unit(run, lo: int, hi: int, sync) -> float:
+    """Seconds per unit of ``run(k)`` in steady state: (median of ``run(hi)`` - median of
     ``run(lo)``) / (hi - lo), host clock around a device synchronisation, so launch
-    overhead and host syncs are in it (CUDA events would hide the host's share).
-    """
+    overhead and host syncs are in it (CUDA events would hide the host's share)."""
     import time
 
+    run(hi)  # warm up: kernels compiled, plans made, the pool grown
+    sync()
+
+    def timed(k: int) -> float:
+        start = time.perf_counter()
+        run(k)
+        sync()
+        return time.perf_counter() - start
+
+    t_lo = sorted(timed(lo) for _ in range(7))[3]
+    t_hi = sorted(timed(hi) for _ in range(7))[3]
+    return (t_hi - t_lo) / (hi - lo)
+
+
+def cost() -> dict[str, dict[str, float | str]]:
+    """The measured time of one unit of each single-device workload of
+    ``asv_bench/gpu_cost.py`` (the ones the simulator counts), on the real CuPy, and of
+    the same unit in its peer library (``gpu_cost.PEERS``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "asv_bench"))
+    import cupy
     import gpu_cost  # the workloads live with the benchmarks
 
     import gpukit as gk
@@ -112,20 +127,22 @@ def cost() -> dict[str, dict[str, float | str]]:
             results[name] = {"skipped": str(exc)}
             continue
         lo, hi = gpu_cost.SPAN.get(name, gpu_cost.DEFAULT_SPAN)
-        hi_timed = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
-        run(hi_timed)  # warm up: kernels compiled, plans made, the pool grown
-        gk.synchronize()
+        hi = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
+        row: dict[str, float | str] = {"unit": unit}
+        row["us_per_unit"] = _per_unit(run, lo, hi, gk.synchronize) * 1e6
+        if name in gpu_cost.PEERS:
+            peer, make = gpu_cost.PEERS[name]
+            try:
+                sync = cupy.cuda.get_current_stream().synchronize
+                if name == "mlp_step":
+                    import torch
 
-        def timed(k: int, run=run) -> float:
-            start = time.perf_counter()
-            run(k)
-            gk.synchronize()
-            return time.perf_counter() - start
-
-        t_lo = sorted(timed(lo) for _ in range(7))[3]
-        t_hi = sorted(timed(hi_timed) for _ in range(7))[3]
-        results[name] = {"unit": unit, "us_per_unit": (t_hi - t_lo) / (hi_timed - lo) * 1e6}
-        print(f"{name:20s} {results[name]['us_per_unit']:10.1f} us per {unit}", flush=True)
+                    sync = torch.cuda.synchronize
+                row["peer"], row["peer_us_per_unit"] = peer, _per_unit(make(), lo, hi, sync) * 1e6
+            except Exception as exc:  # a peer missing here must not lose gpukit's row
+                row["peer"] = f"{peer}: {type(exc).__name__}: {exc}"
+        results[name] = row
+        print(f"{name:20s} {row}", flush=True)
     return results
 
 
@@ -181,10 +198,16 @@ def _cost(out: Path) -> list[str]:
         report = json.loads((out / "cost.json").read_text())
     except (OSError, ValueError):
         return ["no GPU-cost timings (cost.json missing or unreadable)"]
-    rows = ["| workload | measured per unit |", "|---|---|"]
+    rows = ["| workload | gpukit per unit | peer | peer per unit |", "|---|---|---|---|"]
     for name, r in report.items():
-        cell = f"{r['us_per_unit']:,.1f} us per {r['unit']}" if "unit" in r else r["skipped"]
-        rows.append(f"| {name} | {cell} |")
+        if "unit" not in r:
+            rows.append(f"| {name} | {r['skipped']} | | |")
+            continue
+        peer = f"{r['peer_us_per_unit']:,.1f} us" if "peer_us_per_unit" in r else ""
+        rows.append(
+            f"| {name} | {r['us_per_unit']:,.1f} us per {r['unit']} | {r.get('peer', '')} "
+            f"| {peer} |"
+        )
     return rows
 
 

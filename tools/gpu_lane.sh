@@ -11,6 +11,7 @@
 # record to commit under docs/benchmarks/ (see docs/benchmarks/README.md).
 # Every step runs even when an earlier one fails, each under its own time limit (the lane
 # fits in about 8 minutes, shared/GPU.md); the exit status is 1 if any failed or ran out.
+# GPU_LANE_BENCH=quick: small benchmark sizes only (a short device lease).
 # A dry run of the lane's plumbing (on the CuPy simulator, say): GPU_LANE_QUICK=1 (small
 # ceilings, --quick benchmarks) and GPU_LANE_PYTEST_ARGS="-k ..." to run a few tests.
 set -uo pipefail
@@ -65,15 +66,15 @@ else
 fi
 
 step "6/8 GPU cost: measured time per unit of the workloads the simulator counts"
-timeout "$(limit 60)" "$PY" "$ROOT/tools/gpu_lane.py" cost "$OUT/cost.json" \
+timeout "$(limit 120)" "$PY" "$ROOT/tools/gpu_lane.py" cost "$OUT/cost.json" \
     > "$OUT/cost.log" 2>&1 || status=1
 cat "$OUT/cost.log" >&2
 
 step "7/8 GPU benchmarks with same-run peers (raw CuPy; PyTorch CUDA when importable)"
 # One case at a time, each under its own limit, so a slow case costs only itself.
-quick=$([ "${GPU_LANE_QUICK:-}" = 1 ] && echo --quick || true)
+quick=$([ "${GPU_LANE_QUICK:-}" = 1 ] || [ "${GPU_LANE_BENCH:-}" = quick ] && echo --quick || true)
 for case in $("$PY" -m gpukit bench --list | awk '/^cases/{on=1; next} /^impl/{on=0} on{print $1}'); do
-    timeout "$(limit 30)" "$PY" -m gpukit bench --json --no-progress $quick --cases "$case" \
+    timeout "$(limit 60)" "$PY" -m gpukit bench --json --no-progress $quick --cases "$case" \
         --impls gpukit-cupy,cupy,torch-cuda > "$OUT/bench-$case.json" 2>> "$OUT/bench.log" \
         || status=1
 done

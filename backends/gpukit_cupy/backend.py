@@ -134,6 +134,9 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
 
     name = "cupy"
     is_device = True
+    # CuPy compiles every kernel, its own and gpukit's, with -ftz=true
+    # (cupy/cuda/compiler.py, _compile_with_cache_cuda)
+    flushes_single_subnormals = True
 
     def __init__(self) -> None:
         self.xp = cupy

@@ -6,7 +6,11 @@ NumPy/SciPy, raw CuPy and PyTorch CPU/CUDA as same-run peers -- and is reported 
 throughput (GFLOP/s or GB/s) and the fraction of this machine's measured ceilings (a
 large copy for GB/s, a large float32 matmul for GFLOP/s, per device). Only NumPy and
 SciPy are required; every other library is used when importable. The asv suite in
-``asv_bench/`` is the durable history; this command is the five-minute answer.
+``asv_bench/`` is the durable history, and its ``track_ratio`` benchmarks the same-run
+comparisons with peers; this command is the five-minute answer for a machine without the
+repository. Both share what they would otherwise write twice: the implementations
+(``runners``), the interleaved timing (``timing``) and the workloads they have in common
+(``mlp``, ``kernels``).
 """
 
 from __future__ import annotations

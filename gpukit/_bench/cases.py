@@ -8,14 +8,15 @@ ceilings are measured in.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._select import selection as _selection
 from . import mlp
+from .kernels import unfused_bias_gelu
 from .runners import Runner
 
 Call = Callable[[], object]
@@ -117,15 +118,6 @@ def _solve(r: Runner, n: int) -> Call:
 CG_ITERS = 25
 
 
-def poisson(m: int):
-    """The 5-point 2D Laplacian on an ``m x m`` grid as a float32 SciPy CSR matrix."""
-    import scipy.sparse as sp
-
-    t = sp.diags([-1, 2, -1], [-1, 0, 1], shape=(m, m), dtype="float32")
-    eye = sp.identity(m, dtype="float32")
-    return (sp.kron(t, eye) + sp.kron(eye, t)).tocsr().astype("float32")
-
-
 def _cg_bytes(m: int) -> float:
     # per iteration: the CSR mat-vec (values + column indices per nonzero, x read, y
     # written) and CG's vector work (2 dots and 3 axpys: 13 vector passes), float32
@@ -134,7 +126,8 @@ def _cg_bytes(m: int) -> float:
 
 
 def _cg(r: Runner, m: int) -> Call:
-    a_host = poisson(m)
+    with _selection.use_backend("numpy"):  # gk.sparse.poisson2d's SciPy CSR matrix
+        a_host = _gk("sparse.poisson2d")(m, np.float32)
     b_host = _rand(m * m)
     kw = {"rtol": 1e-30, "maxiter": CG_ITERS}  # unreachable: exactly CG_ITERS iterations
     if r.family == "torch":
@@ -175,17 +168,7 @@ def _bias_gelu(r: Runner, rows: int) -> Call:
     if r.family == "torch":
         gelu = r.xp.nn.functional.gelu
         return lambda: gelu(x + b)
-    if r.family == "numpy":
-        from scipy.special import erf
-    else:
-        from cupyx.scipy.special import erf
-    c = np.float32(1 / math.sqrt(2))
-
-    def unfused():
-        y = x + b
-        return 0.5 * y * (1 + erf(y * c))
-
-    return unfused
+    return lambda: unfused_bias_gelu(r.xp, x, b)
 
 
 # -- one training step of a 784-256-10 ReLU MLP (forward, backward, SGD): see mlp.py -------

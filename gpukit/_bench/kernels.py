@@ -1,16 +1,19 @@
-"""The host kernels and their PyTorch CPU peers, defined once for every harness.
+"""The kernels' peers, defined once for every harness: PyTorch CPU and the unfused expression.
 
-``tools/compare/kernels.py`` (fair same-run ratios) and the asv suite
-(``asv_bench/bench_kernels.py``) time the same pairs: bias + each activation forward
-(``act(x + b)``) and backward (input and bias gradients, against PyTorch's backward from
-what its autograd saves), softmax cross-entropy forward and backward, and the
-SGD-momentum, Adam and AdamW updates (against ``torch.optim`` with ``fused=True``, its
-fastest CPU path). gk.kernels run on the active backend (the numpy one for these
-comparisons).
+The asv suite (``asv_bench/bench_kernels.py``: ``HostVsTorch`` times, ``HostVsTorchRatio``
+same-run ratios, which ``python -m tools.peers`` prints) times the same pairs: bias + each
+activation forward (``act(x + b)``) and backward (input and bias gradients, against
+PyTorch's backward from what its autograd saves), softmax cross-entropy forward and
+backward, and the SGD-momentum, Adam and AdamW updates (against ``torch.optim`` with
+``fused=True``, its fastest CPU path). gk.kernels run on the active backend (the numpy
+one for these comparisons). :func:`unfused_bias_gelu` is the expression a NumPy or CuPy
+user writes without the fused kernel, which ``gpukit bench`` and the suite's
+``MemoryBound`` both time.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +21,7 @@ import numpy as np
 
 import gpukit as gk
 
-__all__ = ["ACTS", "KERNELS", "OPTIMIZERS", "pair", "torch_act"]
+__all__ = ["ACTS", "KERNELS", "OPTIMIZERS", "erf", "pair", "torch_act", "unfused_bias_gelu"]
 
 ACTS = ("identity", "relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 OPTIMIZERS = ("sgd_momentum", "adam", "adamw")
@@ -125,3 +128,20 @@ def pair(torch: Any, kernel: str, size: int, dtype: Any) -> tuple[Callable, Call
     if kernel.startswith("xent"):
         return _pair_xent(torch, kernel, size, dtype)
     return _pair_optim(torch, kernel, size, dtype)
+
+
+def erf(xp: Any) -> Callable[[Any], Any]:
+    """The error function of the array library ``xp`` (SciPy's, or cupyx's for CuPy)."""
+    if xp is np:
+        from scipy.special import erf as host_erf
+
+        return host_erf
+    from cupyx.scipy.special import erf as device_erf
+
+    return device_erf
+
+
+def unfused_bias_gelu(xp: Any, x: Any, b: Any) -> Any:
+    """``gelu(x + b)`` (exact, erf) as array operations of ``xp``, one pass each."""
+    z = x + b
+    return 0.5 * z * (1 + erf(xp)(z / math.sqrt(2)))

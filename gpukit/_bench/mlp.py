@@ -1,8 +1,9 @@
 """The benchmark MLP training step, defined once for every harness that times it.
 
-``gpukit bench``, the asv suite (``asv_bench/bench_nn.py``) and the fair comparison script
-(``tools/compare/nn_step.py``) all time one step -- forward, cross-entropy loss, backward,
-plain SGD update -- of a 784-256-10 ReLU MLP on float32 batches, written three ways: with
+``gpukit bench`` and the asv suite (``asv_bench/bench_nn.py``: ``TrainStep``, and the
+same-run ratios of ``TrainStepRatio`` that ``python -m tools.peers`` prints) time one step
+-- forward, cross-entropy loss, backward, plain SGD update -- of a 784-256-10 ReLU MLP (or
+a deeper GELU or SiLU one) on float32 batches, written three ways: with
 gk.nn, by hand in the array library (the bar gk.nn must meet), and with PyTorch. None of
 them computes the gradient of the network's input: PyTorch does not when nobody asks.
 """

@@ -2,10 +2,12 @@
 
 BLAS and PyTorch thread pools spin for ~0.1 s after a call and steal cores from
 whoever runs next, so each timed block starts after an idle pause, and the
-implementations compared take turns block by block (see ``run``), so that a
-disturbance lands on all of them rather than on one. A figure is the median of its
-blocks, reported with their spread and judged by pyperf's stability rules. Device
-work is synchronised before the clock is read.
+implementations compared take turns block by block (``run`` for ``gpukit bench``,
+:func:`compare` for a pair: the asv suite's ``track_ratio`` benchmarks and
+``python -m tools.peers``), so that a disturbance lands on all of them rather than on
+one. A figure is the median of its blocks, a ratio the median of the per-pair ratios,
+reported with their spread and judged by pyperf's stability rules. Device work is
+synchronised before the clock is read.
 """
 
 from __future__ import annotations
@@ -118,3 +120,94 @@ def measure(fn: Callable[[], object], sync: Callable[[], None], budget: Budget) 
     ):
         blocks.append(time_block(fn, sync, number, budget.idle))
     return min(blocks)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two callables timed against each other, interleaved (:func:`compare`).
+
+    Attributes
+    ----------
+    a_seconds, b_seconds : float
+        Median seconds per call of each side.
+    ratios : tuple of float
+        ``a / b`` of every pair of blocks, in the order they ran.
+    """
+
+    a_seconds: float
+    b_seconds: float
+    ratios: tuple[float, ...]
+
+    @property
+    def ratio(self) -> float:
+        """The median per-pair ratio ``a / b``: the figure reported."""
+        return statistics.median(self.ratios)
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        """First and third quartiles of the per-pair ratios: how far the machine moved."""
+        if len(self.ratios) < 2:
+            return self.ratio, self.ratio
+        q1, _, q3 = statistics.quantiles(self.ratios, n=4, method="inclusive")
+        return q1, q3
+
+    @property
+    def unstable(self) -> bool:
+        """The per-pair ratios break pyperf's stability rules (:func:`spread`)."""
+        return spread(self.ratios).unstable
+
+
+def compare(
+    a: Callable[[], object],
+    b: Callable[[], object],
+    *,
+    pairs: int = 7,
+    block: float = 0.05,
+    idle: float = 0.15,
+    sync: Callable[[], None] = lambda: None,
+) -> Pair:
+    """Time ``a`` against ``b``: ``pairs`` pairs of blocks of ~``block`` s, interleaved.
+
+    Both sides get the same number of calls per block (enough for the slower one to
+    fill ``block``), the order alternates pair by pair, and each block starts after
+    ``idle`` s so the other side's thread pool has stopped spinning.
+
+    Parameters
+    ----------
+    a, b : callable
+        Zero-argument calls; ``a`` is gpukit's side by convention (ratio = a / b).
+    pairs : int
+        Blocks per side.
+    block : float
+        Seconds a block lasts at least (one call where a call takes longer).
+    idle : float
+        Seconds of pause before each block.
+    sync : callable
+        Waits for queued device work; called at the end of each block.
+
+    Returns
+    -------
+    Pair
+        Median seconds per call of each side and the per-pair ratios.
+
+    Examples
+    --------
+    >>> p = compare(lambda: sum(range(100)), lambda: sum(range(200)), pairs=3, block=1e-3,
+    ...             idle=0.0)
+    >>> len(p.ratios), p.ratio > 0
+    (3, True)
+    """
+    budget = Budget(block=block, rounds=pairs, idle=idle)
+    a(), b()  # warm up: caches, plans, thread pools
+    number = max(calibrate(a, sync, budget), calibrate(b, sync, budget))
+    ta: list[float] = []
+    tb: list[float] = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            ta.append(time_block(a, sync, number, idle))
+            tb.append(time_block(b, sync, number, idle))
+        else:
+            tb.append(time_block(b, sync, number, idle))
+            ta.append(time_block(a, sync, number, idle))
+    ratios = tuple(x / y for x, y in zip(ta, tb, strict=True))
+    return Pair(statistics.median(ta), statistics.median(tb), ratios)

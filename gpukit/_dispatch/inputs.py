@@ -21,6 +21,7 @@ from .._runtime.placement import owner_of, placement, settled
 from .._select.selection import active, get_backend
 from ..backend import Backend
 from . import dtypes as _dtypes
+from .capabilities import checked, declare, same
 from .decorator import operation
 
 if TYPE_CHECKING:
@@ -157,6 +158,9 @@ def asarray(
     return backend.asarray(obj, dtype=dtype, device=device)
 
 
+declare("gk.asarray", checked("gk.asarray", "obj"))
+
+
 @operation("gk.to_numpy")
 def to_numpy(x: Any) -> np.ndarray:
     """Copy ``x`` to a host ``numpy.ndarray`` (an explicit transfer, always allowed).
@@ -193,3 +197,6 @@ def to_numpy(x: Any) -> np.ndarray:
     out = backend.to_numpy(x)
     _transfer.record("device_to_host", out.nbytes)
     return out
+
+
+declare("gk.to_numpy", same)

@@ -77,11 +77,16 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
     is_device : bool
         ``True`` when arrays live off the host, so that host inputs reaching this
         backend are transfers, counted and governed by the transfer guard.
+    flushes_single_subnormals : bool
+        ``True`` when the backend's kernels read and write single-precision (float32,
+        complex64) subnormals as zeros of the same sign (CUDA's flush-to-zero mode);
+        double precision keeps them on every backend (docs/numerics.rst).
     """
 
     name: str = "abstract"
     xp: ModuleType
     is_device: bool = False
+    flushes_single_subnormals: bool = False
 
     # -- array placement: every backend implements these ------------------------------------
     def owns(self, x: Any) -> bool:

@@ -29,6 +29,7 @@ import numpy as np
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import implements
 from .._matmul import matmul as gk_matmul
+from ..linalg._checks import solve_dtype
 from ..linalg.iterative import _check_controls, run
 from ..sparse import issparse
 from ._chunks import chunk_type, is_dask
@@ -280,10 +281,7 @@ def _solve(
     rows = next((v.chunks[0] for v in (b, x0, a) if is_dask(v)), None)
     if rows is None or sum(rows) != n:
         rows = (n,)
-    found = [np.dtype(v.dtype) for v in (b, a, m) if hasattr(v, "dtype")]
-    dtype = np.result_type(*found)
-    if dtype.kind not in "fc":
-        dtype = np.dtype(np.float64)
+    dtype = solve_dtype(*(np.dtype(v.dtype) for v in (b, a, m) if hasattr(v, "dtype")))
     space = DaskSpace(op)
     matvec = _operator(space, a, "A", n, rows)
     psolve = None if m is None else _operator(space, m, "M", n, rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._dispatch import operation
+from .._dispatch.capabilities import checked, declare
 from ..backend.kernels import ACTIVATIONS
 from ._checks import FLOATS, check_like, place
 
@@ -137,3 +138,10 @@ def bias_activation_backward(
     return backend.kernel("bias_activation_backward")(
         grad_y, x, bias, activation, float(negative_slope)
     )
+
+
+for _op, _arg in (
+    ("gk.kernels.bias_activation", "x"),
+    ("gk.kernels.bias_activation_backward", "grad_y"),
+):
+    declare(_op, checked(_op, _arg, FLOATS))

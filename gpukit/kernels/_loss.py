@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._dispatch import operation
+from .._dispatch.capabilities import checked, declare
 from ._checks import FLOATS, INTEGERS, check_labels, check_range, place
 
 
@@ -134,3 +135,10 @@ def softmax_cross_entropy_backward(
     check_labels(op, labels, probs.shape[0])
     check_grad_loss(op, grad_loss, probs)
     return backend.kernel("softmax_cross_entropy_backward")(probs, labels, grad_loss, smoothing)
+
+
+for _op, _arg in (
+    ("gk.kernels.softmax_cross_entropy", "logits"),
+    ("gk.kernels.softmax_cross_entropy_backward", "probs"),
+):
+    declare(_op, checked(_op, _arg, FLOATS))

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._dispatch import operation
+from .._dispatch.capabilities import checked, declare
 from ._checks import place
 
 _F32 = (np.dtype(np.float32),)
@@ -64,3 +65,6 @@ def matmul_tiled(a: Any, b: Any) -> Any:
             f"shapes {tuple(a.shape)} and {tuple(b.shape)}"
         )
     return backend.kernel("matmul_tiled")(a, b)
+
+
+declare("gk.kernels.matmul_tiled", checked("gk.kernels.matmul_tiled", "a", _F32))

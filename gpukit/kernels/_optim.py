@@ -6,6 +6,7 @@ import operator
 from typing import Any
 
 from .._dispatch import operation
+from .._dispatch.capabilities import checked, declare
 from ._checks import (
     FLOATS,
     check_contiguous,
@@ -217,3 +218,8 @@ def adam_update(
     backend.kernel("adam_update")(
         param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled
     )
+
+
+# host data given to a device backend is refused: a copy of it would be updated instead
+for _op in ("gk.kernels.sgd_update", "gk.kernels.adam_update"):
+    declare(_op, checked(_op, "param", FLOATS), where={"host": ValueError})

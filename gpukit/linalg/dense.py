@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from .._dispatch import operation
+from .._dispatch import operation, reject
+from .._dispatch.capabilities import checked, declare
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
@@ -485,6 +486,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
         if len(c) != 2:
             raise ValueError(f"{op}: a tuple 'c' must be (c, lower), got {len(c)} items")
         c, lower = c
+        reject(op, c=c)  # a sharded or Dask factor, as refused outside the tuple
     backend, (c, b) = _checks.place(op, (c, b), ("c", "b"))
     xp = backend.xp
     _checks.square(op, "c", c)
@@ -757,3 +759,35 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             keepdims,
         )  # fmt: skip
     return out.astype(np.float16) if half else out
+
+
+def _real(dtype: np.dtype) -> np.dtype:
+    """The real dtype of the same precision (eigenvalues, norms, ``slogdet``'s logarithm)."""
+    return np.finfo(dtype).dtype
+
+
+# What each function computes in (first array of the result): the common dtype of
+# linear algebra (_checks.solve_dtype); eigenvalues and norms are real, and a float16
+# norm is returned in float16 (computed in float32).
+for _name, _arg in (
+    ("solve", "a"),
+    ("inv", "a"),
+    ("det", "a"),
+    ("slogdet", "a"),
+    ("cholesky", "a"),
+    ("cho_solve", "c"),
+    ("svd", "a"),
+    ("qr", "a"),
+    ("lstsq", "a"),
+):
+    declare(f"gk.linalg.{_name}", checked(f"gk.linalg.{_name}", _arg, then=_checks.solve_dtype))
+declare(
+    "gk.linalg.eigh", checked("gk.linalg.eigh", "a", then=lambda d: _real(_checks.solve_dtype(d)))
+)
+declare(
+    "gk.linalg.norm",
+    checked(
+        "gk.linalg.norm", then=lambda d: d if d == np.float16 else _real(_checks.solve_dtype(d))
+    ),
+    notes={"float16": "computed in float32"},
+)

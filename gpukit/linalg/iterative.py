@@ -18,6 +18,7 @@ import numpy as np
 
 from .._dispatch import dtypes as _dtypes
 from .._dispatch import operation, prepare
+from .._dispatch.capabilities import checked, declare
 from .._dispatch.kinds import implementation_of
 from .._runtime.placement import owner_of
 from ..backend import Backend
@@ -468,7 +469,8 @@ def _local_setup(op: str, a: Any, b: Any, x0: Any, m: Any) -> tuple[Any, ...]:
         raise ValueError(f"{op}: 'x0' has shape {tuple(x0.shape)} but 'b' has shape ({n},)")
     a = a_arr if a_arr is not None else a
     m = m_arr if m_arr is not None else m
-    dtypes = [b.dtype] + [getattr(v, "dtype", b.dtype) for v in (a, m, x0) if v is not None]
+    # an operator without a dtype (SciPy's IdentityOperator has None) does not promote
+    dtypes = [b.dtype] + [d for v in (a, m, x0) if (d := getattr(v, "dtype", None)) is not None]
     dtype = solve_dtype(*dtypes)
     matvec = _operator(op, backend, a, "A", n, dtype)
     psolve = None if m is None else _operator(op, backend, m, "M", n, dtype)
@@ -763,3 +765,14 @@ _document(
     "\n    restart : int, default 20\n        Krylov subspace size built before each restart.",
 )
 _document(minres)
+
+
+# gmres has a sharded implementation only to say why it refuses (gpukit.sharding._krylov)
+for _name, _where in (
+    ("cg", {}),
+    ("bicgstab", {}),
+    ("gmres", {"sharded": TypeError}),
+    ("minres", {}),
+):
+    _op = f"gk.linalg.{_name}"
+    declare(_op, checked(_op, "b", then=solve_dtype), where=_where)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch.capabilities import declare, same
 from .._runtime.memory import operation
 from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
@@ -62,6 +63,13 @@ def _real_input(name: str, x: Any) -> None:
     """Activations and Softmax are defined on real numbers (a complex max means nothing)."""
     if x.dtype.kind == "c":
         raise TypeError(f"gk.nn.{name}: x must be real, got dtype {x.dtype}")
+
+
+def _floating_input(name: str, x: Any) -> Any:
+    """A built-in activation's or Softmax's input: real, with bool and integers in float64
+    (as NumPy's ``exp`` gives them: the formulas and the fused kernels are floating)."""
+    _real_input(name, x)
+    return x.astype(np.float64) if x.dtype.kind in "biu" else x
 
 
 def _flat(a: Any, n: int) -> Any:
@@ -176,7 +184,7 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        _real_input(type(self).__name__, x)
+        x = _floating_input(type(self).__name__, x)
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
@@ -396,9 +404,7 @@ class Softmax(Module):
         self._y: Any = None
 
     def forward(self, x: Any) -> Any:
-        _real_input("Softmax", x)
-        if x.dtype.kind in "biu":  # float64 as exp would give; shifting by the max must not wrap
-            x = x.astype(np.float64)
+        x = _floating_input("Softmax", x)  # shifting integers by the max must not wrap
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)
@@ -618,3 +624,21 @@ class LayerNorm(Module):
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
         )
+
+
+# The layers as called on an input of each dtype (a layer with parameters built in it).
+# Layers without parameters compute where their input is.
+_HOST = {"host": "computed on the host, where the data is"}
+declare("gk.nn.Linear", lambda d: _float_dtype("gk.nn.Linear", d))
+declare(
+    "gk.nn.LayerNorm",
+    lambda d: _float_dtype("gk.nn.LayerNorm", d),
+    notes={"float16": "computed in float32"},
+)
+for _cls in (ReLU, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, Softmax):
+    declare(
+        f"gk.nn.{_cls.__name__}",
+        lambda d, name=_cls.__name__: _floating_input(name, np.empty(0, d)).dtype,
+        notes=_HOST,
+    )
+declare("gk.nn.Dropout", same, notes=_HOST)

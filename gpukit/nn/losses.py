@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
+from .._dispatch.capabilities import declare
 from .._runtime.memory import operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
@@ -172,6 +173,7 @@ class CrossEntropyLoss(_Loss):
             "CrossEntropyLoss", label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False
         )
         self._grad_loss: Any = None
+        self._dtype = np.dtype(np.float32)  # the last output's dtype, the gradient's
 
     def _check(self, logits: Any, labels: Any) -> None:
         if logits.dtype.kind != "f":
@@ -193,6 +195,9 @@ class CrossEntropyLoss(_Loss):
 
     def _forward(self, logits: Any, labels: Any) -> Any:
         self._check(logits, labels)
+        self._dtype = dtype = logits.dtype
+        if dtype == np.float16:  # in float32 and rounded once, as the activations: the
+            logits = logits.astype(np.float32)  # kernels take float32/float64
         n, c = logits.shape
         s = self.label_smoothing
         # One reduction (negative labels, seen as unsigned, are huge); on a GPU it is also a
@@ -217,9 +222,10 @@ class CrossEntropyLoss(_Loss):
         else:
             per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s)
             self._cache = (probs, labels)
-            return per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
+            loss = per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
+            return loss.astype(dtype, copy=False)
         self._cache = (probs, labels)
-        return total / n if self.reduction == "mean" else total
+        return (total / n if self.reduction == "mean" else total).astype(dtype, copy=False)
 
     def _backward(self) -> Any:
         probs, labels = self._cache
@@ -231,7 +237,7 @@ class CrossEntropyLoss(_Loss):
             g[np.arange(n), labels] -= probs.dtype.type(1 - s)
             if scale != 1.0:
                 g *= probs.dtype.type(scale)
-            return g
+            return g.astype(self._dtype, copy=False)
         cached = self._grad_loss
         if cached is None or cached[0] != scale or not _same_place(cached[1], probs, n):
             # constant for a batch size: filled once, not every step
@@ -240,7 +246,8 @@ class CrossEntropyLoss(_Loss):
                 _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype),
             )
         grad_loss = cached[1]
-        return kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
+        g = kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
+        return g.astype(self._dtype, copy=False)
 
     def __repr__(self) -> str:
         return (
@@ -291,3 +298,25 @@ class BCEWithLogitsLoss(_Loss):
         if self.reduction == "mean":
             g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g
+
+
+def _output_dtype(loss: _Loss) -> Any:
+    """The rule of ``loss``: its check of a floating output (targets of the output's
+    dtype, integer labels for CrossEntropyLoss)."""
+
+    def rule(dtype: np.dtype) -> np.dtype:
+        output = np.empty((0, 1), dtype)
+        if isinstance(loss, CrossEntropyLoss):
+            loss._check(output, np.empty(0, np.int64))
+        else:
+            loss._check_dtypes(output, output)
+        return dtype
+
+    return rule
+
+
+for _loss in (MSELoss(), BCEWithLogitsLoss(), CrossEntropyLoss()):
+    _notes = {"host": "computed on the host, where the data is"}
+    if isinstance(_loss, CrossEntropyLoss):
+        _notes["float16"] = "computed in float32"
+    declare(f"gk.nn.{type(_loss).__name__}", _output_dtype(_loss), notes=_notes)

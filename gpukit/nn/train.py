@@ -19,9 +19,11 @@ import numpy as np
 
 from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
+from .._dispatch.capabilities import declare
 from .._runtime import transfer as _transfer
 from .._select import registry as _registry
 from ..errors import DeviceMismatchError, NonFiniteError
+from .layers import _float_dtype
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
 from .module import Module, mismatch
 
@@ -494,3 +496,8 @@ def _predict(op: str, model: Module, x: Any, batch_size: int, activation: str | 
     finally:
         model.train(was_training)
     return (np if xs.host else backend.xp).concatenate(outs)
+
+
+# x has the model's dtype, a floating one (gk.nn.Linear's rule)
+for _op in ("gk.nn.predict", "gk.nn.predict_proba"):
+    declare(_op, lambda d, op=_op: _float_dtype(op, d))

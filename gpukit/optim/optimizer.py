@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dispatch
+from .._dispatch.capabilities import declare
 from .._runtime.memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
@@ -81,8 +82,7 @@ class Optimizer:
                     raise TypeError(
                         f"{op}: params[{i}] must be a Parameter, got {type(p).__name__}"
                     )
-                if p.data.dtype.kind != "f":
-                    raise TypeError(f"{op}: params[{i}] must be floating, got dtype {p.data.dtype}")
+                _floating(op, i, p.data.dtype)
                 if id(p) in seen:
                     raise ValueError(f"{op}: params[{i}] appears in more than one group")
                 seen.add(id(p))
@@ -408,6 +408,13 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
+def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
+    """``params[i]``'s dtype, floating (TypeError otherwise: an integer cannot learn)."""
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: params[{i}] must be floating, got dtype {dtype}")
+    return dtype
+
+
 @operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
@@ -416,11 +423,37 @@ def _step(opt: Optimizer) -> None:
         hyper = opt._hyper(group)
         for p in group["params"]:
             if p.grad is not None:
-                updates.append((p, *opt._prepare(p, _gradient(opt._op, p), hyper)))
-    for p, kernel, args, new in updates:
+                kernel, args, new = opt._prepare(p, _gradient(opt._op, p), hyper)
+                args, back = _widened(args) if p.data.dtype == np.float16 else (args, ())
+                updates.append((p, kernel, args, new, back))
+    for p, kernel, args, new, back in updates:
         kernel(*args)
+        for half, wide in back:
+            with on_device_of(half):
+                half[...] = wide
         if new is not None:
             opt.state.setdefault(p, {}).update(new)
+
+
+def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, Any]]]:
+    """A float16 parameter's kernel arguments as float32 copies, and what to write back.
+
+    float16 parameters are updated in float32 and rounded once, as PyTorch's optimizers
+    compute half precision: Adam's ``eps`` (1e-8) and the square of a small gradient
+    vanish in float16, and the kernels take float32 or float64. Every update kernel takes
+    ``(param, grad, *state, ...)``: all but the gradient are written back.
+    """
+    wide, back = [], []
+    for i, a in enumerate(args):
+        if getattr(a, "dtype", None) != np.float16:
+            wide.append(a)
+            continue
+        with on_device_of(a):
+            w = a.astype(np.float32)
+        wide.append(w)
+        if i != 1:
+            back.append((a, w))
+    return tuple(wide), back
 
 
 def _gradient(op: str, p: Parameter) -> Any:
@@ -456,3 +489,12 @@ def _gradient(op: str, p: Parameter) -> Any:
         with on_device_of(data):
             grad = _dispatch.namespace(data).ascontiguousarray(grad)
     return grad
+
+
+for _cls in (SGD, Adam, AdamW):
+    _op = f"gk.optim.{_cls.__name__}"
+    declare(
+        _op,
+        lambda d, op=_op: _floating(op, 0, d),
+        notes={"float16": "computed in float32", "host": "computed on the host, where the data is"},
+    )

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._dispatch import operation, register_kind
+from .._dispatch.capabilities import declare, same
 from .._runtime import transfer as _transfer
 from .._runtime.devices import check_device
 from .._runtime.placement import owner_of
@@ -255,6 +256,9 @@ def shard(x: Any, axis: int = 0, devices: Sequence[int] | None = None) -> Sharde
     axis %= x.ndim
     devs = check_devices(backend, devices)
     return split(backend, x, axis, devs, split_sizes(x.shape[axis], len(devs)))
+
+
+declare("gk.shard", same)
 
 
 def split(

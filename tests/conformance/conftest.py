@@ -4,6 +4,12 @@ so are replaced tests, whose replacement the module must hold.
 
 Patterns match a test's id within its file (``test_maxiter[poisson1d-gmres]``,
 ``TestGMRES::test_callback``) with ``*`` as the only wildcard.
+
+SciPy's test files use fixtures and marks of SciPy's own conftest, which is not loaded
+here: the ``xp`` fixture is defined below for the one array library these runs use
+(NumPy, gpukit's numpy backend), honouring the ``skip_xp_backends`` and
+``xfail_xp_backends`` marks (those SciPy declares for the functions under test included)
+as SciPy's does for NumPy.
 """
 
 from __future__ import annotations
@@ -11,12 +17,47 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
 import pytest
+from scipy._lib._array_api import array_namespace
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # markers the upstream suites use (--strict-markers refuses unknown ones)
     config.addinivalue_line("markers", "fail_slow(seconds): SciPy's timing marker (unused)")
+    for action in ("skip", "xfail"):
+        config.addinivalue_line(
+            "markers",
+            f"{action}_xp_backends(backend, condition=True, *, reason=None, np_only=False, "
+            f"cpu_only=False, eager_only=False, exceptions=()): SciPy's per-backend "
+            f"{action}; only a backend argument of 'numpy' applies here",
+        )
+    config.addinivalue_line(
+        "markers", "uses_xp_capabilities(status, funcs=None): SciPy's bookkeeping (unused)"
+    )
+
+
+@pytest.fixture(params=[pytest.param(np, id="numpy")])
+def xp(request: pytest.FixtureRequest):
+    """SciPy's ``xp`` fixture (scipy/conftest.py) with NumPy, its one backend here: SciPy's
+    namespace for NumPy arrays (array_api_compat's wrapper of NumPy)."""
+    for action in ("skip", "xfail"):
+        reason = numpy_excluded(request.node, action)
+        if reason is not None:
+            getattr(pytest, action)(reason=reason)
+    return array_namespace(request.param.empty(0))
+
+
+def numpy_excluded(node: pytest.Item, action: str) -> str | None:
+    """The reason of the first ``<action>_xp_backends`` mark on ``node`` naming NumPy.
+
+    ``np_only``, ``cpu_only`` and ``eager_only`` marks never exclude NumPy (eager, on the
+    CPU); ``("numpy",)`` does, and ``("numpy", condition)`` when the condition holds.
+    """
+    for mark in node.iter_markers(f"{action}_xp_backends"):
+        if mark.args[:1] == ("numpy",) and (len(mark.args) < 2 or mark.args[1]):
+            return mark.kwargs.get("reason") or "upstream excludes the numpy backend"
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

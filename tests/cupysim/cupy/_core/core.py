@@ -23,6 +23,7 @@ import operator
 import numpy as np
 from cupysim import defer as _defer
 from cupysim import devices as _devices
+from cupysim import ftz as _ftz
 from cupysim import hostcopy as _hostcopy
 from cupysim import libs as _libs
 from cupysim import streams as _streams
@@ -201,6 +202,8 @@ def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise", retu
     if _trace.active:
         _trace.note(op=name, kind=kind, arrays=(*reads, *writes))
     tick = _streams.check(stream, r, w, name)
+    if body is not None and kind == "elementwise":
+        body = _ftz.wrap(body, (*reads, *writes))  # CuPy compiles with -ftz=true
     if body is not None and _config.defer and not returns:
         _defer.enqueue(stream, tick, body)
         body = None
@@ -348,7 +351,8 @@ def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = Fals
         res = _run(name, found, outs, lambda: fn(*a, **k), returns=True)
         return _map_back(res, outs, found)
     k = {key: _unwrap(v, found) for key, v in kwargs.items()}
-    res = fn(*a, **k)
+    with _ftz.flushing(_ftz.single_precision(found)):  # NumPy's values as CuPy's kernel's
+        res = fn(*a, **k)
     result = _wrap(name, res, found, meta)
     if sync:
         # A data-dependent output size: CuPy reads it back, synchronising the stream.
@@ -914,7 +918,8 @@ class _ndarray_base:
                 or (o == "F" and self.flags.f_contiguous)
             ):
                 return self
-        r = self._np.astype(dtype, order=o, copy=True)
+        with _ftz.flushing(_ftz.single_precision((self.dtype, dtype))):
+            r = self._np.astype(dtype, order=o, copy=True)
         out = _empty_like_layout(r) if o == "K" else _empty(r.shape, dtype, o)
         _run("astype", [self], [out], lambda: out._np.__setitem__(..., r))
         return out

@@ -223,6 +223,7 @@ class LaunchConfig(ctypes.Structure):
         ("block", ctypes.c_uint * 3),
         ("dynamic_smem", ctypes.c_size_t),
         ("workers", ctypes.c_int),
+        ("ftz", ctypes.c_int),
     ]
 
 

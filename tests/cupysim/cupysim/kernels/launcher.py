@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import launchcheck, runtime
+from .. import ftz, launchcheck, runtime
 from .. import tracing as _trace
 from . import sanitize
 from .compiler import Binary, KernelSpec, LaunchConfig, ParamSpec
@@ -286,7 +286,9 @@ class Function:
         return to_args(self.spec, args)
 
     def _run(self, grid, block, shared_mem, buf, reads, writes, stream, kind) -> None:
-        cfg = LaunchConfig(grid, block, shared_mem, _workers())
+        # CuPy compiles every kernel with -ftz=true: cupysim/ftz.py
+        flush = ftz.single_precision(a for a in (*reads, *writes) if hasattr(a, "dtype"))
+        cfg = LaunchConfig(grid, block, shared_mem, _workers(), flush)
         err = ctypes.create_string_buffer(_ERRLEN)
         name = self.spec.expression
         if _trace.active:

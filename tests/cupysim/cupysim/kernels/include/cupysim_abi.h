@@ -28,6 +28,7 @@ typedef struct cupysim_launch_cfg {
   unsigned int block[3];
   size_t dynamic_smem;
   int workers;  // OS threads running blocks (1 in sanitizer builds)
+  int ftz;      // 1: single precision flushes subnormals (CuPy compiles with -ftz=true)
 } cupysim_launch_cfg;
 
 // Runs one CUDA thread: calls the kernel with a copy of the launch's arguments.

@@ -29,6 +29,7 @@
 #include "cupysim_abi.h"
 
 #include <pthread.h>
+#include <xmmintrin.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -718,7 +719,20 @@ void run_block(Worker* w, Launch* L, unsigned long long index) {
   }
 }
 
+// CuPy compiles every kernel with -ftz=true (cupy/cuda/compiler.py): float32 subnormals
+// are read and written as zeros (cupysim/ftz.py). MXCSR's FTZ and DAZ bits are the same
+// rule for SSE/AVX single precision; each worker sets them for the launch and puts its
+// own mode back (the pool's threads outlive launches).
+struct FlushMode {
+  unsigned int saved;
+  explicit FlushMode(bool on) : saved(_mm_getcsr()) {
+    if (on) _mm_setcsr(saved | 0x8040u);
+  }
+  ~FlushMode() { _mm_setcsr(saved); }
+};
+
 void run_blocks(Launch* L) {
+  FlushMode flush(L->cfg->ftz != 0);
   Worker* w = worker();
   for (;;) {
     if (L->failed.load(std::memory_order_relaxed)) return;

@@ -1,0 +1,176 @@
+"""Comparisons with peers: the interleaved pair timing, and ``python -m tools.peers``.
+
+The timing is checked on scripted block times (no clock); the command on the suite's own
+``track_ratio`` benchmarks (found as asv finds them) and on a scripted comparison.
+Nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from typing import ClassVar
+
+import pytest
+
+from asv_bench import bench_matmul, peers
+from gpukit._bench import timing
+from gpukit._bench.timing import Pair, compare
+from tools import peers as cli
+
+
+# -- compare: interleaved pairs, on scripted block times ----------------------------------------
+def _scripted(monkeypatch, a_blocks, b_blocks):
+    """compare() with each side's blocks taking the scripted seconds; returns the order run."""
+    order, script = [], {}
+
+    def time_block(fn, sync, number, idle):
+        order.append((script[fn][0], number, idle))
+        return next(script[fn][1])
+
+    def a():
+        pass
+
+    def b():
+        pass
+
+    script[a] = ("a", iter(a_blocks))
+    script[b] = ("b", iter(b_blocks))
+    monkeypatch.setattr(timing, "calibrate", lambda fn, sync, budget: 3 if fn is a else 5)
+    monkeypatch.setattr(timing, "time_block", time_block)
+    return a, b, order
+
+
+def test_compare_alternates_the_sides_and_takes_the_median_per_pair_ratio(monkeypatch):
+    a_blocks, b_blocks = [1.0, 2.0, 1.1, 0.9, 1.0], [2.0, 2.0, 2.0, 2.0, 1.0]
+    a, b, order = _scripted(monkeypatch, a_blocks, b_blocks)
+    p = compare(a, b, pairs=5, idle=0.25)
+    assert [side for side, _, _ in order] == ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]
+    # the same calls per block on both sides (the slower one's calibration), each after the pause
+    assert {(number, idle) for _, number, idle in order} == {(5, 0.25)}
+    ratios = [x / y for x, y in zip(a_blocks, b_blocks, strict=True)]
+    assert p.ratios == pytest.approx(ratios)
+    assert p.ratio == pytest.approx(statistics.median(ratios))
+    assert p.a_seconds == statistics.median(a_blocks)
+    assert p.b_seconds == statistics.median(b_blocks)
+    q1, q3 = p.quartiles
+    assert min(ratios) <= q1 <= p.ratio <= q3 <= max(ratios)
+
+
+def test_a_pair_whose_ratios_scatter_is_unstable():
+    assert not Pair(1.0, 2.0, (0.5, 0.52, 0.49, 0.5, 0.51)).unstable
+    assert Pair(1.0, 2.0, (0.5, 0.1, 0.5, 2.0, 0.5)).unstable
+    assert Pair(1.0, 1.0, (1.0,)).quartiles == (1.0, 1.0)
+
+
+# -- the suite's comparisons, as asv and the command see them -----------------------------------
+def test_the_command_runs_exactly_the_ratio_benchmarks_asv_finds():
+    discovery = pytest.importorskip("asv_runner.discovery", reason='pip install -e ".[bench]"')
+    import os
+
+    suite = os.path.dirname(peers.__file__)
+    asv = {
+        b.name
+        for b in discovery.disc_benchmarks(suite)
+        if b.name.split(".")[-1].startswith("track_ratio")
+    }
+    units = {b.name: b.unit for b in discovery.disc_benchmarks(suite) if b.name in asv}
+    ours = {r.name.split("(")[0] for r in cli.discover()}
+    assert ours == asv and len(asv) >= 8
+    assert set(units.values()) == {"ratio"}
+
+
+def test_every_comparison_derives_from_the_shared_base():
+    classes = {r.cls for r in cli.discover()}
+    assert bench_matmul.MatmulRatio in classes
+    assert all(issubclass(c, peers.Comparison) for c in classes)
+
+
+def test_rows_are_named_and_selected_as_asv_names_them():
+    rows = cli.select(cli.discover(), [r"MatmulRatio\.track_ratio\('numpy', 8\)"])
+    assert [r.name for r in rows] == ["bench_matmul.MatmulRatio.track_ratio('numpy', 8)"]
+    assert rows[0].params == ("numpy", 8)
+    everything = cli.discover()
+    assert cli.select(everything, None) == everything
+    assert cli.select(everything, ["no such benchmark"]) == []
+
+
+# -- running rows, on a scripted comparison -----------------------------------------------------
+class Scripted(peers.Comparison):
+    """A comparison of two trivial calls; ``kind`` picks what ``setup`` does."""
+
+    params: ClassVar[list] = [["run", "skip", "fail"]]
+    param_names: ClassVar[list] = ["kind"]
+    block = 1e-4
+    idle = 0.0
+    torn_down = 0
+
+    def setup(self, kind):
+        self.cleanup.callback(self._count)
+        if kind == "skip":
+            raise NotImplementedError("not here")
+        if kind == "fail":
+            raise ValueError("broken")
+        self.ours, self.peer = (lambda: sum(range(10))), (lambda: sum(range(20)))
+
+    def _count(self):
+        type(self).torn_down += 1
+
+    def track_ratio(self, kind):
+        return self.ratio(self.ours, self.peer)
+
+    track_ratio.unit = "ratio"
+
+    def target(self, kind):
+        return 1e9
+
+
+@pytest.mark.parametrize("kind", ["run", "skip", "fail"])
+def test_a_row_runs_skips_or_fails_and_is_always_torn_down(kind, monkeypatch):
+    monkeypatch.setattr(Scripted, "torn_down", 0)
+    result = cli.run_row(cli.Row(Scripted, "track_ratio", (kind,)), pairs=3)
+    assert Scripted.torn_down == 1
+    if kind == "run":
+        assert len(result.pair.ratios) == 3 and result.pair.a_seconds > 0
+        assert result.target == 1e9 and result.skipped is None and result.failed is None
+        assert cli.line(result, 40).endswith("<= 1000000000.00 ok")
+    elif kind == "skip":
+        assert result.skipped == "not here" and result.pair is None
+        assert "n/a: not here" in cli.line(result, 40)
+    else:
+        assert result.failed == "ValueError: broken"
+        assert "failed: ValueError: broken" in cli.line(result, 40)
+
+
+def test_a_missed_target_and_an_unstable_ratio_are_marked():
+    row = cli.Row(Scripted, "track_ratio", ("run",))
+    missed = cli.Result(row, Pair(2e-6, 1e-6, (2.0, 2.0, 2.0)), target=1.5)
+    text = cli.line(missed, 50)
+    assert "2us" in text and "1us" in text and "<= 1.50 MISSED" in text
+    shaky = cli.Result(row, Pair(1e-3, 1e-3, (0.5, 1.0, 3.0)), target=None)
+    assert "1.000!" in cli.line(shaky, 50)
+    skipped = cli.Result(row, skipped="no GPU")
+    summary = cli.footer([missed, shaky, skipped])
+    assert "targets: 0 of 1 met; 1 of 2 ratios unstable; 1 skipped, 0 failed" in summary
+
+
+def test_the_command_lists_and_refuses_what_matches_nothing(capsys):
+    assert cli.main(["--list", "-b", r"MatmulRatio.*'numpy'"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "bench_matmul.MatmulRatio.track_ratio('numpy', 8)",
+        "bench_matmul.MatmulRatio.track_ratio('numpy', 512)",
+    ]
+    assert cli.main(["-b", "no such benchmark"]) == 2
+    assert "nothing matches" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_callgrind_counts_instructions_per_call(capsys):
+    # matmul 8x8 against numpy.matmul: gpukit's side runs the peer's call and more
+    pattern = r"CallRatio.*\('numpy', 'matmul 8x8 float32'\)"
+    assert cli.main(["--callgrind", "--calls", "50", "-b", pattern]) == 0
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if "matmul 8x8" in x)
+    ours, peer, diff = (float(v) for v in row.split()[-4:-1])
+    assert ours > peer > 0 and diff == ours - peer
