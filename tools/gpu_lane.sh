@@ -53,9 +53,13 @@ tail -n 5 "$OUT/tests.log" >&2
 
 step "5/8 each custom kernel once under compute-sanitizer memcheck, side by side"
 if command -v compute-sanitizer > /dev/null; then
-    for kernel in $("$PY" "$ROOT/tools/run_kernels_once.py" --list); do
+    # each registered kernel, then the gk.elementwise/gk.reduction kernels and the Krylov
+    # solvers' fused steps (krylov.cu), which no registry lists
+    for kernel in $("$PY" "$ROOT/tools/run_kernels_once.py" --list) --user --krylov; do
+        args=(--kernel "$kernel")
+        [ "${kernel#--}" != "$kernel" ] && args=("$kernel") && kernel=${kernel#--}
         (timeout "$(limit 40)" compute-sanitizer --tool memcheck --error-exitcode 1 \
-            "$PY" "$ROOT/tools/run_kernels_once.py" --kernel "$kernel" \
+            "$PY" "$ROOT/tools/run_kernels_once.py" "${args[@]}" \
             > "$OUT/sanitizer-$kernel.log" 2>&1 || echo "$kernel" >> "$OUT/sanitizer-failed.txt") &
     done
     wait

@@ -5,13 +5,17 @@
     python tools/run_kernels_once.py --kernel NAME     # only NAME's cases (one verdict each)
     python tools/run_kernels_once.py --kind RawModule  # only kernels of that registry kind
     python tools/run_kernels_once.py --user            # only the gk.elementwise/gk.reduction ones
+    python tools/run_kernels_once.py --krylov          # only the Krylov solvers' fused steps
 
 Runs each case of tests/kernel_cases.py (every activation, optimizer configuration,
 label type and tile shape, in every dtype the registry lists) except the
 million-element ones, on sizes that are not multiples of a block, then (in a full
 run, or with ``--user``) the kernels tests/test_user_kernels.py generates with
 ``gk.elementwise``/``gk.reduction``: broadcast and scalar arguments, every function of
-the kernel language, reductions over each axis. Exits 1 if a kernel is missing from the
+the kernel language, reductions over each axis, and (in a full run, or with ``--krylov``) the
+fused steps of the CuPy Krylov solvers (backends/gpukit_cupy/krylov.cu): cg, bicgstab,
+minres and gmres in four dtypes on an operator whose size is not a block multiple.
+Exits 1 if a kernel is missing from the
 cases or an output is not finite; the sanitizer reports any out-of-bounds or misaligned
 access itself.
 """
@@ -49,12 +53,39 @@ def _user_kernels(cp) -> dict[str, list]:
     return out
 
 
+def _krylov(cp) -> dict[str, list]:
+    """Each Krylov method's solution after a few fused steps (1369 unknowns: a 37x37
+    Poisson operator), in every dtype the solvers take on the GPU."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    out: dict[str, list] = {}
+    for dtype in ("float32", "float64", "complex64", "complex128"):
+        a = gk.sparse.poisson2d(37).astype(dtype)
+        b = cp.asarray(rng.standard_normal(37 * 37).astype(dtype))
+        for method in ("cg", "bicgstab", "minres", "gmres"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", gk.errors.ConvergenceWarning)
+                x, _ = getattr(gk.linalg, method)(a, b, rtol=1e-300, atol=0.0, maxiter=25)
+            out.setdefault(f"krylov: {method}", []).append(x)
+    return out
+
+
+def _report_krylov(cp, failures: list[str]) -> int:
+    for name, outputs in _krylov(cp).items():
+        cp.cuda.Device().synchronize()
+        print(f"{name:34s} {len(outputs):4d} solves")
+        if not all(bool(cp.isfinite(o).all()) for o in outputs):
+            failures.append(f"{name}: non-finite output")
+    return _report(failures)
+
+
 def main(argv: list[str]) -> int:
-    if argv == ["--user"]:
+    if argv in (["--user"], ["--krylov"]):
         import cupy as cp
 
         gk.set_backend("cupy")
-        return _report_user(cp, [])
+        return (_report_user if argv == ["--user"] else _report_krylov)(cp, [])
     if argv == ["--list"]:
         print("\n".join(sorted(gk.kernels.KERNELS)))
         return 0
@@ -87,7 +118,9 @@ def main(argv: list[str]) -> int:
     for name, count in sorted(launched.items()):
         print(f"{name:34s} {count:4d} launches")
     failures += [f"{name}: never launched" for name in missing]
-    return _report_user(cp, failures) if not argv else _report(failures)
+    if argv:
+        return _report(failures)
+    return max(_report_user(cp, failures), _report_krylov(cp, []))
 
 
 def _report_user(cp, failures: list[str]) -> int:

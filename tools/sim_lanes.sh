@@ -40,9 +40,13 @@ sanitize=(env PYTHONPATH="$PWD/tests/cupysim:$PYTHONPATH" python -m cupysim.kern
 lane "5/7 every kernel once, AddressSanitizer + UBSan" \
     "${sanitize[@]}" address -- python tools/run_kernels_once.py
 # Races need threads that share memory: the RawModule kernels (shared-memory tiles, block
-# reductions). An ElementwiseKernel's threads each own their element.
-lane "6/7 the shared-memory kernels once, ThreadSanitizer" \
-    "${sanitize[@]}" thread -- python tools/run_kernels_once.py --kind RawModule
+# reductions), the Krylov solvers' fused steps among them. An ElementwiseKernel's threads
+# each own their element.
+shared_memory() {
+    "${sanitize[@]}" thread -- python tools/run_kernels_once.py --kind RawModule &&
+        "${sanitize[@]}" thread -- python tools/run_kernels_once.py --krylov
+}
+lane "6/7 the shared-memory kernels once, ThreadSanitizer" shared_memory
 # Each stream's work queued until something needs it, streams interleaved at random
 # (cupysim/defer.py): the multi-device tests, then the files whose paths run threads.
 threaded=()
