@@ -173,4 +173,5 @@ def test_callgrind_counts_instructions_per_call(capsys):
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if "matmul 8x8" in x)
     ours, peer, diff = (float(v) for v in row.split()[-4:-1])
-    assert ours > peer > 0 and diff == ours - peer
+    # each figure is rounded on its own: the difference may be one off theirs
+    assert ours > peer > 0 and abs(diff - (ours - peer)) <= 1
