@@ -184,8 +184,38 @@ def status() -> dict[str, Any] | None:
     }
 
 
+def _device_chunks(like: Any) -> bool:
+    """Whether the Dask array ``like`` has chunks of a device backend (CuPy's)."""
+    from .._runtime.placement import owner_of
+
+    owner = owner_of(getattr(like, "_meta", None))
+    return owner is not None and owner.is_device
+
+
 @contextlib.contextmanager
-def computing(op: str) -> Iterator[None]:
+def computing(op: str, like: Any = None) -> Iterator[None]:
+    """A Dask computation gpukit starts: device chunks computed in order, a worker's death
+    one error.
+
+    Dask's threaded scheduler runs tasks on threads of its own, and under CuPy's per-thread
+    default stream (``CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1``) each thread queues device
+    work on a stream of its own, which nothing orders with the others': Dask's own tasks
+    (a concatenation, an element-wise step) would read chunks another thread's stream is
+    still writing. So when ``like`` (a Dask array of the computation) has device chunks and
+    no scheduler is configured (no distributed client, no ``dask.config`` choice), gpukit
+    computes on the calling thread; a configured scheduler is used as it is.
+    """
+    import dask
+
+    serial = like is not None and dask.config.get("scheduler", None) is None
+    serial = serial and _device_chunks(like)
+    with dask.config.set(scheduler="synchronous") if serial else contextlib.nullcontext():
+        with _killed_worker(op):
+            yield
+
+
+@contextlib.contextmanager
+def _killed_worker(op: str) -> Iterator[None]:
     """Turn a Dask worker's death during a computation gpukit started into one error."""
     try:
         yield

@@ -152,7 +152,7 @@ def from_dask(x: Any, devices: Sequence[int] | None = None) -> ShardedArray:
             f"x.rechunk({{{split[1]}: -1}})"
         )
     axis = split[0] if split else 0
-    with computing(op):
+    with computing(op, like=x):
         blocks = list(dask.compute(*x.to_delayed().ravel()))
     types = {type(b) for b in blocks}
     if len(types) > 1:
@@ -197,6 +197,6 @@ def from_dask(x: Any, devices: Sequence[int] | None = None) -> ShardedArray:
 def to_numpy(x: Any) -> np.ndarray:
     """``gk.to_numpy`` of a Dask array: computed (on the default scheduler), then copied to
     the host like any array of its chunk type."""
-    with computing("gk.to_numpy"):
+    with computing("gk.to_numpy", like=x):
         value = x.compute()
     return gk_to_numpy(value)

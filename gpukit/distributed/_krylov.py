@@ -130,7 +130,7 @@ class DaskSpace:
 
         cells = list(self._pending)
         self._pending.clear()
-        with computing(self.op):
+        with computing(self.op, like=partials):
             *values, partials = dask.persist(
                 *(c.value for c in cells), partials, optimize_graph=False
             )
@@ -192,7 +192,7 @@ class DaskSpace:
         """The largest magnitude of any entry (the rescaled norm's rare path)."""
         import dask.array as da
 
-        with computing(self.op):
+        with computing(self.op, like=x.value):
             return float(da.absolute(x.value).max().compute())
 
 
@@ -222,7 +222,8 @@ def _operator(
     if is_dask(a):
         if a.shape != (n, n):
             raise ValueError(f"{op}: {name!r} has shape {a.shape}; expected ({n}, {n}) to match b")
-        matrix = a.rechunk({0: rows}).persist()  # computed once, kept on the workers
+        with computing(op, like=a):
+            matrix = a.rechunk({0: rows}).persist()  # computed once, kept on the workers
 
         def product(v: Any) -> Any:
             return gk_matmul(matrix, v)
@@ -256,7 +257,8 @@ def _vector(op: str, v: Any, name: str, n: int, rows: tuple[int, ...], dtype: np
         v = da.from_array(np.asarray(v), chunks=(rows,), name=False)
     if v.shape != (n,):
         raise ValueError(f"{op}: {name!r} has shape {v.shape}; expected ({n},)")
-    return v.astype(dtype).rechunk({0: rows}).persist()
+    with computing(op, like=v):
+        return v.astype(dtype).rechunk({0: rows}).persist()
 
 
 def _solve(
