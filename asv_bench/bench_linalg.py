@@ -141,7 +141,9 @@ class SolveRatio(peers.Comparison):
     ``linalg.solve``, float64, on ``Solve``'s matrices, same run.
 
     Targets on the host: the general solve within 5% of ``numpy.linalg.solve`` (the same
-    LAPACK ``gesv``); the positive-definite one 20% faster (Cholesky, where NumPy has none).
+    LAPACK ``gesv``); the positive-definite one (Cholesky, where NumPy has none) 20% faster
+    at n = 256 and 40% at n = 1024, where the factorisation's half of LU's work dominates
+    (issue 27's figure at n = 1000), the condition estimate of the LinAlgWarning included.
     """
 
     params = [BACKENDS, ["gen", "pos"], [256, 1024]]
@@ -160,4 +162,6 @@ class SolveRatio(peers.Comparison):
     track_ratio.unit = "ratio"
 
     def target(self, backend, assume_a, n):
-        return {"gen": 1.05, "pos": 0.80}[assume_a] if backend == "numpy" else None
+        if backend != "numpy":
+            return None
+        return 1.05 if assume_a == "gen" else (0.60 if n >= 1000 else 0.80)
