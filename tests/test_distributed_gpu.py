@@ -183,3 +183,22 @@ def test_gpukit_tasks_wait_for_chunks_dask_uploaded(cp, rng):
     # Dask's own finalize task wrote ``out`` on a worker thread's stream (not gpukit's to order)
     cp.cuda.Device().synchronize()
     assert type(out) is cp.ndarray and rel_err(out, a @ b) < F64
+
+
+def test_gpukit_computes_device_chunks_on_the_calling_thread(cp):
+    """Under CuPy's per-thread default stream Dask's threaded scheduler would hand chunks
+    between threads whose streams nothing orders: what gpukit computes itself on device
+    chunks runs on the calling thread, unless a scheduler is configured."""
+    import threading
+
+    seen: list[str] = []
+
+    def note(block):
+        seen.append(threading.current_thread().name)
+        return block
+
+    x = da.from_array(cp.arange(8.0), chunks=2, asarray=False).map_blocks(note, meta=cp.empty(0))
+    assert gk.to_numpy(x).tolist() == list(range(8))
+    assert set(seen) == {threading.current_thread().name}
+    y = gk.distributed.from_dask(da.from_array(cp.arange(4.0), chunks=4, asarray=False))
+    assert gk.to_numpy(y).tolist() == [0.0, 1.0, 2.0, 3.0]
