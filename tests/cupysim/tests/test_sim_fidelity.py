@@ -418,3 +418,40 @@ def test_eigh_of_float16_and_empty_pinned_strides(cp):
     import cupyx
 
     assert cupyx.empty_pinned((1, 0, 2)).strides == np.empty((1, 0, 2)).strides
+
+
+def test_fft_layouts_follow_cupys_plans(cp):
+    # fft/_fft.py _default_fft_func: an N-D plan keeps the input's order; 1-D plans
+    # transform each axis swapped last, so a middle axis comes back as a strided view
+    x = cp.asarray(np.arange(24.0).reshape(2, 3, 4) + 1j)
+    f = cp.fft.fftn(cp.asfortranarray(x))
+    assert f.flags.f_contiguous and not f.flags.c_contiguous
+    np.testing.assert_allclose(f.get(), np.fft.fftn(x.get()))
+    m = cp.fft.fft(x, axis=1)
+    assert not m.flags.c_contiguous and m.base is not None
+    np.testing.assert_allclose(m.get(), np.fft.fft(x.get(), axis=1))
+    r = cp.fft.irfftn(cp.fft.rfftn(x.real), s=(2, 3, 4))
+    assert r.dtype == np.float64 and r.flags.c_contiguous
+    np.testing.assert_allclose(r.get(), x.real.get(), atol=1e-12)
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        cp.fft.fft(x, n=0)
+    import cupyx.scipy.fft
+
+    with pytest.raises(ValueError, match=r"expected plan to have type cufft\.Plan1d"):
+        cupyx.scipy.fft.fft(x, plan=object())  # no plan type is simulated
+
+
+def test_fft_plan_cache_as_cupys(cp):
+    # fft/_cache.pyx PlanCache: (key, node) pairs most recent first, del, memsize sums
+    cache = cp.fft.config.get_plan_cache()
+    cache.clear()
+    cp.fft.fft(cp.ones(8, np.complex64))
+    cp.fft.fftn(cp.ones((4, 4), np.complex64))
+    nodes = [node for _, node in cache]
+    assert [type(n.plan).__name__ for n in nodes] == ["PlanNd", "Plan1d"]
+    assert cache.get_curr_memsize() == sum(n.plan.work_area.mem.size for n in nodes)
+    del cache[nodes[0].key]
+    assert cache.get_curr_size() == 1
+    with pytest.raises(KeyError):
+        del cache[nodes[0].key]
+    cache.clear()
