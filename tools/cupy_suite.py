@@ -78,6 +78,12 @@ _MISSING_PUBLIC_REASON = (
     "public CuPy API the simulator does not provide: calling it fails loudly "
     "(AttributeError, ImportError), so it cannot hide a bug; it is added when gpukit needs it"
 )
+_NCCL_UNIQUE_ID_REASON = (
+    "NCCL communicators made from a unique id (NcclCommunicator(ndev, commId, rank): one "
+    "per process, or per thread meeting at the id) are not simulated: making one fails "
+    "loudly (NcclError); gpukit makes its communicators with NcclCommunicator.initAll, "
+    "which is"
+)
 OUT_OF_SCOPE: list[tuple[str, str, str]] = [
     ("", _PRIVATE,
      "CuPy's private internals (names starting with an underscore: its kernel and plan "
@@ -104,6 +110,19 @@ OUT_OF_SCOPE: list[tuple[str, str, str]] = [
      "deliberately stricter: a kernel launched with more or fewer arguments than its "
      "parameters (cupysim KernelArgumentError); CuPy passes any number, and the kernel "
      "reads past a short list or ignores the rest of a long one"),
+    ("", r"cupysim: (managed memory|stream-ordered allocation) \(cudaMalloc\w+\) is not "
+         r"simulated",
+     "managed memory (malloc_managed) and stream-ordered allocation (malloc_async) are not "
+     "simulated: allocating with them fails loudly (NotImplementedError); gpukit uses the "
+     "default memory pool"),
+    ("", r"TypeError: Unsupported type <class 'numpy\.ndarray'>",
+     "deliberately stricter: a NumPy array given where CuPy uploads it silently "
+     "(cupy.asarray inside the function) is refused, a hidden synchronous host-to-device "
+     "copy"),
+    ("", r"multi-process communicators are not simulated",
+     _NCCL_UNIQUE_ID_REASON),
+    (r"test_nccl\.py::TestCommSplit::test_4_processes_2_subcomm$", r"exitcode",
+     _NCCL_UNIQUE_ID_REASON),
     ("", r"cupysim: multi-GPU cuFFT transforms are not simulated",
      "multi-GPU cuFFT transforms (cupy.fft.config.use_multi_gpus) are not simulated: they "
      "fail loudly (NotImplementedError; set_cufft_gpus is not provided); gpukit's sharded "

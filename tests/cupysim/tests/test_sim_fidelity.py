@@ -455,3 +455,40 @@ def test_fft_plan_cache_as_cupys(cp):
     with pytest.raises(KeyError):
         del cache[nodes[0].key]
     cache.clear()
+
+
+def test_float16_in_user_kernels(cp):
+    # _scalar.pyx get_typename: float16 brings #include "cupy/float16.cuh" (CuPy's header)
+    add = cp.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add_half")
+    x = cp.arange(4, dtype=np.float16)
+    z = add(x, np.float16(0.5))
+    assert z.dtype == np.float16 and z.get().tolist() == [0.5, 1.5, 2.5, 3.5]
+    total = cp.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_half")
+    assert float(total(cp.arange(10, dtype=np.float16))) == 45.0
+
+
+def test_allocators_random_states_and_stubs(cp):
+    from cupy.cuda import memory
+
+    # cupy/cuda/__init__.py using_allocator: per thread; set_allocator refused inside
+    pool = memory.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        assert memory.get_allocator() == pool.malloc
+        with pytest.raises(ValueError, match="inside `using_allocator`"):
+            memory.set_allocator(pool.malloc)
+    assert memory.get_allocator() != pool.malloc
+    # random/_generator.py: one global state per device, shared by threads
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(cp.random.get_random_state()))
+    thread.start()
+    thread.join()
+    assert seen == [cp.random.get_random_state()]
+    # what is not simulated fails loudly when used
+    with pytest.raises(NotImplementedError, match="managed memory"):
+        memory.malloc_managed(512)
+    with pytest.raises(NotImplementedError, match="texture memory"):
+        cp.cuda.texture.ChannelFormatDescriptor(32, 0, 0, 0, 2)
+    # nccl.pyx NcclConfig; nvrtc.pyx NVRTCError pickles with its status
+    assert cp.cuda.nccl.NcclConfig(split_share=1).split_share == 1
+    e = pickle.loads(pickle.dumps(cp.cuda.nvrtc.NVRTCError(1)))
+    assert str(e) == "NVRTC_ERROR_OUT_OF_MEMORY (1)"
