@@ -287,3 +287,208 @@ def test_potrs_spreads_nan_as_cusolver_does(cp):
     L = cp.asarray(np.array([[2.0, 0.0], [np.nan, 3.0]]))
     x = lapack.potrs(L, cp.ones(2), lower=True)
     assert np.isnan(x.get()).any()
+
+
+def test_ufuncs_are_cupy_ufunc_objects(cp):
+    # _kernel.pyx ufunc: CuPy's name, nin/nout/nargs, the loops it compiles; aliases are one
+    assert isinstance(cp.add, cp.ufunc) and repr(cp.add) == "<ufunc 'cupy_add'>"
+    assert (cp.add.nin, cp.add.nout, cp.add.nargs) == (2, 1, 3)
+    assert cp.sin.types == ["e->e", "f->f", "d->d", "F->F", "D->D"]
+    assert cp.abs is cp.absolute and cp.divide is cp.true_divide
+    x = cp.arange(6.0).reshape(2, 3)
+    with pytest.raises(TypeError, match="Wrong arguments"):
+        cp.add(x, x, where=x > 0)  # only the private _where; NumPy's where= is refused
+    with pytest.raises(TypeError, match="Unsupported type <class 'NoneType'>"):
+        cp.add(x, None)
+    with pytest.raises(ValueError, match="Out shape is mismatched"):
+        cp.add(x, 1, out=cp.empty(3))
+    # results are C-contiguous whatever the inputs' layout (_get_out_args_from_optionals)
+    assert cp.sin(cp.asfortranarray(x)).flags.c_contiguous
+
+
+def test_ufunc_casting_checks_outputs_only(cp):
+    # _kernel.pyx: inputs are not checked against casting (a TODO there), outputs are
+    a, b = cp.arange(3, dtype=np.int16), cp.arange(3, dtype=np.int32)
+    out = cp.zeros(3, np.int32)
+    assert cp.add(a, b, out=out, casting="no") is out
+    assert cp.add(b, b, dtype=np.bool_, casting="safe").dtype == np.bool_
+    with pytest.raises(TypeError, match="Cannot cast output operand"):
+        cp.add(b, b, out=cp.zeros(3, np.int16), casting="safe")
+    with pytest.warns(np.exceptions.ComplexWarning):
+        cp.add(b, 1j, out=cp.zeros(3), casting="unsafe")
+
+
+def test_ufunc_methods_through_numpy(cp):
+    # core.pyx __array_ufunc__ forwards outer/at/reduce/accumulate/reduceat
+    a = cp.arange(10.0)
+    np.add.at(a, cp.array([0, 0, 3]), 1.0)
+    assert a.get()[[0, 3]].tolist() == [2.0, 4.0]
+    assert np.add.outer(cp.arange(2.0), cp.arange(3.0)).shape == (2, 3)
+    assert float(np.add.reduce(cp.arange(4.0))) == 6.0
+    assert np.add.reduceat(cp.arange(6.0), cp.array([0, 3])).get().tolist() == [3.0, 12.0]
+    with pytest.raises(TypeError, match=r"cupy\.add\.at only supports"):
+        cp.add.at(cp.zeros(3, np.int8), cp.array([0]), 1)  # no atomicAdd for int8
+    with pytest.raises(NotImplementedError, match=r"cupy_subtract\.reduce"):
+        cp.subtract.reduce(a)
+
+
+def test_integer_power_of_negative_exponents(cp):
+    # _routines_math.pyx integral_power: NumPy refuses int ** -1, CuPy computes
+    x = cp.array([1, -1, 2, -2], dtype=np.int32)
+    assert (x**-1).get().tolist() == [1, -1, 0, 0]
+    assert (x ** cp.array([-2, -3, 2, 3], dtype=np.int32)).get().tolist() == [1, -1, 4, -8]
+
+
+def test_ndarray_subclasses(cp):
+    # core.pyx ndarray.__new__/__array_finalize__/view; ufunc outputs take the subtype
+    class C(cp.ndarray):
+        def __new__(cls, *args, info=None, **kwargs):
+            obj = super().__new__(cls, *args, **kwargs)
+            obj.info = info
+            return obj
+
+        def __array_finalize__(self, obj):
+            self.info = getattr(obj, "info", None)
+
+    c = C((3,), info="x")
+    assert type(c) is C and c.info == "x"
+    v = cp.arange(3.0).view(C)
+    v.info = 1
+    assert type(v[1:]) is C and v[1:].info == 1
+    r = cp.add(cp.arange(3.0), v)
+    assert type(r) is C and r.info == 1
+    with pytest.raises(RuntimeError, match="Must not be directly instantiated"):
+        cp._core.core._ndarray_base((3,))
+
+
+def test_array_copy_false_and_astype_rules(cp):
+    # core.pyx _astype: copy=False refuses a copy; casting/subok are not supported
+    x = cp.arange(6.0).reshape(2, 3)
+    assert cp.array(x, copy=False) is x
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        cp.array(x, copy=False, order="F")
+    with pytest.raises(TypeError, match="casting is not supported yet"):
+        x.astype(np.float32, casting="same_kind")
+    # _array_default: host data is copied whatever copy= says
+    assert cp.array(np.arange(3.0), copy=False).get().tolist() == [0.0, 1.0, 2.0]
+    # fromfile of big-endian data arrives little-endian (_dtype.pxd normalize_dtype)
+    assert cp.asarray(np.array([1], ">u4")).dtype == np.dtype("<u4")
+
+
+def test_bool_fill_get_and_views(cp):
+    # core.pyx __nonzero__: an empty array is False, with a DeprecationWarning
+    with pytest.warns(DeprecationWarning, match="truth value of an empty array"):
+        assert not bool(cp.empty(0))
+    with pytest.raises(ValueError, match="more than one element"):
+        bool(cp.ones(2))
+    # fill of a structured value; get(out=) of a non-contiguous out
+    s = cp.zeros(2, dtype="i4,f4")
+    s.fill((1, 2.5))
+    assert s.get()[1].tolist() == (1, 2.5)
+    with pytest.raises(RuntimeError, match="non-contiguous"):
+        cp.ones((3, 3))[:2, :2].get(out=np.empty((3, 3))[:2, :2])
+    # views of broadcast arrays are writeable CuPy arrays, without NumPy's FutureWarning
+    a, _ = cp.broadcast_arrays(cp.arange(3.0), cp.zeros((2, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert a.astype(np.float32).shape == (2, 3)
+    # an empty complex array's real part is a view of it
+    z = cp.empty((3, 0), np.complex64)
+    assert z.real.base is z and z.imag.base is z
+
+
+def test_grids_meshgrid_and_concatenators_are_cupys(cp):
+    # _creation/ranges.py nd_grid, meshgrid; _indexing/generate.py c_, r_: CuPy arrays
+    assert isinstance(cp.mgrid[0:2, 0:3], cp.ndarray) and cp.mgrid[0:2, 0:3].shape == (2, 2, 3)
+    x, y = cp.zeros(4)[:, None], cp.ones(4)[:, None]
+    assert cp.mgrid[x:y:3j].shape == (4, 3)  # arange(3) * step + start, step (4, 1)
+    assert all(isinstance(g, cp.ndarray) for g in cp.ogrid[0:2, 0:3])
+    m = cp.meshgrid(cp.arange(2), cp.arange(3), copy=False)
+    assert isinstance(m, tuple) and m[0].shape == (3, 2)
+    assert cp.meshgrid() == ()
+    assert isinstance(cp.r_[cp.arange(2), 5], cp.ndarray)
+    assert cp.c_[cp.arange(2), cp.arange(2)].shape == (2, 2)
+
+
+def test_eigh_of_float16_and_empty_pinned_strides(cp):
+    # linalg/_eigenvalue.py _syevd: float16 computed in float32, returned as float16
+    w, v = cp.linalg.eigh(cp.array([[2.0, 1.0], [1.0, 2.0]], dtype=np.float16))
+    assert w.dtype == v.dtype == np.float16 and w.get().tolist() == [1.0, 3.0]
+    # pinned_memory.pyx: zero bytes are a NULL pointer, so NumPy allocates: zero strides
+    import cupyx
+
+    assert cupyx.empty_pinned((1, 0, 2)).strides == np.empty((1, 0, 2)).strides
+
+
+def test_fft_layouts_follow_cupys_plans(cp):
+    # fft/_fft.py _default_fft_func: an N-D plan keeps the input's order; 1-D plans
+    # transform each axis swapped last, so a middle axis comes back as a strided view
+    x = cp.asarray(np.arange(24.0).reshape(2, 3, 4) + 1j)
+    f = cp.fft.fftn(cp.asfortranarray(x))
+    assert f.flags.f_contiguous and not f.flags.c_contiguous
+    np.testing.assert_allclose(f.get(), np.fft.fftn(x.get()))
+    m = cp.fft.fft(x, axis=1)
+    assert not m.flags.c_contiguous and m.base is not None
+    np.testing.assert_allclose(m.get(), np.fft.fft(x.get(), axis=1))
+    r = cp.fft.irfftn(cp.fft.rfftn(x.real), s=(2, 3, 4))
+    assert r.dtype == np.float64 and r.flags.c_contiguous
+    np.testing.assert_allclose(r.get(), x.real.get(), atol=1e-12)
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        cp.fft.fft(x, n=0)
+    import cupyx.scipy.fft
+
+    with pytest.raises(ValueError, match=r"expected plan to have type cufft\.Plan1d"):
+        cupyx.scipy.fft.fft(x, plan=object())  # no plan type is simulated
+
+
+def test_fft_plan_cache_as_cupys(cp):
+    # fft/_cache.pyx PlanCache: (key, node) pairs most recent first, del, memsize sums
+    cache = cp.fft.config.get_plan_cache()
+    cache.clear()
+    cp.fft.fft(cp.ones(8, np.complex64))
+    cp.fft.fftn(cp.ones((4, 4), np.complex64))
+    nodes = [node for _, node in cache]
+    assert [type(n.plan).__name__ for n in nodes] == ["PlanNd", "Plan1d"]
+    assert cache.get_curr_memsize() == sum(n.plan.work_area.mem.size for n in nodes)
+    del cache[nodes[0].key]
+    assert cache.get_curr_size() == 1
+    with pytest.raises(KeyError):
+        del cache[nodes[0].key]
+    cache.clear()
+
+
+def test_float16_in_user_kernels(cp):
+    # _scalar.pyx get_typename: float16 brings #include "cupy/float16.cuh" (CuPy's header)
+    add = cp.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add_half")
+    x = cp.arange(4, dtype=np.float16)
+    z = add(x, np.float16(0.5))
+    assert z.dtype == np.float16 and z.get().tolist() == [0.5, 1.5, 2.5, 3.5]
+    total = cp.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_half")
+    assert float(total(cp.arange(10, dtype=np.float16))) == 45.0
+
+
+def test_allocators_random_states_and_stubs(cp):
+    from cupy.cuda import memory
+
+    # cupy/cuda/__init__.py using_allocator: per thread; set_allocator refused inside
+    pool = memory.MemoryPool()
+    with cp.cuda.using_allocator(pool.malloc):
+        assert memory.get_allocator() == pool.malloc
+        with pytest.raises(ValueError, match="inside `using_allocator`"):
+            memory.set_allocator(pool.malloc)
+    assert memory.get_allocator() != pool.malloc
+    # random/_generator.py: one global state per device, shared by threads
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(cp.random.get_random_state()))
+    thread.start()
+    thread.join()
+    assert seen == [cp.random.get_random_state()]
+    # what is not simulated fails loudly when used
+    with pytest.raises(NotImplementedError, match="managed memory"):
+        memory.malloc_managed(512)
+    with pytest.raises(NotImplementedError, match="texture memory"):
+        cp.cuda.texture.ChannelFormatDescriptor(32, 0, 0, 0, 2)
+    # nccl.pyx NcclConfig; nvrtc.pyx NVRTCError pickles with its status
+    assert cp.cuda.nccl.NcclConfig(split_share=1).split_share == 1
+    e = pickle.loads(pickle.dumps(cp.cuda.nvrtc.NVRTCError(1)))
+    assert str(e) == "NVRTC_ERROR_OUT_OF_MEMORY (1)"
