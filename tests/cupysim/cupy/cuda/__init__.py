@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from cupy.cuda import (  # noqa: F401
     compiler,
-    cub,
     device,
     driver,
     memory,
@@ -14,7 +11,6 @@ from cupy.cuda import (  # noqa: F401
     pinned_memory,
     runtime,
     stream,
-    texture,
 )
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
@@ -54,20 +50,6 @@ def is_available() -> bool:
         except Exception:
             pass
     return _available
-
-
-@contextlib.contextmanager
-def using_allocator(allocator=None):
-    """A thread-local allocator inside the context (cupy/cuda/__init__.py); None: the raw
-    allocator, without the pool."""
-    if allocator is None:
-        allocator = memory._malloc
-    previous_allocator = memory._get_thread_local_allocator()
-    memory._set_thread_local_allocator(allocator)
-    try:
-        yield
-    finally:
-        memory._set_thread_local_allocator(previous_allocator)
 
 
 def __getattr__(name):

@@ -30,10 +30,6 @@ struct is_same<T, T> {
 }  // namespace type_traits
 }  // namespace cupy
 
-// Forward declare our custom types here (as carray.cuh does: float16.cuh refers to both)
-class bfloat16;
-class float16;
-
 #define CUPY_FOR(i, n)                                                                   \
   for (ptrdiff_t i = static_cast<ptrdiff_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<ptrdiff_t>(blockDim.x) * gridDim.x)

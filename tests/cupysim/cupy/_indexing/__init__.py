@@ -1,1 +1,0 @@
-"""cupy._indexing: where CuPy defines its indexing helpers."""
