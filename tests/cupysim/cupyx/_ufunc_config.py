@@ -1,104 +1,43 @@
-# Copied from CuPy 14.2 (cupyx/_ufunc_config.py, MIT licence): errstate/seterr/geterr.
+"""``cupyx.errstate``/``seterr``/``geterr`` as CuPy 14.2's cupyx/_ufunc_config.py behaves.
+
+The state is per thread. Only ``linalg`` can be set ("ignore", CuPy's default: cuSOLVER's
+``devInfo`` is not read back, or "raise"); giving any of the floating-point categories
+(``divide``, ``over``, ``under``, ``invalid``) raises NotImplementedError, as CuPy does,
+and they read as None. ``seterr`` returns the previous state; ``errstate`` restores it.
+"""
+
 from __future__ import annotations
 
 import contextlib
 import threading
 
-_config = threading.local()
+_FLOAT_CATEGORIES = ("divide", "over", "under", "invalid")
+_state = threading.local()
 
 
-def get_config_divide():
-    try:
-        value = _config.divide
-    except AttributeError:
-        value = _config.divide = None
-    return value
+def get_config_linalg() -> str:
+    return getattr(_state, "linalg", "ignore")
 
 
-def get_config_over():
-    try:
-        value = _config.over
-    except AttributeError:
-        value = _config.over = None
-    return value
+def geterr() -> dict[str, str | None]:
+    return {**dict.fromkeys(_FLOAT_CATEGORIES), "linalg": get_config_linalg()}
 
 
-def get_config_under():
-    try:
-        value = _config.under
-    except AttributeError:
-        value = _config.under = None
-    return value
-
-
-def get_config_invalid():
-    try:
-        value = _config.invalid
-    except AttributeError:
-        value = _config.invalid = None
-    return value
-
-
-def get_config_linalg():
-    # In favor of performance, the `devInfo` input/output from cuSOLVER routine
-    # calls that is necessary to check the validity of the other outputs, are
-    # ignored, as D2H copy incurring device synchronizations would otherwise be
-    # required.
-    try:
-        value = _config.linalg
-    except AttributeError:
-        value = _config.linalg = "ignore"
-    return value
+def seterr(*, divide=None, over=None, under=None, invalid=None, linalg=None):
+    previous = geterr()
+    if any(v is not None for v in (divide, over, under, invalid)):
+        raise NotImplementedError()
+    if linalg is not None:
+        if linalg not in ("ignore", "raise"):
+            raise NotImplementedError()
+        _state.linalg = linalg
+    return previous
 
 
 @contextlib.contextmanager
 def errstate(*, divide=None, over=None, under=None, invalid=None, linalg=None):
-    """
-    TODO(hvy): Write docs.
-    """
-    old_state = seterr(divide=divide, over=over, under=under, invalid=invalid, linalg=linalg)
+    previous = seterr(divide=divide, over=over, under=under, invalid=invalid, linalg=linalg)
     try:
-        yield  # Return `None` similar to `numpy.errstate`.
+        yield
     finally:
-        seterr(**old_state)
-
-
-def seterr(*, divide=None, over=None, under=None, invalid=None, linalg=None):
-    """
-    TODO(hvy): Write docs.
-    """
-    old_state = geterr()
-
-    if divide is not None:
-        raise NotImplementedError()
-    if over is not None:
-        raise NotImplementedError()
-    if under is not None:
-        raise NotImplementedError()
-    if invalid is not None:
-        raise NotImplementedError()
-    if linalg is not None:
-        if linalg in ("ignore", "raise"):
-            _config.linalg = linalg
-        else:
-            raise NotImplementedError()
-
-    _config.divide = divide
-    _config.under = under
-    _config.over = over
-    _config.invalid = invalid
-
-    return old_state
-
-
-def geterr():
-    """
-    TODO(hvy): Write docs.
-    """
-    return dict(
-        divide=get_config_divide(),
-        over=get_config_over(),
-        under=get_config_under(),
-        invalid=get_config_invalid(),
-        linalg=get_config_linalg(),
-    )
+        seterr(linalg=previous["linalg"])
