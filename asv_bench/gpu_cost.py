@@ -79,19 +79,12 @@ def _mlp_adam_step(gk, wrap: Callable[[Any], Any]) -> tuple[Run, str]:
             gk.nn.Linear(256, 10),
         )
     )  # fmt: skip
-    loss_fn = gk.nn.CrossEntropyLoss()
+    from gpukit._bench.mlp import loop_step
+
     opt = gk.optim.Adam(model.parameters(), lr=1e-3)
     x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
     y = gk.asarray(rng.integers(0, 10, 256))
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        model.backward(loss_fn.backward())
-        opt.step()
-        return loss
-
-    return _repeat(step), "step"
+    return _repeat(loop_step(model, gk.nn.CrossEntropyLoss(), opt, x, y)), "step"
 
 
 def mlp_step(gk) -> tuple[Run, str]:

@@ -66,8 +66,12 @@ def gpukit_step(x: Any, y: Any, act: str = "ReLU", sizes: tuple[int, ...] = SIZE
 
     model = gk.nn.Sequential(*_layers(gk.nn, act, sizes))
     model.load_state_dict(dict(zip(model.state_dict(), weights(sizes=sizes), strict=True)))
-    loss_fn = gk.nn.CrossEntropyLoss()
-    opt = gk.optim.SGD(model.parameters(), lr=LR)
+    return loop_step(model, gk.nn.CrossEntropyLoss(), gk.optim.SGD(model.parameters(), lr=LR), x, y)
+
+
+def loop_step(model: Any, loss_fn: Any, opt: Any, x: Any, y: Any) -> Step:
+    """One training step as docs/nn.rst writes the loop: zero the gradients, the loss,
+    backward, the optimizer's step; returns the loss."""
 
     def step():
         opt.zero_grad()
