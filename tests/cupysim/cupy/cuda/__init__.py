@@ -6,6 +6,7 @@ from cupy.cuda import (  # noqa: F401
     compiler,
     device,
     driver,
+    graph,
     memory,
     nvrtc,
     pinned_memory,
@@ -13,6 +14,7 @@ from cupy.cuda import (  # noqa: F401
     stream,
 )
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
+from cupy.cuda.graph import Graph  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
     BaseMemory,
     Memory,
