@@ -14,11 +14,12 @@ The model:
 * **Recorded, not run.** An operation enqueued on a capturing stream becomes a node of the
   capture. The simulator still runs it once, at once, to learn what it writes (so that the
   shapes, dtypes and values later captured work computes from stay those a real launch
-  would see), and at the end of the capture puts back 0xFF bytes (NaN in every float
-  type, -1 in signed integers) wherever the captured work changed memory: on a GPU the work
-  has not run, so code that reads its outputs before a replay reads garbage, and here fails.
-  (Work on *other* streams that reads that memory during the capture sees the captured
-  values; on a GPU it would see the old ones.)
+  would see); when the capture ends, memory the captured work wrote gets back the bytes it
+  held before (on a GPU the work has not run: an in-place update is not applied yet), and
+  memory allocated during the capture is filled with 0xFF bytes (NaN in every float type,
+  -1 in signed integers): a captured result read before a replay is garbage, and here
+  fails the code that reads it. (Work on *other* streams that reads that memory during the
+  capture sees the captured values; on a GPU it would see the old ones.)
 * **Replay** (``Graph.launch(stream)``) runs the nodes in capture order on the same
   buffers, as one operation of the launch stream: the happens-before checker sees the
   union of their reads and writes, the trace one ``graph`` launch (its nodes listed with
@@ -164,6 +165,7 @@ class Capture:
         self.tail: dict[int, int] = {origin.index: 0}  # steps per member stream
         self.joined: dict[int, int] = {}  # steps of a member a wait has joined back
         self.snapshots: dict[int, tuple[weakref.ref, np.ndarray, list]] = {}
+        self.fresh: list[tuple[int, int]] = []  # allocations made during the capture
         self.host_funcs: list = []
 
     def invalidate(self, status: int) -> None:
@@ -259,15 +261,33 @@ def _snapshot(cap: Capture, region) -> None:
 
 
 def _poison(cap: Capture) -> None:
-    """What the captured work changed goes back to garbage: it has not run."""
+    """The captured work has not run: memory it wrote holds what it held before, and
+    memory allocated during the capture holds garbage."""
+    from . import memory
+
     for ref, before, spans in cap.snapshots.values():
         storage = ref()
         if storage is None:
             continue
         for lo, hi in spans:
-            now = storage.host[lo:hi]
-            now[now != before[lo:hi]] = POISON
+            storage.host[lo:hi] = before[lo:hi]
     cap.snapshots.clear()
+    for ptr, size in cap.fresh:
+        found = memory.find(ptr)
+        if found is not None:
+            storage, offset = found
+            storage.host[offset : offset + size] = POISON
+    cap.fresh.clear()
+
+
+def allocated(ptr: int, size: int) -> None:
+    """An allocation for work on a capturing stream: on a GPU it holds garbage until a
+    replay writes it."""
+    from . import devices
+
+    cap = _streams.current(devices.current()).capture
+    if cap is not None:
+        cap.fresh.append((ptr, size))
 
 
 def _legacy_use(device: int) -> None:

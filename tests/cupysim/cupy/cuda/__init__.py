@@ -24,6 +24,7 @@ from cupy.cuda.memory import (  # noqa: F401
     alloc,
     get_allocator,
     set_allocator,
+    using_allocator,
 )
 from cupy.cuda.pinned_memory import (  # noqa: F401
     PinnedMemory,
