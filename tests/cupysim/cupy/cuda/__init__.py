@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from cupy.cuda import (  # noqa: F401
     compiler,
     device,
@@ -24,7 +26,6 @@ from cupy.cuda.memory import (  # noqa: F401
     alloc,
     get_allocator,
     set_allocator,
-    using_allocator,
 )
 from cupy.cuda.pinned_memory import (  # noqa: F401
     PinnedMemory,
@@ -42,6 +43,18 @@ from cupy.cuda.stream import (  # noqa: F401
 )
 
 _available = None
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    """The calling thread allocates with ``allocator`` inside the block (cupy/cuda/__init__.py
+    ``using_allocator``; None: plain ``cudaMalloc``, no pool)."""
+    previous = getattr(memory._state, "allocator", None)
+    memory._state.allocator = memory._malloc if allocator is None else allocator
+    try:
+        yield
+    finally:
+        memory._state.allocator = previous
 
 
 def is_available() -> bool:

@@ -11,7 +11,6 @@ blocks (then runs ``gc.collect()``) and retries before raising ``OutOfMemoryErro
 from __future__ import annotations
 
 import bisect
-import contextlib
 import gc
 import itertools
 import os
@@ -40,7 +39,6 @@ __all__ = [
     "alloc",
     "get_allocator",
     "set_allocator",
-    "using_allocator",
 ]
 
 _ALLOCATION_UNIT_SIZE = 512
@@ -653,18 +651,6 @@ def alloc(size: int) -> MemoryPointer:
     if _capture.captures:  # garbage until a replay writes it (cupysim/capture.py)
         _capture.allocated(mp.ptr, size)
     return mp
-
-
-@contextlib.contextmanager
-def using_allocator(allocator=None):
-    """The calling thread allocates with ``allocator`` inside the block (memory.pyx
-    ``using_allocator``; None: plain ``cudaMalloc``, no pool)."""
-    previous = getattr(_state, "allocator", None)
-    _state.allocator = _malloc if allocator is None else allocator
-    try:
-        yield
-    finally:
-        _state.allocator = previous
 
 
 def set_allocator(allocator=None) -> None:
