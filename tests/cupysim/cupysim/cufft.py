@@ -110,6 +110,18 @@ def _value_type(name: str, dtype: np.dtype) -> np.dtype:
     return np.dtype(np.complex64 if single else np.complex128)
 
 
+class _Value:
+    """The transform's values (SciPy's, in the result type cuFFT gives)."""
+
+    __slots__ = ("args", "dtype", "fn", "kwargs")
+
+    def __init__(self, fn, args, kwargs, dtype) -> None:
+        self.fn, self.args, self.kwargs, self.dtype = fn, args, kwargs, dtype
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.fn(x, *self.args, **self.kwargs).astype(self.dtype, copy=False)
+
+
 def transform(name: str, fn):
     """``name`` of cupy.fft / cupyx.scipy.fft, valued by ``fn`` (numpy.fft or scipy.fft)."""
 
@@ -126,16 +138,15 @@ def transform(name: str, fn):
         elif x.base is not None or not x.flags.c_contiguous:
             x = x.copy()
         dev = placement.require_current("cuFFT", name, [x])
-        res = fn(x._np, *args, **kwargs)
         want = np.float32 if vt in (np.float32, np.complex64) else np.float64
-        if name in _REAL_OUT:
-            res = res.astype(want, copy=False)
-        else:
-            res = res.astype(np.result_type(want, np.complex64), copy=False)
+        out = want if name in _REAL_OUT else np.result_type(want, np.complex64)
+        value = _Value(fn, args, kwargs, out)
+        res = value(x._np)
         plan_cache(dev)._plan((name, x.shape, x.dtype.str, res.shape), max(res.nbytes, 512))
         if _trace.active:
             _trace.fft_axes(name, x.ndim, args, kwargs)
-        return core._wrap(name, res, [x], library=True)
+        # a CUDA graph replays the transform from the input's memory (cupysim/capture.py)
+        return core._wrap(name, res, [x], library=True, recompute=(value, (x._np,), {}, False))
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"CuPy's ``{name}`` (cuFFT on the current device; values by SciPy)."
