@@ -25,6 +25,7 @@ __all__ = [
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
+    "flag_nonfinite",
     "matmul_tiled",
     "sgd_update",
     "softmax_cross_entropy",
@@ -264,6 +265,15 @@ def _flag_labels(status: np.ndarray, serial: int, labels: np.ndarray, c: int) ->
         status[2] = min(status[2], int(bad.min()))
         status[3] = max(status[3], int(bad.max()))
         status[4] = max(status[4], c)
+
+
+def flag_nonfinite(value: np.ndarray, status: np.ndarray, serial: int) -> None:
+    """What :func:`gpukit_cupy.kernels.flag_nonfinite` does, on the host."""
+    v = float(value)
+    if not math.isfinite(v) and serial < status[5]:
+        status[0] |= 2
+        status[5] = serial
+        status[6] = 1 if math.isnan(v) else (2 if v > 0 else 3)
 
 
 def softmax_cross_entropy(

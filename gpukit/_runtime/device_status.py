@@ -68,7 +68,7 @@ class Status:
         of a buffer nothing could have written is skipped (it would be a copy for nothing).
     """
 
-    __slots__ = ("armed", "backend", "buffer", "device", "serial")
+    __slots__ = ("armed", "backend", "buffer", "checked", "device", "failures", "serial")
 
     def __init__(self, backend: Backend, device: int) -> None:
         self.backend, self.device = backend, device
@@ -76,6 +76,11 @@ class Status:
             self.buffer = backend.asarray(INITIAL, device=device)
         self.serial = 0
         self.armed = False
+        #: the serial of the last read: work numbered up to it is known good or reported
+        self.checked = 0
+        #: the first bad serial of each error read: later updates were skipped (optimizers
+        #: take back their step counts)
+        self.failures: list[int] = []
 
     def next_serial(self) -> int:
         """Number a checked call (its kernel writes this number with what it finds)."""
@@ -92,9 +97,12 @@ class Status:
         if not self.armed:
             return None
         self.armed = False
+        checked = self.serial
         values = self.backend.to_numpy(self.buffer)
+        self.checked = checked
         if not values[FLAGS]:
             return None
+        self.failures.append(int(min(values[LABEL_SERIAL], values[NONFINITE_SERIAL])))
         with self.backend.use_device(self.device):
             self.buffer[...] = self.backend.asarray(INITIAL, device=self.device)
         return values

@@ -26,6 +26,7 @@ optimizer state as they were, and is never re-run automatically.
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,6 +43,9 @@ from ..nn.flat import FlatBuffer, flatten
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
 _ndarray = np.ndarray
+#: Steps an optimizer remembers per device until the device's status is read: an error
+#: read later than this many steps after the bad batch undoes only the last ones' counts.
+_LOG_STEPS = 1 << 16
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
@@ -102,6 +106,9 @@ class Optimizer:
         self.state: dict[Parameter, dict[str, Any]] = {}
         # per group: the parameters as flattened, their flat buffers, the others
         self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[Parameter]]] = []
+        # per device status: [failures seen, serial checked, (serial, [(parameter, its
+        # count)]) per step not yet known to be applied]
+        self._log: dict[_status.Status, list[Any]] = {}
         for group in self.param_groups:
             self._flat.append((list(group["params"]), *flatten(group["params"])))
 
@@ -192,6 +199,43 @@ class Optimizer:
         self.param_groups.append(group)
         self._flat.append((list(params), *flatten(params)))
 
+    def _record(self, st: _status.Status, stepped: list[tuple[Parameter, int]]) -> None:
+        """Log a step on ``st``'s device until the device is known to have applied it."""
+        entry = self._log.get(st)
+        if entry is None:
+            entry = self._log[st] = [len(st.failures), st.checked, deque(maxlen=_LOG_STEPS)]
+        entry[2].append((st.serial, stepped))
+
+    def _reconcile(self) -> None:
+        """Take back the step counts of updates a device skipped (read since: its status
+        reported an error; every update from that batch on was skipped), and forget the
+        steps a device is known to have applied."""
+        for st, entry in self._log.items():
+            seen, checked, log = entry
+            if seen == len(st.failures) and checked == st.checked:
+                continue  # nothing read since the last look
+            for first in st.failures[seen:]:
+                for serial, stepped in reversed(log):  # newest first: counts step down
+                    if serial >= first:
+                        for p, count in stepped:
+                            self._undo(p, count)
+                log = deque((e for e in log if e[0] < first), maxlen=_LOG_STEPS)
+            entry[:] = [
+                len(st.failures),
+                st.checked,
+                deque((e for e in log if e[0] > st.checked), maxlen=_LOG_STEPS),
+            ]
+
+    def _undo(self, p: Parameter, count: int) -> None:
+        """Forget update number ``count`` of ``p`` (its arrays were left as they were)."""
+        state = self.state.get(p)
+        if state is None:
+            return
+        if count == 1:
+            del self.state[p]
+        elif "step" in state:
+            state["step"] = count - 1
+
     def _layout(self, k: int) -> list[tuple[FlatBuffer | None, list[Parameter]]]:
         """Group ``k``'s flat buffers with their parameters, then each other parameter
         alone; flattened again where the group's list changed or a ``data`` was replaced."""
@@ -233,6 +277,7 @@ class Optimizer:
             ``{"state": {index: {name: array or number}}, "param_groups": [{..., "params":
             [index, ...]}]}``; arrays are host NumPy copies.
         """
+        self._reconcile()  # step counts of updates a device reported skipped are taken back
         index: dict[Parameter, int] = {}
         groups = []
         for group in self.param_groups:
@@ -527,6 +572,7 @@ def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
 @operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
+    opt._reconcile()
     launches = []
     for k, group in enumerate(opt.param_groups):
         hyper = opt._hyper(group)
@@ -544,15 +590,17 @@ def _step(opt: Optimizer) -> None:
                 arrays = opt._views(p, fb, index, names)
                 count = opt._count(opt.state.get(p))
                 args = opt._args(p.data, grad, arrays, count, hyper)
-                launches.append(_launch(opt, args, [(p, opt._new_state(count, arrays))]))
-    for kernel, args, back, news in launches:
+                launches.append(_launch(opt, args, [(p, opt._new_state(count, arrays), count)]))
+    for kernel, args, back, news, st in launches:
         kernel(*args)
         for half, wide in back:
             with on_device_of(half):
                 half[...] = wide
-        for p, new in news:
+        for p, new, _ in news:
             if new:
                 opt.state.setdefault(p, {}).update(new)
+        if st is not None:
+            opt._record(st, [(p, count) for p, _, count in news])
 
 
 def _whole(
@@ -574,21 +622,23 @@ def _whole(
     flats = [fb.state_buffer(name)[0] for name in names]
     args = opt._args(fb.data, fb.grad, flats, count, hyper)
     news = [
-        (p, opt._new_state(count, arrays)) for p, arrays in zip(fb.params, per_param, strict=True)
+        (p, opt._new_state(count, arrays), count)
+        for p, arrays in zip(fb.params, per_param, strict=True)
     ]
     return _launch(opt, args, news)
 
 
 def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any, ...]:
-    """``(kernel, args, write-back, new states)``: float16 widened, the device's status
-    appended (a device update is skipped while it holds an error)."""
+    """``(kernel, args, write-back, new states, status)``: float16 widened, the device's
+    status appended (a device update is skipped while it holds an error)."""
     data = args[0]
     owner = _dispatch.owner_of(data)
-    guard = None
+    st = None
     if owner is not None and owner.is_device:
-        guard = _status.status(owner, owner.device_of(data)).buffer
+        st = _status.status(owner, owner.device_of(data))
     args, back = _widened(args) if data.dtype == np.float16 else (args, ())
-    return _kernel(data, opt._kernel), (*args, guard), back, news
+    guard = None if st is None else st.buffer
+    return _kernel(data, opt._kernel), (*args, guard), back, news, st
 
 
 def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, Any]]]:

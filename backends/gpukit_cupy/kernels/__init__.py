@@ -27,6 +27,7 @@ __all__ = [
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
+    "flag_nonfinite",
     "matmul_tiled",
     "sgd_update",
     "softmax_cross_entropy",
@@ -133,6 +134,12 @@ def adam_update(
         exp_avg,
         exp_avg_sq,
     )
+
+
+@_on_inputs_device
+def flag_nonfinite(value, status, serial: int) -> None:
+    """Record a non-finite ``value`` (0-d) in ``status`` (gpukit._runtime.device_status)."""
+    _elementwise.flag_nonfinite()(value, np.int64(serial), status)
 
 
 def _labels(labels):

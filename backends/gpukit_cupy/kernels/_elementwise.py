@@ -129,6 +129,26 @@ def adam(guarded: bool) -> cupy.ElementwiseKernel:
 
 
 @cache
+def flag_nonfinite() -> cupy.ElementwiseKernel:
+    """A NaN or infinite ``x`` (a loss) recorded in the device's status buffer with the
+    call's serial, unless an earlier call's is there (gpukit._runtime.device_status:
+    flag 2; slot 5 the serial; slot 6: 1 NaN, 2 +inf, 3 -inf). One element: one thread."""
+    return cupy.ElementwiseKernel(
+        "T x, int64 serial",
+        "raw int64 status",
+        """
+    const double v = (double)x;
+    if (!isfinite(v) && serial < status[5]) {
+      status[0] |= 2;
+      status[5] = serial;
+      status[6] = isnan(v) ? 1 : (v > 0 ? 2 : 3);
+    }
+    """,
+        "gk_flag_nonfinite",
+    )
+
+
+@cache
 def softmax_xent_backward() -> cupy.ElementwiseKernel:
     """grad = grad_loss * (probs - off - (j == label ? on : 0)), per row.
 
