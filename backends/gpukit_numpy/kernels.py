@@ -41,10 +41,20 @@ def bias_activation(
 
 
 def bias_activation_backward(
-    grad_y: np.ndarray, x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+    grad_y: np.ndarray,
+    x: np.ndarray,
+    bias: np.ndarray,
+    activation: str,
+    negative_slope: float,
+    grad_bias_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reference of :func:`gpukit.kernels.bias_activation_backward`."""
-    return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    """Reference of :func:`gpukit.kernels.bias_activation_backward`; the bias gradient
+    in ``grad_bias_out`` when given (an optimizer's flat gradient buffer)."""
+    gz, gb = gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    if grad_bias_out is not None:
+        np.copyto(grad_bias_out, gb)
+        gb = grad_bias_out
+    return gz, gb
 
 
 #: Elements per round of an update, and the scratch blocks' size: large enough that a

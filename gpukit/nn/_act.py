@@ -82,10 +82,13 @@ def backward(
     *,
     want_bias: bool,
     overwrite: bool = False,
+    bias_out: Any = None,
 ) -> tuple[Any, Any]:
     """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`.
 
-    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
+    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused;
+    ``bias_out``, where a device's fused kernel may write the bias gradient (the bias's
+    slot in an optimizer's flat gradient buffer).
     """
     s = saved[0]
     if type(s) is not np.ndarray and isinstance(s, np.generic):  # a 0-d output: host
@@ -93,7 +96,8 @@ def backward(
     if type(s) is not np.ndarray:
         b = _zeros_bias(s) if bias is None else bias
         if s.dtype in _FLOAT32_64:
-            gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope)
+            out = bias_out if want_bias else None
+            gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope, out)
         else:  # float16: in float32, as in forward
             gz, gb = kernel(s, "bias_activation_backward")(*_as_float32(grad, s, b), name, slope)
             gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)

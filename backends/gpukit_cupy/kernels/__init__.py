@@ -55,11 +55,16 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 
 
 @_on_inputs_device
-def bias_activation_backward(grad_y, x, bias, activation: str, negative_slope: float):
+def bias_activation_backward(
+    grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None
+):
     kernel = _elementwise.bias_act_backward(activation)
     grad_x = kernel(grad_y, x, bias, x.dtype.type(negative_slope))
-    # CuPy's simple reduction: a block per group of columns, strided down the rows.
-    grad_bias = _elementwise.column_sum(grad_x, axis=tuple(range(grad_x.ndim - 1)))
+    # CuPy's simple reduction: a block per group of columns, strided down the rows;
+    # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
+    grad_bias = _elementwise.column_sum(
+        grad_x, axis=tuple(range(grad_x.ndim - 1)), out=grad_bias_out
+    )
     return grad_x, grad_bias
 
 
