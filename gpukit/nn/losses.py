@@ -152,8 +152,13 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not of shape ``(N,)``; a label outside ``[0, C)``, on every backend (on a
-        GPU the check is one reduction and a synchronisation per call).
+        labels not of shape ``(N,)``; a label outside ``[0, C)``, on every backend: at
+        the call on the host; on a GPU the loss kernel flags it on the device (the call
+        would otherwise wait for the device), every later optimizer update on that device
+        is skipped, and the error is raised by the next host read of the device
+        (``gk.to_numpy``, ``gk.synchronize``, ``fit``'s checks, ``Optimizer.state_dict``,
+        ``gk.nn.save``; docs/nn.rst, "Errors found on the device"). ``float(loss)`` of
+        such a batch is NaN.
     TypeError
         Logits not floating, labels not integers, ``label_smoothing`` not a number.
 

@@ -290,8 +290,10 @@ def fit(
     ``model.backward(loss_fn.backward(), need_input_grad=False)``, a check that the loss
     is finite, ``optimizer.step()``. A NaN or infinite loss stops training with
     :class:`gpukit.NonFiniteError` naming the epoch and batch, before that batch's
-    update: the model keeps the weights of the last finite step (on a GPU the check reads
-    one number per step, after the backward pass is queued).
+    update: the model keeps the weights of the last finite step. On a GPU the check is a
+    flag on the device (the update kernels skip while it is set), read every
+    :data:`CHECK_EVERY` steps and at the end of each epoch, so up to that many later
+    batches run, none of their updates applied, before the error names the bad batch.
 
     Parameters
     ----------
@@ -336,6 +338,8 @@ def fit(
     NonFiniteError
         A batch's loss is NaN or infinite (a ``FloatingPointError``); its ``epoch``,
         ``batch`` and ``history`` attributes say where and what was learnt before.
+        A label out of range (``CrossEntropyLoss``) is its ``ValueError``, with the
+        epoch and batch added on a GPU.
     DeviceMismatchError
         Data on another backend than the model (a ``ValueError`` too).
     OutOfMemoryError
