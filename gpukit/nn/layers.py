@@ -161,13 +161,13 @@ class Linear(Module):
         x = self._x
         gt, xt = _flat(g, self.out_features).T, _flat(x, self.in_features)
         # written straight into the optimizer's flat gradient buffer when it can be
-        out = self.weight.grad_target()
+        out = self.weight._grad_target()
         self.weight.accumulate(
             gt @ xt if out is None else _dispatch.namespace(g).matmul(gt, xt, out=out)
         )
         if self.bias is not None:
             if grad_bias is None:
-                grad_bias = _act.bias_grad(g, self.bias.grad_target())
+                grad_bias = _act.bias_grad(g, self.bias._grad_target())
             self.bias.accumulate(grad_bias)
         return g @ self.weight.data if need_input_grad else None
 

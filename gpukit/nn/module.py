@@ -83,13 +83,13 @@ class Parameter:
         _dispatch.reject("gk.nn.Parameter", data=data)  # a sharded array is no parameter
         self.data = data
         self.grad: Any = None
-        # (data view, gradient view) in an optimizer's flat buffers (gpukit.nn.flat)
+        # (data view, gradient view) in an optimizer's flat buffers (gpukit.nn._flat)
         self._slot: tuple[Any, Any] | None = None
 
-    def grad_target(self) -> Any:
+    def _grad_target(self) -> Any:
         """Where a backward pass may write this parameter's gradient, or None.
 
-        The parameter's slot in a flat gradient buffer (:mod:`gpukit.nn.flat`) when it
+        The parameter's slot in a flat gradient buffer (``gpukit/nn/_flat.py``) when it
         has one, holds no gradient (it was zeroed) and the current backward pass has not
         produced one for it yet; a layer computing the gradient into it (``out=``) saves
         the optimizer a copy. None otherwise: compute a new array and :meth:`accumulate`.

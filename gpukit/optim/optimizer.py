@@ -6,7 +6,7 @@ and the learning rate when a step reads it (schedulers change it), so ``step()``
 each parameter's backend kernel directly, without re-validating four arrays per
 parameter per step.
 
-Parameters, gradients and state live in flat buffers (:mod:`gpukit.nn.flat`), one per
+Parameters, gradients and state live in flat buffers (``gpukit/nn/_flat.py``), one per
 parameter group, array type, device and dtype, made when the optimizer is: a step
 updates each buffer with one kernel launch when every parameter in it has a gradient
 and the same step count (the usual case), and parameter by parameter (on views of the
@@ -39,7 +39,7 @@ from .._runtime.memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import kernel as _kernel
-from ..nn.flat import FlatBuffer, flatten
+from ..nn._flat import FlatBuffer, flatten
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
 _ndarray = np.ndarray

@@ -4,7 +4,7 @@ An optimizer that updates every parameter in one kernel launch needs the paramet
 their gradients and its state each in one array: :class:`FlatBuffer` allocates those
 arrays once and makes each ``Parameter.data`` a view of its segment, and gives each
 parameter a gradient *slot*, the matching view of the gradient buffer, where layers
-write the gradient directly (``Parameter.grad_target``), so that the update reads
+write the gradient directly (``Parameter._grad_target``), so that the update reads
 the gradients with no copy. Segments start on 256-byte boundaries (what cuBLAS and
 vectorised loads prefer); the padding between them holds zeros in every buffer, which
 an update leaves at zero.
