@@ -38,17 +38,19 @@ def _not_met(measured: str, target: str):
 
 
 # -- the MLP training step -----------------------------------------------------------------
-@_not_met("26 device ops/step (8 GEMMs, 6 Adam updates, 12 others)", "<= 16")
+@_not_met(
+    "20 device ops/step (8 GEMMs, 1 Adam update, 11 others: 3 bias/activation forward, "
+    "loss forward, mean, loss backward, 3 bias-gradient sums, 2 activation backward)",
+    "<= 16",
+)
 def test_mlp_step_device_operations():
     assert cost("mlp_step").device_ops <= 16
 
 
-@_not_met("1 host sync/step (int() of the labels' check in CrossEntropyLoss)", "0")
 def test_mlp_step_host_syncs():
     assert cost("mlp_step").syncs == 0
 
 
-@_not_met("1 device->host copy of 8 bytes/step", "0 bytes")
 def test_mlp_step_host_device_bytes():
     s = cost("mlp_step")
     assert s.h2d_bytes + s.d2h_bytes == 0
@@ -58,7 +60,6 @@ def test_mlp_step_pool_misses():
     assert cost("mlp_step").pool_misses == 0
 
 
-@_not_met("6 Adam update launches/step, one per parameter tensor", "1 (one dtype, one device)")
 def test_mlp_step_optimizer_is_one_launch():
     pytest.importorskip("cupysim")
     import cupysim
@@ -113,7 +114,11 @@ def test_a_captured_block_of_ten_cg_iterations_is_one_graph_launch():
 
 # -- DataParallel on 2 devices ---------------------------------------------------------------
 @pytest.mark.multi_gpu(2)
-@_not_met("6 all-reduces/step, one per parameter tensor", "buckets: fewer than the 6 tensors")
+@_not_met(
+    "12 NCCL broadcasts/step (one per parameter tensor and device) and 6 gradient reduces "
+    "by peer copy, one per tensor",
+    "buckets: fewer than the 6 tensors",
+)
 def test_data_parallel_all_reduces_in_buckets():
     s = cost("data_parallel_step")
     if s.collectives == 0:  # CUPYSIM_NCCL=0: gpukit's peer-copy collectives instead
@@ -122,7 +127,6 @@ def test_data_parallel_all_reduces_in_buckets():
 
 
 @pytest.mark.multi_gpu(2)
-@_not_met("1 host sync/step", "0")
 def test_data_parallel_no_host_sync():
     assert cost("data_parallel_step").syncs == 0
 

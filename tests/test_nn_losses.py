@@ -117,9 +117,35 @@ def test_loss_errors():
 
 @pytest.mark.parametrize("labels", [[0, 3], [-1, 0]], ids=["too-large", "negative"])
 def test_cross_entropy_refuses_labels_out_of_range_on_every_backend(backend, labels):
-    """The same ValueError on CuPy as on the host (the fuzz test under the simulator: the
-    device path returned a NaN loss, which an optimizer step spreads into the weights)."""
-    logits = gk.asarray(np.zeros((2, 3)))
+    """The same ValueError on every backend: on the host at the call; on a device at the
+    next host read (docs/nn.rst), with every optimizer step on that device skipped until
+    then (a label out of range gives its row a NaN loss, which a step would spread into
+    every weight)."""
+    model = gk.nn.Linear(3, 3, dtype="float64", seed=0)
+    opt = gk.optim.SGD(model.parameters(), lr=0.5)
+    before = gk.to_numpy(model.weight.data).copy()
+    x, good = gk.asarray(np.eye(2, 3)), gk.asarray(np.array([0, 1], dtype=np.int32))
     target = gk.asarray(np.array(labels, dtype=np.int32))
-    with pytest.raises(ValueError, match=r"labels must be in \[0, 3\), got values in"):
-        gk.nn.CrossEntropyLoss()(logits, target)
+    loss_fn = gk.nn.CrossEntropyLoss()
+    if not backend.is_device:
+        with pytest.raises(ValueError, match=r"labels must be in \[0, 3\), got values in"):
+            loss_fn(model(x), target)
+        return
+    bad = labels[0] if labels[0] else labels[1]
+    match = rf"labels must be in \[0, 3\), got values out of range in \[{bad}, {bad}\]"
+    for read in (gk.to_numpy, lambda _: gk.synchronize()):
+        loss = loss_fn(model(x), target)  # no error yet: a check here would wait for the GPU
+        model.backward(loss_fn.backward())
+        opt.step()
+        opt.zero_grad()
+        loss_fn(model(x), good)  # a good batch after the bad one is skipped too
+        model.backward(loss_fn.backward())
+        opt.step()
+        opt.zero_grad()
+        with pytest.raises(ValueError, match=match):
+            read(loss)
+        assert np.array_equal(gk.to_numpy(model.weight.data), before)
+    loss_fn(model(x), good)  # reported, the status is clear: steps are applied again
+    model.backward(loss_fn.backward())
+    opt.step()
+    assert not np.array_equal(gk.to_numpy(model.weight.data), before)

@@ -261,3 +261,62 @@ def test_scheduler_matches_torch(cls, kwargs):
         ours.append(opt.param_groups[0]["lr"])
         theirs.append(t_opt.param_groups[0]["lr"])
     assert rel_err(np.array(ours), np.array(theirs)) < F64
+
+
+class _MomentumReference:
+    """torch.optim.SGD(momentum) in float64, written out: the reference for the flat
+    buffers' bookkeeping (a parameter without a gradient is left alone)."""
+
+    def __init__(self, lr=0.1, momentum=0.9):
+        self.lr, self.momentum, self.values, self.bufs = lr, momentum, [], []
+
+    def add(self, value):
+        self.values.append(value.astype(np.float64))
+        self.bufs.append(None)
+
+    def step(self, grads):
+        for i, g in enumerate(grads):
+            if g is not None:
+                b = self.bufs[i]
+                self.bufs[i] = g.copy() if b is None else self.momentum * b + g
+                self.values[i] = self.values[i] - self.lr * self.bufs[i]
+
+
+def test_flat_buffers_keep_what_users_rely_on(backend, rng):
+    """Parameters live in the optimizer's flat buffers (one update launch): a reference
+    to ``data``, replacing ``data``, a parameter added later, one without a gradient, and
+    state_dict/load_state_dict into a new optimizer behave as with separate arrays."""
+    shapes = [(4, 3), (3,), (2, 5)]
+    ref = _MomentumReference()
+    params = []
+    for s in shapes[:2]:
+        a = rng.standard_normal(s)
+        ref.add(a)
+        params.append(gk.nn.Parameter(gk.asarray(a)))
+    opt = gk.optim.SGD(params, lr=0.1, momentum=0.9)
+
+    def step(grads):
+        for p, g in zip(params, grads, strict=True):
+            p.grad = None if g is None else gk.asarray(g)
+        opt.step()
+        ref.step(grads)
+
+    step([rng.standard_normal(s) for s in shapes[:2]])
+    held = params[0].data  # a reference taken after construction tracks the parameter
+    step([rng.standard_normal(s) for s in shapes[:2]])
+    assert rel_err(gk.to_numpy(held), ref.values[0]) < F64
+    new = rng.standard_normal(shapes[0])  # a replaced data is taken into the buffer
+    params[0].data, ref.values[0] = gk.asarray(new), new
+    step([rng.standard_normal(s) for s in shapes[:2]])
+    a = rng.standard_normal(shapes[2])  # a parameter added later
+    ref.add(a)
+    params.append(gk.nn.Parameter(gk.asarray(a)))
+    opt.add_param_group({"params": [params[2]]})
+    step([None, rng.standard_normal(shapes[1]), rng.standard_normal(shapes[2])])
+    saved = opt.state_dict()
+    opt = gk.optim.SGD(params[:2], lr=0.1, momentum=0.9)  # a new optimizer, loaded
+    opt.add_param_group({"params": [params[2]]})
+    opt.load_state_dict(saved)
+    step([rng.standard_normal(s) for s in shapes])
+    for p, want in zip(params, ref.values, strict=True):
+        assert rel_err(gk.to_numpy(p.data), want) < F64

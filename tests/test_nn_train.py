@@ -296,3 +296,27 @@ def test_predict_returns_outputs_and_predict_proba_probabilities(backend, rng):
     assert np.isfinite(gk.to_numpy(probs)).all()
     with pytest.raises(ValueError, match="activation must be 'softmax' or 'sigmoid'"):
         gk.nn.predict_proba(model, x, activation="relu")
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_fit_skips_every_update_after_a_bad_batch_until_it_reads_the_device(backend, rng):
+    """On a device fit reads its checks every few steps: the batches after a bad one run
+    but none of their updates is applied, and the error names the bad batch (docs/nn.rst)."""
+    x = rng.standard_normal((40, 3)).astype(np.float32)
+    y = rng.integers(0, 2, 40)
+    y[9] = 7  # batch 2 of 10 (batch_size 4, no shuffle): a label out of range
+    model = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
+    twin = gk.nn.Sequential(gk.nn.Linear(3, 2, seed=0))
+    opt, twin_opt = (gk.optim.Adam(m.parameters(), lr=0.1) for m in (model, twin))
+    loss_fn = gk.nn.CrossEntropyLoss()
+    gk.nn.fit(twin, loss_fn, twin_opt, x[:8], y[:8], epochs=1, batch_size=4, shuffle=False,
+              progress=False)  # fmt: skip  # what the two good batches alone do
+    with pytest.raises(ValueError, match=r"labels must be in \[0, 2\), got values") as info:
+        gk.nn.fit(model, loss_fn, opt, x, y, epochs=2, batch_size=4, shuffle=False,
+                  progress=False)  # fmt: skip
+    if backend.is_device:
+        assert "out of range in [7, 7]" in str(info.value)
+        assert "at epoch 0, batch 2 (samples 8 to 11" in str(info.value)
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+        assert np.array_equal(gk.to_numpy(p.data), gk.to_numpy(q.data))
+    assert opt.state_dict()["state"][0]["step"] == 2

@@ -25,6 +25,7 @@ __all__ = [
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
+    "flag_nonfinite",
     "matmul_tiled",
     "sgd_update",
     "softmax_cross_entropy",
@@ -40,10 +41,20 @@ def bias_activation(
 
 
 def bias_activation_backward(
-    grad_y: np.ndarray, x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+    grad_y: np.ndarray,
+    x: np.ndarray,
+    bias: np.ndarray,
+    activation: str,
+    negative_slope: float,
+    grad_bias_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reference of :func:`gpukit.kernels.bias_activation_backward`."""
-    return gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    """Reference of :func:`gpukit.kernels.bias_activation_backward`; the bias gradient
+    in ``grad_bias_out`` when given (an optimizer's flat gradient buffer)."""
+    gz, gb = gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    if grad_bias_out is not None:
+        np.copyto(grad_bias_out, gb)
+        gb = grad_bias_out
+    return gz, gb
 
 
 #: Elements per round of an update, and the scratch blocks' size: large enough that a
@@ -128,12 +139,16 @@ def sgd_update(
     nesterov: bool,
     weight_decay: float,
     first_step: bool,
+    status: np.ndarray | None = None,
 ) -> None:
     """Reference of :func:`gpukit.kernels.sgd_update` (torch.optim.SGD), in place.
 
     Block by block through two scratch blocks, so no temporary of the parameter's size
-    is made; everything is allocated before the first write.
+    is made; everything is allocated before the first write. Nothing changes while a
+    flag of ``status`` (gpukit._runtime.device_status) is set.
     """
+    if status is not None and status[0]:
+        return
     if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
         grad = np.ascontiguousarray(grad)
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
@@ -182,12 +197,15 @@ def adam_update(
     eps: float,
     weight_decay: float,
     decoupled: bool,
+    status: np.ndarray | None = None,
 ) -> None:
     """Reference of :func:`gpukit.kernels.adam_update` (torch Adam/AdamW), in place.
 
     Block by block through two scratch blocks; everything is allocated before the first
-    write.
+    write. Nothing changes while a flag of ``status`` is set, as :func:`sgd_update`.
     """
+    if status is not None and status[0]:
+        return
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
     step_size = lr / (1.0 - beta1**step)
@@ -247,10 +265,36 @@ def _row_blocks(block: Callable[[slice], None], n: int, c: int, itemsize: int) -
     _parallel.run(work, n, c)
 
 
+def _flag_labels(status: np.ndarray, serial: int, labels: np.ndarray, c: int) -> None:
+    """Record labels outside [0, c) in ``status`` as the CUDA kernel does
+    (:mod:`gpukit._runtime.device_status`)."""
+    bad = labels[(labels < 0) | (labels >= c)]
+    if bad.size:
+        status[0] |= 1
+        status[1] = min(status[1], serial)
+        status[2] = min(status[2], int(bad.min()))
+        status[3] = max(status[3], int(bad.max()))
+        status[4] = max(status[4], c)
+
+
+def flag_nonfinite(value: np.ndarray, status: np.ndarray, serial: int) -> None:
+    """What :func:`gpukit_cupy.kernels.flag_nonfinite` does, on the host."""
+    v = float(value)
+    if not math.isfinite(v) and serial < status[5]:
+        status[0] |= 2
+        status[5] = serial
+        status[6] = 1 if math.isnan(v) else (2 if v > 0 else 3)
+
+
 def softmax_cross_entropy(
-    logits: np.ndarray, labels: np.ndarray, label_smoothing: float
+    logits: np.ndarray,
+    labels: np.ndarray,
+    label_smoothing: float,
+    status: np.ndarray | None = None,
+    serial: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs)."""
+    """Reference of :func:`gpukit.kernels.softmax_cross_entropy`: (loss per row, probs);
+    labels out of range are recorded in ``status`` when given."""
     n, c = logits.shape
     logits = logits.view(np.ndarray) if type(logits) is not np.ndarray else logits
     probs = np.empty((n, c), logits.dtype)
@@ -275,6 +319,8 @@ def softmax_cross_entropy(
             out -= zsum
 
     _row_blocks(block, n, c, probs.itemsize)
+    if status is not None:
+        _flag_labels(status, serial, labels, c)
     return loss, probs
 
 

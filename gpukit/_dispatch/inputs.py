@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._runtime import device_status as _status
 from .._runtime import plans as _plans
 from .._runtime import transfer as _transfer
 from .._runtime.devices import check_device
@@ -182,6 +183,10 @@ def to_numpy(x: Any) -> np.ndarray:
         ``x`` is None, a ``numpy.ma`` masked array or a ``numpy.matrix``.
     OutOfMemoryError
         The host copy could not be allocated.
+    ValueError, NonFiniteError
+        An error ``x``'s device recorded since the host last looked (a label out of
+        range in ``gk.nn.CrossEntropyLoss``; :doc:`/nn`, "Errors found on the device"):
+        raised here, after the copy, because the host has just waited for that device.
 
     Examples
     --------
@@ -196,6 +201,7 @@ def to_numpy(x: Any) -> np.ndarray:
         return np.asarray(x)
     out = backend.to_numpy(x)
     _transfer.record("device_to_host", out.nbytes)
+    _status.raise_pending(backend, backend.device_of(x))  # the host waited: report now
     return out
 
 

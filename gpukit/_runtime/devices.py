@@ -9,6 +9,7 @@ import numpy as np
 
 from .._select.selection import get_backend
 from ..backend import Backend, Device
+from . import device_status
 
 __all__ = ["check_device", "device", "device_count", "devices", "synchronize"]
 
@@ -122,7 +123,10 @@ def synchronize(device: int | None = None) -> None:
     TypeError
         ``device`` is not an integer.
     ValueError
-        ``device`` is out of range for the active backend.
+        ``device`` is out of range for the active backend; or, as every error a device
+        recorded since the host last looked (a label out of range in
+        ``gk.nn.CrossEntropyLoss``), the error that check raises (see
+        :doc:`/nn`, "Errors found on the device").
 
     Examples
     --------
@@ -133,3 +137,4 @@ def synchronize(device: int | None = None) -> None:
     if device is not None:
         device = check_device(backend, device)
     backend.synchronize(device)
+    device_status.raise_pending(backend, device)

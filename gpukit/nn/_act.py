@@ -24,8 +24,8 @@ __all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward"]
 _FLOAT32_64 = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
-def bias_grad(g: Any) -> Any:
-    """The bias gradient: ``g`` summed over every axis but the last.
+def bias_grad(g: Any, out: Any = None) -> Any:
+    """The bias gradient: ``g`` summed over every axis but the last (into ``out`` if given).
 
     On the host a float32/float64 gradient is summed by a BLAS matrix-vector product with
     a vector of ones, 2-3x faster than ``sum(axis=0)`` for a batch of rows (measured:
@@ -34,8 +34,8 @@ def bias_grad(g: Any) -> Any:
     """
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
     if type(g2) is np.ndarray and g2.dtype in _FLOAT32_64:
-        return np.ones(g2.shape[0], dtype=g2.dtype) @ g2
-    return g2.sum(axis=0)
+        return np.matmul(np.ones(g2.shape[0], dtype=g2.dtype), g2, out=out)
+    return g2.sum(axis=0, out=out)
 
 
 def _as_float32(*arrays: Any) -> list[Any]:
@@ -82,10 +82,13 @@ def backward(
     *,
     want_bias: bool,
     overwrite: bool = False,
+    bias_out: Any = None,
 ) -> tuple[Any, Any]:
     """Gradients with respect to ``z`` and (if ``want_bias``) the bias of :func:`forward`.
 
-    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused.
+    ``overwrite`` says that ``grad`` is a temporary of the caller's that may be reused;
+    ``bias_out``, where a device's fused kernel may write the bias gradient (the bias's
+    slot in an optimizer's flat gradient buffer).
     """
     s = saved[0]
     if type(s) is not np.ndarray and isinstance(s, np.generic):  # a 0-d output: host
@@ -93,7 +96,8 @@ def backward(
     if type(s) is not np.ndarray:
         b = _zeros_bias(s) if bias is None else bias
         if s.dtype in _FLOAT32_64:
-            gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope)
+            out = bias_out if want_bias else None
+            gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope, out)
         else:  # float16: in float32, as in forward
             gz, gb = kernel(s, "bias_activation_backward")(*_as_float32(grad, s, b), name, slope)
             gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)

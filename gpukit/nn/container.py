@@ -47,6 +47,7 @@ class _LinearAct:
             act.negative_slope,
             want_bias=bias is not None,
             overwrite=overwrite,
+            bias_out=None if lin.bias is None else lin.bias._grad_target(),
         )
         return lin._backward(gz, need_input_grad, gb)
 

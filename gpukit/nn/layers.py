@@ -159,10 +159,15 @@ class Linear(Module):
 
     def _backward(self, g: Any, need_input_grad: bool, grad_bias: Any) -> Any:
         x = self._x
-        self.weight.accumulate(_flat(g, self.out_features).T @ _flat(x, self.in_features))
+        gt, xt = _flat(g, self.out_features).T, _flat(x, self.in_features)
+        # written straight into the optimizer's flat gradient buffer when it can be
+        out = self.weight._grad_target()
+        self.weight.accumulate(
+            gt @ xt if out is None else _dispatch.namespace(g).matmul(gt, xt, out=out)
+        )
         if self.bias is not None:
             if grad_bias is None:
-                grad_bias = _act.bias_grad(g)
+                grad_bias = _act.bias_grad(g, self.bias._grad_target())
             self.bias.accumulate(grad_bias)
         return g @ self.weight.data if need_input_grad else None
 

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.capabilities import declare
+from .._runtime import device_status as _status
 from .._runtime.memory import operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
@@ -151,8 +152,13 @@ class CrossEntropyLoss(_Loss):
     ------
     ValueError
         Unknown ``reduction``; ``label_smoothing`` outside [0, 1]; logits not 2-D;
-        labels not of shape ``(N,)``; a label outside ``[0, C)``, on every backend (on a
-        GPU the check is one reduction and a synchronisation per call).
+        labels not of shape ``(N,)``; a label outside ``[0, C)``, on every backend: at
+        the call on the host; on a GPU the loss kernel flags it on the device (the call
+        would otherwise wait for the device), every later optimizer update on that device
+        is skipped, and the error is raised by the next host read of the device
+        (``gk.to_numpy``, ``gk.synchronize``, ``fit``'s checks, ``Optimizer.state_dict``,
+        ``gk.nn.save``; docs/nn.rst, "Errors found on the device"). ``float(loss)`` of
+        such a batch is NaN.
     TypeError
         Logits not floating, labels not integers, ``label_smoothing`` not a number.
 
@@ -200,11 +206,11 @@ class CrossEntropyLoss(_Loss):
             logits = logits.astype(np.float32)  # kernels take float32/float64
         n, c = logits.shape
         s = self.label_smoothing
-        # One reduction (negative labels, seen as unsigned, are huge); on a GPU it is also a
-        # synchronisation per call, the price of the same ValueError on every backend: the
-        # kernel alone gives NaN for such a row (docs/kernels.rst), which an optimizer step
-        # would then write into every parameter.
-        if n and int(labels.view(labels.dtype.str.replace("i", "u")).max()) >= c:
+        owner = None if type(logits) is np.ndarray else _dispatch.owner_of(logits)
+        device = owner is not None and owner.is_device
+        # host data: one reduction (negative labels, seen as unsigned, are huge) and the error
+        # at once; a device records it instead (a check here would wait for the device)
+        if not device and n and int(labels.view(labels.dtype.str.replace("i", "u")).max()) >= c:
             raise ValueError(
                 f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
                 f"[{int(labels.min())}, {int(labels.max())}]"
@@ -220,7 +226,13 @@ class CrossEntropyLoss(_Loss):
             if s:
                 total = (1 - s) * total - s / c * (z.sum(dtype=logits.dtype) - c * log_sums)
         else:
-            per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s)
+            # on a device the kernel flags a label out of range in the device's status:
+            # optimizer steps there are skipped until the host reads it (_label_error)
+            flag: tuple[Any, ...] = ()
+            if device:
+                st = _status.status(owner, owner.device_of(logits))
+                flag = (st.buffer, st.next_serial())
+            per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s, *flag)
             self._cache = (probs, labels)
             loss = per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
             return loss.astype(dtype, copy=False)
@@ -298,6 +310,19 @@ class BCEWithLogitsLoss(_Loss):
         if self.reduction == "mean":
             g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g
+
+
+def _label_error(slots: np.ndarray) -> ValueError:
+    """The error of a label out of range found on a device, when the host reads it."""
+    lo, hi, c = (int(slots[k]) for k in (_status.LABEL_LO, _status.LABEL_HI, _status.LABEL_CLASSES))
+    return ValueError(
+        f"CrossEntropyLoss: labels must be in [0, {c}), got values out of range in [{lo}, "
+        f"{hi}] (found on the device; the optimizer skipped every update on that device "
+        "from that batch on)"
+    )
+
+
+_status.register(_status.LABEL, _label_error)
 
 
 def _output_dtype(loss: _Loss) -> Any:

@@ -77,12 +77,30 @@ class Parameter:
     ((3,), True)
     """
 
-    __slots__ = ("data", "grad")
+    __slots__ = ("_slot", "data", "grad")
 
     def __init__(self, data: Any) -> None:
         _dispatch.reject("gk.nn.Parameter", data=data)  # a sharded array is no parameter
         self.data = data
         self.grad: Any = None
+        # (data view, gradient view) in an optimizer's flat buffers (gpukit.nn._flat)
+        self._slot: tuple[Any, Any] | None = None
+
+    def _grad_target(self) -> Any:
+        """Where a backward pass may write this parameter's gradient, or None.
+
+        The parameter's slot in a flat gradient buffer (``gpukit/nn/_flat.py``) when it
+        has one, holds no gradient (it was zeroed) and the current backward pass has not
+        produced one for it yet; a layer computing the gradient into it (``out=``) saves
+        the optimizer a copy. None otherwise: compute a new array and :meth:`accumulate`.
+        """
+        slot = self._slot
+        if slot is None or self.grad is not None or slot[0] is not self.data:
+            return None
+        pending = _deferred()
+        if pending is not None and any(q is self for q, _ in pending):
+            return None  # used twice in one pass: the second gradient is added to the first
+        return slot[1]
 
     @property
     def shape(self) -> tuple[int, ...]:

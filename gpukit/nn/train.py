@@ -20,9 +20,11 @@ import numpy as np
 from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.capabilities import declare
+from .._runtime import device_status as _status
 from .._runtime import transfer as _transfer
 from .._select import registry as _registry
 from ..errors import DeviceMismatchError, NonFiniteError
+from ..kernels._direct import kernel
 from .layers import _float_dtype
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
 from .module import Module, mismatch
@@ -182,6 +184,91 @@ def _evaluate(
     return float(total) / n, (float(correct) / (n * width) if metric else None)
 
 
+#: Steps between two reads of the device's status in :func:`fit` (on a GPU): the most
+#: batches a bad one can be followed by (their updates skipped) before fit raises.
+CHECK_EVERY = 16
+
+
+def _nonfinite(op: str, value: float, where: tuple[int, ...], history: Any) -> NonFiniteError:
+    epoch, batch, start, stop = where
+    return NonFiniteError(
+        f"{op}: the loss is {value} at epoch {epoch}, batch {batch} (samples {start} to "
+        f"{stop - 1} of this epoch's order); training stopped before this batch's update. "
+        "Lower the learning rate, or look for NaN/inf or extreme values in x and y",
+        epoch=epoch,
+        batch=batch,
+        value=value,
+        history=history,
+    )
+
+
+class _DeviceChecks:
+    """fit's checks on a device: each step's loss flagged on the device when not finite
+    (one small kernel; the update kernels then skip), the status read every
+    :data:`CHECK_EVERY` steps and at each epoch's end, and the first problem raised with
+    the batch it came from."""
+
+    def __init__(self, op: str, flagger: Any, status: Any, history: Any) -> None:
+        self.op, self.flagger, self.status, self.history = op, flagger, status, history
+        self.batches: list[tuple[int, tuple[int, ...]]] = []  # (last serial, where)
+
+    @classmethod
+    def of(
+        cls, op: str, model: Module, backend: Any, device: int, history: Any
+    ) -> _DeviceChecks | None:
+        """The checks for a model on a device; None on the host, where reading the loss
+        costs no wait, and on a device backend without gpukit's kernels (a plug-in), where
+        the host reads each loss."""
+        anchor = model._anchor()
+        if not backend.is_device or anchor is None:
+            return None
+        try:
+            flagger = kernel(anchor.data, "flag_nonfinite")
+        except NotImplementedError:
+            return None
+        return cls(op, flagger, _status.status(backend, device), history)
+
+    def flag(self, loss: Any, where: tuple[int, ...]) -> None:
+        st = self.status
+        self.flagger(loss, st.buffer, st.next_serial())
+        self.batches.append((st.serial, where))
+
+    def read(self) -> None:
+        batches, self.batches = self.batches, []
+        slots = self.status.read()
+        if slots is None:
+            return
+        flags = int(slots[_status.FLAGS])
+        serial = int(
+            slots[_status.LABEL_SERIAL if flags & _status.LABEL else _status.NONFINITE_SERIAL]
+        )
+        where = next((w for last, w in batches if last >= serial), None)
+        if flags & _status.LABEL or where is None:
+            exc = _status.error(slots)
+            if where is not None:
+                epoch, batch, start, stop = where
+                exc.args = (
+                    f"{exc.args[0]}; {self.op}: at epoch {epoch}, batch {batch} (samples "
+                    f"{start} to {stop - 1} of this epoch's order)",
+                )
+            raise exc
+        kind = int(slots[_status.NONFINITE_KIND])
+        raise _nonfinite(self.op, _status.NONFINITE_VALUES[kind - 1], where, self.history)
+
+
+def _nonfinite_read(slots: np.ndarray) -> NonFiniteError:
+    """A non-finite loss fit flagged, read by someone else (fit was interrupted)."""
+    value = _status.NONFINITE_VALUES[int(slots[_status.NONFINITE_KIND]) - 1]
+    return NonFiniteError(
+        f"gk.nn.fit: a loss was {value} (found on the device; the optimizer skipped every "
+        "update on that device from that batch on)",
+        value=value,
+    )
+
+
+_status.register(_status.NONFINITE, _nonfinite_read)
+
+
 @_dispatch.operation("gk.nn.fit", inplace=True)
 def fit(
     model: Module,
@@ -203,8 +290,10 @@ def fit(
     ``model.backward(loss_fn.backward(), need_input_grad=False)``, a check that the loss
     is finite, ``optimizer.step()``. A NaN or infinite loss stops training with
     :class:`gpukit.NonFiniteError` naming the epoch and batch, before that batch's
-    update: the model keeps the weights of the last finite step (on a GPU the check reads
-    one number per step, after the backward pass is queued).
+    update: the model keeps the weights of the last finite step. On a GPU the check is a
+    flag on the device (the update kernels skip while it is set), read every
+    :data:`CHECK_EVERY` steps and at the end of each epoch, so up to that many later
+    batches run, none of their updates applied, before the error names the bad batch.
 
     Parameters
     ----------
@@ -249,6 +338,8 @@ def fit(
     NonFiniteError
         A batch's loss is NaN or infinite (a ``FloatingPointError``); its ``epoch``,
         ``batch`` and ``history`` attributes say where and what was learnt before.
+        A label out of range (``CrossEntropyLoss``) is its ``ValueError``, with the
+        epoch and batch added on a GPU.
     DeviceMismatchError
         Data on another backend than the model (a ``ValueError`` too).
     OutOfMemoryError
@@ -313,6 +404,7 @@ def fit(
     history: dict[str, list[float]] = {"loss": []}
     bar = _progress(progress, epochs)
     was_training = model.training
+    checks = _DeviceChecks.of(op, model, backend, device, history)
     try:
         with _device_scope(backend, device):
             for epoch in range(epochs):
@@ -326,20 +418,18 @@ def fit(
                     optimizer.zero_grad()
                     loss = loss_fn(model.forward(xb), yb)
                     model.backward(loss_fn.backward(), need_input_grad=False)
-                    value = float(loss)  # after backward is queued: the device keeps busy
-                    if not math.isfinite(value):
-                        raise NonFiniteError(
-                            f"{op}: the loss is {value} at epoch {epoch}, batch {batch} (samples "
-                            f"{start} to {stop - 1} of this epoch's order); training stopped "
-                            "before this batch's update. Lower the learning rate, or look for "
-                            "NaN/inf or extreme values in x and y",
-                            epoch=epoch,
-                            batch=batch,
-                            value=value,
-                            history=history,
-                        )
+                    if checks is not None:
+                        checks.flag(loss, (epoch, batch, start, stop))
+                    else:
+                        value = float(loss)  # on the host: no wait, checked at once
+                        if not math.isfinite(value):
+                            raise _nonfinite(op, value, (epoch, batch, start, stop), history)
                     optimizer.step()
                     total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
+                    if checks is not None and len(checks.batches) >= CHECK_EVERY:
+                        checks.read()
+                if checks is not None:
+                    checks.read()
                 history["loss"].append(float(total) / max(n, 1))
                 if validation is not None:
                     model.eval()

@@ -6,6 +6,15 @@ and the learning rate when a step reads it (schedulers change it), so ``step()``
 each parameter's backend kernel directly, without re-validating four arrays per
 parameter per step.
 
+Parameters, gradients and state live in flat buffers (``gpukit/nn/_flat.py``), one per
+parameter group, array type, device and dtype, made when the optimizer is: a step
+updates each buffer with one kernel launch when every parameter in it has a gradient
+and the same step count (the usual case), and parameter by parameter (on views of the
+same buffers) otherwise. On a device the update kernels read the device's status
+(:mod:`gpukit._runtime.device_status`) and change nothing while it holds an error a
+kernel found (a label out of range in ``CrossEntropyLoss``, a non-finite loss in
+``fit``), so a step computed from a poisoned batch is never applied.
+
 A step is all or nothing: every parameter's gradient is checked and every buffer it
 needs (new state, a contiguous copy of a strided gradient) is allocated before the
 first parameter is written, and the kernels allocate nothing once running (the numpy
@@ -17,6 +26,7 @@ optimizer state as they were, and is never re-run automatically.
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,13 +34,18 @@ import numpy as np
 
 from .. import _dispatch
 from .._dispatch.capabilities import declare
+from .._runtime import device_status as _status
 from .._runtime.memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import kernel as _kernel
+from ..nn._flat import FlatBuffer, flatten
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
 
 _ndarray = np.ndarray
+#: Steps an optimizer remembers per device until the device's status is read: an error
+#: read later than this many steps after the bad batch undoes only the last ones' counts.
+_LOG_STEPS = 1 << 16
 
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
 
@@ -89,6 +104,13 @@ class Optimizer:
             self._validate(group)
             self.param_groups.append(group)
         self.state: dict[Parameter, dict[str, Any]] = {}
+        # per group: the parameters as flattened, their flat buffers, the others
+        self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[Parameter]]] = []
+        # per device status: [failures seen, serial checked, (serial, [(parameter, its
+        # count)]) per step not yet known to be applied]
+        self._log: dict[_status.Status, list[Any]] = {}
+        for group in self.param_groups:
+            self._flat.append((list(group["params"]), *flatten(group["params"])))
 
     def _validate(self, group: dict[str, Any]) -> None:
         """Check the group's hyper-parameters (TypeError, ValueError); subclasses add theirs."""
@@ -118,13 +140,133 @@ class Optimizer:
         """
         _step(self)
 
-    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
-        """``(kernel, args, new_state)`` for one parameter, allocating whatever it needs."""
-        raise NotImplementedError
+    #: ``gk.kernels.<name>`` of the update
+    _kernel = ""
 
     def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
         """The group's hyper-parameters as the kernel takes them (the lr re-checked)."""
         raise NotImplementedError
+
+    def _arrays(self, hyper: tuple[Any, ...]) -> tuple[str, ...]:
+        """Names of the state arrays (shaped like the parameter) an update needs."""
+        raise NotImplementedError
+
+    def _count(self, state: dict[str, Any] | None) -> int:
+        """Which update of a parameter with ``state`` this is (1: its first): parameters
+        of one flat buffer are updated in one launch when their counts agree."""
+        raise NotImplementedError
+
+    def _args(
+        self, data: Any, grad: Any, arrays: list[Any], count: int, hyper: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
+        """The kernel's arguments for ``data`` (a parameter, or a flat buffer of them)."""
+        raise NotImplementedError
+
+    def _new_state(self, count: int, arrays: list[Any]) -> dict[str, Any]:
+        """A parameter's state after its update number ``count``."""
+        raise NotImplementedError
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (``{"params": [...], "lr": ...}``), as in PyTorch:
+        layers unfrozen during fine-tuning, a head added to a trained body.
+
+        Raises
+        ------
+        TypeError
+            Not a dict with a ``"params"`` entry, or an entry that is not a floating
+            Parameter.
+        ValueError
+            A parameter already in a group, or a hyper-parameter out of range.
+        """
+        op = self._op
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError(
+                f"{op}: add_param_group needs a dict with a 'params' entry, got "
+                f"{type(param_group).__name__}"
+            )
+        params = param_group["params"]
+        params = [params] if isinstance(params, Parameter) else list(params)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for i, p in enumerate(params):
+            if not isinstance(p, Parameter):
+                raise TypeError(f"{op}: params[{i}] must be a Parameter, got {type(p).__name__}")
+            _floating(op, i, p.data.dtype)
+            if id(p) in seen:
+                raise ValueError(f"{op}: params[{i}] appears in more than one group")
+            seen.add(id(p))
+        group = {**self.defaults, **param_group, "params": params}
+        self._validate(group)
+        self.param_groups.append(group)
+        self._flat.append((list(params), *flatten(params)))
+
+    def _record(self, st: _status.Status, stepped: list[tuple[Parameter, int]]) -> None:
+        """Log a step on ``st``'s device until the device is known to have applied it."""
+        entry = self._log.get(st)
+        if entry is None:
+            entry = self._log[st] = [len(st.failures), st.checked, deque(maxlen=_LOG_STEPS)]
+        entry[2].append((st.serial, stepped))
+
+    def _reconcile(self) -> None:
+        """Take back the step counts of updates a device skipped (read since: its status
+        reported an error; every update from that batch on was skipped), and forget the
+        steps a device is known to have applied."""
+        for st, entry in self._log.items():
+            seen, checked, log = entry
+            if seen == len(st.failures) and checked == st.checked:
+                continue  # nothing read since the last look
+            for first in st.failures[seen:]:
+                for serial, stepped in reversed(log):  # newest first: counts step down
+                    if serial >= first:
+                        for p, count in stepped:
+                            self._undo(p, count)
+                log = deque((e for e in log if e[0] < first), maxlen=_LOG_STEPS)
+            entry[:] = [
+                len(st.failures),
+                st.checked,
+                deque((e for e in log if e[0] > st.checked), maxlen=_LOG_STEPS),
+            ]
+
+    def _undo(self, p: Parameter, count: int) -> None:
+        """Forget update number ``count`` of ``p`` (its arrays were left as they were)."""
+        state = self.state.get(p)
+        if state is None:
+            return
+        if count == 1:
+            del self.state[p]
+        elif "step" in state:
+            state["step"] = count - 1
+
+    def _layout(self, k: int) -> list[tuple[FlatBuffer | None, list[Parameter]]]:
+        """Group ``k``'s flat buffers with their parameters, then each other parameter
+        alone; flattened again where the group's list changed or a ``data`` was replaced."""
+        params = self.param_groups[k]["params"]
+        flat, buffers, loose = self._flat[k]
+        if len(flat) != len(params) or any(a is not b for a, b in zip(flat, params, strict=True)):
+            self._flat[k] = (list(params), *flatten(params))
+            flat, buffers, loose = self._flat[k]
+        for i, fb in enumerate(buffers):
+            if not fb.intact():
+                buffers[i] = fb.rebuilt()
+        return [(fb, fb.params) for fb in buffers] + [(None, [p]) for p in loose]
+
+    def _views(self, p: Parameter, fb: FlatBuffer | None, index: int, names: tuple[str, ...]):
+        """``p``'s state arrays: views of ``fb``'s flat state (what ``p`` had copied in), or
+        its own arrays (made, zeros, where it has none)."""
+        state = self.state.get(p) or {}
+        out = []
+        for name in names:
+            have = state.get(name)
+            if fb is None:
+                if have is None:
+                    with on_device_of(p.data):  # CuPy allocates on the current device
+                        have = _dispatch.namespace(p.data).zeros_like(p.data)
+                out.append(have)
+                continue
+            view = fb.state_buffer(name)[1][index]
+            if have is not None and have is not view:  # loaded, or from an earlier layout
+                assign(view, have, name)
+            out.append(view)
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         """Hyper-parameters and state, with parameters numbered as in PyTorch.
@@ -135,6 +277,7 @@ class Optimizer:
             ``{"state": {index: {name: array or number}}, "param_groups": [{..., "params":
             [index, ...]}]}``; arrays are host NumPy copies.
         """
+        self._reconcile()  # step counts of updates a device reported skipped are taken back
         index: dict[Parameter, int] = {}
         groups = []
         for group in self.param_groups:
@@ -288,16 +431,23 @@ class SGD(Optimizer):
             float(group["weight_decay"]),
         )
 
-    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
-        buf, new = None, None
-        if hyper[1]:  # momentum
-            state = self.state.get(p)
-            buf = None if state is None else state.get("momentum_buffer")
-            if buf is None:
-                with on_device_of(p.data):  # CuPy allocates on the current device
-                    buf = _dispatch.namespace(p.data).empty_like(p.data)
-                new = {"momentum_buffer": buf}  # filled with the first step's gradient
-        return _kernel(p.data, "sgd_update"), (p.data, grad, buf, *hyper, new is not None), new
+    _kernel = "sgd_update"
+
+    def _arrays(self, hyper: tuple[Any, ...]) -> tuple[str, ...]:
+        return ("momentum_buffer",) if hyper[1] else ()
+
+    def _count(self, state: dict[str, Any] | None) -> int:
+        # a momentum buffer is filled with its first step's gradient
+        return 1 if state is None or "momentum_buffer" not in state else 2
+
+    def _args(
+        self, data: Any, grad: Any, arrays: list[Any], count: int, hyper: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
+        buf = arrays[0] if arrays else None
+        return (data, grad, buf, *hyper, buf is not None and count == 1)
+
+    def _new_state(self, count: int, arrays: list[Any]) -> dict[str, Any]:
+        return {"momentum_buffer": arrays[0]} if arrays else {}
 
 
 class Adam(Optimizer):
@@ -364,17 +514,21 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         return lr, float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"])
 
-    def _prepare(self, p: Parameter, grad: Any, hyper: tuple[Any, ...]) -> tuple[Any, ...]:
-        state = self.state.get(p)
-        if state is None:
-            xp = _dispatch.namespace(p.data)
-            with on_device_of(p.data):  # CuPy allocates on the current device
-                m, v, step = xp.zeros_like(p.data), xp.zeros_like(p.data), 0
-        else:
-            m, v, step = state["exp_avg"], state["exp_avg_sq"], state["step"]
-        step += 1
-        args = (p.data, grad, m, v, step, *hyper, self._decoupled)
-        return _kernel(p.data, "adam_update"), args, {"step": step, "exp_avg": m, "exp_avg_sq": v}
+    _kernel = "adam_update"
+
+    def _arrays(self, hyper: tuple[Any, ...]) -> tuple[str, ...]:
+        return ("exp_avg", "exp_avg_sq")
+
+    def _count(self, state: dict[str, Any] | None) -> int:
+        return 1 if state is None else state["step"] + 1
+
+    def _args(
+        self, data: Any, grad: Any, arrays: list[Any], count: int, hyper: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
+        return (data, grad, *arrays, count, *hyper, self._decoupled)
+
+    def _new_state(self, count: int, arrays: list[Any]) -> dict[str, Any]:
+        return {"step": count, "exp_avg": arrays[0], "exp_avg_sq": arrays[1]}
 
 
 class AdamW(Adam):
@@ -418,21 +572,73 @@ def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
 @operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
-    updates = []
-    for group in opt.param_groups:
+    opt._reconcile()
+    launches = []
+    for k, group in enumerate(opt.param_groups):
         hyper = opt._hyper(group)
-        for p in group["params"]:
-            if p.grad is not None:
-                kernel, args, new = opt._prepare(p, _gradient(opt._op, p), hyper)
-                args, back = _widened(args) if p.data.dtype == np.float16 else (args, ())
-                updates.append((p, kernel, args, new, back))
-    for p, kernel, args, new, back in updates:
+        names = opt._arrays(hyper)
+        for fb, members in opt._layout(k):
+            ready = [(p, _gradient(opt._op, p)) for p in members if p.grad is not None]
+            if not ready:
+                continue
+            counts = {opt._count(opt.state.get(p)) for p, _ in ready}
+            if fb is not None and len(ready) == len(members) and len(counts) == 1:
+                launches.append(_whole(opt, fb, [g for _, g in ready], counts.pop(), names, hyper))
+                continue
+            for p, grad in ready:
+                index = -1 if fb is None else fb.params.index(p)
+                arrays = opt._views(p, fb, index, names)
+                count = opt._count(opt.state.get(p))
+                args = opt._args(p.data, grad, arrays, count, hyper)
+                launches.append(_launch(opt, args, [(p, opt._new_state(count, arrays), count)]))
+    for kernel, args, back, news, st in launches:
         kernel(*args)
         for half, wide in back:
             with on_device_of(half):
                 half[...] = wide
-        if new is not None:
-            opt.state.setdefault(p, {}).update(new)
+        for p, new, _ in news:
+            if new:
+                opt.state.setdefault(p, {}).update(new)
+        if st is not None:
+            opt._record(st, [(p, count) for p, _, count in news])
+
+
+def _whole(
+    opt: Optimizer,
+    fb: FlatBuffer,
+    grads: list[Any],
+    count: int,
+    names: tuple[str, ...],
+    hyper: tuple[Any, ...],
+) -> tuple[Any, ...]:
+    """The launch updating every parameter of ``fb``: gradients not already in their
+    slots (set by hand, accumulated over passes) are copied there first."""
+    with on_device_of(fb.grad):
+        for p, grad in zip(fb.params, grads, strict=True):
+            slot = p._slot[1]
+            if grad is not slot:
+                slot[...] = grad
+    per_param = [opt._views(p, fb, i, names) for i, p in enumerate(fb.params)]
+    flats = [fb.state_buffer(name)[0] for name in names]
+    args = opt._args(fb.data, fb.grad, flats, count, hyper)
+    news = [
+        (p, opt._new_state(count, arrays), count)
+        for p, arrays in zip(fb.params, per_param, strict=True)
+    ]
+    return _launch(opt, args, news)
+
+
+def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any, ...]:
+    """``(kernel, args, write-back, new states, status)``: float16 widened, the device's
+    status appended (a device update is skipped while it holds an error)."""
+    data = args[0]
+    owner = _dispatch.owner_of(data)
+    st = None
+    if owner is not None and owner.is_device:
+        st = _status.status(owner, owner.device_of(data))
+    args, back = _widened(args) if data.dtype == np.float16 else (args, ())
+    guard = None if st is None else st.buffer
+    return _kernel(data, opt._kernel), (*args, guard), back, news, st
 
 
 def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, Any]]]:

@@ -27,6 +27,7 @@ __all__ = [
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
+    "flag_nonfinite",
     "matmul_tiled",
     "sgd_update",
     "softmax_cross_entropy",
@@ -54,23 +55,43 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 
 
 @_on_inputs_device
-def bias_activation_backward(grad_y, x, bias, activation: str, negative_slope: float):
+def bias_activation_backward(
+    grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None
+):
     kernel = _elementwise.bias_act_backward(activation)
     grad_x = kernel(grad_y, x, bias, x.dtype.type(negative_slope))
-    # CuPy's simple reduction: a block per group of columns, strided down the rows.
-    grad_bias = _elementwise.column_sum(grad_x, axis=tuple(range(grad_x.ndim - 1)))
+    # CuPy's simple reduction: a block per group of columns, strided down the rows;
+    # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
+    grad_bias = _elementwise.column_sum(
+        grad_x, axis=tuple(range(grad_x.ndim - 1)), out=grad_bias_out
+    )
     return grad_x, grad_bias
+
+
+def _status(status) -> tuple:
+    """The status buffer as a guarded update's last argument (none: unguarded)."""
+    return () if status is None else (status,)
 
 
 @_on_inputs_device
 def sgd_update(
-    param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay, first_step
+    param,
+    grad,
+    momentum_buffer,
+    lr,
+    momentum,
+    dampening,
+    nesterov,
+    weight_decay,
+    first_step,
+    status=None,
 ):
     s = param.dtype.type
+    guard = _status(status)
     if momentum_buffer is None:
-        _elementwise.sgd_plain(grad, s(lr), s(weight_decay), param)
+        _elementwise.sgd_plain(bool(guard))(grad, s(lr), s(weight_decay), *guard, param)
         return
-    _elementwise.sgd_momentum(
+    _elementwise.sgd_momentum(bool(guard))(
         grad,
         s(lr),
         s(momentum),
@@ -78,6 +99,7 @@ def sgd_update(
         s(weight_decay),
         np.int32(nesterov),
         np.int32(first_step),
+        *guard,
         param,
         momentum_buffer,
     )
@@ -85,12 +107,24 @@ def sgd_update(
 
 @_on_inputs_device
 def adam_update(
-    param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay, decoupled
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    step,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled,
+    status=None,
 ):
     s = param.dtype.type
     l2 = 0.0 if decoupled else weight_decay
     decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    _elementwise.adam()(
+    guard = _status(status)
+    _elementwise.adam(bool(guard))(
         grad,
         s(1.0 - beta1),
         s(beta2),
@@ -100,10 +134,17 @@ def adam_update(
         s(decay),
         s(lr / (1.0 - beta1**step)),
         s(math.sqrt(1.0 - beta2**step)),
+        *guard,
         param,
         exp_avg,
         exp_avg_sq,
     )
+
+
+@_on_inputs_device
+def flag_nonfinite(value, status, serial: int) -> None:
+    """Record a non-finite ``value`` (0-d) in ``status`` (gpukit._runtime.device_status)."""
+    _elementwise.flag_nonfinite()(value, np.int64(serial), status)
 
 
 def _labels(labels):
@@ -118,7 +159,7 @@ def _ltype(labels) -> str:
 
 
 @_on_inputs_device
-def softmax_cross_entropy(logits, labels, label_smoothing: float):
+def softmax_cross_entropy(logits, labels, label_smoothing: float, status=None, serial: int = 0):
     logits = cupy.ascontiguousarray(logits)
     labels = _labels(labels)
     n, c = logits.shape
@@ -137,6 +178,8 @@ def softmax_cross_entropy(logits, labels, label_smoothing: float):
                 index(n),
                 index(c),
                 scalar(logits.dtype, label_smoothing),
+                status,  # None: a null pointer, nothing flagged
+                np.int64(serial),
             ),
         )
     return loss, probs

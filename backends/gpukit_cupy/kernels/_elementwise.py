@@ -55,23 +55,40 @@ def bias_act_backward(activation: str) -> cupy.ElementwiseKernel:
 #: Column sums (over every axis but the last) of the bias gradient.
 column_sum = cupy.ReductionKernel("T g", "T s", "g", "a + b", "s = a", "0", "gk_column_sum")
 
-#: torch.optim.SGD without momentum, in place.
-sgd_plain = cupy.ElementwiseKernel(
-    "T grad, T lr, T weight_decay",
-    "T param",
-    """
+
+def _update(in_params: str, out_params: str, body: str, name: str, guarded: bool):
+    """An in-place optimizer update; ``guarded``: it reads the device's status buffer
+    (``raw int64 status``, gpukit._runtime.device_status) and changes nothing while a
+    flag is set, so a step computed from a poisoned batch is never applied."""
+    if guarded:
+        in_params += ", raw int64 status"
+        body = f"if (status[0] == 0) {{{body}}}"
+    return cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=_common())
+
+
+@cache
+def sgd_plain(guarded: bool) -> cupy.ElementwiseKernel:
+    """torch.optim.SGD without momentum, in place."""
+    return _update(
+        "T grad, T lr, T weight_decay",
+        "T param",
+        """
     T d = grad;
     if (weight_decay != T(0)) d += weight_decay * param;
     param = param - lr * d;
     """,
-    "gk_sgd_update",
-)
+        "gk_sgd_update",
+        guarded,
+    )
 
-#: torch.optim.SGD with momentum (dampening, Nesterov), in place. damp1 = 1 - dampening.
-sgd_momentum = cupy.ElementwiseKernel(
-    "T grad, T lr, T momentum, T damp1, T weight_decay, int32 nesterov, int32 first_step",
-    "T param, T buf",
-    """
+
+@cache
+def sgd_momentum(guarded: bool) -> cupy.ElementwiseKernel:
+    """torch.optim.SGD with momentum (dampening, Nesterov), in place. damp1 = 1 - dampening."""
+    return _update(
+        "T grad, T lr, T momentum, T damp1, T weight_decay, int32 nesterov, int32 first_step",
+        "T param, T buf",
+        """
     T d = grad;
     if (weight_decay != T(0)) d += weight_decay * param;
     const T b = first_step ? d : momentum * buf + damp1 * d;
@@ -79,19 +96,20 @@ sgd_momentum = cupy.ElementwiseKernel(
     d = nesterov ? d + momentum * b : b;
     param = param - lr * d;
     """,
-    "gk_sgd_momentum_update",
-)
+        "gk_sgd_momentum_update",
+        guarded,
+    )
 
 
 @cache
-def adam() -> cupy.ElementwiseKernel:
+def adam(guarded: bool) -> cupy.ElementwiseKernel:
     """torch.optim.Adam / AdamW, in place.
 
     l2: weight decay added to the gradient (Adam), 0 for AdamW; decay: 1 - lr *
     weight_decay (AdamW), 1 for Adam. step_size = lr / (1 - beta1^t), bc2_sqrt =
     sqrt(1 - beta2^t); omb1 = 1 - beta1, omb2 = 1 - beta2.
     """
-    return cupy.ElementwiseKernel(
+    return _update(
         "T grad, T omb1, T beta2, T omb2, T eps, T l2, T decay, T step_size, T bc2_sqrt",
         "T param, T exp_avg, T exp_avg_sq",
         """
@@ -106,7 +124,27 @@ def adam() -> cupy.ElementwiseKernel:
     param = p - step_size * (m / (gk_sqrt(v) / bc2_sqrt + eps));
     """,
         "gk_adam_update",
-        preamble=_common(),
+        guarded,
+    )
+
+
+@cache
+def flag_nonfinite() -> cupy.ElementwiseKernel:
+    """A NaN or infinite ``x`` (a loss) recorded in the device's status buffer with the
+    call's serial, unless an earlier call's is there (gpukit._runtime.device_status:
+    flag 2; slot 5 the serial; slot 6: 1 NaN, 2 +inf, 3 -inf). One element: one thread."""
+    return cupy.ElementwiseKernel(
+        "T x, int64 serial",
+        "raw int64 status",
+        """
+    const double v = (double)x;
+    if (!isfinite(v) && serial < status[5]) {
+      status[0] |= 2;
+      status[5] = serial;
+      status[6] = isnan(v) ? 1 : (v > 0 ? 2 : 3);
+    }
+    """,
+        "gk_flag_nonfinite",
     )
 
 

@@ -51,14 +51,27 @@ __device__ V block_reduce(V a, V empty) {
   return out;
 }
 
+// A label outside [0, c) recorded in the device's status buffer (gpukit._runtime.
+// device_status: the flag, the first call's serial, the labels' range, the class count),
+// which the host reads later; optimizer kernels skip their update while the flag is set.
+__device__ __forceinline__ void gk_flag_label(long long* status, long long serial, long long y,
+                                              gk_index c) {
+  atomicOr(reinterpret_cast<unsigned long long*>(status), 1ull);
+  atomicMin(status + 1, serial);
+  atomicMin(status + 2, y);
+  atomicMax(status + 3, y);
+  atomicMax(status + 4, (long long)c);
+}
+
 // One block per row, rows grid-strided. With z = l - max(l) (exact where it matters):
 // loss = log sum_j exp(z_j) - (1 - eps) z_y - eps/c sum_j z_j. A -inf (masked) logit
 // has probability 0; with eps > 0 the loss is +inf (smoothing puts mass on it), as in
-// PyTorch, while the gradient stays finite.
+// PyTorch, while the gradient stays finite. status: null, or where bad labels are flagged.
 template <typename T, typename L>
 __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __restrict__ labels,
                                      T* __restrict__ loss, T* __restrict__ probs, gk_index n,
-                                     gk_index c, T smoothing) {
+                                     gk_index c, T smoothing, long long* __restrict__ status,
+                                     long long serial) {
   for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
     const T* l = logits + row * c;
     T* p = probs + row * c;
@@ -89,6 +102,8 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
       if (y >= 0 && (gk_index)y < c) {
         out = gk_log(a.s) - (T(1) - smoothing) * (l[y] - a.m);
         if (smoothing != T(0)) out -= zsum;  // -inf logits make it +inf, as in PyTorch
+      } else if (status != nullptr) {
+        gk_flag_label(status, serial, (long long)y, c);
       }
       loss[row] = out;
     }
