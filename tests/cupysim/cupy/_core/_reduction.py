@@ -34,6 +34,7 @@ from ._kernel import (
     _memoize,
     _preprocess_args,
     _reduce_dims,
+    _type_decls,
     _TypeMap,
     _View,
 )
@@ -59,7 +60,7 @@ def _create_reduction_function_code(
 ):
     """``_reduction.pyx: _create_reduction_function_code`` (verbatim template)."""
     return string.Template("""
-${type_preamble}
+${type_decls}${type_preamble}
 ${preamble}
 #define REDUCE(a, b) (${reduce_expr})
 #define POST_MAP(a) (${post_map_expr})
@@ -120,6 +121,7 @@ extern "C" __global__ void ${name}(${params}) {
         reduce_expr=reduce_expr,
         pre_map_expr=pre_map_expr,
         post_map_expr=post_map_expr,
+        type_decls=_type_decls(type_map, arginfos),
         type_preamble=type_map.get_typedef_code(),
         input_expr=input_expr,
         output_expr=output_expr,

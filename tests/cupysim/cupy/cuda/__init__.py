@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cupy.cuda import (  # noqa: F401
     compiler,
+    cub,
     device,
     driver,
     memory,
@@ -11,6 +12,7 @@ from cupy.cuda import (  # noqa: F401
     pinned_memory,
     runtime,
     stream,
+    texture,
 )
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
@@ -22,6 +24,7 @@ from cupy.cuda.memory import (  # noqa: F401
     alloc,
     get_allocator,
     set_allocator,
+    using_allocator,
 )
 from cupy.cuda.pinned_memory import (  # noqa: F401
     PinnedMemory,

@@ -11,6 +11,7 @@ blocks (then runs ``gc.collect()``) and retries before raising ``OutOfMemoryErro
 from __future__ import annotations
 
 import bisect
+import contextlib
 import gc
 import itertools
 import os
@@ -107,8 +108,8 @@ class _Chunk:
         self.mem, self.offset, self.size, self.arena = mem, offset, size, arena
         self.prev = self.next = None
 
-    @property
     def ptr(self) -> int:
+        # memory.pyx _Chunk: ``cpdef intptr_t ptr(self)``, a method
         return self.mem.ptr + self.offset
 
     def split(self, size: int):
@@ -125,6 +126,7 @@ class _Chunk:
 
     def merge_next(self) -> None:
         nxt = self.next
+        nxt.arena = None  # memory.pyx: the merged chunk is free, so it has no arena
         self.size += nxt.size
         self.next = nxt.next
         if self.next is not None:
@@ -236,7 +238,7 @@ class PooledMemory(BaseMemory):
             self.ptr = self._storage.ptr
         else:
             self._storage = chunk.mem._storage
-            self.ptr = chunk.ptr
+            self.ptr = chunk.ptr()
         self._finalizer = weakref.finalize(self, _return_chunk, pool, chunk)
 
     def free(self) -> None:
@@ -597,6 +599,19 @@ def _malloc(size: int) -> MemoryPointer:
     return MemoryPointer(Memory(size), 0)
 
 
+def malloc_managed(size: int) -> MemoryPointer:
+    """memory.pyx ``malloc_managed``: unified memory, not simulated (it fails loudly)."""
+    raise NotImplementedError("cupysim: managed memory (cudaMallocManaged) is not simulated")
+
+
+def malloc_async(size: int) -> MemoryPointer:
+    """memory.pyx ``malloc_async``: stream-ordered allocation, not simulated (it fails
+    loudly)."""
+    raise NotImplementedError(
+        "cupysim: stream-ordered allocation (cudaMallocAsync) is not simulated"
+    )
+
+
 _state = threading.local()
 _default_allocator = _malloc
 
@@ -608,11 +623,29 @@ def alloc(size: int) -> MemoryPointer:
 
 def set_allocator(allocator=None) -> None:
     global _current_allocator
+    if getattr(_state, "allocator", None) is not None:
+        # memory.pyx set_allocator refuses inside using_allocator: the global one would be
+        # shadowed on this thread anyway
+        raise ValueError(
+            "Can't change the global allocator inside `using_allocator` context manager"
+        )
     _current_allocator = _malloc if allocator is None else allocator
 
 
 def get_allocator():
     return getattr(_state, "allocator", None) or _current_allocator
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    """This thread allocates with ``allocator`` inside the block (cupy/cuda/__init__.py);
+    ``None`` is the raw allocator, bypassing the pool. Blocks nest."""
+    saved = getattr(_state, "allocator", None)
+    _state.allocator = _malloc if allocator is None else allocator
+    try:
+        yield
+    finally:
+        _state.allocator = saved
 
 
 _current_allocator = _malloc
