@@ -24,8 +24,8 @@ from cupy.cuda.memory import (  # noqa: F401
     alloc,
     get_allocator,
     set_allocator,
-    using_allocator,
 )
+from cupy.cuda.memory import _using_allocator as using_allocator  # noqa: F401
 from cupy.cuda.pinned_memory import (  # noqa: F401
     PinnedMemory,
     PinnedMemoryPointer,

@@ -637,7 +637,7 @@ def get_allocator():
 
 
 @contextlib.contextmanager
-def using_allocator(allocator=None):
+def _using_allocator(allocator=None):
     """This thread allocates with ``allocator`` inside the block (cupy/cuda/__init__.py);
     ``None`` is the raw allocator, bypassing the pool. Blocks nest."""
     saved = getattr(_state, "allocator", None)

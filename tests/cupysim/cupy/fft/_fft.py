@@ -33,6 +33,11 @@ _FFT_TYPES = {
 }
 
 
+def _load_cufft() -> None:
+    """cuFFT loads on a transform's first use: ImportError here when it is missing."""
+    import cupy.cuda.cufft  # noqa: F401
+
+
 def _convert_fft_type(dtype, value_type: str) -> int:
     """The cuFFT type (``CUFFT_C2C``...) of a ``value_type`` transform of ``dtype`` data."""
     try:
@@ -148,6 +153,7 @@ def _run_1d(a, axis: int, value_type: str, direction: int, norm: str, out_len=No
 
 def _fft(a, s, axes, norm, direction, value_type="C2C", overwrite_x=False, plan=None):
     """The transform as a chain of 1-D plans: R2C does its real axis first, C2R last."""
+    _load_cufft()
     if not isinstance(a, cupy.ndarray):
         raise TypeError("The input array a must be a cupy.ndarray")
     if plan is not None:
@@ -204,6 +210,7 @@ def _one_nd_plan_fits(plan_axes, ndim: int) -> bool:
 def _fftn(a, s, axes, norm, direction, value_type="C2C", order="A", plan=None,
           overwrite_x=False, out=None):  # fmt: skip
     """The transform as one N-D plan; the output has the input's order (C or F)."""
+    _load_cufft()
     if not isinstance(a, cupy.ndarray):
         raise TypeError("The input array a must be a cupy.ndarray")
     if plan is not None or out is not None:
@@ -262,6 +269,7 @@ def _default_fft_func(a, s=None, axes=None, plan=None, value_type="C2C"):
     """``_fftn`` where one N-D plan does the whole transform and N-D planning is on, else
     ``_fft``. Real transforms of F-ordered data take 1-D plans (cuFFT's N-D real
     transforms would not agree with NumPy there)."""
+    _load_cufft()
     if a.ndim == 1 or not config._enable_nd_planning.get():
         return _fft
     if value_type != "C2C" and a.flags.f_contiguous:
