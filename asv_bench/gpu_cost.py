@@ -118,6 +118,35 @@ def _krylov(method: str, n: int = 64, **kwargs) -> Callable[[Any], tuple[Run, st
     return build
 
 
+class Stencil:
+    """The 5-point Laplacian of an ``n x n`` grid, by CuPy slicing and ufuncs: unlike
+    cuSPARSE's product, an operator CuPy lets a CUDA graph capture."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.shape, self.dtype = n, (n * n, n * n), np.dtype(np.float64)
+
+    def matvec(self, v):
+        u = v.reshape(self.n, self.n)
+        out = 4 * u
+        out[1:, :] -= u[:-1, :]
+        out[:-1, :] -= u[1:, :]
+        out[:, 1:] -= u[:, :-1]
+        out[:, :-1] -= u[:, 1:]
+        return out.reshape(-1)
+
+
+def cg_graph(gk, n: int = 64) -> tuple[Run, str]:
+    """``gk.linalg.cg(..., graph=True)`` on the 64x64 Poisson stencil (:class:`Stencil`)."""
+    a, b = Stencil(n), gk.asarray(_rng().standard_normal(n * n))
+
+    def run(k: int) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gk.errors.ConvergenceWarning)
+            gk.linalg.cg(a, b, rtol=1e-300, atol=0.0, maxiter=k, graph=True)
+
+    return run, "iteration"
+
+
 def fft2_batch(gk, shape=(16, 512, 512)) -> tuple[Run, str]:
     """``gk.fft.fft2`` of a C-contiguous complex64 batch of a size already seen."""
     rng = _rng()
@@ -169,6 +198,7 @@ WORKLOADS: dict[str, Callable[[Any], tuple[Run, str]]] = {
     "bicgstab": _krylov("bicgstab"),
     "minres": _krylov("minres"),
     "gmres": _krylov("gmres", restart=20),
+    "cg_graph": cg_graph,
     "fft2": fft2_batch,
     "sharded_matmul": sharded_matmul,
     "solve_1000": solve_1000,
@@ -249,7 +279,10 @@ PEERS = {
 
 
 #: Units traced by default (lo, hi): steady state is (trace(hi) - trace(lo)) / (hi - lo).
-SPAN = {"cg": (5, 15), "bicgstab": (5, 15), "minres": (5, 15), "gmres": (20, 40)}
+SPAN = {
+    "cg": (5, 15), "bicgstab": (5, 15), "minres": (5, 15), "gmres": (20, 40),
+    "cg_graph": (36, 56),  # two more replayed blocks of 10 (iterations 37-56)
+}  # fmt: skip
 DEFAULT_SPAN = (1, 3)
 
 

@@ -102,6 +102,15 @@ def test_krylov_host_syncs_per_ten_iterations(method):
     assert cost(method).syncs <= 0.1
 
 
+def test_a_captured_block_of_ten_cg_iterations_is_one_graph_launch():
+    """``graph=True``: 10 steady-state iterations are one replay, one read of the status."""
+    s = cost("cg_graph")
+    assert s.graph_launches * 10 == pytest.approx(1)
+    assert s.device_ops * 10 == pytest.approx(1)  # the graph launch is the only launch
+    assert s.graph_nodes * 10 >= 10 * 4  # its nodes: each iteration's product and steps
+    assert s.syncs * 10 == pytest.approx(1) and s.pool_misses == 0
+
+
 # -- DataParallel on 2 devices ---------------------------------------------------------------
 @pytest.mark.multi_gpu(2)
 @_not_met("6 all-reduces/step, one per parameter tensor", "buckets: fewer than the 6 tensors")

@@ -14,6 +14,7 @@ from gpukit.backend import Backend, Device
 from gpukit.backend.collectives import PeerCopyCollectives
 from gpukit.errors import GPU_FIX, BackendUnavailableError
 
+from . import graphs
 from .collectives import NcclCollectives, communicators
 from .fft import CupyFFT
 from .linalg import CupyLinalg
@@ -185,6 +186,9 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
 
     def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return cupy.cuda.Device(index)
+
+    def capture_graph(self, work: Any) -> tuple[Any, Any]:
+        return graphs.capture(self.xp, work)
 
     def kernel(self, name: str) -> Any:
         from . import kernels  # CUDA sources compile on first launch, per device

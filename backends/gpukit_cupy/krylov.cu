@@ -136,6 +136,10 @@ template <typename R> __device__ __forceinline__ gk_cx<R> gk_plus(gk_cx<R> a, gk
 
 // --- status -----------------------------------------------------------------------
 __device__ __forceinline__ bool gk_running(const double* sc) { return sc[0] == GK_RUNNING; }
+// sc[23]: iterations a CUDA graph's replays have added to the `k` its kernels were captured
+// with (krylov.py _Steps.replay_block), so that a replayed block counts its own iterations
+#define GK_K0 23
+__device__ __forceinline__ long long gk_k0(const double* sc) { return (long long)sc[GK_K0]; }
 // iteration k's updates apply: no stop, or a stop that keeps iteration k's iterate
 __device__ __forceinline__ bool gk_applies(const double* sc, long long k) {
   return sc[0] == GK_RUNNING || sc[1] >= (double)k;
@@ -214,6 +218,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_cg_alpha(gk_index n, const T* p, const T* q, double* sc,
                 typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(1);
   GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(p[i], q[i])); }
@@ -232,6 +237,7 @@ __global__ void __launch_bounds__(GK_KB)
     gk_cg_update(gk_index n, const T* p, const T* q, T* x, T* r, double* sc,
                  typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
                  int preconditioned) {
+  k += gk_k0(sc);
   double acc[1] = {0.0}, total[1];
   const bool on = gk_running(sc);
   T alpha, minus_alpha;
@@ -263,6 +269,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_cg_rho(gk_index n, const T* r, const T* z, double* sc, typename gk_acc<T>::type* part,
               unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(1);
   GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(r[i], z[i])); }

@@ -12,6 +12,11 @@ skipped there, so the iterate the host gets, its iteration count and the residua
 estimate are those of the iteration that stopped; what the device did after it, until
 the host looked, is discarded (at most ``CHECK_EVERY - 1`` iterations of work).
 
+With ``graph=True`` (CG), a steady-state block of :data:`CHECK_EVERY` iterations between
+two reads is captured once as a CUDA graph (:mod:`.graphs`) and each later block is one
+replay of it: the iteration number its kernels record a stop at is their captured one
+plus ``sc[23]``, which the graph's last node advances (:meth:`_Steps.replay_block`).
+
 ``axpy``/``xpay`` (one ``cupy.ElementwiseKernel`` each) serve the driver and the other
 spaces built on this one (sharded vectors); everything else is CuPy's.
 """
@@ -27,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from gpukit.backend._ops.linalg import KRYLOV_STOPS
+from gpukit.backend.graphs import CaptureFailed
 
+from . import graphs
 from .cuda_sources import HERE as _KERNELS_DIR
 
 __all__ = ["CHECK_EVERY", "KERNELS", "DeviceSpace", "name_expressions", "source"]
@@ -68,6 +75,7 @@ KERNELS = (
 _SOURCE = Path(__file__).with_name("krylov.cu")
 _INCLUDE = '#include "gk_common.cuh"'
 _NONFINITE = KRYLOV_STOPS.index("nonfinite") + 1
+_K0 = 23  # GK_K0 in krylov.cu
 
 
 def source() -> str:
@@ -170,6 +178,9 @@ class _Steps:
         self.stop: tuple[int, int, float] | None = None
         self.next_read = 1
         self.fresh = False  # whether the last read saw every launch so far
+        self.graph: Any = None  # the solve's _krylov.GraphPlan with graph=True
+        self.replay: Any = None  # the captured block of iterations
+        self.k0 = 0  # sc[23]: the iterations replays added to the captured ``k``
 
     def init(self, slots: dict[int, float]) -> None:
         """Upload the loop's first scalars, by their slots in ``sc`` (``krylov.cu``)."""
@@ -188,9 +199,37 @@ class _Steps:
 
     def reduce(self, name: str, *args: Any, k: int | None = None, flag: int | None = None):
         """Launch a reduction step: vectors, then the scalars' array and scratch."""
-        tail = () if k is None else (np.int64(k),)
+        tail = () if k is None else (np.int64(k - self.k0),)
         tail += () if flag is None else (np.int32(flag),)
         self.launch(name, *args, self.sc, self.part, self.ticket, *tail)
+
+    def replay_block(self, k: int, iterate: Any, every: bool) -> int:
+        """Iterations ``k`` to ``k + CHECK_EVERY - 1`` as one replay of a CUDA graph (and
+        how many: ``CHECK_EVERY``) when the graph option is on and the next read is due
+        right after them (steady state); 0 when they must run one at a time. The block is
+        captured at its first use; ``iterate(j)`` enqueues iteration ``j``."""
+        plan, last = self.graph, k + CHECK_EVERY - 1
+        if plan is None or not plan.enabled or every or self.stop is not None:
+            return 0
+        if self.next_read != last or last > self.maxiter:
+            return 0
+        if self.replay is None:
+            advance = self.sc[_K0 : _K0 + 1]
+
+            def work() -> None:
+                for j in range(k, last + 1):
+                    iterate(j)
+                self.cupy.add(advance, CHECK_EVERY, out=advance)  # the next block's k
+
+            try:
+                self.replay, _ = graphs.capture(self.cupy, work)
+            except CaptureFailed as exc:
+                plan.fall_back(str(exc))
+                return 0
+        self.replay.launch()
+        self.k0 += CHECK_EVERY
+        self.fresh = False
+        return CHECK_EVERY
 
     def own(self, v: Any) -> Any:
         """``v`` (an operator's result) as a contiguous vector of the solve's dtype."""

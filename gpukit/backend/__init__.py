@@ -25,6 +25,7 @@ from ._ops.fft import FFTOps
 from ._ops.linalg import LinalgOps
 from ._ops.user import UserKernelOps
 from .collectives import PeerCopyCollectives
+from .graphs import CaptureFailed
 
 __all__ = ["Backend", "Device"]
 
@@ -95,6 +96,14 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
         The answer must follow from ``type(x)`` alone: gpukit asks once per type and
         keeps the answer until the registry changes (:mod:`gpukit._runtime.plans`)."""
         raise NotImplementedError
+
+    def capture_graph(self, work: Any) -> tuple[Any, Any]:
+        """Capture ``work()`` (device work, no host synchronisation) once, without running
+        it: returns the :class:`~gpukit.backend.graphs.Captured` work, whose ``launch()``
+        replays it in one launch, and what ``work()`` returned. Raises
+        :class:`~gpukit.backend.graphs.CaptureFailed` with the reason when it cannot (here:
+        this backend has no graphs)."""
+        raise CaptureFailed(f"the {self.name} backend has no CUDA graphs")
 
     def asarray(self, obj: Any, dtype: Any = None, device: int | None = None) -> Any:
         """Convert ``obj`` to a native array on ``device`` (the current device if None)."""

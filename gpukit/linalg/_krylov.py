@@ -37,6 +37,7 @@ stopped. Stopping rule everywhere: ``||r|| <= tol`` with ``tol = max(rtol * ||b|
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..backend._ops.linalg import KRYLOV_STOPS
+from ..errors import GpukitWarning
 
 Op = Callable[[Any], Any]
 
@@ -313,12 +315,49 @@ class HostSteps:
         """Whether iteration ``k``'s updates still apply (no stop before it)."""
         return self.stop is None or self.stop[1] >= k
 
+    def replay_block(self, k: int, iterate: Callable[[int], None], every: bool) -> int:
+        """Run iterations from ``k`` at once (a device space's CUDA graph replay) and
+        return how many: none here, where each iteration's scalars come to the host.
+        ``iterate(j)`` runs iteration ``j``; ``every``: the host must see each one."""
+        return 0
 
-def _steps(xp: Any, method: str, x: Any, tol: float, maxiter: int, **extra: Any) -> Any:
+
+class GraphPlan:
+    """A solve's ``graph=True``: the loop's steps capture a block of iterations as a CUDA
+    graph where they can; where they cannot, the solve goes on one launch at a time and
+    says why, once."""
+
+    def __init__(self, op: str) -> None:
+        self.op, self.enabled = op, True
+
+    def fall_back(self, reason: str) -> None:
+        if self.enabled:
+            self.enabled = False
+            warnings.warn(
+                f"{self.op}(graph=True): iterations are launched one by one, not replayed "
+                f"as a CUDA graph: {reason}",
+                GpukitWarning,
+                stacklevel=2,
+            )
+
+
+def _steps(
+    xp: Any, method: str, x: Any, tol: float, maxiter: int, graph: GraphPlan | None = None,
+    **extra: Any,
+) -> Any:  # fmt: skip
     """The steps of ``method`` for the space ``xp``: its own, or the host's."""
     find = getattr(xp, "krylov_steps", None)
     cls = None if find is None else find(method)
-    return (HOST_STEPS[method] if cls is None else cls)(xp, x, tol, maxiter, **extra)
+    s = (HOST_STEPS[method] if cls is None else cls)(xp, x, tol, maxiter, **extra)
+    if graph is not None and graph.enabled:
+        if type(s).replay_block is HostSteps.replay_block:
+            graph.fall_back(
+                "the vectors are not one device's CuPy arrays (only CuPy's device steps "
+                "of cg are captured)"
+            )
+        else:
+            s.graph = graph
+    return s
 
 
 def _iteration_done(s: Any, k: int, x: Any, callback: Callable[[Any], Any] | None) -> bool:
@@ -399,24 +438,33 @@ def cg(
     tol: float,
     maxiter: int,
     callback: Callable[[Any], Any] | None,
+    graph: GraphPlan | None = None,
 ) -> Outcome:
     """Preconditioned conjugate gradients (A and M Hermitian positive definite).
 
-    ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place.
+    ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place. With
+    ``graph``, steady-state blocks of iterations may run as one replay (``HostSteps.replay_block``).
     """
-    s = _steps(xp, "cg", x, tol, maxiter)
+    s = _steps(xp, "cg", x, tol, maxiter, graph)
     z = r if psolve is None else psolve(r)
     s.start(r, z, rnorm)
     p = xp.empty_like(x)
     xp.copyto(p, z)
-    for k in range(1, maxiter + 1):
-        if s.stopped:
-            break
+
+    def iterate(k: int) -> None:
+        nonlocal z
         s.step(k, p, matvec(p), x, r)
         if psolve is not None and not s.stopped:
             z = psolve(r)
         s.direction(k, r, z, p)
-        if _iteration_done(s, k, x, callback):
+
+    k = 1
+    while k <= maxiter and not s.stopped:
+        ran = s.replay_block(k, iterate, callback is not None)
+        if not ran:
+            iterate(k)
+        k += ran or 1
+        if _iteration_done(s, k - 1, x, callback):
             break
     return _outcome(s, x, maxiter)
 

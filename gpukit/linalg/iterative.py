@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     class _GmresControls(_Controls, total=False):
         restart: int
 
+    class _CgControls(_Controls, total=False):
+        graph: bool
+
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
 
@@ -257,6 +260,10 @@ def _solve(
     op = f"gk.linalg.{method}"
     rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
     _check_operator_type(op, "A", a)
+    plan = _krylov.GraphPlan(op) if extra.pop("graph", False) else None
+    if plan is not None and (setup is not None or isinstance(a, list | tuple)):
+        plan.fall_back("a sharded solve's vectors are not one device's arrays")
+        plan = None
     if setup is None and isinstance(a, list | tuple):  # row blocks, one per device
         sharded = implementation_of(op, "sharded")
         return sharded(
@@ -280,6 +287,8 @@ def _solve(
         finite = backend.linalg_all_finite
         if method == "gmres":  # its small Hessenberg problem is solved on the host
             extra["to_host"] = backend.to_numpy
+    if plan is not None:
+        extra["graph"] = plan  # the loop's steps capture blocks where they can, or warn
     controls = (rtol, atol, maxiter, callback)
     return run(method, xp, matvec, psolve, b, x, dtype, finite, x0, start_mb, controls, extra)
 
@@ -565,15 +574,15 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
 # otherwise (CuPy, Dask, operators) what the inputs are, which checkers may not know.
 @overload
 def cg(
-    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_Controls]
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_CgControls]
 ) -> tuple[Array, IterativeInfo]: ...
 @overload
 def cg(
-    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_Controls]
+    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_CgControls]
 ) -> tuple[ShardedArray, IterativeInfo]: ...
 @overload
 def cg(
-    A: Any, b: Any, x0: Any = None, **controls: Unpack[_Controls]
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_CgControls]
 ) -> tuple[Any, IterativeInfo]: ...
 
 
@@ -588,6 +597,7 @@ def cg(
     maxiter: int | None = None,
     M: Any = None,
     callback: Callable[[Any], Any] | None = None,
+    graph: bool = False,
 ) -> tuple[Any, IterativeInfo]:
     """Conjugate gradients for Hermitian positive-definite ``A``.
 
@@ -609,7 +619,9 @@ def cg(
     >>> info.converged, bool(np.linalg.norm(A @ x - 1) < 1e-8)
     (True, True)
     """
-    return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback)
+    if not isinstance(graph, bool):
+        raise TypeError(f"gk.linalg.cg: argument 'graph' must be True or False, got {graph!r}")
+    return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback, graph=graph)
 
 
 @overload
@@ -757,7 +769,16 @@ def minres(
     return _solve("minres", A, b, x0, rtol, atol, maxiter, M, callback)
 
 
-_document(cg)
+_document(
+    cg,
+    extra="""
+    graph : bool, default False
+        On a GPU (the cupy backend), run each steady-state block of 10 iterations as one
+        replay of a CUDA graph captured once per solve (docs/gpu_cost.rst, "CUDA graphs"):
+        the results are those of the eager iterations, bit for bit. Where capture cannot
+        work (the operator calls cuBLAS or cuSPARSE, or synchronises; not the cupy
+        backend), the solve runs as without it and warns once, saying why.""",
+)
 _document(bicgstab)
 _document(
     gmres,

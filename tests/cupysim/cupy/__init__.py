@@ -159,7 +159,7 @@ def copyto(dst, src, casting="same_kind", where=None):
     kwargs = {"casting": casting}
     if where is not None:
         kwargs["where"] = w
-    _corem._run("copyto", found, [dst], lambda: _numpy.copyto(target, s, **kwargs))
+    _corem._run("copyto", found, [dst], lambda: _numpy.copyto(target, s, **kwargs), replay=True)
 
 
 def _inplace(name):
@@ -172,7 +172,7 @@ def _inplace(name):
         rest = [_corem._unwrap(v, found) for v in args]
         k = {key: _corem._unwrap(v, found) for key, v in kwargs.items()}
         target = a._np
-        _corem._run(name, found, [a], lambda: npfn(target, *rest, **k))
+        _corem._run(name, found, [a], lambda: npfn(target, *rest, **k), replay=True)
 
     f.__name__ = f.__qualname__ = name
     return f

@@ -210,20 +210,12 @@ class _Plan:
         placement.require_current("cuFFT", name, [a, out])
         if _trace.active:
             _trace.fft_axes("fftn", a.ndim, (), {"axes": axes})
-        body = _Transform(a, out, values)
-        core._run(name, [a], [out], body, kind="library")
 
+        def body() -> None:
+            out._np[...] = values(a._np)
 
-class _Transform:
-    """A plan's launch body: ``out = values(a)`` over the simulated memory."""
-
-    __slots__ = ("a", "out", "values")
-
-    def __init__(self, a, out, values) -> None:
-        self.a, self.out, self.values = a, out, values
-
-    def __call__(self) -> None:
-        self.out._np[...] = self.values(self.a._np)
+        # the body computes from the input's memory, so a CUDA graph replays it as it is
+        core._run(name, [a], [out], body, kind="library", replay=True)
 
 
 def _op_name(fft_type: int, direction: int, nd: bool) -> str:
@@ -290,6 +282,19 @@ class PlanNd(_Plan):
 
 
 # -- the DCTs and DSTs of cupyx.scipy.fft ------------------------------------------------------
+class _Value:
+    """A DCT's or DST's values (SciPy's, in the transform's type): a CUDA graph recomputes
+    them from the input's memory on replay (cupysim/capture.py)."""
+
+    __slots__ = ("args", "dtype", "fn", "kwargs")
+
+    def __init__(self, fn, args, kwargs, dtype) -> None:
+        self.fn, self.args, self.kwargs, self.dtype = fn, args, kwargs, dtype
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.fn(x, *self.args, **self.kwargs)).astype(self.dtype, copy=False)
+
+
 def transform(name: str, fn):
     """``name`` of cupyx.scipy.fft (a DCT or DST), valued by ``fn`` (scipy.fft's)."""
 
@@ -306,19 +311,15 @@ def transform(name: str, fn):
         elif x.base is not None or not x.flags.c_contiguous:
             x = x.copy()
         dev = placement.require_current("cuFFT", name, [x])
-        res = np.asarray(fn(x._np, *args, **kwargs)).astype(vt, copy=False)
+        value = _Value(fn, args, kwargs, vt)
+        res = value(x._np)
         cache = plan_cache(dev)
         key = (name, x.shape, x.dtype.str, res.shape)
         if cache.get(key) is None:
-            plan = _Plan(
-                CUFFT_C2C if single else CUFFT_Z2Z,
-                res.nbytes,
-                (name, x.shape, x.dtype.str, res.shape),
-            )
-            cache[key] = plan
+            cache[key] = _Plan(CUFFT_C2C if single else CUFFT_Z2Z, res.nbytes, key)
         if _trace.active:
             _trace.fft_axes(name, x.ndim, args, kwargs)
-        return core._wrap(name, res, [x], library=True)
+        return core._wrap(name, res, [x], library=True, recompute=(value, (x._np,), {}, False))
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"CuPy's ``{name}`` (cuFFT on the current device; values by SciPy)."

@@ -156,6 +156,10 @@ def device_malloc(nbytes: int, device: int, storage: bool = True) -> Storage:
     sanitizer, whose arrays each get their own exact-size storage).
     """
     devices.check(device)
+    from . import capture
+
+    if capture.captures:  # a potentially unsafe call under the global/thread-local modes
+        capture.on_malloc()
     with _lock:
         if _used.get(device, 0) + nbytes > config.memory:
             raise CUDARuntimeError(MEMORY_ALLOCATION)

@@ -39,6 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from . import capture as _capture
 from . import tracing as _trace
 from .config import config
 from .errors import CUDARuntimeError, StreamHazard
@@ -69,7 +70,9 @@ def _join(into: dict[int, int], other: dict[int, int]) -> None:
 class SimStream:
     """One CUDA stream: its device, kind and vector clock."""
 
-    __slots__ = ("__weakref__", "clock", "count", "device", "handle", "index", "kind", "label")
+    __slots__ = (
+        "__weakref__", "capture", "clock", "count", "device", "handle", "index", "kind", "label",
+    )  # fmt: skip
 
     def __init__(self, device: int, kind: str, handle: int, label: str) -> None:
         self.device = device
@@ -79,6 +82,7 @@ class SimStream:
         self.index = next(_indices)
         self.count = 0
         self.clock: dict[int, int] = {}
+        self.capture = None  # the capture sequence it belongs to (cupysim/capture.py)
         _on_device.setdefault(device, weakref.WeakSet()).add(self)
 
     @property
@@ -277,8 +281,11 @@ def check(stream: SimStream, reads: list[Region], writes: list[Region], op: str)
     """Enqueue an operation reading ``reads`` and writing ``writes`` on ``stream``.
 
     Raises StreamHazard when an access is unordered with another stream's conflicting
-    access; returns the operation's tick for :func:`commit`.
+    access; returns the operation's tick for :func:`commit` (0: captured into a CUDA graph,
+    not enqueued: cupysim/capture.py).
     """
+    if _capture.captures and _capture.on_enqueue(stream, reads, writes, op):
+        return 0
     with lock:
         clock = _begin(stream)
         _run_until(clock)  # what it is ordered after has run before it reads memory
@@ -297,6 +304,8 @@ def check(stream: SimStream, reads: list[Region], writes: list[Region], op: str)
 
 def commit(stream: SimStream, reads: list[Region], writes: list[Region], op: str, tick: int):
     """Record the accesses of a checked operation (once it has run)."""
+    if not tick:  # captured: it did not run on the stream
+        return
     with lock:
         for region in reads:
             _record(region, stream, tick, False, op)
@@ -319,6 +328,8 @@ def _settle() -> None:
 
 def synchronize(stream: SimStream) -> None:
     """The host waits for everything enqueued on ``stream`` (cudaStreamSynchronize)."""
+    if _capture.captures:
+        _capture.on_sync(stream)
     with lock:
         _run_until(stream.clock)
         _join(host_clock, stream.clock)
@@ -329,6 +340,8 @@ def synchronize(stream: SimStream) -> None:
 
 def synchronize_device(device: int) -> None:
     """cudaDeviceSynchronize: the host waits for every stream of ``device``."""
+    if _capture.captures:
+        _capture.on_device_sync(device)
     with lock:
         legacy(device)
         every: dict[int, int] = {}
@@ -344,21 +357,26 @@ def synchronize_device(device: int) -> None:
 class SimEvent:
     """A CUDA event: the clock of the stream it was last recorded on (None: never)."""
 
-    __slots__ = ("__weakref__", "clock", "handle")
+    __slots__ = ("__weakref__", "capture", "clock", "handle")
 
     def __init__(self) -> None:
         self.clock: dict[int, int] | None = None
+        self.capture = None  # (capture, stream index, steps) when recorded in a capture
         self.handle = next(_handles)
 
 
 def record(event: SimEvent, stream: SimStream) -> None:
     """cudaEventRecord: the event completes after all work enqueued on ``stream`` so far."""
+    if _capture.captures and _capture.on_record(event, stream):
+        return
     with lock:
         event.clock = dict(_begin(stream))
 
 
 def wait_event(stream: SimStream, event: SimEvent) -> None:
     """cudaStreamWaitEvent: later work on ``stream`` waits for the event's work."""
+    if _capture.captures and _capture.on_wait(stream, event):
+        return
     with lock:
         if event.clock is not None:
             _join(stream.clock, event.clock)
@@ -366,6 +384,8 @@ def wait_event(stream: SimStream, event: SimEvent) -> None:
 
 def synchronize_event(event: SimEvent) -> None:
     """cudaEventSynchronize / a successful cudaEventQuery: the host saw the work complete."""
+    if _capture.captures:
+        _capture.on_event_sync(event)
     with lock:
         if event.clock is not None:
             _run_until(event.clock)

@@ -40,6 +40,11 @@ order they happen. Every event names its device and stream. Categories (``Event.
     called ``cudaMalloc``), rounded bytes.
 ``plan``
     a cuFFT plan created (cupy/fft/_cache.pyx ``PlanCache``: a miss of the plan cache).
+``graph``
+    a CUDA graph launched (``Graph.launch``, ``cudaGraphLaunch``): one device operation.
+    The operations it replays follow it as events of their own kinds with ``in_graph``
+    set; they count as ``graph_nodes``, not as launches (cupysim/capture.py). Work
+    captured into a graph is recorded when the graph launches, not when it is captured.
 
 Product code never sees any of this; it is the simulator recording itself. The counts are
 exact for what the simulator models (docs/contributing_gpu.rst); :mod:`cupysim.cost` turns
@@ -55,7 +60,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -95,6 +100,7 @@ class Event:
     explicit: bool | None = None  # sync: asked for by the code
     where: str = ""  # sync: the first frame outside the simulator
     library: str | None = None  # library: "cuBLAS", "cuFFT", "cuSOLVER" or "cuSPARSE"
+    in_graph: bool = False  # replayed by the graph launch before it, not launched itself
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,9 @@ class Summary:
 
     ``device_ops`` is everything enqueued on a stream but host<->device copies: kernels,
     library calls, memsets, device/peer copies and collectives (what one step costs in
-    launches); ``syncs`` are blocking host synchronisations.
+    launches; a CUDA graph launch is one, ``graph_launches`` counts them and
+    ``graph_nodes`` the operations they replayed); ``syncs`` are blocking host
+    synchronisations.
     """
 
     per: float = 1
@@ -131,6 +139,8 @@ class Summary:
     fft_plans: float = 0
     kernel_bytes: float = 0
     flops: float = 0
+    graph_launches: float = 0
+    graph_nodes: float = 0
 
     def __sub__(self, other: Summary) -> Summary:
         """The counts of ``self`` less ``other``'s, both in total (``per`` 1)."""
@@ -191,7 +201,15 @@ class Trace:
             if device is not None and e.device != device:
                 continue
             k = e.kind
-            if k in ("kernel", "library", "memset", "collective"):
+            if e.in_graph:
+                c["graph_nodes"] += 1
+                if k in ("kernel", "library"):
+                    c["kernel_bytes"] += e.nbytes
+                    c["flops"] += e.flops
+            elif k == "graph":
+                c["device_ops"] += 1
+                c["graph_launches"] += 1
+            elif k in ("kernel", "library", "memset", "collective"):
                 c["device_ops"] += 1
                 c[{"kernel": "kernels", "library": "library_calls", "memset": "memsets",
                    "collective": "collectives"}[k]] += 1  # fmt: skip
@@ -268,11 +286,36 @@ def note(**info) -> None:
 
 def enqueued(stream, reads, writes, op: str) -> None:
     """An operation ``op`` was enqueued on ``stream`` (streams.check, after its checks)."""
+    info = _take_note(op)
+    if info.get("kind") == "graph":
+        _emit(Event("graph", op, stream.device, stream.label, _nbytes(reads, writes)))
+        for node in info.get("nodes", ()):
+            if node.event is not None:
+                _emit(replace(node.event, device=stream.device, stream=stream.label,
+                              in_graph=True))  # fmt: skip
+        return
+    _emit(_event(stream, reads, writes, op, info))
+
+
+def captured(stream, reads, writes, op: str) -> Event:
+    """The event ``op`` would have been, captured into a graph (cupysim/capture.py)."""
+    return _event(stream, reads, writes, op, _take_note(op))
+
+
+def _take_note(op: str) -> dict:
     info = getattr(_tls, "note", None) or {}
     _tls.note = None
     if info.get("op") != op:  # a note left by an operation that failed its checks
         info = {}
-    nbytes = sum(r.hi - r.lo for r in (*reads, *writes))
+    return info
+
+
+def _nbytes(reads, writes) -> int:
+    return sum(r.hi - r.lo for r in (*reads, *writes))
+
+
+def _event(stream, reads, writes, op: str, info: dict) -> Event:
+    nbytes = _nbytes(reads, writes)
     dev, label = stream.device, stream.label
     if op.startswith("memcpyAsync"):
         if "host to device" in op:
@@ -282,14 +325,13 @@ def enqueued(stream, reads, writes, op: str) -> None:
         else:
             name = "peer" if _other_device(reads, dev) else "device to device"
             nbytes //= 2  # read and written: the bytes moved once
-        _emit(Event("copy", name, dev, label, nbytes))
-        return
+        return Event("copy", name, dev, label, nbytes)
     if op == "memsetAsync":
-        _emit(Event("memset", op, dev, label, nbytes))
-        return
+        return Event("memset", op, dev, label, nbytes)
+    if op == "cudaLaunchHostFunc":
+        return Event("host", op, dev, label)
     if op.startswith("nccl"):
-        _emit(Event("collective", op, dev, label, nbytes))
-        return
+        return Event("collective", op, dev, label, nbytes)
     arrays = info.get("arrays", ())
     shapes = tuple(tuple(a.shape) for a in arrays)
     dtype = _dtype(arrays)
@@ -297,13 +339,12 @@ def enqueued(stream, reads, writes, op: str) -> None:
         axes, _tls.fft_axes = getattr(_tls, "fft_axes", None), None
         f = flops(op, arrays, axes)
         lib = library_of(op)
-        _emit(Event("library", op, dev, label, nbytes, f, dtype, shapes, library=lib))
-        return
+        return Event("library", op, dev, label, nbytes, f, dtype, shapes, library=lib)
     grid, block = info.get("grid"), info.get("block")
     if grid is None and info.get("kind") == "elementwise" and _is_elementwise(op):
         size = max((a.size for a in arrays), default=0)
         grid, block = (max(1, -(-size // 128)),), (min(128, max(size, 1)),)
-    _emit(Event("kernel", op, dev, label, nbytes, 0, dtype, shapes, grid, block))
+    return Event("kernel", op, dev, label, nbytes, 0, dtype, shapes, grid, block)
 
 
 def host_sync(device: int | None, stream_label: str | None) -> None:

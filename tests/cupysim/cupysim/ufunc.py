@@ -214,7 +214,17 @@ class ufunc:
         if 0 not in shape:
             stores = [(o, np.broadcast_to(r, shape)) for o, r in zip(results, values, strict=True)]
             where = None if mask is None else np.broadcast_to(host_mask, shape)
-            core._run(self._launch_name, reads, results, _Writer(stores, where))
+
+            def replay() -> None:
+                # a CUDA graph recomputes from the operands' memory as it is at replay
+                with _ftz.flushing(precision), np.errstate(all="ignore"):
+                    fresh = self._compute(host_in, dtype)
+                again = [
+                    (o, np.broadcast_to(r, shape)) for o, r in zip(results, fresh, strict=True)
+                ]
+                _Writer(again, where)()
+
+            core._run(self._launch_name, reads, results, _Writer(stores, where), replay=replay)
         return results[0] if self.nout == 1 else tuple(results)
 
     def _compute(self, host_in, dtype) -> list[np.ndarray]:
@@ -273,7 +283,11 @@ class ufunc:
         host_update = core._unwrap(update, reads).astype(a.dtype, copy=False)
         target = a._np
         core._run(
-            self._launch_name + ".at", reads, [a], lambda: npfn.at(target, host_key, host_update)
+            self._launch_name + ".at",
+            reads,
+            [a],
+            lambda: npfn.at(target, host_key, host_update),
+            replay=True,
         )
 
     def _only(self, method: str, *names: str) -> None:
@@ -318,7 +332,7 @@ class ufunc:
                 v = np.add.reduceat(host.astype(acc), np.asarray(idx, np.intp), axis=axis)
             res._np[...] = v.astype(rtype)
 
-        core._run(self._launch_name + ".reduceat", reads, [res], body)
+        core._run(self._launch_name + ".reduceat", reads, [res], body, replay=True)
         return res
 
 

@@ -40,6 +40,9 @@ SYNC = frozenset({
     "unique_inverse", "unique_values", "extract", "compress", "trim_zeros", "intersect1d",
     "union1d", "setdiff1d", "setxor1d",
 })  # fmt: skip
+#: Functions that are one of SYNC's when given one argument: ``where(condition)`` is
+#: ``nonzero(condition)`` (cupy/_sorting/search.py ``where``).
+SYNC_ALONE = frozenset({"where"})
 
 
 #: CuPy functions whose body is ``return a.<method>(...)`` with no type check, so a list or
@@ -97,7 +100,8 @@ def function(name: str, npfn, *, meta: bool | None = None, sync: bool | None = N
             _check_ufunc_inputs(args, nin)
         if first and (args or "a" in kwargs):
             _check_first(name, args[0] if args else kwargs["a"])
-        return core._apply(name, npfn, args, kwargs, meta=meta, sync=sync)
+        alone = name in SYNC_ALONE and len(args) + len(kwargs) == 1
+        return core._apply(name, npfn, args, kwargs, meta=meta, sync=sync or alone)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"CuPy's ``{name}`` (computed by :func:`numpy.{name}` on the simulated device)."

@@ -1,7 +1,7 @@
 """``cupy.ElementwiseKernel``, executing on the host.
 
-A port of the parts of ``cupy/_core/_kernel.pyx`` (CuPy 14) that user-defined
-elementwise kernels go through: parameter parsing (``T x, raw T y``), type
+What ``cupy/_core/_kernel.pyx`` (CuPy 14) does, function by function, for the parts
+user-defined elementwise kernels go through: parameter parsing (``T x, raw T y``), type
 placeholders and their dtype dispatch, broadcasting, ``size=``, output
 allocation on the current device, dimension reduction of contiguous operands,
 and the CUDA code it generates -- which the simulator compiles with the host

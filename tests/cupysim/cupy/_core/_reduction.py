@@ -1,11 +1,10 @@
 """``cupy.ReductionKernel``, executing on the host.
 
-A port of ``cupy/_core/_reduction.pyx`` (CuPy 14): ``axis``/``keepdims``,
-placeholder types, broadcasting of the inputs, the axis permutation and
-dimension reduction, the block shape (``_get_block_specs``) and the reduction
-kernel CuPy generates (``_create_reduction_function_code``: a shared-memory tree
-reduction with ``__syncthreads``), compiled with the host compiler and run by
-the simulator's scheduler.
+What ``cupy/_core/_reduction.pyx`` (CuPy 14) does, function by function: ``axis``/
+``keepdims``, placeholder types, broadcasting of the inputs, the axis permutation and
+dimension reduction, the block shape (``_get_block_specs``) and a reduction kernel laid
+out as CuPy's (a shared-memory tree reduction with ``__syncthreads``, in the simulator's
+own source), compiled with the host compiler and run by the simulator's scheduler.
 
 One difference: CuPy 14 first tries a CUB-based kernel for contiguous
 reductions (``CUPY_ACCELERATORS=cub``, its default); the simulator always runs
@@ -58,56 +57,56 @@ def _create_reduction_function_code(
     preamble,
     options,
 ):
-    """``_reduction.pyx: _create_reduction_function_code`` (verbatim template)."""
+    """The reduction kernel's CUDA source, as ``_reduction.pyx``'s
+    ``_create_reduction_function_code`` lays the work out (so the additions happen in
+    CuPy's order): a block owns ``_block_stride`` consecutive outputs, the threads that
+    share an output walk its inputs, and a shared-memory tree folds their partials. The
+    names users' expressions may use are CuPy's: ``_in_ind``, ``_out_ind``, ``_raw_<x>``,
+    ``_i`` (output), ``_j`` (input), ``_J``, ``_type_reduce``, ``a``/``b`` in the
+    reduction and ``a`` in the post-map."""
     return string.Template("""
 ${type_decls}${type_preamble}
 ${preamble}
+typedef ${reduce_type} _type_reduce;
 #define REDUCE(a, b) (${reduce_expr})
 #define POST_MAP(a) (${post_map_expr})
-#define _REDUCE(_offset) if (_tid < _offset) { \\
-  _type_reduce _a = _sdata[_tid], _b = _sdata[(_tid + _offset)]; \\
-  _sdata[_tid] = REDUCE(_a, _b); \\
-}
 
-typedef ${reduce_type} _type_reduce;
 extern "C" __global__ void ${name}(${params}) {
-  __shared__ char _sdata_raw[${block_size} * sizeof(_type_reduce)];
-  _type_reduce *_sdata = reinterpret_cast<_type_reduce*>(_sdata_raw);
-  unsigned int _tid = threadIdx.x;
+  __shared__ char _partial_bytes[${block_size} * sizeof(_type_reduce)];
+  _type_reduce* const _partial = reinterpret_cast<_type_reduce*>(_partial_bytes);
+  const unsigned int _tid = threadIdx.x;
+  // _block_stride is a power of two: thread _tid serves output _tid mod _block_stride of
+  // the block's run, and is row _tid / _block_stride of the threads serving it.
+  const unsigned int _lane = _tid & (_block_stride - 1);
+  const IndexT _row = _tid / _block_stride;
+  const IndexT _rows = ${block_size} / _block_stride;
+  const ptrdiff_t _n_out = _out_ind.size();
+  const ptrdiff_t _n_in = _in_ind.size();
 
-  IndexT _J_offset = _tid >> __popc(_block_stride - 1); // _tid / _block_stride
-  ptrdiff_t _j_offset = (ptrdiff_t)_J_offset * _out_ind.size();
-  IndexT _J_stride = ${block_size} >> __popc(_block_stride - 1);
-  ptrdiff_t _j_stride = (ptrdiff_t)_J_stride * _out_ind.size();
-
-  for (ptrdiff_t _i_base = (ptrdiff_t)blockIdx.x * _block_stride;
-       _i_base < _out_ind.size();
-       _i_base += (ptrdiff_t)gridDim.x * _block_stride) {
+  for (ptrdiff_t _run = (ptrdiff_t)blockIdx.x * _block_stride; _run < _n_out;
+       _run += (ptrdiff_t)gridDim.x * _block_stride) {
+    const ptrdiff_t _i = _run + _lane;
     _type_reduce _s = _type_reduce(${identity});
-    ptrdiff_t _i =
-        _i_base + (_tid & (_block_stride - 1));  // _tid % _block_stride
-    IndexT _J = _J_offset;
-    for (ptrdiff_t _j = _i + _j_offset; _j < _in_ind.size();
-         _j += _j_stride, _J += _J_stride) {
+    IndexT _J = _row;
+    for (ptrdiff_t _j = _i + (ptrdiff_t)_row * _n_out; _j < _n_in;
+         _j += (ptrdiff_t)_rows * _n_out, _J += _rows) {
       _in_ind.set(_j);
       ${input_expr}
       _type_reduce _a = static_cast<_type_reduce>(${pre_map_expr});
       _s = REDUCE(_s, _a);
     }
-    _sdata[_tid] = _s;
+    _partial[_tid] = _s;
     __syncthreads();
-    for (unsigned int _block = ${block_size} / 2;
-         _block >= _block_stride; _block >>= 1) {
-      if (_tid < _block) {
-        _REDUCE(_block);
+    for (unsigned int _half = ${block_size} / 2; _half >= _block_stride; _half /= 2) {
+      if (_tid < _half) {
+        _type_reduce _a = _partial[_tid], _b = _partial[_tid + _half];
+        _partial[_tid] = REDUCE(_a, _b);
       }
       __syncthreads();
     }
-    if (_tid < _block_stride) {
-      _s = _sdata[_tid];
-    }
-    if (_tid < _block_stride && _i < _out_ind.size()) {
-      _out_ind.set(static_cast<ptrdiff_t>(_i));
+    if (_tid < _block_stride && _i < _n_out) {
+      _s = _partial[_tid];
+      _out_ind.set(_i);
       ${output_expr}
       POST_MAP(_s);
     }

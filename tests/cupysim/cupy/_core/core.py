@@ -22,6 +22,7 @@ import operator
 import warnings
 
 import numpy as np
+from cupysim import capture as _capture
 from cupysim import defer as _defer
 from cupysim import devices as _devices
 from cupysim import ftz as _ftz
@@ -189,13 +190,16 @@ def _check_dtype(dtype: np.dtype) -> None:
 
 
 # -- running "kernels" ----------------------------------------------------------------------
-def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise", returns=False):
+def _run(
+    name: str, reads, writes, body=None, *, kind: str = "elementwise", returns=False, replay=None
+):
     """Launch ``body`` as a kernel on the current device and stream.
 
     ``kind``: "elementwise" (CuPy's peer-access rule for every operand) or "library"
     (placement already checked by the caller). Raises StreamHazard before running. Under
     ``CUPYSIM_DEFER=1`` the body is queued on the stream (cupysim/defer.py) unless the
-    caller needs what it ``returns``.
+    caller needs what it ``returns``. ``replay``: how a CUDA graph replays the launch
+    (cupysim/capture.py ``offer_run``; None: it cannot be captured).
     """
     if kind == "elementwise":
         _libs.require("nvrtc")  # CuPy compiles its elementwise kernels with NVRTC
@@ -210,10 +214,12 @@ def _run(name: str, reads, writes, body=None, *, kind: str = "elementwise", retu
     w = [x._region() for x in writes]
     if _trace.active:
         _trace.note(op=name, kind=kind, arrays=(*reads, *writes))
-    tick = _streams.check(stream, r, w, name)
     if body is not None and kind == "elementwise":
         body = _ftz.wrap(body, (*reads, *writes))  # CuPy compiles with -ftz=true
-    if body is not None and _config.defer and not returns:
+    if _capture.captures and stream.capture is not None:
+        _capture.offer_run(name, kind, (*reads, *writes), body, replay)
+    tick = _streams.check(stream, r, w, name)
+    if body is not None and _config.defer and not returns and tick:
         _defer.enqueue(stream, tick, body)
         body = None
     result = None if body is None else body()
@@ -303,17 +309,22 @@ def _convert(r, found: list, new: list, meta: bool):
     return r
 
 
-def _wrap(name: str, res, found: list, meta: bool = False, library: bool = False):
+def _wrap(name: str, res, found: list, meta: bool = False, library: bool = False, recompute=None):
     """NumPy's result as CuPy's: views stay views, new values become arrays (one launch).
 
+    ``recompute``: ``(fn, args, kwargs, flush)`` computing ``res`` again from the operands'
+    views, for a CUDA graph's replay (cupysim/capture.py ``Recompute``).
     (No closures over the arrays: a reference cycle would keep them, and their pool
     memory, alive until the garbage collector runs.)
     """
     new: list[tuple[ndarray, np.ndarray]] = []
     out = _convert(res, found, new, meta)
     if new:
+        replay = None
+        if recompute is not None and _capture.captures:
+            replay = _capture.Recompute(recompute, res, found, meta, [a._npv for a, _ in new])
         _run(name, found, [a for a, _ in new], _Filler(new),
-             kind="library" if library else "elementwise")  # fmt: skip
+             kind="library" if library else "elementwise", replay=replay)  # fmt: skip
     return out
 
 
@@ -361,6 +372,8 @@ class _HalfInFloat:
 
 def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = False):
     """Call NumPy's ``fn`` on simulated arrays the way CuPy runs ``name``."""
+    if sync and _capture.captures:  # CuPy reads the output size back: a D2H copy
+        _capture.refuse_copy("d2h")
     if name in _HALF_IN_FLOAT:
         fn = _HalfInFloat(fn)
     found: list[ndarray] = []
@@ -373,12 +386,13 @@ def _apply(name: str, fn, args, kwargs, *, meta: bool = False, sync: bool = Fals
         k = {
             key: _unwrap(v, []) if key == "out" else _unwrap(v, found) for key, v in kwargs.items()
         }
-        res = _run(name, found, outs, lambda: fn(*a, **k), returns=True)
+        res = _run(name, found, outs, lambda: fn(*a, **k), returns=True, replay=True)
         return _map_back(res, outs, found)
     k = {key: _unwrap(v, found) for key, v in kwargs.items()}
-    with _ftz.flushing(_ftz.single_precision(found)):  # NumPy's values as CuPy's kernel's
+    flush = _ftz.single_precision(found)
+    with _ftz.flushing(flush):  # NumPy's values as CuPy's kernel's
         res = fn(*a, **k)
-    result = _wrap(name, res, found, meta)
+    result = _wrap(name, res, found, meta, recompute=(fn, a, k, flush))
     if sync:
         # A data-dependent output size: CuPy reads it back, synchronising the stream.
         _streams.synchronize(_streams.current(_devices.current()))
@@ -397,6 +411,8 @@ def _map_back(res, outs, found):
 def _host_to_device(host: np.ndarray, order: str = "C") -> ndarray:
     """A copy of host data on the current device (core.pyx ``_array_default``)."""
     _check_dtype(host.dtype)
+    if _capture.captures:  # memory.pyx copy_from_host_async refuses a capturing stream
+        _capture.refuse_copy("h2d")
     # _dtype.pxd normalize_dtype: host data is byte-swapped to little-endian on the way
     host = host.astype(host.dtype.newbyteorder("<"), copy=False)
     a = _empty(host.shape, host.dtype, "F" if order == "F" else "C")
@@ -482,7 +498,7 @@ def ascontiguousarray(a, dtype=None):
             return a.ravel()
         return a
     out = _empty((1,) if a.ndim == 0 else a.shape, dtype)
-    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np))
+    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np), replay=True)
     return out
 
 
@@ -498,7 +514,7 @@ def asfortranarray(a, dtype=None):
             return a.ravel("F")
         return a
     out = _empty((1,) if a.ndim == 0 else a.shape, dtype, "F")
-    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np))
+    _run("elementwise_copy", [a], [out], lambda: out._np.__setitem__(..., a._np), replay=True)
     return out
 
 
@@ -842,6 +858,8 @@ class _ndarray_base:
         try:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
+            if _capture.captures:  # memory.pyx copy_to_host_async refuses a capturing stream
+                _capture.refuse_copy("d2h", s)
             r = [self._region()]
             op = "memcpyAsync (device to host)"
             tick = _streams.check(s, r, [], op)
@@ -875,6 +893,8 @@ class _ndarray_base:
         try:
             _devices.set_current(self._dev)
             s = _streams.resolve(stream.ptr, self._dev)
+            if _capture.captures:  # memory.pyx copy_from_host_async refuses it too
+                _capture.refuse_copy("h2d", s)
             w = [self._region()]
             op = "memcpyAsync (host to device)"
             tick = _streams.check(s, [], w, op)
@@ -968,7 +988,7 @@ class _ndarray_base:
             value = _host_to_device(value)  # CuPy uploads a host value for assignment
         v = _unwrap(value, found)
         target = self._np
-        _run("setitem", found, [self], lambda: target.__setitem__(k, v))
+        _run("setitem", found, [self], lambda: target.__setitem__(k, v), replay=True)
 
     # -- copies and dtype
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
@@ -1000,7 +1020,9 @@ class _ndarray_base:
         with _ftz.flushing(_ftz.single_precision((self.dtype, dtype))):
             r = self._np.astype(dtype, order=o, copy=True)
         out = _empty_like_layout(r) if o == "K" else _empty(r.shape, dtype, o)
-        _run("astype", [self], [out], lambda: out._np.__setitem__(..., r))
+        src = self
+        _run("astype", [self], [out], lambda: out._np.__setitem__(..., r),
+             replay=lambda: out._np.__setitem__(..., src._np.astype(dtype, order=o)))  # fmt: skip
         return out
 
     def copy(self, order="C"):
@@ -1054,7 +1076,7 @@ class _ndarray_base:
                 raise ValueError("non-scalar cupy.ndarray cannot be used for fill")
             value = value.astype(self.dtype, copy=False)
             src = value
-            _run("fill", [src], [self], lambda: self._np.fill(src._np[()]))
+            _run("fill", [src], [self], lambda: self._np.fill(src._np[()]), replay=True)
             return
         v = np.asarray(value, dtype=self.dtype)
         if v.shape != ():
@@ -1063,7 +1085,7 @@ class _ndarray_base:
         if self.dtype.kind != "V" and v == 0 and self.flags.c_contiguous:
             self.data.memset_async(0, self.nbytes)
             return
-        _run("fill", [], [self], lambda: self._np.fill(v[()]))
+        _run("fill", [], [self], lambda: self._np.fill(v[()]), replay=True)
 
     def reshape(self, *shape, order="C", copy=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -68,10 +68,13 @@ class _Grid:
             return core._unwrap(s, reads)
 
         host_key = tuple(map(host, key)) if isinstance(key, tuple) else host(key)
+        res = self._grid_of(host_key)
+        # a CUDA graph recomputes the grid from the bounds' memory on replay
+        return core._wrap(self._name, res, reads, recompute=(self._grid_of, (host_key,), {}, False))
+
+    def _grid_of(self, host_key):
         res = self._numpy_grid[host_key]
-        if isinstance(res, list):
-            res = tuple(res)
-        return core._wrap(self._name, res, reads)
+        return tuple(res) if isinstance(res, list) else res
 
     def __len__(self) -> int:
         return 0

@@ -31,8 +31,15 @@ class _Concatenator:
             else:
                 p = core._unwrap(p, reads)
             host.append(p)
-        res = self._numpy_obj[tuple(host) if isinstance(key, tuple) else host[0]]
-        return core._wrap("concatenate", np.asarray(res), reads)
+        host_key = tuple(host) if isinstance(key, tuple) else host[0]
+        res = self._joined(host_key)
+        # a CUDA graph recomputes the result from the parts' memory on replay
+        return core._wrap(
+            "concatenate", res, reads, recompute=(self._joined, (host_key,), {}, False)
+        )
+
+    def _joined(self, host_key) -> np.ndarray:
+        return np.asarray(self._numpy_obj[host_key])
 
     def __len__(self) -> int:
         return 0

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from cupy.cuda import (  # noqa: F401
     compiler,
     cub,
     device,
     driver,
+    graph,
     memory,
     nvrtc,
     pinned_memory,
@@ -15,6 +18,7 @@ from cupy.cuda import (  # noqa: F401
     texture,
 )
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
+from cupy.cuda.graph import Graph  # noqa: F401
 from cupy.cuda.memory import (  # noqa: F401
     BaseMemory,
     Memory,
@@ -25,7 +29,6 @@ from cupy.cuda.memory import (  # noqa: F401
     get_allocator,
     set_allocator,
 )
-from cupy.cuda.memory import _using_allocator as using_allocator  # noqa: F401
 from cupy.cuda.pinned_memory import (  # noqa: F401
     PinnedMemory,
     PinnedMemoryPointer,
@@ -42,6 +45,18 @@ from cupy.cuda.stream import (  # noqa: F401
 )
 
 _available = None
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    """The calling thread allocates with ``allocator`` inside the block (cupy/cuda/__init__.py
+    ``using_allocator``; None: plain ``cudaMalloc``, no pool)."""
+    previous = getattr(memory._state, "allocator", None)
+    memory._state.allocator = memory._malloc if allocator is None else allocator
+    try:
+        yield
+    finally:
+        memory._state.allocator = previous
 
 
 def is_available() -> bool:

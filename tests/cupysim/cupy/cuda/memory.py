@@ -11,13 +11,13 @@ blocks (then runs ``gc.collect()``) and retries before raising ``OutOfMemoryErro
 from __future__ import annotations
 
 import bisect
-import contextlib
 import gc
 import itertools
 import os
 import threading
 import weakref
 
+from cupysim import capture as _capture
 from cupysim import devices as _devices
 from cupysim import hostcopy as _hostcopy
 from cupysim import memory as _sim
@@ -305,17 +305,25 @@ class MemoryPointer:
         _devices.enable_peer_access(src.device_id, self.device_id)
         s = self._stream(stream)
         reads, writes = [src._region(size)], [self._region(size)]
+        if _capture.captures:
+            _capture.offer("memcpyAsync", _Copy(self._view(size), src._view(size)),
+                           [(src.mem, src.ptr, src.ptr + size), (self.mem, self.ptr,
+                            self.ptr + size)], "memcpy device to device")  # fmt: skip
         tick = _streams.check(s, reads, writes, "memcpyAsync")
         self._view(size)[...] = src._view(size)
         _streams.commit(s, reads, writes, "memcpyAsync", tick)
 
     def copy_from_device(self, src: MemoryPointer, size: int) -> None:
+        if _capture.captures:  # memory.pyx: no synchronous call while the stream captures
+            _capture.refuse_copy("sync")
         self.copy_from_device_async(src, size)
 
     def copy_from_host_async(self, mem, size: int, stream=None) -> None:
         if size <= 0:
             return
         s = self._stream(stream)
+        if _capture.captures:  # memory.pyx: H2D transfers are refused while capturing
+            _capture.refuse_copy("h2d", s)
         writes = [self._region(size)]
         op = "memcpyAsync (host to device)"
         tick = _streams.check(s, [], writes, op)
@@ -325,6 +333,8 @@ class MemoryPointer:
         _streams.commit(s, [], writes, op, tick)
 
     def copy_from_host(self, mem, size: int) -> None:
+        if _capture.captures:
+            _capture.refuse_copy("sync")
         self.copy_from_host_async(mem, size)
         _streams.synchronize(_streams.current(_devices.current()))
 
@@ -332,6 +342,8 @@ class MemoryPointer:
         if size <= 0:
             return
         s = self._stream(stream)
+        if _capture.captures:  # memory.pyx: D2H transfers are refused while capturing
+            _capture.refuse_copy("d2h", s)
         reads = [self._region(size)]
         op = "memcpyAsync (device to host)"
         tick = _streams.check(s, reads, [], op)
@@ -343,6 +355,8 @@ class MemoryPointer:
         _streams.commit(s, reads, [], op, tick)
 
     def copy_to_host(self, mem, size: int) -> None:
+        if _capture.captures:
+            _capture.refuse_copy("sync")
         s = _streams.current(_devices.current())
         self.copy_to_host_async(mem, size)
         _streams.synchronize(s)
@@ -364,12 +378,39 @@ class MemoryPointer:
             return
         s = self._stream(stream)
         writes = [self._region(size)]
+        if _capture.captures:
+            _capture.offer("memsetAsync", _Memset(self._view(size), value & 0xFF),
+                           [(self.mem, self.ptr, self.ptr + size)], "memset")  # fmt: skip
         tick = _streams.check(s, [], writes, "memsetAsync")
         self._view(size)[...] = value & 0xFF
         _streams.commit(s, [], writes, "memsetAsync", tick)
 
     def memset(self, value: int, size: int) -> None:
+        if _capture.captures:
+            _capture.refuse_copy("sync")
         self.memset_async(value, size)
+
+
+class _Copy:
+    """A graph's replay of a device copy: the two ranges' views (no allocation held)."""
+
+    __slots__ = ("dst", "src")
+
+    def __init__(self, dst, src) -> None:
+        self.dst, self.src = dst, src
+
+    def __call__(self) -> None:
+        self.dst[...] = self.src
+
+
+class _Memset:
+    __slots__ = ("dst", "value")
+
+    def __init__(self, dst, value: int) -> None:
+        self.dst, self.value = dst, value
+
+    def __call__(self) -> None:
+        self.dst[...] = self.value
 
 
 def _current_ptr() -> int:
@@ -420,6 +461,8 @@ class SingleDeviceMemoryPool:
             chunk = arena.get_chunk(rounded)
         if _trace.active:
             _trace.allocation(self._device_id, rounded, hit=chunk is not None)
+        if chunk is not None and _capture.graphs_with_orphans:
+            _capture.handed_out(chunk.ptr(), rounded)
         if chunk is None:
             mem = self._try_malloc(rounded)
             chunk = _Chunk(mem, 0, rounded, arena)
@@ -618,7 +661,10 @@ _default_allocator = _malloc
 
 def alloc(size: int) -> MemoryPointer:
     """Calls the current allocator (the default pool's ``malloc``)."""
-    return get_allocator()(size)
+    mp = get_allocator()(size)
+    if _capture.captures:  # garbage until a replay writes it (cupysim/capture.py)
+        _capture.allocated(mp.ptr, size)
+    return mp
 
 
 def set_allocator(allocator=None) -> None:
@@ -634,18 +680,6 @@ def set_allocator(allocator=None) -> None:
 
 def get_allocator():
     return getattr(_state, "allocator", None) or _current_allocator
-
-
-@contextlib.contextmanager
-def _using_allocator(allocator=None):
-    """This thread allocates with ``allocator`` inside the block (cupy/cuda/__init__.py);
-    ``None`` is the raw allocator, bypassing the pool. Blocks nest."""
-    saved = getattr(_state, "allocator", None)
-    _state.allocator = _malloc if allocator is None else allocator
-    try:
-        yield
-    finally:
-        _state.allocator = saved
 
 
 _current_allocator = _malloc

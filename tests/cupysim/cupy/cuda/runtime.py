@@ -9,6 +9,9 @@ does on a machine without an NVIDIA driver.
 
 from __future__ import annotations
 
+import itertools as _itertools
+
+from cupysim import capture as _capture
 from cupysim import devices as _devices
 from cupysim import memory as _memory
 from cupysim import profile as _profile
@@ -41,6 +44,17 @@ memcpyDeviceToDevice = 3
 memcpyDefault = 4
 cudaCpuDeviceId = -1
 cudaInvalidDeviceId = -2
+# cudaStreamCaptureMode / cudaStreamCaptureStatus (runtime.pxd), cudaGraphDebugDotFlags
+streamCaptureModeGlobal = _capture.MODE_GLOBAL
+streamCaptureModeThreadLocal = _capture.MODE_THREAD_LOCAL
+streamCaptureModeRelaxed = _capture.MODE_RELAXED
+streamCaptureStatusNone = _capture.STATUS_NONE
+streamCaptureStatusActive = _capture.STATUS_ACTIVE
+streamCaptureStatusInvalidated = _capture.STATUS_INVALIDATED
+cudaGraphDebugDotFlagsVerbose = 1 << 0
+cudaGraphDebugDotFlagsKernelNodeParams = 1 << 2
+cudaGraphDebugDotFlagsMemcpyNodeParams = 1 << 3
+cudaGraphDebugDotFlagsMemsetNodeParams = 1 << 4
 
 # cudaDeviceAttr codes (runtime_api enum values, as the installed CuPy exports them)
 cudaDevAttrAsyncEngineCount = 40
@@ -245,6 +259,8 @@ def streamQuery(stream: int) -> int:
     """
     try:
         s = _streams.resolve(stream, _devices.current())
+        if _capture.captures:  # a capturing stream: 900, and the capture is invalid
+            _capture.on_sync(s)
     except CUDARuntimeError as e:
         return e.status
     _streams.synchronize(s)
@@ -259,5 +275,82 @@ def eventQuery(event: int) -> int:
     ev = _events.get(event)
     if ev is None:
         return _errorInvalidResourceHandle
-    _streams.synchronize_event(ev)
+    try:
+        _streams.synchronize_event(ev)
+    except CUDARuntimeError as e:  # a captured event: 900, and the capture is invalid
+        return e.status
     return 0
+
+
+# -- stream capture and graphs (cupysim/capture.py) ----------------------------------------
+_graph_handles = _itertools.count(0x7E10_0000_0010, 0x10)
+_graphs: dict = {}
+
+
+def _stream(stream: int):
+    return _streams.resolve(stream, _devices.current())
+
+
+def streamBeginCapture(stream: int, mode: int = streamCaptureModeRelaxed) -> None:
+    _capture.begin(_stream(stream), mode)
+
+
+def streamEndCapture(stream: int) -> int:
+    graph = _capture.end(_stream(stream))
+    handle = next(_graph_handles)
+    _graphs[handle] = graph
+    return handle
+
+
+def streamIsCapturing(stream: int) -> bool:
+    status = _capture.status(_stream(stream))  # cudaErrorStreamCaptureImplicit raised here
+    if status == streamCaptureStatusInvalidated:
+        raise RuntimeError(
+            "the stream was capturing, but an error has invalidated the capture sequence"
+        )
+    return bool(status)
+
+
+def _graph(handle: int):
+    graph = _graphs.get(handle)
+    if graph is None:
+        raise CUDARuntimeError(_errorInvalidValue)
+    return graph
+
+
+def graphInstantiate(graph: int) -> int:
+    handle = next(_graph_handles)
+    _graphs[handle] = _graph(graph)
+    return handle
+
+
+def graphLaunch(graphExec: int, stream: int) -> None:
+    _graph(graphExec).launch(_stream(stream))
+
+
+def graphUpload(graphExec: int, stream: int) -> None:
+    # cudaGraphUpload prepares the launch; nothing runs and nothing is read or written
+    _graph(graphExec)
+    _stream(stream)
+
+
+def graphDestroy(graph: int) -> None:
+    _graphs.pop(graph, None)
+
+
+def graphExecDestroy(graphExec: int) -> None:
+    _graphs.pop(graphExec, None)
+
+
+def graphDebugDotPrint(graph: int, path: str, flags: int) -> None:
+    with open(path, "w") as f:
+        f.write(_graph(graph).dot(bool(flags & cudaGraphDebugDotFlagsVerbose)))
+
+
+def launchHostFunc(stream: int, callback, arg) -> None:
+    _capture.launch_host_func(_stream(stream), lambda: callback(arg))
+
+
+def _launchHostFuncUnmanaged(stream: int, func_arg: tuple) -> None:
+    callback, arg = func_arg
+    _capture.launch_host_func(_stream(stream), lambda: callback(arg))

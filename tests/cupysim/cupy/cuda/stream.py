@@ -165,6 +165,33 @@ class _BaseStream:
     def wait_event(self, event) -> None:
         _sim.wait_event(self._sim(), event._event)
 
+    def launch_host_func(self, callback, arg) -> None:
+        """``callback(arg)`` on the host once the work queued so far is done (stream.pyx:
+        while capturing, through ``_launchHostFuncUnmanaged``, the graph keeping both)."""
+        if self.is_capturing():
+            _runtime._launchHostFuncUnmanaged(self.ptr, (callback, arg))
+        else:
+            _runtime.launchHostFunc(self.ptr, callback, arg)
+
+    def begin_capture(self, mode=None) -> None:
+        """Begin stream capture to construct a CUDA graph (stream.pyx ``begin_capture``:
+        the legacy stream is refused, relaxed mode by default). cupysim/capture.py."""
+        if self.ptr == 0 or self.ptr == 1:
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if mode is None:
+            mode = _runtime.streamCaptureModeRelaxed
+        _runtime.streamBeginCapture(self.ptr, mode)
+
+    def end_capture(self):
+        """End stream capture and return the captured :class:`cupy.cuda.Graph`."""
+        from .graph import Graph
+
+        return Graph._from_stream(_runtime.streamEndCapture(self.ptr))
+
+    def is_capturing(self) -> bool:
+        """Whether the stream is capturing (raises if the capture was invalidated)."""
+        return _runtime.streamIsCapturing(self.ptr)
+
     @property
     def is_non_blocking(self) -> bool:
         return self._sim().kind == "non-blocking"

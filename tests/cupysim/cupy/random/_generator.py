@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import numpy as _numpy
+from cupysim import capture as _capture
 
 from cupy._core import core as _core
 
@@ -24,6 +25,7 @@ class RandomState:
         self._rs.seed(seed)
 
     def _draw(self, name, values, dtype=None):
+        _capture.refuse_library("cuRAND")  # curand.pyx setStream refuses a capturing stream
         values = _numpy.asarray(values)
         if dtype is not None:
             values = values.astype(dtype)

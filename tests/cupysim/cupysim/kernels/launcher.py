@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ftz, launchcheck, runtime
+from .. import capture, ftz, launchcheck, runtime
 from .. import tracing as _trace
 from . import sanitize
 from .compiler import Binary, KernelSpec, LaunchConfig, ParamSpec
@@ -296,7 +296,6 @@ class Function:
         # CuPy compiles every kernel with -ftz=true: cupysim/ftz.py
         flush = ftz.single_precision(a for a in (*reads, *writes) if hasattr(a, "dtype"))
         cfg = LaunchConfig(grid, block, shared_mem, _workers(), flush)
-        err = ctypes.create_string_buffer(_ERRLEN)
         name = self.spec.expression
         if _trace.active:
             ops = tuple(a for a in (*reads, *writes) if hasattr(a, "dtype"))
@@ -308,12 +307,30 @@ class Function:
             ):
                 launchcheck.record(launchcheck.Launch(name, grid, block, shared_mem))
             return
+        call = _Call(self.spec, cfg, buf)
+        if capture.captures:  # a CUDA graph replays the launch: same arguments, same memory
+            capture.offer(name, call, capture.owners_of((*reads, *writes)), name)
         if stream is not None:
             with stream, runtime.launch(name, reads, writes, kind=kind):
-                code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)
+                call()
         else:
             with runtime.launch(name, reads, writes, kind=kind):
-                code = self.spec.launch(ctypes.byref(cfg), ctypes.addressof(buf), err, _ERRLEN)
+                call()
+
+
+class _Call:
+    """One launch of a compiled kernel, by its arguments' bytes: run as often as a graph
+    replays it (the bytes hold the operands' addresses, not the arrays)."""
+
+    __slots__ = ("buf", "cfg", "spec")
+
+    def __init__(self, spec: KernelSpec, cfg: LaunchConfig, buf) -> None:
+        self.spec, self.cfg, self.buf = spec, cfg, buf
+
+    def __call__(self) -> None:
+        name = self.spec.expression
+        err = ctypes.create_string_buffer(_ERRLEN)
+        code = self.spec.launch(ctypes.byref(self.cfg), ctypes.addressof(self.buf), err, _ERRLEN)
         sanitize.raise_new_reports(name)
         if code == 0:
             return

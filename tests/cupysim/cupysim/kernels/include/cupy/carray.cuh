@@ -1,6 +1,10 @@
-// CArray and CIndexer as cupy/_core/include/cupy/carray.cuh defines them: the same
-// members, layout (the launcher passes arrays and indexers by value with these
-// bytes: cupy/_core/_carray.pyx) and indexing arithmetic.
+// The device-side array and indexer types CuPy's generated kernels and users' raw kernels
+// are written against (cupy/_core/include/cupy/carray.cuh declares them). Only their
+// interface and their data layout follow CuPy: the launcher packs arrays and indexers by
+// value as cupy/_core/_carray.pyx does, so the members are, in order,
+//   CArray<T, N, ...>: T* data; ptrdiff_t size; ptrdiff_t shape[N]; ptrdiff_t strides[N] (bytes)
+//   CIndexer<N, ...>:  ptrdiff_t size; ptrdiff_t shape[N]; ptrdiff_t index[N]
+// The bodies are the simulator's own.
 #pragma once
 
 namespace cupy {
@@ -30,9 +34,27 @@ struct is_same<T, T> {
 }  // namespace type_traits
 }  // namespace cupy
 
+// A grid-stride loop over [0, n): each thread starts at its global index and steps by the
+// number of threads in the grid.
 #define CUPY_FOR(i, n)                                                                   \
   for (ptrdiff_t i = static_cast<ptrdiff_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<ptrdiff_t>(blockDim.x) * gridDim.x)
+       i += static_cast<ptrdiff_t>(gridDim.x) * blockDim.x)
+
+namespace cupysim_detail {
+// Byte offset of a C-order flat index into an array of the given shape and byte strides.
+// The arithmetic type is I: 32-bit when CuPy's launcher chose 32-bit indexing, as on a GPU.
+template <typename I, int N>
+__device__ inline I flat_to_offset(I flat, const ptrdiff_t* shape, const ptrdiff_t* strides) {
+  I offset = 0;
+  for (int d = N - 1; d >= 1; --d) {
+    const I extent = static_cast<I>(shape[d]);
+    const I q = flat / extent;
+    offset += static_cast<I>(strides[d]) * (flat - q * extent);
+    flat = q;
+  }
+  return offset + static_cast<I>(strides[0]) * flat;
+}
+}  // namespace cupysim_detail
 
 template <typename T, int _ndim, bool _c_contiguous = false, bool _use_32bit_indexing = false>
 class CArray {
@@ -45,57 +67,53 @@ class CArray {
  private:
   T* data_;
   ptrdiff_t size_;
-  ptrdiff_t shape_[ndim];
-  ptrdiff_t strides_[ndim];
+  ptrdiff_t shape_[_ndim];
+  ptrdiff_t strides_[_ndim];
+
+  __device__ const T* at_bytes(index_t offset) const {
+    return reinterpret_cast<const T*>(reinterpret_cast<const char*>(data_) + offset);
+  }
 
  public:
+  __device__ CArray() : data_(NULL), size_(1) {
+    for (int d = 0; d < _ndim; ++d) shape_[d] = strides_[d] = 0;
+  }
   template <typename Int1, typename Int2>
   __device__ CArray(T* data, const Int1* shape, const Int2* strides) : data_(data), size_(1) {
-    for (int i = 0; i < _ndim; i++) {
-      size_ *= shape[i];
-      shape_[i] = shape[i];
-      strides_[i] = strides[i];
+    for (int d = 0; d < _ndim; ++d) {
+      shape_[d] = shape[d];
+      strides_[d] = strides[d];
+      size_ *= shape_[d];
     }
-  }
-  __device__ CArray() : data_(NULL), size_(1) {
-    memset(shape_, 0, sizeof(shape_));
-    memset(strides_, 0, sizeof(strides_));
   }
   __device__ ptrdiff_t size() const { return size_; }
   __device__ const ptrdiff_t* shape() const { return shape_; }
   __device__ const ptrdiff_t* strides() const { return strides_; }
 
+  // An N-d index: the sum of index times byte stride per axis.
   template <typename Int>
-  __device__ T& operator[](const Int (&idx)[ndim]) {
-    return const_cast<T&>(const_cast<const CArray&>(*this)[idx]);
+  __device__ const T& operator[](const Int (&idx)[_ndim]) const {
+    index_t offset = 0;
+    for (int d = 0; d < _ndim; ++d) offset += static_cast<index_t>(idx[d]) * static_cast<index_t>(strides_[d]);
+    return *at_bytes(offset);
   }
   template <typename Int>
-  __device__ const T& operator[](const Int (&idx)[ndim]) const {
-    index_t diff = 0;
-    for (int dim = 0; dim < ndim; ++dim) {
-      diff += static_cast<index_t>(strides_[dim]) * static_cast<index_t>(idx[dim]);
-    }
-    const char* ptr = reinterpret_cast<const char*>(data_);
-    return *reinterpret_cast<const T*>(ptr + diff);
+  __device__ T& operator[](const Int (&idx)[_ndim]) {
+    return const_cast<T&>(static_cast<const CArray&>(*this)[idx]);
   }
-  __device__ T& operator[](ptrdiff_t i) {
-    return const_cast<T&>(const_cast<const CArray&>(*this)[i]);
+  // A flat index in C order, unravelled against the shape (a plain element offset when the
+  // array is known to be C-contiguous).
+  __device__ const T& operator[](ptrdiff_t flat) const {
+    if (_c_contiguous) return data_[flat];
+    return *at_bytes(
+        cupysim_detail::flat_to_offset<index_t, _ndim>(static_cast<index_t>(flat), shape_, strides_));
   }
-  __device__ const T& operator[](ptrdiff_t idx) const {
-    if (c_contiguous) return data_[idx];
-    index_t diff = 0;
-    index_t i = static_cast<index_t>(idx);
-    for (int dim = ndim; --dim > 0;) {
-      index_t shape_dim = static_cast<index_t>(shape_[dim]);
-      diff += static_cast<index_t>(strides_[dim]) * (i % shape_dim);
-      i /= shape_dim;
-    }
-    diff += static_cast<index_t>(strides_[0]) * i;
-    const char* ptr = reinterpret_cast<const char*>(data_);
-    return *reinterpret_cast<const T*>(ptr + diff);
+  __device__ T& operator[](ptrdiff_t flat) {
+    return const_cast<T&>(static_cast<const CArray&>(*this)[flat]);
   }
 };
 
+// A 0-d (scalar) array: one element whatever the index.
 template <typename T, bool _use_32bit_indexing>
 class CArray<T, 0, true, _use_32bit_indexing> {
  private:
@@ -123,47 +141,47 @@ class CIndexer {
   static const int ndim = _ndim;
 
  private:
+  typedef ptrdiff_t multi_index[_ndim];
   ptrdiff_t size_;
-  ptrdiff_t shape_[ndim];
-  ptrdiff_t index_[ndim];
-  typedef ptrdiff_t index_t[ndim];
+  ptrdiff_t shape_[_ndim];
+  ptrdiff_t index_[_ndim];
+
+  // Unravel a flat C-order index in the integer type I. Power-of-two extents use a mask
+  // and a shift, others a division, as CuPy's indexer does on the device.
+  template <typename I>
+  __device__ void unravel(I flat) {
+    for (int d = _ndim - 1; d >= 1; --d) {
+      const I extent = static_cast<I>(shape_[d]);
+      if ((extent & (extent - 1)) == 0) {
+        index_[d] = flat & (extent - 1);
+        flat >>= bits_below(extent);
+      } else {
+        const I q = flat / extent;
+        index_[d] = flat - q * extent;
+        flat = q;
+      }
+    }
+    index_[0] = flat;
+  }
+  static __device__ unsigned int bits_below(unsigned int p) { return __popc(p - 1); }
+  static __device__ unsigned long long bits_below(unsigned long long p) { return __popcll(p - 1); }
 
  public:
   __device__ CIndexer() : size_(1) {
-    memset(shape_, 0, sizeof(shape_));
-    memset(index_, 0, sizeof(index_));
+    for (int d = 0; d < _ndim; ++d) shape_[d] = index_[d] = 0;
   }
   __device__ ptrdiff_t size() const { return size_; }
-  __device__ const index_t& get() const { return index_; }
-  __device__ void set(ptrdiff_t i) {
-    if (ndim == 1) {
-      index_[0] = i;
-    } else if (!_use_32bit_indexing && size_ > 1LL << 31) {
-      _set(static_cast<unsigned long long int>(i));
+  __device__ const multi_index& get() const { return index_; }
+  // Index arithmetic is 32-bit unless 64-bit indexing was asked for and the iteration space
+  // is over 2**31 elements.
+  __device__ void set(ptrdiff_t flat) {
+    if (_ndim == 1) {
+      index_[0] = flat;
+    } else if (_use_32bit_indexing || size_ <= (1LL << 31)) {
+      unravel(static_cast<unsigned int>(flat));
     } else {
-      _set(static_cast<unsigned int>(i));
+      unravel(static_cast<unsigned long long>(flat));
     }
-  }
-
- private:
-  template <typename I>
-  __device__ void _set(I i) {
-    for (int dim = ndim; --dim > 0;) {
-      I s = static_cast<I>(shape_[dim]);
-      if (s & (s - 1)) {
-        I t = i / s;
-        index_[dim] = i - t * s;
-        i = t;
-      } else {
-        index_[dim] = i & (s - 1);
-        i >>= _log2(s);
-      }
-    }
-    index_[0] = i;
-  }
-  static unsigned int __device__ _log2(unsigned int x) { return __popc(x - 1); }
-  static unsigned long long int __device__ _log2(unsigned long long int x) {
-    return __popcll(x - 1);
   }
 };
 
@@ -180,23 +198,22 @@ class CIndexer<0, _use_32bit_indexing> {
   __device__ const ptrdiff_t* get() const { return NULL; }
 };
 
-__device__ int _floor_divide(int x, int y) {
+// Python's floor division for CuPy's floor_divide ufunc: rounds toward minus infinity, and
+// an integer division by zero gives 0 (CuPy's choice; NumPy warns and gives 0 too).
+template <typename I>
+__device__ inline I cupysim_floor_div_signed(I x, I y) {
   if (y == 0) return 0;
-  int q = x / y;
-  return q - (((x < 0) != (y < 0)) && q * y != x);
+  const I q = x / y;
+  const bool inexact = q * y != x;
+  const bool opposite_signs = (x < 0) != (y < 0);
+  return (inexact && opposite_signs) ? q - 1 : q;
 }
-__device__ long long _floor_divide(long long x, long long y) {
-  if (y == 0) return 0;
-  long long q = x / y;
-  return q - (((x < 0) != (y < 0)) && q * y != x);
-}
-__device__ unsigned _floor_divide(unsigned x, unsigned y) {
-  if (y == 0) return 0;
-  return x / y;
-}
+__device__ int _floor_divide(int x, int y) { return cupysim_floor_div_signed(x, y); }
+__device__ long long _floor_divide(long long x, long long y) { return cupysim_floor_div_signed(x, y); }
+__device__ unsigned _floor_divide(unsigned x, unsigned y) { return y == 0 ? 0u : x / y; }
 __device__ unsigned long long _floor_divide(unsigned long long x, unsigned long long y) {
-  if (y == 0) return 0;
-  return x / y;
+  return y == 0 ? 0ull : x / y;
 }
 __device__ float _floor_divide(float x, float y) { return floor(x / y); }
 __device__ double _floor_divide(double x, double y) { return floor(x / y); }
+
