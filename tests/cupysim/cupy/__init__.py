@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as _numpy
 from cupysim import _names
+from cupysim import ufunc as _ufunc
 from cupysim import wrap as _wrap
 
 from cupy import _core, cuda  # noqa: F401
@@ -23,7 +24,9 @@ __version__ = "14.2.0"
 _OWN_TYPES = {"ndarray", "ufunc", "flatiter", "broadcast", "poly1d", "vectorize"}
 for _n in _names.TYPES - _OWN_TYPES:
     globals()[_n] = getattr(_numpy, _n)
-for _n in _names.CONSTANTS:
+# CuPy's own grid and concatenation objects (NumPy's would build NumPy arrays)
+_OWN_CONSTANTS = {"c_", "r_", "mgrid", "ogrid"}
+for _n in _names.CONSTANTS - _OWN_CONSTANTS:
     globals()[_n] = getattr(_numpy, _n)
 
 # -- functions modelled by hand (creation, copies, cuBLAS products) -----------------------
@@ -31,10 +34,13 @@ _BLAS = ("dot", "matmul", "vdot", "inner", "tensordot")
 _MANUAL = {
     "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "empty",
     "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "copyto",
-    "astype", "fill_diagonal", "put", "place", "putmask", *_BLAS,
+    "astype", "fill_diagonal", "put", "place", "putmask", "meshgrid", *_BLAS,
 }  # fmt: skip
-for _n in _names.FUNCTIONS - _MANUAL:
+for _n in _names.FUNCTIONS - _MANUAL - _names.UFUNCS.keys():
     globals()[_n] = _wrap.function(_n, getattr(_numpy, _n))
+# CuPy's ufuncs are cupy.ufunc objects (cupy/_core/_kernel.pyx); aliases are one object
+globals().update(_ufunc.make_all())
+ufunc = _ufunc.ufunc
 for _n in _BLAS:
     globals()[_n] = _wrap.blas(_n, getattr(_numpy, _n), takes_out=_n in ("dot", "matmul"))
 
@@ -218,6 +224,8 @@ def get_default_pinned_memory_pool():
 
 
 from cupy import fft, linalg, random  # noqa: E402, F401
+from cupy._creation.ranges import meshgrid, mgrid, ogrid  # noqa: E402, F401
+from cupy._indexing.generate import c_, r_  # noqa: E402, F401
 
 # The kernel classes come from the kernel-execution half (cupy/_core/_kernel.py, raw.py).
 try:

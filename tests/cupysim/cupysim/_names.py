@@ -554,3 +554,243 @@ RANDOM = frozenset(
         "zipf",
     }
 )
+
+
+#: CuPy 14.2's ufuncs (``cupy._core._kernel.ufunc`` objects, read from the installed CuPy):
+#: attribute name -> (``ufunc.name``, nin, nout, the op of ``ufunc.at`` or None).
+UFUNCS = {
+    "abs": ("cupy_absolute", 1, 1, None),
+    "absolute": ("cupy_absolute", 1, 1, None),
+    "acos": ("cupy_arccos", 1, 1, None),
+    "acosh": ("cupy_arccosh", 1, 1, None),
+    "add": ("cupy_add", 2, 1, "add"),
+    "arccos": ("cupy_arccos", 1, 1, None),
+    "arccosh": ("cupy_arccosh", 1, 1, None),
+    "arcsin": ("cupy_arcsin", 1, 1, None),
+    "arcsinh": ("cupy_arcsinh", 1, 1, None),
+    "arctan": ("cupy_arctan", 1, 1, None),
+    "arctan2": ("cupy_arctan2", 2, 1, None),
+    "arctanh": ("cupy_arctanh", 1, 1, None),
+    "asin": ("cupy_arcsin", 1, 1, None),
+    "asinh": ("cupy_arcsinh", 1, 1, None),
+    "atan": ("cupy_arctan", 1, 1, None),
+    "atan2": ("cupy_arctan2", 2, 1, None),
+    "atanh": ("cupy_arctanh", 1, 1, None),
+    "bitwise_and": ("cupy_bitwise_and", 2, 1, "and"),
+    "bitwise_count": ("cupy_bitwise_count", 1, 1, None),
+    "bitwise_invert": ("cupy_invert", 1, 1, None),
+    "bitwise_left_shift": ("cupy_left_shift", 2, 1, None),
+    "bitwise_not": ("cupy_invert", 1, 1, None),
+    "bitwise_or": ("cupy_bitwise_or", 2, 1, "or"),
+    "bitwise_right_shift": ("cupy_right_shift", 2, 1, None),
+    "bitwise_xor": ("cupy_bitwise_xor", 2, 1, "xor"),
+    "cbrt": ("cupy_cbrt", 1, 1, None),
+    "ceil": ("cupy_ceil", 1, 1, None),
+    "conj": ("cupy_conjugate", 1, 1, None),
+    "conjugate": ("cupy_conjugate", 1, 1, None),
+    "copysign": ("cupy_copysign", 2, 1, None),
+    "cos": ("cupy_cos", 1, 1, None),
+    "cosh": ("cupy_cosh", 1, 1, None),
+    "deg2rad": ("cupy_deg2rad", 1, 1, None),
+    "degrees": ("cupy_rad2deg", 1, 1, None),
+    "divide": ("cupy_true_divide", 2, 1, None),
+    "divmod": ("cupy_divmod", 2, 2, None),
+    "equal": ("cupy_equal", 2, 1, None),
+    "exp": ("cupy_exp", 1, 1, None),
+    "exp2": ("cupy_exp2", 1, 1, None),
+    "expm1": ("cupy_expm1", 1, 1, None),
+    "fabs": ("cupy_fabs", 1, 1, None),
+    "fix": ("cupy_fix", 1, 1, None),
+    "float_power": ("cupy_float_power", 2, 1, None),
+    "floor": ("cupy_floor", 1, 1, None),
+    "floor_divide": ("cupy_floor_divide", 2, 1, None),
+    "fmax": ("cupy_fmax", 2, 1, None),
+    "fmin": ("cupy_fmin", 2, 1, None),
+    "fmod": ("cupy_fmod", 2, 1, None),
+    "frexp": ("cupy_frexp", 1, 2, None),
+    "gcd": ("cupy_gcd", 2, 1, None),
+    "greater": ("cupy_greater", 2, 1, None),
+    "greater_equal": ("cupy_greater_equal", 2, 1, None),
+    "heaviside": ("cupy_heaviside", 2, 1, None),
+    "hypot": ("cupy_hypot", 2, 1, None),
+    "i0": ("cupy_i0", 1, 1, None),
+    "invert": ("cupy_invert", 1, 1, None),
+    "isfinite": ("cupy_isfinite", 1, 1, None),
+    "isinf": ("cupy_isinf", 1, 1, None),
+    "isnan": ("cupy_isnan", 1, 1, None),
+    "lcm": ("cupy_lcm", 2, 1, None),
+    "ldexp": ("cupy_ldexp", 2, 1, None),
+    "left_shift": ("cupy_left_shift", 2, 1, None),
+    "less": ("cupy_less", 2, 1, None),
+    "less_equal": ("cupy_less_equal", 2, 1, None),
+    "log": ("cupy_log", 1, 1, None),
+    "log10": ("cupy_log10", 1, 1, None),
+    "log1p": ("cupy_log1p", 1, 1, None),
+    "log2": ("cupy_log2", 1, 1, None),
+    "logaddexp": ("cupy_logaddexp", 2, 1, None),
+    "logaddexp2": ("cupy_logaddexp2", 2, 1, None),
+    "logical_and": ("cupy_logical_and", 2, 1, None),
+    "logical_not": ("cupy_logical_not", 1, 1, None),
+    "logical_or": ("cupy_logical_or", 2, 1, None),
+    "logical_xor": ("cupy_logical_xor", 2, 1, None),
+    "maximum": ("cupy_maximum", 2, 1, "max"),
+    "minimum": ("cupy_minimum", 2, 1, "min"),
+    "mod": ("cupy_remainder", 2, 1, None),
+    "modf": ("cupy_modf", 1, 2, None),
+    "multiply": ("cupy_multiply", 2, 1, None),
+    "negative": ("cupy_negative", 1, 1, None),
+    "nextafter": ("cupy_nextafter", 2, 1, None),
+    "not_equal": ("cupy_not_equal", 2, 1, None),
+    "positive": ("cupy_positive", 1, 1, None),
+    "pow": ("cupy_power", 2, 1, None),
+    "power": ("cupy_power", 2, 1, None),
+    "rad2deg": ("cupy_rad2deg", 1, 1, None),
+    "radians": ("cupy_deg2rad", 1, 1, None),
+    "reciprocal": ("cupy_reciprocal", 1, 1, None),
+    "remainder": ("cupy_remainder", 2, 1, None),
+    "right_shift": ("cupy_right_shift", 2, 1, None),
+    "rint": ("cupy_rint", 1, 1, None),
+    "sign": ("cupy_sign", 1, 1, None),
+    "signbit": ("cupy_signbit", 1, 1, None),
+    "sin": ("cupy_sin", 1, 1, None),
+    "sinc": ("cupy_sinc", 1, 1, None),
+    "sinh": ("cupy_sinh", 1, 1, None),
+    "sqrt": ("cupy_sqrt", 1, 1, None),
+    "square": ("cupy_square", 1, 1, None),
+    "subtract": ("cupy_subtract", 2, 1, "sub"),
+    "tan": ("cupy_tan", 1, 1, None),
+    "tanh": ("cupy_tanh", 1, 1, None),
+    "true_divide": ("cupy_true_divide", 2, 1, None),
+    "trunc": ("cupy_trunc", 1, 1, None),
+}
+
+#: ``ufunc.types`` of each (CuPy's loops, ``in->out`` type characters), by ``ufunc.name``.
+UFUNC_TYPES = {
+    "cupy_absolute": (
+        "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->f D->d"
+    ),
+    "cupy_arccos": "e->e f->f d->d F->F D->D",
+    "cupy_arccosh": "e->e f->f d->d F->F D->D",
+    "cupy_add": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_arcsin": "e->e f->f d->d F->F D->D",
+    "cupy_arcsinh": "e->e f->f d->d F->F D->D",
+    "cupy_arctan": "e->e f->f d->d F->F D->D",
+    "cupy_arctan2": "ee->e ff->f dd->d FF->F DD->D",
+    "cupy_arctanh": "e->e f->f d->d F->F D->D",
+    "cupy_bitwise_and": "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_bitwise_count": "b->B B->B h->B H->B i->B I->B l->B L->B q->B Q->B",
+    "cupy_invert": "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q",
+    "cupy_left_shift": "bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_bitwise_or": "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_right_shift": "bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_bitwise_xor": "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_cbrt": "e->e f->f d->d",
+    "cupy_ceil": "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d",
+    "cupy_conjugate": (
+        "b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D"
+    ),
+    "cupy_copysign": "ee->e ff->f dd->d FF->F DD->D",
+    "cupy_cos": "e->e f->f d->d F->F D->D",
+    "cupy_cosh": "e->e f->f d->d F->F D->D",
+    "cupy_deg2rad": "e->e f->f d->d",
+    "cupy_rad2deg": "e->e f->f d->d",
+    "cupy_true_divide": "qq->d qQ->d Qq->d QQ->d ee->e ff->f dd->d FF->F DD->D",
+    "cupy_divmod": (
+        "bb->bb BB->BB hh->hh HH->HH ii->ii II->II ll->ll LL->LL qq->qq QQ->QQ ee->ee ff->ff dd->dd"
+    ),
+    "cupy_equal": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->? VV->?",
+    "cupy_exp": "e->e f->f d->d F->F D->D",
+    "cupy_exp2": "e->e f->f d->d F->F D->D",
+    "cupy_expm1": "e->e f->f d->d F->F D->D",
+    "cupy_fabs": "e->e f->f d->d",
+    "cupy_fix": "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d",
+    "cupy_float_power": "dd->d FF->D DD->D",
+    "cupy_floor": "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d",
+    "cupy_floor_divide": (
+        "bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f dd->d"
+    ),
+    "cupy_fmax": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_fmin": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_fmod": ("bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f dd->d"),
+    "cupy_frexp": "e->ei f->fi d->di",
+    "cupy_gcd": "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_greater": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->?",
+    "cupy_greater_equal": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->?",
+    "cupy_heaviside": "ee->e ff->f dd->d",
+    "cupy_hypot": "ee->e ff->f dd->d FF->F DD->D",
+    "cupy_i0": "e->e f->f d->d F->F D->D",
+    "cupy_isfinite": "e->? f->? d->? F->? D->?",
+    "cupy_isinf": "e->? f->? d->? F->? D->?",
+    "cupy_isnan": "e->? f->? d->? F->? D->?",
+    "cupy_lcm": "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q",
+    "cupy_ldexp": "ei->e fi->f el->e fl->f di->d dq->d",
+    "cupy_less": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->?",
+    "cupy_less_equal": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->?",
+    "cupy_log": "e->e f->f d->d F->F D->D",
+    "cupy_log10": "e->e f->f d->d F->F D->D",
+    "cupy_log1p": "e->e f->f d->d F->F D->D",
+    "cupy_log2": "e->e f->f d->d F->F D->D",
+    "cupy_logaddexp": "ee->e ff->f dd->d",
+    "cupy_logaddexp2": "ee->e ff->f dd->d",
+    "cupy_logical_and": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->?",
+    "cupy_logical_not": ("?->? b->? B->? h->? H->? i->? I->? l->? L->? q->? Q->? e->? f->? d->?"),
+    "cupy_logical_or": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->?",
+    "cupy_logical_xor": (
+        "??->? bb->? BB->? hh->? HH->? ii->? II->? ll->? LL->? qq->? QQ->? ee->? ff->? dd->?"
+    ),
+    "cupy_maximum": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_minimum": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_remainder": (
+        "bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f dd->d"
+    ),
+    "cupy_modf": "e->ee f->ff d->dd",
+    "cupy_multiply": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_negative": (
+        "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D"
+    ),
+    "cupy_nextafter": "ee->e ff->f dd->d FF->F DD->D",
+    "cupy_not_equal": "??->? qq->? QQ->? qQ->? Qq->? ee->? ff->? dd->? FF->? DD->? VV->?",
+    "cupy_positive": (
+        "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D"
+    ),
+    "cupy_power": (
+        "??->b bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_reciprocal": (
+        "b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D"
+    ),
+    "cupy_rint": "e->e f->f d->d F->F D->D",
+    "cupy_sign": "b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D",
+    "cupy_signbit": "e->? f->? d->?",
+    "cupy_sin": "e->e f->f d->d F->F D->D",
+    "cupy_sinc": "e->e f->f d->d F->F D->D",
+    "cupy_sinh": "e->e f->f d->d F->F D->D",
+    "cupy_sqrt": "e->e f->f d->d F->F D->D",
+    "cupy_square": ("b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d F->F D->D"),
+    "cupy_subtract": (
+        "??->? bb->b BB->B hh->h HH->H ii->i II->I ll->l LL->L qq->q QQ->Q ee->e ff->f "
+        "dd->d FF->F DD->D"
+    ),
+    "cupy_tan": "e->e f->f d->d F->F D->D",
+    "cupy_tanh": "e->e f->f d->d F->F D->D",
+    "cupy_trunc": "?->? b->b B->B h->h H->H i->i I->I l->l L->L q->q Q->Q e->e f->f d->d",
+}

@@ -288,6 +288,18 @@ def _execute_p2p(clique: _Clique, send: _Op, recv: _Op) -> None:
             streams._join(o.stream.clock, merged)
 
 
+class NcclConfig:
+    """nccl.pyx ``NcclConfig``: the configuration of a communicator's creation (NCCL 2.17+;
+    CuPy exposes ``split_share`` only)."""
+
+    def __init__(self, split_share=0) -> None:
+        self._split_share = split_share
+
+    @property
+    def split_share(self):
+        return self._split_share
+
+
 class NcclCommunicator:
     """One rank of a communicator (made by ``initAll`` in a single process)."""
 

@@ -421,8 +421,9 @@ def library_of(name: str) -> str:
 
 
 #: CuPy's elementwise kernels among the simulator's named operations (core.pyx ``fill``,
-#: ``copyto``, ``astype`` and ``elementwise_copy`` are ElementwiseKernels).
-_ELEMENTWISE = frozenset({"fill", "copyto", "astype", "elementwise_copy"})
+#: ``copyto``, ``astype`` and ``elementwise_copy`` are ElementwiseKernels; ``fix``, ``i0``
+#: and ``sinc`` are CuPy ufuncs NumPy has as plain functions).
+_ELEMENTWISE = frozenset({"fill", "copyto", "astype", "elementwise_copy", "fix", "i0", "sinc"})
 
 
 def _is_elementwise(name: str) -> bool:

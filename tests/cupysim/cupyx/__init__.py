@@ -14,6 +14,10 @@ def empty_pinned(shape, dtype=float, order="C"):
     shape = (shape,) if isinstance(shape, (int, _numpy.integer)) else tuple(shape)
     nbytes = int(_numpy.prod(shape, dtype=_numpy.int64)) * _numpy.dtype(dtype).itemsize
     mem = cupy.cuda.alloc_pinned_memory(nbytes)
+    if nbytes == 0:
+        # cupy/cuda/pinned_memory.pyx: zero bytes are a NULL pointer, and NumPy given a
+        # NULL buffer allocates the (empty) array itself, with zero strides
+        return _numpy.ndarray(shape, dtype=dtype, order=order)
     return _numpy.ndarray(shape, dtype=dtype, buffer=mem._buffer(nbytes), order=order)
 
 

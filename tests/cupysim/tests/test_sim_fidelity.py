@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import threading
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -287,3 +288,164 @@ def test_potrs_spreads_nan_as_cusolver_does(cp):
     L = cp.asarray(np.array([[2.0, 0.0], [np.nan, 3.0]]))
     x = lapack.potrs(L, cp.ones(2), lower=True)
     assert np.isnan(x.get()).any()
+
+
+def _rng(request):
+    """Random inputs seeded from the test's id (stable across processes)."""
+    return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def test_ufuncs_are_objects_with_cupys_rules(cp):
+    # cupy/_core/_kernel.pyx ufunc: an object with CuPy's name; aliases are one object
+    assert isinstance(cp.add, cp.ufunc) and cp.abs is cp.absolute
+    assert (cp.add.name, cp.add.nin, cp.add.nout, cp.divmod.nout) == ("cupy_add", 2, 1, 2)
+    assert "ff->f" in cp.add.types
+    # NumPy's where= is not CuPy's; an output of the wrong kind is refused, inputs are not
+    with pytest.raises(TypeError, match="Wrong arguments"):
+        cp.add(cp.ones(2), 1, where=cp.ones(2, bool))
+    with pytest.raises(TypeError, match="Cannot cast output operand"):
+        cp.add(cp.ones(2), 1.5, out=cp.zeros(2, cp.int64))
+    # _routines_math.pyx: an integer power with a negative exponent computes (NumPy raises)
+    base = cp.array([-1, 1, 2, -2])
+    assert (cp.power(base, cp.array([-3, -3, -1, -2])).get() == [-1, 1, 0, 0]).all()
+
+
+def test_ufunc_methods_reached_through_numpy(cp, request):
+    a_h = _rng(request).integers(-9, 9, (4, 5)).astype(np.int64)
+    b_h = _rng(request).integers(-9, 9, 3).astype(np.int64)
+    a, b = cp.asarray(a_h), cp.asarray(b_h)
+    assert (np.add.outer(a, b).get() == np.add.outer(a_h, b_h)).all()
+    assert (np.add.reduce(a, axis=0).get() == a_h.sum(0)).all()
+    assert (np.multiply.accumulate(a, axis=1).get() == np.cumprod(a_h, 1)).all()
+    idx = np.array([0, 3, 1, 4])
+    assert (np.add.reduceat(a, cp.asarray(idx), axis=1).get() == np.add.reduceat(a_h, idx, 1)).all()
+    x_h = np.zeros(5, np.int64)
+    np.add.at(x_h, [0, 0, 3], 2)
+    x = cp.zeros(5, cp.int64)
+    np.add.at(x, cp.array([0, 0, 3]), 2)
+    assert (x.get() == x_h).all()
+    # _routines_indexing.pyx: the atomic scatter exists for some dtypes only
+    with pytest.raises(TypeError, match="only supports"):
+        cp.subtract.at(cp.zeros(3, cp.float64), cp.array([0]), 1.0)
+
+
+def test_ndarray_subclass_flows_through_views_and_ufuncs(cp):
+    class Tagged(cp.ndarray):
+        def __array_finalize__(self, obj):
+            self.tag = getattr(obj, "tag", "new")
+
+    t = cp.arange(4.0).view(Tagged)
+    assert type(t) is Tagged and t.tag == "new"
+    t.tag = "mine"
+    r = cp.add(t, 1)
+    assert type(r) is Tagged and r.tag == "mine"
+    assert type(cp.add(cp.ones(4), 1)) is cp.ndarray
+    with pytest.raises(ValueError, match="sub-type of ndarray"):
+        t.view(type=np.ndarray)
+
+
+def test_truth_astype_and_get_rules(cp):
+    # core.pyx __nonzero__: an empty array is False, with a DeprecationWarning
+    with pytest.warns(DeprecationWarning):
+        assert not bool(cp.empty(0))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(cp.ones(2))
+    # core.pyx astype: copy=False may return the array itself; casting= is not supported
+    a = cp.ones(3)
+    assert a.astype(cp.float64, copy=False) is a
+    with pytest.raises(TypeError, match="casting is not supported"):
+        a.astype(cp.float32, casting="safe")
+    # core.pyx get: out must be contiguous
+    with pytest.raises(RuntimeError, match="non-contiguous"):
+        cp.ones((2, 2)).get(out=np.empty((2, 4))[:, ::2])
+
+
+def test_grids_and_concatenators_make_device_arrays(cp, request):
+    x_h, y_h = _rng(request).random(3), _rng(request).random(4)
+    x, y = cp.asarray(x_h), cp.asarray(y_h)
+    for kw in ({}, {"indexing": "ij"}, {"sparse": True}, {"copy": False}):
+        got, want = cp.meshgrid(x, y, **kw), np.meshgrid(x_h, y_h, **kw)
+        assert isinstance(got, tuple) and all(isinstance(g, cp.ndarray) for g in got)
+        assert all((g.get() == w).all() for g, w in zip(got, want, strict=True))
+    with pytest.raises(ValueError, match="1d"):
+        cp.meshgrid(cp.ones((2, 2)), x)
+    assert isinstance(cp.mgrid[0:3, 0:2], cp.ndarray)
+    lo, hi = cp.zeros(3)[:, None], cp.ones(3)[:, None]
+    assert np.allclose(cp.mgrid[lo:hi:5j].get(), np.mgrid[lo.get() : hi.get() : 5j])
+    assert all(isinstance(g, cp.ndarray) for g in cp.ogrid[0:3, 0:2])
+    assert (cp.r_[x, 0.0, y].get() == np.r_[x_h, 0.0, y_h]).all()
+    assert (cp.c_[x, x].get() == np.c_[x_h, x_h]).all()
+
+
+def test_fft_plan_choice_and_output_order(cp, request):
+    from cupy.fft._fft import _default_fft_func, _fft, _fftn
+
+    a_h = _rng(request).random((4, 6, 5)) + 1j * _rng(request).random((4, 6, 5))
+    a = cp.asarray(a_h)
+    # cupy/fft/_fft.py: one N-D plan for adjacent axes with an end axis, else 1-D plans
+    assert _default_fft_func(a, axes=(0, 1)) is _fftn
+    assert _default_fft_func(a, axes=(0, 2)) is _fft
+    assert _default_fft_func(a, axes=(1,)) is _fft
+    f = cp.asfortranarray(a)
+    out = cp.fft.fftn(f, axes=(0, 1))
+    assert out.flags.f_contiguous  # an N-D plan keeps the input's order
+    ref = np.fft.fftn(a_h, axes=(0, 1))
+    assert np.linalg.norm(out.get() - ref) <= 1e-12 * np.linalg.norm(ref)
+    # a middle axis by 1-D plans comes back as a swapped view
+    mid = cp.fft.fft(a, axis=1)
+    assert not mid.flags.c_contiguous and not mid.flags.f_contiguous
+    ref = np.fft.fft(a_h, axis=1)
+    assert np.linalg.norm(mid.get() - ref) <= 1e-12 * np.linalg.norm(ref)
+    # single precision stays single; norm is checked
+    assert cp.fft.rfft(cp.ones(8, cp.float16)).dtype == cp.complex64
+    with pytest.raises(ValueError, match="Invalid norm"):
+        cp.fft.fft(a, norm="none")
+    with pytest.raises(TypeError, match=r"must be a cupy\.ndarray"):
+        cp.fft.fft(a_h)
+
+
+def test_fft_plan_cache_as_cupys(cp):
+    cache = cp.fft.config.get_plan_cache()
+    size = cache.get_size()
+    try:
+        cache.clear()
+        cache.set_size(2)
+        for n in (8, 9, 10):
+            cp.fft.fft(cp.ones(n, cp.complex64))
+        # least recently used out first; iteration is most recent first
+        assert cache.get_curr_size() == 2
+        assert [node.plan.nx for _, node in cache] == [10, 9]
+        assert cache.get_curr_memsize() > 0  # plans hold pool memory
+    finally:
+        cache.clear()
+        cache.set_size(size)
+
+
+def test_random_state_is_per_device_and_shared_by_threads(cp):
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(cp.random.get_random_state()))
+    t.start()
+    t.join()
+    assert seen[0] is cp.random.get_random_state()
+
+
+def test_stubs_fail_loudly(cp):
+    with pytest.raises(NotImplementedError, match="managed memory"):
+        cp.cuda.memory.malloc_managed(8)
+    with pytest.raises(NotImplementedError, match="texture memory"):
+        cp.cuda.texture.ChannelFormatDescriptor(32, 0, 0, 0, 0)
+    with cp.cuda.using_allocator(None), pytest.raises(ValueError, match="using_allocator"):
+        cp.cuda.set_allocator(None)
+
+
+def test_eigh_takes_float16_and_float16_kernels_compile(cp, request):
+    m_h = _rng(request).random((3, 3))
+    m_h = (m_h + m_h.T).astype(np.float16)
+    w = cp.linalg.eigvalsh(cp.asarray(m_h))
+    assert w.dtype == cp.float16
+    ref = np.linalg.eigvalsh(m_h.astype(np.float64))
+    assert np.linalg.norm(w.get() - ref) <= 1e-2 * np.linalg.norm(ref)
+    k = cp.ElementwiseKernel("T x", "T y", "y = x * x + (T)1", "sq_plus_one")
+    x_h = _rng(request).random(5).astype(np.float16)
+    got = k(cp.asarray(x_h)).get()
+    assert got.dtype == np.float16 and np.allclose(got, x_h * x_h + 1, rtol=2e-3)

@@ -549,12 +549,19 @@ def _get_out_args_with_params(out_args, out_types, out_shape, out_params, is_siz
 # --- code generation ---------------------------------------------------------------------
 
 
+def _type_decls(type_map, arginfos) -> str:
+    """``_scalar.pyx: get_typename(dtype, type_decls)``: the header a type needs
+    (``cupy/float16.cuh`` for float16), before the typedefs that use it."""
+    dtypes = {t for _, t in type_map._pairs} | {a.dtype for a in arginfos if a.dtype is not None}
+    return '#include "cupy/float16.cuh"\n' if np.dtype(np.float16) in dtypes else ""
+
+
 def _get_simple_elementwise_kernel_code(
     params, arginfos, operation, name, type_map, preamble, loop_prep="", after_loop=""
 ):
     """``_kernel.pyx: _get_simple_elementwise_kernel_code``."""
     return string.Template("""
-    ${typedef_preamble}
+    ${type_decls}${typedef_preamble}
     ${preamble}
     extern "C" __global__ void ${name}(${params}) {
       ${loop_prep};
@@ -566,6 +573,7 @@ def _get_simple_elementwise_kernel_code(
       ${after_loop};
     }
     """).substitute(
+        type_decls=_type_decls(type_map, arginfos),
         typedef_preamble=type_map.get_typedef_code(),
         params=_get_kernel_params(params, arginfos),
         operation=operation,

@@ -33,6 +33,7 @@ from ._kernel import (
     _memoize,
     _preprocess_args,
     _reduce_dims,
+    _type_decls,
     _TypeMap,
     _View,
 )
@@ -64,7 +65,7 @@ def _create_reduction_function_code(
     ``_i`` (output), ``_j`` (input), ``_J``, ``_type_reduce``, ``a``/``b`` in the
     reduction and ``a`` in the post-map."""
     return string.Template("""
-${type_preamble}
+${type_decls}${type_preamble}
 ${preamble}
 typedef ${reduce_type} _type_reduce;
 #define REDUCE(a, b) (${reduce_expr})
@@ -119,6 +120,7 @@ extern "C" __global__ void ${name}(${params}) {
         reduce_expr=reduce_expr,
         pre_map_expr=pre_map_expr,
         post_map_expr=post_map_expr,
+        type_decls=_type_decls(type_map, arginfos),
         type_preamble=type_map.get_typedef_code(),
         input_expr=input_expr,
         output_expr=output_expr,

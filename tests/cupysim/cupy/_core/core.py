@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import warnings
 
 import numpy as np
 from cupysim import capture as _capture
@@ -31,8 +32,6 @@ from cupysim import streams as _streams
 from cupysim import tracing as _trace
 from cupysim.config import config as _config
 from cupysim.runtime import check_peer_access as _check_peer_access
-
-_EMPTY = np.empty(0, np.uint8)
 
 
 def _memory():
@@ -60,7 +59,9 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
     storage = mp.mem._storage
     if storage is None or storage.host is None:
         if any(n == 0 for n in shape):
-            return np.ndarray(shape, dtype, buffer=_EMPTY, offset=0, strides=strides)
+            # a buffer of its own, so that a view of an empty array is told from a new one
+            # (_view_source)
+            return np.ndarray(shape, dtype, buffer=np.empty(0, np.uint8), strides=strides)
         raise RuntimeError(f"simulator bug: {mp.ptr:#x} has no host storage ({mp.mem!r})")
     offset = mp.ptr - storage.ptr
     if all(n > 0 for n in shape):
@@ -78,13 +79,21 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
     return np.ndarray(shape, dtype, buffer=storage.host, offset=offset, strides=strides)
 
 
-def _make(view: np.ndarray, mp, dev: int, base=None) -> ndarray:
-    a = ndarray.__new__(ndarray)
+def _make(view: np.ndarray, mp, dev: int, base=None, cls=None) -> ndarray:
+    a = object.__new__(ndarray if cls is None else cls)
     a._np = view
     a.data = mp
     a._dev = dev
     a.base = base
     return a
+
+
+def _as_subtype(a: ndarray, subtype, obj) -> ndarray:
+    """``a`` as an instance of the ndarray subclass ``subtype`` (core.pyx ``_ndarray_init``
+    with a subtype: ``__array_finalize__(obj)`` is called on it)."""
+    v = _make(a._npv, a.data, a._dev, a.base, subtype)
+    v.__array_finalize__(obj)
+    return v
 
 
 def _normalize_order(order, allow_k: bool = True) -> str:
@@ -243,16 +252,28 @@ def _view_source(r: np.ndarray, found):
         if s is not None and s.host is not None and s.ptr <= addr <= s.ptr + s.size:
             if r.size == 0 or addr < s.ptr + s.size:
                 return x
+        elif r.size == 0 and x.size == 0 and r.base is not None:
+            own = x._np.base  # an empty array without memory has a buffer of its own
+            if r.base is x._np or (own is not None and r.base is own):
+                return x
     return None
 
 
-def _view_of(x: ndarray, r: np.ndarray) -> ndarray:
+def _view_of(x: ndarray, r: np.ndarray, cls=None) -> ndarray:
+    """A view of ``x`` over NumPy's view ``r`` of its memory (core.pyx ``_view``: of x's
+    class unless ``cls`` is given, with ``__array_finalize__(x)`` for a subclass; always
+    writeable, so NumPy's read-only or warn-on-write views are rebuilt over the memory)."""
     mem = x.data.mem
-    addr = r.__array_interface__["data"][0]
-    mp = _memory().MemoryPointer(mem, addr - mem.ptr)
-    if not r.flags.writeable:
-        r = _np_over(mp, r.shape, r.dtype, r.strides)
-    return _make(r, mp, x._dev, x.base if x.base is not None else x)
+    if mem._storage is None or mem._storage.host is None:
+        mp = x.data  # an empty array without memory
+    else:
+        mp = _memory().MemoryPointer(mem, r.__array_interface__["data"][0] - mem.ptr)
+    r = _np_over(mp, r.shape, r.dtype, r.strides)
+    cls = type(x) if cls is None else cls
+    v = _make(r, mp, x._dev, x.base if x.base is not None else x, cls)
+    if cls is not ndarray:
+        v.__array_finalize__(x)
+    return v
 
 
 _SCALARS = (np.generic, bool, int, float, complex)
@@ -266,6 +287,10 @@ def _convert(r, found: list, new: list, meta: bool):
         view_of = _view_source(r, found)
         if view_of is not None:
             return _view_of(view_of, r)
+        if r.dtype.byteorder == ">":
+            # host data (fromfile of '>u4') reaches the device as core.pyx _array_default
+            # uploads it: byte-swapped to little-endian (_dtype.pxd normalize_dtype)
+            r = r.astype(r.dtype.newbyteorder("<"))
         _check_dtype(r.dtype)
         a = _empty_like_layout(r)
         new.append((a, r))
@@ -432,8 +457,8 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=
         host = _unwrap(obj, found)
         r = np.array(host, dtype=dtype, ndmin=ndmin, order="F" if order in ("F", "f") else "C")
         return _wrap("concatenate", r, found)
-    if copy is False and not isinstance(obj, ndarray):
-        raise ValueError("Unable to avoid copy while creating an array as requested.")
+    # core.pyx _array_default: host data is copied whatever ``copy`` says (only a system
+    # with unified memory, which the simulator is not, could skip the copy)
     host = np.array(obj, dtype=dtype, copy=None, ndmin=ndmin)
     if host.dtype == np.float128 if hasattr(np, "float128") else False:
         raise ValueError("Unsupported dtype float128")
@@ -525,10 +550,12 @@ def _method(name: str, sync: bool = False):
     return method
 
 
-def _binary(ufunc, reflected: bool = False):
+def _binary(ufunc, reflected: bool = False, compare: bool = False):
     name = ufunc.__name__
 
     def op(self, other):
+        import cupy
+
         if not isinstance(other, ndarray):
             y_ufunc = getattr(other, "__array_ufunc__", _MISSING)
             if y_ufunc is _MISSING:
@@ -536,8 +563,18 @@ def _binary(ufunc, reflected: bool = False):
                     return NotImplemented
             elif y_ufunc is None:
                 return NotImplemented
-        import cupy
-
+            if compare:
+                # core.pyx __richcmp__: a 0-d NumPy array is its scalar; None and objects
+                # with object's __eq__ (and __ne__) equal no element
+                if isinstance(other, np.ndarray) and other.ndim == 0:
+                    other = other.item()
+                default_eq = type(other).__eq__ is object.__eq__
+                if name == "equal" and (default_eq or other is None):
+                    return cupy.zeros(self.shape, dtype=cupy.bool_)
+                if name == "not_equal" and (
+                    (default_eq and type(other).__ne__ is object.__ne__) or other is None
+                ):
+                    return cupy.ones(self.shape, dtype=cupy.bool_)
         f = getattr(cupy, name)
         return f(other, self) if reflected else f(self, other)
 
@@ -575,7 +612,11 @@ class _ndarray_base:
     def _np(self, view: np.ndarray) -> None:
         self._npv = view
 
-    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+    def __init__(self, *args, **kwargs):
+        # core.pyx: the base must not be made directly; ndarray.__new__ calls _init
+        raise RuntimeError("Must not be directly instantiated")
+
+    def _init(self, shape, dtype=float, memptr=None, strides=None, order="C"):
         shape = _get_size(shape)
         dtype = np.dtype(dtype)
         order = "C" if order is None or _normalize_order(order) == "C" else "F"
@@ -743,17 +784,29 @@ class _ndarray_base:
                 raise ValueError("The 'out' parameter must have exactly one array value")
             inout += out
             kwargs["out"] = out[0]
+        # core.pyx __array_ufunc__: the CuPy ufunc of the same name, or its method
+        if method not in ("__call__", "outer", "at", "reduce", "accumulate", "reduceat"):
+            return NotImplemented
+        name = ufunc.__name__
+        func = getattr(cupy, name, None)
+        if func is None or (method != "__call__" and not hasattr(func, method)):
+            return NotImplemented
         if method != "__call__":
-            return NotImplemented
-        func = getattr(cupy, ufunc.__name__, None)
-        if func is None:
-            return NotImplemented
+            func = getattr(func, method)
         for x in inout:
             if not (
-                isinstance(x, (_ndarray_base, np.ndarray, np.generic, bool, int, float, complex))
+                type(x) in (bool, int, float, complex)
+                or (isinstance(x, np.generic) and x.dtype.char in _TYPE_CHARS)
+                or isinstance(x, (_ndarray_base, np.ndarray))
                 or hasattr(x, "__cuda_array_interface__")
+                or hasattr(x, "__cupy_get_ndarray__")
             ):
                 return NotImplemented
+        if name in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"):
+            # numpy/numpy#12142: a 0-d NumPy operand is taken as its scalar
+            inputs = tuple(
+                x.item() if isinstance(x, np.ndarray) and x.ndim == 0 else x for x in inputs
+            )
         return func(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -785,6 +838,11 @@ class _ndarray_base:
             if self.shape != out.shape:
                 raise ValueError(
                     f"Shape mismatch. Expected shape: {self.shape}, actual shape: {out.shape}"
+                )
+            if not (out.flags.c_contiguous or out.flags.f_contiguous):
+                # core.pyx get: the copy lands in a contiguous ``out`` only
+                raise RuntimeError(
+                    "`out` cannot be specified when copying to non-contiguous ndarray"
                 )
             host = out
         else:
@@ -877,7 +935,22 @@ class _ndarray_base:
         return bytes(self.get())
 
     def __bool__(self):
-        return bool(self.get())
+        # core.pyx __nonzero__: an empty array is False with a DeprecationWarning
+        if self.size == 0:
+            warnings.warn(
+                "The truth value of an empty array is ambiguous. Returning False, but in "
+                "future this will result in an error. Use `array.size > 0` to check that an "
+                "array is not empty.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return False
+        if self.size == 1:
+            return bool(self.get())
+        raise ValueError(
+            "The truth value of an array with more than one element is ambiguous. Use a.any() "
+            "or a.all()"
+        )
 
     def __repr__(self):
         return repr(self.get())
@@ -919,25 +992,31 @@ class _ndarray_base:
 
     # -- copies and dtype
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
-        return self._astype(dtype, order=order, casting=casting, copy=copy)
+        # core.pyx astype: copy=False means "if needed" (None) here
+        return self._astype(dtype, order, casting, subok, True if copy else None)
 
-    def _astype(self, dtype, order="K", casting=None, copy=True):
+    def _astype(self, dtype, order="K", casting=None, subok=None, copy=True):
+        """core.pyx ``_astype``: ``copy=False`` refuses to copy, ``None`` copies if needed;
+        ``casting`` and ``subok`` are refused ("not supported yet")."""
+        if casting is not None:
+            raise TypeError("casting is not supported yet")
+        if subok is not None:
+            raise TypeError("subok is not supported yet")
         dtype = np.dtype(dtype)
-        if casting is not None and not np.can_cast(self.dtype, dtype, casting):
-            raise TypeError(
-                f"Cannot cast array data from {self.dtype} to {dtype} according to the rule "
-                f"'{casting}'"
-            )
-        o = (order or "K").upper()
-        if o == "A":
-            o = "F" if self.flags.f_contiguous and not self.flags.c_contiguous else "C"
-        if not copy and dtype == self.dtype:
+        o = _normalize_order("K" if order is None else order)
+        f = self.flags
+        if dtype == self.dtype and not copy:
             if (
                 o == "K"
-                or (o == "C" and self.flags.c_contiguous)
-                or (o == "F" and self.flags.f_contiguous)
+                or (o == "A" and (f.c_contiguous or f.f_contiguous))
+                or (o == "C" and f.c_contiguous)
+                or (o == "F" and f.f_contiguous)
             ):
                 return self
+        if not copy and copy is not None:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        if o == "A":
+            o = "F" if f.f_contiguous and not f.c_contiguous else "C"
         with _ftz.flushing(_ftz.single_precision((self.dtype, dtype))):
             r = self._np.astype(dtype, order=o, copy=True)
         out = _empty_like_layout(r) if o == "K" else _empty(r.shape, dtype, o)
@@ -973,9 +1052,22 @@ class _ndarray_base:
         return new
 
     def view(self, dtype=None, array_class=None):
-        if dtype is None:
-            return _view_of(self, self._np.view())
-        return _view_of(self, self._np.view(np.dtype(dtype)))
+        """A view of the same memory (core.pyx ``view``). A new ``dtype`` reinterprets the
+        elements, NumPy's rules giving the shape and refusing what CuPy refuses (a 0-d
+        array or a strided last axis changing itemsize); an ndarray subclass, given as
+        ``dtype`` or ``array_class``, is the class of the view."""
+
+        def subclass(t) -> bool:
+            return isinstance(t, type) and issubclass(t, ndarray)
+
+        if subclass(dtype):
+            if array_class is not None:
+                raise ValueError("Cannot specify output type twice.")
+            dtype, array_class = None, dtype
+        if array_class is not None and not subclass(array_class):
+            raise ValueError("Type must be a sub-type of ndarray type")
+        r = self._np.view() if dtype is None else self._np.view(np.dtype(dtype))
+        return _view_of(self, r, array_class)
 
     def fill(self, value) -> None:
         """core.pyx ``fill``: a memset for zero on C-contiguous arrays, else a kernel."""
@@ -989,7 +1081,8 @@ class _ndarray_base:
         v = np.asarray(value, dtype=self.dtype)
         if v.shape != ():
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
-        if v == 0 and self.flags.c_contiguous and self.dtype.kind != "V":
+        # (a structured value cannot be compared with 0: the dtype is checked first)
+        if self.dtype.kind != "V" and v == 0 and self.flags.c_contiguous:
             self.data.memset_async(0, self.nbytes)
             return
         _run("fill", [], [self], lambda: self._np.fill(v[()]), replay=True)
@@ -1102,7 +1195,7 @@ for _name, _uf in [
     ("eq", np.equal),
     ("ne", np.not_equal),
 ]:
-    setattr(_ndarray_base, f"__{_name}__", _binary(_uf))
+    setattr(_ndarray_base, f"__{_name}__", _binary(_uf, compare=True))
 
 # Methods CuPy 14's ndarray has, computed by NumPy (views where NumPy returns views).
 for _name in [
@@ -1120,6 +1213,27 @@ class ndarray(_ndarray_base):
     """Multi-dimensional array on a CUDA device (simulated; see cupy/_core/core.pyx)."""
 
     __slots__ = ()
+
+    # core.pyx class ndarray: subclasses construct through __new__, which calls
+    # __array_finalize__(_obj) on an instance of a subclass
+    def __new__(cls, *args, _obj=None, _no_init=False, **kwargs):
+        x = object.__new__(cls)
+        if _no_init:
+            return x
+        x._init(*args, **kwargs)
+        if cls is not ndarray:
+            x.__array_finalize__(_obj)
+        return x
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def view(self, dtype=None, type=None):
+        """A view of the array, of another dtype or ndarray subclass (``type``)."""
+        return super().view(dtype=dtype, array_class=type)
 
 
 ndarray.__module__ = "cupy"

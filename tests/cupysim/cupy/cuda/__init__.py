@@ -6,6 +6,7 @@ import contextlib
 
 from cupy.cuda import (  # noqa: F401
     compiler,
+    cub,
     device,
     driver,
     graph,
@@ -14,6 +15,7 @@ from cupy.cuda import (  # noqa: F401
     pinned_memory,
     runtime,
     stream,
+    texture,
 )
 from cupy.cuda.device import Device, get_cublas_handle, get_device_id  # noqa: F401
 from cupy.cuda.graph import Graph  # noqa: F401

@@ -54,3 +54,10 @@ class CompileException(Exception):
             f.write(linum_fmt.format(i + 1) + line.rstrip() + "\n")
         f.write("-----\n")
         f.flush()
+
+
+def _get_nvrtc_version():
+    """compiler.py ``_get_nvrtc_version``: (major, minor) of NVRTC (cupy.cuda.nvrtc)."""
+    from cupy.cuda import nvrtc
+
+    return nvrtc.getVersion()

@@ -8,6 +8,16 @@ ImportError at import (cupysim.libs, ``CUPYSIM_FAIL=libs``).
 from __future__ import annotations
 
 from cupysim import libs
+from cupysim.cufft import (  # noqa: F401  (cupy/cuda/cufft.pxd: types and directions)
+    CUFFT_C2C,
+    CUFFT_C2R,
+    CUFFT_D2Z,
+    CUFFT_FORWARD,
+    CUFFT_INVERSE,
+    CUFFT_R2C,
+    CUFFT_Z2D,
+    CUFFT_Z2Z,
+)
 
 libs.require("cufft")
 

@@ -17,3 +17,8 @@ def get_build_version() -> int:
 def check_status(status: int) -> None:
     if status != 0:
         raise CUDADriverError(status)
+
+
+def _is_cuda_python() -> bool:
+    """driver.pyx ``_is_cuda_python``: False, CuPy's bindings are its own Cython ones."""
+    return False

@@ -108,8 +108,8 @@ class _Chunk:
         self.mem, self.offset, self.size, self.arena = mem, offset, size, arena
         self.prev = self.next = None
 
-    @property
     def ptr(self) -> int:
+        # memory.pyx _Chunk: ``cpdef intptr_t ptr(self)``, a method
         return self.mem.ptr + self.offset
 
     def split(self, size: int):
@@ -126,6 +126,7 @@ class _Chunk:
 
     def merge_next(self) -> None:
         nxt = self.next
+        nxt.arena = None  # memory.pyx: the merged chunk is free, so it has no arena
         self.size += nxt.size
         self.next = nxt.next
         if self.next is not None:
@@ -237,7 +238,7 @@ class PooledMemory(BaseMemory):
             self.ptr = self._storage.ptr
         else:
             self._storage = chunk.mem._storage
-            self.ptr = chunk.ptr
+            self.ptr = chunk.ptr()
         self._finalizer = weakref.finalize(self, _return_chunk, pool, chunk)
 
     def free(self) -> None:
@@ -461,7 +462,7 @@ class SingleDeviceMemoryPool:
         if _trace.active:
             _trace.allocation(self._device_id, rounded, hit=chunk is not None)
         if chunk is not None and _capture.graphs_with_orphans:
-            _capture.handed_out(chunk.ptr, rounded)
+            _capture.handed_out(chunk.ptr(), rounded)
         if chunk is None:
             mem = self._try_malloc(rounded)
             chunk = _Chunk(mem, 0, rounded, arena)
@@ -641,6 +642,19 @@ def _malloc(size: int) -> MemoryPointer:
     return MemoryPointer(Memory(size), 0)
 
 
+def malloc_managed(size: int) -> MemoryPointer:
+    """memory.pyx ``malloc_managed``: unified memory, not simulated (it fails loudly)."""
+    raise NotImplementedError("cupysim: managed memory (cudaMallocManaged) is not simulated")
+
+
+def malloc_async(size: int) -> MemoryPointer:
+    """memory.pyx ``malloc_async``: stream-ordered allocation, not simulated (it fails
+    loudly)."""
+    raise NotImplementedError(
+        "cupysim: stream-ordered allocation (cudaMallocAsync) is not simulated"
+    )
+
+
 _state = threading.local()
 _default_allocator = _malloc
 
@@ -655,6 +669,12 @@ def alloc(size: int) -> MemoryPointer:
 
 def set_allocator(allocator=None) -> None:
     global _current_allocator
+    if getattr(_state, "allocator", None) is not None:
+        # memory.pyx set_allocator refuses inside using_allocator: the global one would be
+        # shadowed on this thread anyway
+        raise ValueError(
+            "Can't change the global allocator inside `using_allocator` context manager"
+        )
     _current_allocator = _malloc if allocator is None else allocator
 
 

@@ -13,6 +13,7 @@ if _config.nccl:
     from cupysim.nccl import *  # noqa: F403
     from cupysim.nccl import (  # noqa: F401
         NcclCommunicator,
+        NcclConfig,
         NcclError,
         get_build_version,
         get_unique_id,

@@ -39,7 +39,8 @@ def set_plan_cache_max_memsize(size: int) -> None:
 
 
 def show_plan_cache_info() -> None:
-    _cufft.plan_cache().show_info()
+    """The plan caches of every device on this thread (cupy/fft/_cache.pyx)."""
+    _cufft.show_all()
 
 
 _DEPRECATED = (
@@ -58,6 +59,7 @@ class _FFTConfig:
 
     _enable_nd_planning = contextvars.ContextVar("cupy.fft.config.enable_nd_planning", default=True)
     _use_multi_gpus = contextvars.ContextVar("cupy.fft.config.use_multi_gpus", default=False)
+    _devices = contextvars.ContextVar("cupy.fft.config.devices", default=None)
 
     @property
     def enable_nd_planning(self) -> bool:
@@ -76,6 +78,11 @@ class _FFTConfig:
     @use_multi_gpus.setter
     def use_multi_gpus(self, value) -> None:
         self._use_multi_gpus.set(bool(value))
+
+    @property
+    def devices(self):
+        """The GPUs of a multi-GPU transform (None unless ``use_multi_gpus``)."""
+        return self._devices.get() if self._use_multi_gpus.get() else None
 
 
 config = _FFTConfig()

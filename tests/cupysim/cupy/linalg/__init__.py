@@ -17,8 +17,26 @@ inv = _solver.routine("inv", _np.inv, "{t}getrf", "{t}getrfBatched", cublas_batc
 cholesky = _solver.routine("cholesky", _np.cholesky, "{t}potrf", "{t}potrfBatched")
 qr = _solver.routine("qr", _np.qr, "{t}geqrf")
 svd = _solver.routine("svd", _np.svd, "{t}gesvd")
-eigh = _solver.routine("eigh", _np.eigh, "{t}syevd")
-eigvalsh = _solver.routine("eigvalsh", _np.eigvalsh, "{t}syevd")
+
+
+def _half_in_single(fn):
+    """cupy/linalg/_eigenvalue.py ``_syevd``: ``linalg_common_type(a,
+    reject_float16=False)`` takes float16 (cuSOLVER computes it in float32) and the
+    results are cast back to float16; NumPy refuses float16."""
+
+    def f(a, *args, **kwargs):
+        if getattr(a, "dtype", None) != _numpy.float16:
+            return fn(a, *args, **kwargs)
+        res = fn(a.astype(_numpy.float32), *args, **kwargs)
+        if isinstance(res, tuple):
+            return type(res)(*(r.astype(_numpy.float16) for r in res))
+        return res.astype(_numpy.float16)
+
+    return f
+
+
+eigh = _solver.routine("eigh", _half_in_single(_np.eigh), "{t}syevd")
+eigvalsh = _solver.routine("eigvalsh", _half_in_single(_np.eigvalsh), "{t}syevd")
 eig = _solver.routine("eig", _np.eig, "xgeev")
 eigvals = _solver.routine("eigvals", _np.eigvals, "xgeev")
 det = _solver.routine("det", _np.det, None)

@@ -174,10 +174,17 @@ def to_args(spec: KernelSpec, args: Any) -> tuple[ctypes.Array, list, list]:
     """The parameter buffer for ``args``, and the arrays the kernel reads and writes."""
     converted = [(x, _convert(x)) for x in args]
     if len(converted) != len(spec.params):
+        # stricter than CuPy, which passes any number: cuLaunchKernel reads as many
+        # parameters as the kernel has, past the list when it is shorter, and a longer one
+        # is almost always a slip the kernel would silently ignore
+        consequence = (
+            "cuLaunchKernel would read past the argument list"
+            if len(converted) < len(spec.params)
+            else "the kernel would ignore the extra arguments"
+        )
         raise KernelArgumentError(
             f"kernel {spec.expression} takes {len(spec.params)} arguments "
-            f"({', '.join(p.type for p in spec.params)}), got {len(converted)}; "
-            "cuLaunchKernel would read past the argument list"
+            f"({', '.join(p.type for p in spec.params)}), got {len(converted)}; {consequence}"
         )
     buf = (ctypes.c_char * max(1, spec.param_bytes))()
     reads, writes = [], []

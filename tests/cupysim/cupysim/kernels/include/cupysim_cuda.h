@@ -602,6 +602,14 @@ static __forceinline__ void __stcs(T* p, T v) { *p = v; }
 template <class T>
 static __forceinline__ void __stwt(T* p, T v) { *p = v; }
 static __forceinline__ long long clock64() { return static_cast<long long>(__builtin_ia32_rdtsc()); }
+// clock(): the CUDA C++ Programming Guide's "Time Function", a per-multiprocessor cycle
+// counter; PTX's %clock is its low 32 bits (unsigned). <ctime> comes first so that its
+// host clock() is declared before the macro and a kernel's own #include <ctime> is a no-op.
+#include <ctime>
+static __forceinline__ clock_t cupysim_clock() {
+  return static_cast<clock_t>(static_cast<unsigned>(__builtin_ia32_rdtsc()));
+}
+#define clock() cupysim_clock()
 static __forceinline__ void __nanosleep(unsigned) {}
 #define __trap() cupysim_trap(__FILE__, __LINE__)
 #define __brkpt() cupysim_trap(__FILE__, __LINE__)

@@ -1,0 +1,1 @@
+"""cupy._indexing: where CuPy defines its indexing helpers."""
