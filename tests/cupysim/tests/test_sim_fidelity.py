@@ -1,5 +1,6 @@
 """Rules found by running CuPy's own test files against the simulator (tools/cupy_suite.py):
-each is a call CuPy refuses or a value CuPy gives, with the CuPy source file it copies."""
+each is a call CuPy refuses or a value CuPy gives, with the CuPy source file whose behaviour
+it checks."""
 
 from __future__ import annotations
 
