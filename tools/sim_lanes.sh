@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU half on the CuPy simulator, in the configurations CI runs (docs/contributing_gpu.rst,
 # "What CI runs"). Needs g++ (kernels are compiled for the host) and the .[test] extra.
-# About 8 minutes on two cores, plus lane 8's two slow cases (100 to 150 s each); .ci/run
+# About 8 minutes on two cores, plus lane 8 (its two slow cases: 100 to 300 s each); .ci/run
 # starts it beside the main suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
