@@ -18,8 +18,8 @@ them) until one fails, and the file is restored. A mutant is caught when a check
 fails; missed when all pass. First, every check runs once on the unmutated copy:
 a check failing there cannot catch anything and stops the run.
 
-One process at a time (the machine's cores are shared); about 15 minutes on two
-loaded cores (half of it the baseline). Exits 1 when the catch rate is below 95%.
+One process at a time (the machine's cores are shared); about 30 minutes on two
+loaded cores (two thirds of it the baseline). Exits 1 when the catch rate is below 95%.
 """
 
 from __future__ import annotations
