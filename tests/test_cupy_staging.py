@@ -92,3 +92,25 @@ def test_staging_buffer_released_before_its_copy_is_caught(cupy_backend, rng, mo
     gk.asarray(rng.standard_normal(64), pinned=True)  # its staging block goes back to the pool
     with pytest.raises(_hazard(), match="torn data"):
         gk.asarray(rng.standard_normal(64), pinned=True)  # reuses it, refilled in flight
+
+
+def test_pinned_uploads_in_a_row_are_each_right(cupy_backend, rng):
+    # No host synchronisation in between: each staging buffer must stay out of the pool
+    # until its copy has read it, or the next upload refills it under that copy
+    hosts = [rng.standard_normal(64) for _ in range(4)]
+    got = [gk.asarray(h, pinned=True) for h in hosts]
+    for x, h in zip(got, hosts, strict=True):
+        assert np.array_equal(gk.to_numpy(x), h)
+
+
+def test_staging_buffers_return_to_the_pool_once_their_copies_complete(cupy_backend, rng):
+    import cupy
+
+    pool = cupy.get_default_pinned_memory_pool()
+    pool.free_all_blocks()
+    for _ in range(4):
+        gk.asarray(rng.standard_normal(64), pinned=True)
+        gk.synchronize()
+    # each upload lets go of the staging buffers whose copies have completed: the pool
+    # has the one before last back (a list keeping finished copies would hold them all)
+    assert pool.n_free_blocks() >= 1, "staging buffers of completed copies are still held"

@@ -35,17 +35,24 @@ def cp():
     return cupy
 
 
+PTDS = os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM") == "1"
+
+
 @pytest.fixture(scope="module")
 def local(cp):
-    """An in-process cluster: its worker threads compute the CuPy chunks."""
-    if os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM") == "1":
-        pytest.skip(
-            "Dask's own tasks read chunks its communication thread uploaded, unordered under "
-            "the per-thread default stream (docs/distributed.rst, When things go wrong)"
-        )
+    """An in-process cluster: its worker threads compute the CuPy chunks.
+
+    Under the per-thread default stream, one thread per worker (dask-cuda's
+    ``LocalCUDACluster`` layout): Dask's own tasks (the sums of a blocked product, the
+    final concatenation) hand chunks between a worker's threads, whose streams nothing
+    orders (docs/distributed.rst, When things go wrong); on one thread they queue in order.
+    """
     with (
         LocalCluster(
-            processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"
+            processes=False,
+            n_workers=1,
+            threads_per_worker=1 if PTDS else 2,
+            dashboard_address=":0",
         ) as c,
         Client(c, set_as_default=False) as client,
     ):
@@ -56,11 +63,18 @@ def _on_gpu(cp, x, chunks):
     return da.from_array(cp.asarray(x), chunks=chunks, asarray=False)
 
 
-def test_matmul_cupy_chunks_on_a_cluster(cp, local, rng):
+@pytest.mark.parametrize("b_rows", [4, 2], ids=["aligned", "rechunked"])
+def test_matmul_cupy_chunks_on_a_cluster(cp, local, rng, b_rows):
+    if PTDS and b_rows != 4:
+        pytest.skip(
+            "Dask's rechunk task (not gpukit's) reads a chunk Dask's communication thread "
+            "uploaded on its own per-thread stream, with nothing in between to order them"
+        )
     a, b = rng.standard_normal((7, 9)), rng.standard_normal((9, 5))
-    c = gk.matmul(_on_gpu(cp, a, (3, 4)), _on_gpu(cp, b, (2, 3)))
+    c = gk.matmul(_on_gpu(cp, a, (3, 4)), _on_gpu(cp, b, (b_rows, 3)))
     assert type(c._meta) is cp.ndarray
     out = local.compute(c).result(timeout=60)
+    cp.cuda.Device().synchronize()  # Dask's last task wrote ``out`` on its thread's stream
     assert type(out) is cp.ndarray
     assert rel_err(out, a @ b) < F64
 
@@ -108,6 +122,7 @@ def test_cg_cupy_chunks_on_a_cluster(cp, local, rng):
     with local.as_current():
         x, info = gk.linalg.cg(_on_gpu(cp, a, (4, 6)), _on_gpu(cp, b, 4), rtol=1e-10)
         got = local.compute(x).result(timeout=60)
+    cp.cuda.Device().synchronize()  # Dask's last task wrote ``got`` on its thread's stream
     assert info.converged and type(got) is cp.ndarray
     assert rel_err(got, np.linalg.solve(a, b)) < 1e-8
 

@@ -196,7 +196,7 @@ pytestmark_gpu = pytest.mark.gpu
 @pytest.mark.parametrize(
     "run, dtype",
     [
-        # not "1000003x1" in the id: sim_lanes.sh deselects that to skip full executions
+        # not "1000003x1" in the id: sim_lanes.sh selects that for lane 8's full executions
         pytest.param(run, dtype, id=f"{kernel}-million-rows-{dtype}")
         for kernel, cid, run in CASES
         if cid.startswith("1000003x1")
@@ -204,7 +204,7 @@ pytestmark_gpu = pytest.mark.gpu
     ],
 )
 def test_million_row_cases_launch(check_only, run, dtype):
-    # test_kernels_gpu compares these cases' values on a GPU; simulating them takes minutes
+    # test_kernels_gpu compares these cases' values (sim_lanes.sh lane 8, a GPU): minutes
     cupy, launches = check_only
     out = run(cupy.asarray, np.random.default_rng(0), dtype)
     assert all(o.shape[0] == 1000003 and o.dtype == dtype for o in out)

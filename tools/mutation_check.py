@@ -18,8 +18,8 @@ them) until one fails, and the file is restored. A mutant is caught when a check
 fails; missed when all pass. First, every check runs once on the unmutated copy:
 a check failing there cannot catch anything and stops the run.
 
-One process at a time (the machine's cores are shared); about 15 minutes on two
-loaded cores (half of it the baseline). Exits 1 when the catch rate is below 95%.
+One process at a time (the machine's cores are shared); about 30 minutes on two
+loaded cores (two thirds of it the baseline). Exits 1 when the catch rate is below 95%.
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ def sim(*files: str, k: str | None = None, m: str | None = "gpu or multi_gpu", *
     return Check(label, argv, tuple(sorted(env.items())))
 
 
-def sanitize(tool: str, kernel: str) -> Check:
+def sanitize(tool: str, kernel: str | None) -> Check:
+    """A kernel's cases once under a sanitizer; ``kernel=None``: the Krylov steps."""
     argv = ("python", "-m", "cupysim.kernels.sanitize", tool, "--")
-    argv += ("python", "tools/run_kernels_once.py", "--kernel", kernel)
-    return Check(f"{tool} sanitizer: {kernel}", argv, (("SANITIZE", "1"),))
+    argv += ("python", "tools/run_kernels_once.py")
+    argv += ("--krylov",) if kernel is None else ("--kernel", kernel)
+    return Check(f"{tool} sanitizer: {kernel or 'krylov'}", argv, (("SANITIZE", "1"),))
 
 
 # The lanes of tools/sim_lanes.sh as environments: 2 devices with peer access and NCCL
@@ -132,6 +134,13 @@ PINNED = (
     ),
 )
 TF32 = (sim("test_cupy_tf32", "test_matmul"),)
+# The fused Krylov steps: every dtype's solves, the step and status tests, then lane 5's
+# and lane 6's sanitizers on the four solvers' steps.
+KRYLOV = (
+    sim("test_linalg_krylov_space", "test_linalg_iterative"),
+    sanitize("address", None),
+    sanitize("thread", None),
+)
 
 K = "backends/gpukit_cupy/kernels/"
 B = "backends/gpukit_cupy/"
@@ -474,6 +483,51 @@ MUTANTS = [
         "if e.done]",
         "buffer reuse: in-flight staging buffers dropped, finished ones kept",
         PINNED,
+    ),
+    # ---- fused Krylov steps (krylov.cu, krylov.py) ----
+    Mutant(
+        "krylov-steps-own-stream",
+        B + "krylov.py",
+        "        kernel(self.grid, self.block, (np.int64(self.n), *args))",
+        "        kernel(self.grid, self.block, (np.int64(self.n), *args),\n"
+        "               stream=self.__dict__.setdefault("
+        "'side', self.cupy.cuda.Stream(non_blocking=True)))",
+        "missing event wait: the steps run on a stream of their own that waits for nothing "
+        "(the operator's product and the uploads are on the caller's stream)",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-combine-past-k",
+        B + "krylov.cu",
+        "    for (long long q = 0; q < k; ++q) {",
+        "    for (long long q = 0; q <= k; ++q) {",
+        "off-by-one: GMRES's update combines one basis vector more than it has coefficients",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-grid-sum-past-blocks",
+        B + "krylov.cu",
+        "    for (gk_index b = tid; b < (gk_index)gridDim.x; b += GK_KB) {",
+        "    for (gk_index b = tid; b <= (gk_index)gridDim.x; b += GK_KB) {",
+        "off-by-one: the last block sums one partial past those the blocks wrote",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-gmres-coefficients-float64",
+        B + "krylov.py",
+        "yd = self.cupy.asarray(y.astype(self.dtype, copy=False))",
+        "yd = self.cupy.asarray(y)",
+        "dtype slip: GMRES's coefficients (float64/complex128 from the host's least squares) "
+        "passed as they are to a kernel reading the vectors' dtype",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-missing-barrier-block-sum",
+        B + "krylov.cu",
+        "  const unsigned int tid = threadIdx.x;\n  __syncthreads();\n  for (unsigned int s",
+        "  const unsigned int tid = threadIdx.x;\n  for (unsigned int s",
+        "missing __syncthreads: the block sum reads other threads' slots before they store them",
+        KRYLOV,
     ),
     Mutant(
         "tf32-complex64-ignored",

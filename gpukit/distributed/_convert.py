@@ -193,10 +193,21 @@ def from_dask(x: Any, devices: Sequence[int] | None = None) -> ShardedArray:
     return ShardedArray(backend, shards, axis, devices)
 
 
+def _chunk_to_host(block: Any) -> np.ndarray:
+    owner = owner_of(block)
+    if owner is not None:  # the task that wrote it may have run on another thread's stream
+        owner.synchronize(owner.device_of(block))
+    return gk_to_numpy(block)
+
+
 @implements("gk.to_numpy", "dask")
 def to_numpy(x: Any) -> np.ndarray:
-    """``gk.to_numpy`` of a Dask array: computed (on the default scheduler), then copied to
-    the host like any array of its chunk type."""
+    """``gk.to_numpy`` of a Dask array: each chunk copied to the host like any array of its
+    type, then joined there (on the default scheduler). Joining device chunks on a device
+    would read chunks of other GPUs from the first one's, which needs peer access."""
+    if isinstance(x._meta, np.ndarray):
+        with computing("gk.to_numpy", like=x):
+            return np.asarray(x.compute())
+    host = x.map_blocks(_chunk_to_host, dtype=x.dtype, meta=np.empty((0,) * x.ndim, x.dtype))
     with computing("gk.to_numpy", like=x):
-        value = x.compute()
-    return gk_to_numpy(value)
+        return host.compute()

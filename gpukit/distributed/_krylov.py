@@ -32,7 +32,7 @@ from .._matmul import matmul as gk_matmul
 from ..linalg._checks import solve_dtype
 from ..linalg.iterative import _check_controls, run
 from ..sparse import issparse
-from ._chunks import chunk_type, is_dask
+from ._chunks import OnChunks, chunk_type, is_dask
 from ._client import computing
 
 __all__ = ["DaskSpace", "Vector"]
@@ -109,8 +109,13 @@ class DaskSpace:
 
         arrays = [(a, "i") if is_dask(a) else (a, None) for a in args]
         first = next(a for a in args if is_dask(a))
+        # through OnChunks as every gpukit task: on a device, the chunks come from other
+        # threads' streams (Dask's communication thread, the previous update's worker),
+        # which nothing orders with this thread's under the per-thread default stream
+        names = tuple(f"vector {i}" if is_dask(a) else f"scalar {i}" for i, a in enumerate(args))
+        task = OnChunks(self.op, fn, type(first._meta), names, tuple(map(is_dask, args)))
         return da.blockwise(
-            fn,
+            task,
             "i",
             *(v for pair in arrays for v in pair),
             name=f"gpukit-{fn.__name__.strip('_')}-{uuid.uuid4().hex}",
