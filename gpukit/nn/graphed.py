@@ -106,10 +106,12 @@ class GraphedStep:
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self._warned: set[str] = set()
         self._graph: Any = None
+        self._kept: list[dict[str, Any]] = []
         self._update: Any = None
         self._ran = False
         anchor = model._anchor()
         owner = None if anchor is None else _dispatch.owner_of(anchor.data)
+        self.op = op
         self._reason = self._why_not(owner, anchor)
         self.backend = owner
         self._flag: Any = None
@@ -143,10 +145,15 @@ class GraphedStep:
         if reason not in self._warned:
             self._warned.add(reason)
             warn(
-                f"gk.nn.GraphedStep: the training step runs eagerly, not replayed as a CUDA "
-                f"graph: {reason}",
+                f"{self.op}: the training step runs eagerly, not replayed as a CUDA graph: "
+                f"{reason}",
                 GpukitWarning,
             )
+
+    @property
+    def reason(self) -> str | None:
+        """Why no step is replayed (None while capture may work)."""
+        return self._reason
 
     @property
     def graphed(self) -> bool:
@@ -225,6 +232,10 @@ class GraphedStep:
             self.fall_back(self._reason)
             return False
         self._update, self._training = update, self.model.training
+        # arrays the layers and the loss made before the capture and read in it (a cached
+        # constant gradient...): an eager step (a smaller batch) may replace them, and the
+        # graph must not read freed memory
+        self._kept = [dict(vars(m)) for m in (self.loss_fn, *self.model.modules())]
         self._serial_host = None
         return True
 
