@@ -92,6 +92,21 @@ def mlp_step(gk) -> tuple[Run, str]:
     return _mlp_adam_step(gk, lambda net: net)
 
 
+def mlp_graph_step(gk) -> tuple[Run, str]:
+    """The MLP step above as a ``gk.nn.GraphedStep`` (one CUDA graph replay per step), the
+    batch copied into its static buffers each step as a loop over batches would."""
+    rng = _rng()
+    model = gk.nn.Sequential(
+        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
+        gk.nn.Linear(256, 10),
+    )  # fmt: skip
+    opt = gk.optim.Adam(model.parameters(), lr=1e-3)
+    x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
+    y = gk.asarray(rng.integers(0, 10, 256))
+    step = gk.nn.GraphedStep(model, gk.nn.CrossEntropyLoss(), opt, x, y)
+    return _repeat(lambda: step(x, y)), "step"
+
+
 def data_parallel_step(gk) -> tuple[Run, str]:
     """The MLP step above on ``DataParallel`` over 2 devices (batch 256 split in two)."""
     if len(gk.devices()) < 2:
@@ -193,6 +208,7 @@ def dask_matmul(gk) -> tuple[Run, str]:
 #: name -> builder(gk) -> (run, unit); the order of the docs' table.
 WORKLOADS: dict[str, Callable[[Any], tuple[Run, str]]] = {
     "mlp_step": mlp_step,
+    "mlp_graph_step": mlp_graph_step,
     "data_parallel_step": data_parallel_step,
     "cg": _krylov("cg"),
     "bicgstab": _krylov("bicgstab"),

@@ -72,6 +72,18 @@ def test_mlp_step_optimizer_is_one_launch():
     assert t.kernel_names()["gk_adam_update"] == 1
 
 
+def test_a_graphed_training_step_is_one_graph_launch():
+    """``GraphedStep``: per steady-state step one replay and the two batch copies into the
+    static buffers (CuPy's copy kernel, device to device), nothing read back, no allocation."""
+    s = cost("mlp_graph_step")
+    assert s.graph_launches == 1
+    assert s.graph_nodes >= 8  # its nodes: the 8 products among them
+    assert s.kernels == 2  # x and y into the static buffers
+    assert s.device_ops == 3  # those and the launch: nothing else
+    assert s.h2d_copies + s.d2h_copies + s.d2d_copies == 0
+    assert s.syncs == 0 and s.pool_misses == 0
+
+
 # -- Krylov iterations -----------------------------------------------------------------------
 # Device operations per iteration (per Arnoldi step for gmres, restart 20) where the budget
 # of <= 4 is not met, with where they come from.

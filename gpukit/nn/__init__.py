@@ -20,6 +20,7 @@ Examples
 
 from ._random import manual_seed
 from .container import Sequential
+from .graphed import GraphedStep
 from .io import load, save
 from .layers import (
     GELU,
@@ -46,6 +47,7 @@ __all__ = [
     "CrossEntropyLoss",
     "DataParallel",
     "Dropout",
+    "GraphedStep",
     "LayerNorm",
     "LeakyReLU",
     "Linear",

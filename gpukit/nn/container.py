@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from . import _act
+from . import _act, _gemm
 from .layers import Linear, _Activation
 from .module import Module, Parameter, on_grad_device
 
@@ -29,7 +29,11 @@ class _LinearAct:
         lin._x = x
         bias = None if lin.bias is None else lin.bias.data
         y, self.saved = _act.forward(
-            self.act._name, x @ lin.weight.data.T, bias, self.act.negative_slope, overwrite=True
+            self.act._name,
+            _gemm.matmul(x, lin.weight.data.T),
+            bias,
+            self.act.negative_slope,
+            overwrite=True,
         )
         return y
 

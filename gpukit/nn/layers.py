@@ -17,7 +17,7 @@ from .._dispatch.capabilities import declare, same
 from .._runtime.memory import operation
 from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
-from . import _act, _random
+from . import _act, _gemm, _random
 from .module import Module, Parameter, on_device_of, on_grad_device
 
 __all__ = [
@@ -148,7 +148,7 @@ class Linear(Module):
                 f"{tuple(x.shape)}: its last axis must have {self.in_features} features"
             )
         self._x = x
-        y = x @ self.weight.data.T
+        y = _gemm.matmul(x, self.weight.data.T)
         if self.bias is not None:
             y += self.bias.data
         return y
@@ -162,14 +162,12 @@ class Linear(Module):
         gt, xt = _flat(g, self.out_features).T, _flat(x, self.in_features)
         # written straight into the optimizer's flat gradient buffer when it can be
         out = self.weight._grad_target()
-        self.weight.accumulate(
-            gt @ xt if out is None else _dispatch.namespace(g).matmul(gt, xt, out=out)
-        )
+        self.weight.accumulate(_gemm.matmul(gt, xt, out))
         if self.bias is not None:
             if grad_bias is None:
                 grad_bias = _act.bias_grad(g, self.bias._grad_target())
             self.bias.accumulate(grad_bias)
-        return g @ self.weight.data if need_input_grad else None
+        return _gemm.matmul(g, self.weight.data) if need_input_grad else None
 
     def extra_repr(self) -> str:
         return (

@@ -24,7 +24,9 @@ from .._runtime import device_status as _status
 from .._runtime import transfer as _transfer
 from .._select import registry as _registry
 from ..errors import DeviceMismatchError, NonFiniteError
+from ..kernels._checks import check_flag
 from ..kernels._direct import kernel
+from .graphed import GraphedStep, forward_backward
 from .layers import _float_dtype
 from .losses import BCEWithLogitsLoss, CrossEntropyLoss, _Loss
 from .module import Module, mismatch
@@ -283,6 +285,7 @@ def fit(
     seed: int | None = None,
     validation: tuple[Any, Any] | None = None,
     progress: bool | None = None,
+    graph: bool = False,
 ) -> dict[str, list[float]]:
     """Train ``model`` on ``(x, y)`` with mini-batch gradient steps.
 
@@ -321,6 +324,13 @@ def fit(
         Evaluated after every epoch in evaluation mode.
     progress : bool, optional
         Show a tqdm bar; by default only when stderr is a terminal.
+    graph : bool
+        Capture the step as a CUDA graph and replay it, one launch per batch
+        (:class:`GraphedStep`; docs/nn.rst, "CUDA graphs"): for small models, whose steps
+        are bound by kernel launches. Where capture cannot work (the numpy backend, a
+        model that is not float32, a random draw or a host synchronisation inside the
+        step) every step runs eagerly, as does a smaller last batch; a
+        ``GpukitWarning`` says why, once per reason.
 
     Returns
     -------
@@ -405,6 +415,13 @@ def fit(
     bar = _progress(progress, epochs)
     was_training = model.training
     checks = _DeviceChecks.of(op, model, backend, device, history)
+    graphed = None
+    if check_flag(op, graph, "graph"):
+        graphed = GraphedStep(model, loss_fn, optimizer, x[:batch_size], y[:batch_size])
+        graphed.op = f"{op}(graph=True)"
+        if checks is None:  # no device checks: no graphs either
+            graphed.fall_back(graphed.reason or f"the {backend.name} backend has no graphs")
+            graphed = None
     try:
         with _device_scope(backend, device):
             for epoch in range(epochs):
@@ -415,16 +432,19 @@ def fit(
                     stop = min(start + batch_size, n)
                     rows = slice(start, stop) if order is None else np.sort(order[start:stop])
                     xb, yb = xs.take(rows), ys.take(rows)
-                    optimizer.zero_grad()
-                    loss = loss_fn(model.forward(xb), yb)
-                    model.backward(loss_fn.backward(), need_input_grad=False)
-                    if checks is not None:
-                        checks.flag(loss, (epoch, batch, start, stop))
+                    where = (epoch, batch, start, stop)
+                    if graphed is not None:  # checked on the device, updated
+                        loss = graphed(xb, yb)
+                        checks.batches.append((checks.status.serial, where))
                     else:
-                        value = float(loss)  # on the host: no wait, checked at once
-                        if not math.isfinite(value):
-                            raise _nonfinite(op, value, (epoch, batch, start, stop), history)
-                    optimizer.step()
+                        loss = forward_backward(model, loss_fn, optimizer, xb, yb)
+                        if checks is not None:
+                            checks.flag(loss, where)
+                        else:
+                            value = float(loss)  # on the host: no wait, checked at once
+                            if not math.isfinite(value):
+                                raise _nonfinite(op, value, where, history)
+                        optimizer.step()
                     total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
                     if checks is not None and len(checks.batches) >= CHECK_EVERY:
                         checks.read()

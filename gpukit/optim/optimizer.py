@@ -41,6 +41,7 @@ from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import kernel as _kernel
 from ..nn._flat import FlatBuffer, flatten
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
+from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
 #: Steps an optimizer remembers per device until the device's status is read: an error
@@ -139,6 +140,12 @@ class Optimizer:
             Memory ran out; no parameter and no state was changed.
         """
         _step(self)
+
+    def _device_update(self, status: _status.Status) -> DeviceUpdate:
+        """This optimizer's update with its learning rate and step count read from the
+        device, for a training step captured as a CUDA graph (``gk.nn.GraphedStep``);
+        NotImplementedError with the reason where it has none."""
+        return DeviceUpdate(self, status)
 
     #: ``gk.kernels.<name>`` of the update
     _kernel = ""

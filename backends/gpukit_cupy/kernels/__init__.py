@@ -21,6 +21,9 @@ import cupy
 import numpy as np
 
 from . import _elementwise
+from ._graphed import adam_update_graphed as adam_update_graphed
+from ._graphed import flag_nonfinite_graphed as flag_nonfinite_graphed
+from ._graphed import sgd_update_graphed as sgd_update_graphed
 from ._launch import BLOCK, ctype, function, index, scalar, sm_count
 
 __all__ = [
