@@ -99,20 +99,23 @@ def index_violations(code: str, seeds: tuple[str, ...] = ("blockIdx", "gridDim")
 
 
 def _kernel_strings() -> dict[str, str]:
-    """The code of every ElementwiseKernel / ReductionKernel in _elementwise.py, by name."""
+    """The code of every ElementwiseKernel / ReductionKernel in _elementwise.py, by name.
+
+    A kernel is a call whose last positional string is a ``gk_`` name: the kernel classes
+    themselves, or the module's helpers that build one from their string arguments."""
     tree = ast.parse((KERNELS / "_elementwise.py").read_text())
     out = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
-            "ElementwiseKernel",
-            "ReductionKernel",
-        ):
-            parts = []
-            for arg in node.args:
-                for piece in ast.walk(arg):
-                    if isinstance(piece, ast.Constant) and isinstance(piece.value, str):
-                        parts.append(piece.value)
-            out[parts[-1]] = "\n".join(parts[:-1])  # the name is the last positional string
+        if not isinstance(node, ast.Call):
+            continue
+        parts = [
+            piece.value
+            for arg in node.args
+            for piece in ast.walk(arg)
+            if isinstance(piece, ast.Constant) and isinstance(piece.value, str)
+        ]
+        if parts and re.fullmatch(r"gk_\w+", parts[-1]):
+            out[parts[-1]] = "\n".join(parts[:-1])
     return out
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
+pytest.importorskip("cupysim.capture", reason="the CuPy simulator's own tests run with --cupy=sim")
+
 import cupysim
 import numpy as np
-import pytest
 from cupysim.capture import GraphMemoryError, NotCapturable
 
 
