@@ -38,12 +38,10 @@ def _not_met(measured: str, target: str):
 
 
 # -- the MLP training step -----------------------------------------------------------------
-@_not_met(
-    "20 device ops/step (8 GEMMs, 1 Adam update, 11 others: 3 bias/activation forward, "
-    "loss forward, mean, loss backward, 3 bias-gradient sums, 2 activation backward)",
-    "<= 16",
-)
 def test_mlp_step_device_operations():
+    """8 GEMMs, 1 Adam update and 7 others: 3 bias/activation forward, the loss with its
+    mean and gradient, the last layer's bias-gradient sum, 2 activation backward passes
+    with their bias gradients."""
     assert cost("mlp_step").device_ops <= 16
 
 
