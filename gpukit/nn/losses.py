@@ -173,7 +173,9 @@ class CrossEntropyLoss(_Loss):
         self.label_smoothing = check_range(
             "CrossEntropyLoss", label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False
         )
-        self._handed = False  # whether backward returned the device gradient already
+        # None: the cache holds probs (host); else whether backward returned the cached
+        # gradient the kernel computed already
+        self._handed: bool | None = None
         self._dtype = np.dtype(np.float32)  # the last output's dtype, the gradient's
 
     def _check(self, logits: Any, labels: Any) -> None:
@@ -233,14 +235,14 @@ class CrossEntropyLoss(_Loss):
             )
             self._cache, self._handed = (grad, labels), False
             return loss.astype(dtype, copy=False)
-        self._cache = (probs, labels)
+        self._cache, self._handed = (probs, labels), None
         return (total / n if self.reduction == "mean" else total).astype(dtype, copy=False)
 
     def _backward(self) -> Any:
         probs, labels = self._cache
-        if type(probs) is not np.ndarray:
-            # off the host the forward kernel computed the gradient (cached in place of
-            # probs): the first call hands it over, a later one a copy to change freely
+        if self._handed is not None:
+            # the forward kernel computed the gradient (cached in place of probs): the
+            # first call hands it over, a later one a copy to change freely
             g = probs.copy() if self._handed else probs
             self._handed = True
             return g.astype(self._dtype, copy=False)
