@@ -12,7 +12,7 @@ from kernel_cases import CASES
 
 import gpukit as gk
 import gpukit_numpy.kernels as references
-from gpukit.backend.kernels import KERNELS, cuda_sources
+from gpukit.backend.kernels import INTERNAL_KERNELS, KERNELS, cuda_sources
 from gpukit_cupy.cuda_sources import HERE, instantiations
 
 NVCC = shutil.which("nvcc")
@@ -46,6 +46,20 @@ def test_registry_is_complete():
             assert f'"{template}<' in cuda_py or f"{template}<" in cuda_py, f"{expr} never launched"
     cu_files = {p.name for p in HERE.glob("*.cu")}
     assert cu_files == set(cuda_sources()), "a .cu file is not in the registry"
+
+
+def test_internal_kernels_are_complete():
+    """Each internal kernel: a documented NumPy reference, a CUDA launcher, a GPU test,
+    and no public function."""
+    cuda_py = (HERE / "__init__.py").read_text()
+    gpu_tests = (TESTS / "test_kernels_gpu.py").read_text()
+    for name, spec in INTERNAL_KERNELS.items():
+        assert name not in KERNELS and not hasattr(gk.kernels, name), name
+        assert getattr(references, name).__doc__, f"{name}: no documented NumPy reference"
+        assert re.search(rf"^def {name}\(", cuda_py, re.M), f"{name}: no CUDA launcher"
+        assert f'_internal("{name}")' in gpu_tests, f"{name}: no GPU test"
+        for expr in spec.name_expressions:
+            assert f"{expr.split('<')[0]}<" in cuda_py, f"{expr} never launched"
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: .cu files not compiled")

@@ -280,3 +280,73 @@ def test_updates_allocate_no_device_memory(cupy_backend, dtype, rng):
         before = pool.total_bytes()
         update()
         assert pool.total_bytes() == before
+
+
+# -- the internal kernels (gpukit.backend.kernels.INTERNAL_KERNELS) --------------------------
+def _internal(name: str):
+    """The GPU launcher and the NumPy reference of internal kernel ``name``."""
+    import gpukit_cupy.kernels as gpu
+    import gpukit_numpy.kernels as host
+
+    return getattr(gpu, name), getattr(host, name)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows, classes", [(1, 1), (7, 10), (4301, 3)])
+def test_softmax_cross_entropy_train(cupy_backend, rows, classes, dtype, eps, reduction, rng):
+    """The reduced loss and its gradient in one launch, against float64 definitions; more
+    rows than the grid has blocks, and twice in a row (the block counter is reused)."""
+    import cupy as cp
+
+    gpu, host = _internal("softmax_cross_entropy_train")
+    logits = rng.standard_normal((rows, classes)).astype(dtype) * 5
+    labels = rng.integers(0, classes, rows)
+    per_row, _, grad = _xent_reference(logits, labels, eps)
+    scale = 1.0 / rows if reduction == "mean" else 1.0
+    want_loss = np.array(per_row.sum() * scale)
+    for _ in range(2):
+        loss, g = gpu(cp.asarray(logits), cp.asarray(labels), eps, reduction)
+        assert loss.shape == () and loss.dtype == dtype and g.dtype == dtype
+        _assert_close(cp.asnumpy(loss), want_loss, dtype)
+        _assert_close(cp.asnumpy(g), grad * scale, dtype)
+    twin_loss, twin_grad = host(logits, labels, eps, reduction)
+    _assert_close(twin_loss, want_loss, dtype)
+    _assert_close(twin_grad, grad * scale, dtype)
+
+
+def test_softmax_cross_entropy_train_flags_bad_labels(cupy_backend):
+    import cupy as cp
+
+    gpu, host = _internal("softmax_cross_entropy_train")
+    logits, labels = np.zeros((3, 4)), np.array([0, 9, -2])
+    big = np.iinfo(np.int64).max
+    want = np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64)
+    want[:5] = [1, 5, -2, 9, 4]
+    status = cp.asarray(np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64))
+    loss, g = gpu(cp.asarray(logits), cp.asarray(labels), 0.0, "mean", status, 5)
+    assert np.isnan(float(loss)) and np.isnan(cp.asnumpy(g)[1:]).all()
+    np.testing.assert_array_equal(cp.asnumpy(status), want)
+    twin = np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64)
+    host(logits, labels, 0.0, "mean", twin, 5)
+    np.testing.assert_array_equal(twin, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_flag_nonfinite(cupy_backend, dtype):
+    """The first non-finite value's serial and kind are kept; finite values change nothing."""
+    import cupy as cp
+
+    gpu, host = _internal("flag_nonfinite")
+    big = np.iinfo(np.int64).max
+    fresh = np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64)
+    calls = [(1.5, 1), (np.inf, 4), (np.nan, 2), (-np.inf, 7)]
+    status, twin = cp.asarray(fresh), fresh.copy()
+    for value, serial in calls:
+        gpu(cp.asarray(np.array(value, dtype=dtype)), status, serial)
+        host(np.array(value, dtype=dtype), twin, serial)
+    want = fresh.copy()
+    want[0], want[5], want[6] = 2, 2, 1  # the NaN of call 2: the earliest serial flagged
+    np.testing.assert_array_equal(cp.asnumpy(status), want)
+    np.testing.assert_array_equal(twin, want)

@@ -103,6 +103,33 @@ class NcclCollectives(PeerCopyCollectives):
                     )  # fmt: skip
         return outs
 
+    def reduce(self, parts: Sequence[Any], op: str = "sum", out: Any = None) -> Any:
+        """NCCL's reduce to the first device: one call per device for the whole array."""
+        import cupy
+
+        if op != "sum":
+            return super().reduce(parts, op, out)
+        code, per_item = self._nccl_dtype(parts[0].dtype)
+        sends = []
+        for d, p in zip(self.devices, parts, strict=True):
+            with cupy.cuda.Device(d):
+                sends.append(cupy.ascontiguousarray(p))
+        with cupy.cuda.Device(self.devices[0]):
+            if out is None:
+                out = cupy.empty_like(sends[0])
+            elif not out.flags.c_contiguous:
+                return super().reduce(parts, op, out)
+        with self._group():
+            for i, (comm, d, s) in enumerate(zip(self._comms, self.devices, sends, strict=True)):
+                with cupy.cuda.Device(d):
+                    stream = cupy.cuda.get_current_stream().ptr
+                    recv = out if i == 0 else s  # only the root receives (in place allowed)
+                    comm.reduce(
+                        s.data.ptr, recv.data.ptr, s.size * per_item, code,
+                        self._nccl.NCCL_SUM, 0, stream,
+                    )  # fmt: skip
+        return out
+
     def broadcast(self, x: Any, root: int = 0) -> list[Any]:
         import cupy
 

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 HERE = Path(__file__).parent / "kernels"
-_INCLUDE = '#include "gk_common.cuh"'
+_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cuh)"$', re.M)
 
 
 def source(filename: str) -> str:
-    """The text of ``filename`` with ``gk_common.cuh`` pasted in place of its include.
+    """The text of ``filename`` with each header of this folder it includes
+    (``#include "gk_common.cuh"``...) pasted in place of its include, recursively.
 
     Pasting, rather than ``-I``, keeps CuPy's on-disk cache (keyed on the code
-    text) correct when only the header changes.
+    text) correct when only a header changes. The headers' include guards keep a
+    header pasted twice from being defined twice.
     """
-    text = (HERE / filename).read_text()
-    return text.replace(_INCLUDE, (HERE / "gk_common.cuh").read_text(), 1)
+    return _INCLUDE.sub(lambda m: source(m.group(1)), (HERE / filename).read_text())
 
 
 def instantiations(filename: str, name_expressions: tuple[str, ...]) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "sgd_update",
     "softmax_cross_entropy",
     "softmax_cross_entropy_backward",
+    "softmax_cross_entropy_train",
 ]
 
 
@@ -278,7 +279,10 @@ def _flag_labels(status: np.ndarray, serial: int, labels: np.ndarray, c: int) ->
 
 
 def flag_nonfinite(value: np.ndarray, status: np.ndarray, serial: int) -> None:
-    """What :func:`gpukit_cupy.kernels.flag_nonfinite` does, on the host."""
+    """Reference of the internal kernel ``flag_nonfinite`` (fit's check of a loss): a NaN
+    or infinite 0-d ``value`` recorded in ``status`` (int64, gpukit._runtime.device_status)
+    with the call's ``serial``, unless an earlier call's is there: flag 2 set, slot 5 the
+    serial, slot 6 1 for NaN, 2 for +inf, 3 for -inf."""
     v = float(value)
     if not math.isfinite(v) and serial < status[5]:
         status[0] |= 2
@@ -348,6 +352,27 @@ def softmax_cross_entropy_backward(
 
     _row_blocks(block, n, c, g.itemsize)
     return g
+
+
+def softmax_cross_entropy_train(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    label_smoothing: float,
+    reduction: str,
+    status: np.ndarray | None = None,
+    serial: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reference of the internal kernel ``softmax_cross_entropy_train``: a training step's
+    loss in one call, ``(loss, grad)``: the 0-d mean (``reduction="mean"``) or sum of
+    :func:`softmax_cross_entropy`'s row losses, and the gradient of that loss with respect
+    to the (N, C) ``logits``; labels out of range are recorded in ``status`` when given."""
+    n = logits.shape[0]
+    rows, probs = softmax_cross_entropy(logits, labels, label_smoothing, status, serial)
+    scale = 1.0 / n if reduction == "mean" and n else 1.0
+    grad = softmax_cross_entropy_backward(
+        probs, labels, np.full(n, scale, logits.dtype), label_smoothing
+    )
+    return np.asarray(rows.mean() if reduction == "mean" else rows.sum()), grad
 
 
 def matmul_tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -64,12 +64,20 @@ class Collectives:
         """
         raise NotImplementedError
 
-    def reduce(self, parts: Sequence[Any], op: str = "sum") -> Any:
-        """``parts`` combined on ``devices[0]`` in device order (``op``: sum, max or min)."""
+    def reduce(self, parts: Sequence[Any], op: str = "sum", out: Any = None) -> Any:
+        """``parts`` combined on ``devices[0]`` in device order (``op``: sum, max or min);
+        into ``out`` when given (an array on ``devices[0]`` shaped like the parts, which
+        may be ``parts[0]`` itself), which is returned."""
         xp = self.backend.xp
         fold = {"sum": xp.add, "max": xp.maximum, "min": xp.minimum}[op]
         root = self.devices[0]
-        total = self._fetch(parts[0], root, copy=True)
+        if out is None:
+            total = self._fetch(parts[0], root, copy=True)
+        else:
+            total = out
+            if parts[0] is not out:
+                with self.backend.use_device(root):
+                    out[...] = self._fetch(parts[0], root, copy=False)
         with self.backend.use_device(root):  # CuPy computes on the current device
             for p in parts[1:]:
                 total = fold(total, self._fetch(p, root, copy=False), out=total)

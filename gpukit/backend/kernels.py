@@ -13,13 +13,16 @@ script and the docs are generated from one list and cannot forget a kernel:
   (compiled lazily by ``cupy.RawModule`` with the listed name expressions, once
   per device) where a block's threads must cooperate;
 * the dtypes it accepts and its launch shape, in words.
+
+:data:`INTERNAL_KERNELS` lists, with the same entries, the backend kernels that only
+gk.nn and gk.optim call (no ``gk.kernels`` function).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ACTIVATIONS", "KERNELS", "KernelSpec", "cuda_sources", "spec"]
+__all__ = ["ACTIVATIONS", "INTERNAL_KERNELS", "KERNELS", "KernelSpec", "cuda_sources", "spec"]
 
 #: Activation names, in the order of the ``ACT`` template argument of the CUDA code.
 ACTIVATIONS: tuple[str, ...] = (
@@ -107,17 +110,19 @@ KERNELS: dict[str, KernelSpec] = {
         ),
         KernelSpec(
             "bias_activation_backward",
-            "ElementwiseKernel + ReductionKernel",
-            "grad_x is elementwise; the bias gradient is a column sum, which CuPy's "
-            "ReductionKernel does as well as a hand-written block reduction (it is what "
-            "cupy.sum runs) while handling any number of leading axes",
-            None,
-            (),
+            _RAW,
+            "grad_x is elementwise, but the bias gradient is its column sum: one launch "
+            "computes both only if the threads of a column add their values together, "
+            "through shared memory, which CuPy's kernel types cannot express",
+            "bias_act.cu",
+            _each("bias_act_backward<{T}, {A}>", A=tuple(range(len(ACTIVATIONS)))),
             ("float32", "float64"),
-            "CuPy's elementwise launch, then CuPy's reduction over every axis but the last",
-            "recomputes x + bias, the derivative and grad_x in one pass (reads grad_y and "
-            "x, writes grad_x: 3 arrays), then rereads grad_x once for the bias gradient, "
-            "where the unfused expression moves 8 or more",
+            "256-thread blocks, each owning strips of 32 columns (strips grid-strided): "
+            "its 8 warps walk down the rows, each thread sums its column in double, the "
+            "warps' sums meet in shared memory in a fixed order",
+            "recomputes x + bias, the derivative, grad_x and the bias gradient in one "
+            "pass: reads grad_y and x, writes grad_x (3 arrays), where the unfused "
+            "expression moves 8 or more and a separate column sum rereads grad_x",
         ),
         KernelSpec(
             "sgd_update",
@@ -188,15 +193,52 @@ KERNELS: dict[str, KernelSpec] = {
 }
 
 
+#: Backend kernels with no public function, called by gk.nn and gk.optim through
+#: ``gpukit.kernels._direct`` on arrays they validated. The same contract as
+#: :data:`KERNELS` (a NumPy reference of the same name in ``gpukit_numpy.kernels``, whose
+#: docstring states the signature; a launcher in ``gpukit_cupy.kernels``; a GPU case in
+#: ``tests/kernel_cases.py``), without the front-end and its checks.
+INTERNAL_KERNELS: dict[str, KernelSpec] = {
+    s.name: s
+    for s in (
+        KernelSpec(
+            "softmax_cross_entropy_train",
+            _RAW,
+            "the rows as softmax_cross_entropy's; the reduced loss adds every row's, which "
+            "the last block to finish does (a counter in device memory tells it)",
+            "softmax_xent.cu",
+            _each("softmax_xent_train<{T}, {L}>", L=_LABELS),
+            ("float32", "float64"),
+            "as softmax_cross_entropy, then the last block sums the row losses",
+            "a training step's whole loss: softmax_cross_entropy, the mean (or sum) and "
+            "softmax_cross_entropy_backward for that reduction in one launch; writes the "
+            "gradient of the logits where the forward kernel writes probs",
+        ),
+        KernelSpec(
+            "flag_nonfinite",
+            _ELEMENTWISE,
+            "one thread reads one value and writes the device's status buffer",
+            None,
+            (),
+            ("float32", "float64"),
+            "one thread",
+            "fit's check of a loss: a NaN or infinite value recorded on the device "
+            "(gpukit._runtime.device_status), so the host reads it every few steps "
+            "instead of every step",
+        ),
+    )
+}
+
+
 def spec(name: str) -> KernelSpec:
-    """The registry entry of kernel ``name``."""
-    return KERNELS[name]
+    """The registry entry of kernel ``name`` (public or internal)."""
+    return KERNELS[name] if name in KERNELS else INTERNAL_KERNELS[name]
 
 
 def cuda_sources() -> dict[str, tuple[str, ...]]:
     """Each ``.cu`` file (RawModule kernels) with every name expression instantiated from it."""
     out: dict[str, tuple[str, ...]] = {}
-    for s in KERNELS.values():
+    for s in (*KERNELS.values(), *INTERNAL_KERNELS.values()):
         if s.source is not None:
             out[s.source] = out.get(s.source, ()) + s.name_expressions
     return out

@@ -93,7 +93,7 @@ class FlatBuffer:
         grads = self._views(self.grad)
         for p, view, slot in zip(self.params, self.views, grads, strict=True):
             p.data = view
-            p._slot = (view, slot)
+            p._slot = (view, slot, self)
         self.state: dict[str, tuple[Any, list[Any]]] = {}
 
     def _views(self, flat: Any) -> list[Any]:

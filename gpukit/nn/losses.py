@@ -91,11 +91,6 @@ def _same_shape(name: str, output: Any, target: Any) -> None:
         )
 
 
-def _same_place(a: Any, b: Any, n: int) -> bool:
-    """Whether the cached ``a`` has ``n`` rows on ``b``'s device with ``b``'s dtype."""
-    return type(a) is type(b) and a.shape[0] == n and a.dtype == b.dtype and a.device == b.device
-
-
 class MSELoss(_Loss):
     """Mean squared error ``mean((output - target) ** 2)`` (or the sum).
 
@@ -178,7 +173,9 @@ class CrossEntropyLoss(_Loss):
         self.label_smoothing = check_range(
             "CrossEntropyLoss", label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False
         )
-        self._grad_loss: Any = None
+        # None: the cache holds probs (host); else whether backward returned the cached
+        # gradient the kernel computed already
+        self._handed: bool | None = None
         self._dtype = np.dtype(np.float32)  # the last output's dtype, the gradient's
 
     def _check(self, logits: Any, labels: Any) -> None:
@@ -232,33 +229,30 @@ class CrossEntropyLoss(_Loss):
             if device:
                 st = _status.status(owner, owner.device_of(logits))
                 flag = (st.buffer, st.next_serial())
-            per_row, probs = kernel(logits, "softmax_cross_entropy")(logits, labels, s, *flag)
-            self._cache = (probs, labels)
-            loss = per_row.mean() if self.reduction == "mean" else per_row.sum()  # one launch
+            # the reduced loss and its gradient in one launch: backward hands the gradient over
+            loss, grad = kernel(logits, "softmax_cross_entropy_train")(
+                logits, labels, s, self.reduction, *flag
+            )
+            self._cache, self._handed = (grad, labels), False
             return loss.astype(dtype, copy=False)
-        self._cache = (probs, labels)
+        self._cache, self._handed = (probs, labels), None
         return (total / n if self.reduction == "mean" else total).astype(dtype, copy=False)
 
     def _backward(self) -> Any:
         probs, labels = self._cache
+        if self._handed is not None:
+            # the forward kernel computed the gradient (cached in place of probs): the
+            # first call hands it over, a later one a copy to change freely
+            g = probs.copy() if self._handed else probs
+            self._handed = True
+            return g.astype(self._dtype, copy=False)
         n, c = probs.shape
         scale = 1.0 / n if self.reduction == "mean" and n else 1.0
         s = self.label_smoothing
-        if type(probs) is np.ndarray:
-            g = probs - probs.dtype.type(s / c) if s else probs.copy()
-            g[np.arange(n), labels] -= probs.dtype.type(1 - s)
-            if scale != 1.0:
-                g *= probs.dtype.type(scale)
-            return g.astype(self._dtype, copy=False)
-        cached = self._grad_loss
-        if cached is None or cached[0] != scale or not _same_place(cached[1], probs, n):
-            # constant for a batch size: filled once, not every step
-            cached = self._grad_loss = (
-                scale,
-                _dispatch.namespace(probs).full(n, scale, dtype=probs.dtype),
-            )
-        grad_loss = cached[1]
-        g = kernel(probs, "softmax_cross_entropy_backward")(probs, labels, grad_loss, s)
+        g = probs - probs.dtype.type(s / c) if s else probs.copy()
+        g[np.arange(n), labels] -= probs.dtype.type(1 - s)
+        if scale != 1.0:
+            g *= probs.dtype.type(scale)
         return g.astype(self._dtype, copy=False)
 
     def __repr__(self) -> str:

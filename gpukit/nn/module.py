@@ -84,7 +84,8 @@ class Parameter:
         self.data = data
         self.grad: Any = None
         # (data view, gradient view) in an optimizer's flat buffers (gpukit.nn._flat)
-        self._slot: tuple[Any, Any] | None = None
+        # (data view, gradient slot, the FlatBuffer holding them or None): gpukit/nn/_flat.py
+        self._slot: tuple[Any, Any, Any] | None = None
 
     def _grad_target(self) -> Any:
         """Where a backward pass may write this parameter's gradient, or None.

@@ -33,6 +33,7 @@ from .._select.selection import get_backend
 from ..sharding._array import ShardedArray, split
 from ..sharding._layout import check_devices, split_sizes
 from ..sharding._reshard import exchange
+from ._flat import FlatBuffer, flatten
 from .layers import Dropout
 from .module import Module, Parameter
 
@@ -113,6 +114,9 @@ class DataParallel(Module):
         self._replicas: tuple[Module, ...] = (module, *others)
         self._params = [r.parameters() for r in self._replicas]
         self._collectives: dict[int, Any] = {}
+        # (id of a primary FlatBuffer, replica) -> (that buffer, the replica's gradient
+        # bucket of its layout, the bucket's views)
+        self._grad_buckets: dict[tuple[int, int], tuple[FlatBuffer, Any, list[Any]]] = {}
         self._sizes: list[int] = []  # rows per device in the last forward
 
     # -- structure: the wrapped module's, without a prefix --------------------------------------
@@ -165,10 +169,50 @@ class DataParallel(Module):
         if k < 2:
             return
         coll = self._group(k)
-        for j, p in enumerate(self._params[0]):
-            copies = coll.broadcast(p.data)
+        buckets, loose = self._buckets()
+        for fb, members in buckets:
+            copies = coll.broadcast(fb.data)  # one call for every parameter of the bucket
             for i in range(1, k):
-                self._params[i][j].data = copies[i]
+                views, grads = fb._views(copies[i]), self._mirror(fb, i)
+                for j, pos in members:
+                    q = self._params[i][j]
+                    q.data = views[pos]
+                    q._slot = (views[pos], grads[pos], None)  # its layers write the gradient there
+        for j in loose:
+            copies = coll.broadcast(self._params[0][j].data)
+            for i in range(1, k):
+                q = self._params[i][j]
+                q.data, q._slot = copies[i], None
+
+    def _buckets(self) -> tuple[list[tuple[FlatBuffer, list[tuple[int, int]]]], list[int]]:
+        """The primary's parameters by flat buffer (an optimizer's, else made here), each
+        with its ``(index in the model, index in the buffer)`` pairs; and the indices of
+        those in none (not flattenable), which travel on their own."""
+        params = self._params[0]
+        if any(p._slot is None or p._slot[0] is not p.data for p in params):
+            flatten(p for p in params if p._slot is None or p._slot[0] is not p.data)
+        found: dict[int, tuple[FlatBuffer, list[tuple[int, int]]]] = {}
+        loose = []
+        for j, p in enumerate(params):
+            if p._slot is None or p._slot[0] is not p.data:
+                loose.append(j)
+                continue
+            fb = p._slot[2]
+            found.setdefault(id(fb), (fb, []))[1].append((j, fb.params.index(p)))
+        return list(found.values()), loose
+
+    def _mirror(self, fb: FlatBuffer, i: int) -> list[Any]:
+        """Replica ``i``'s gradient bucket of ``fb``'s layout (made once, zeros) as views,
+        one per parameter of ``fb``."""
+        key = (id(fb), i)
+        found = self._grad_buckets.get(key)
+        if found is None or found[0] is not fb:
+            device = self.devices[i]
+            with self.backend.use_device(device):
+                flat = self.backend.xp.zeros_like(fb.grad, shape=fb.grad.shape)
+                flat = self.backend.to_device(flat, device, copy=False)
+            found = self._grad_buckets[key] = (fb, flat, fb._views(flat))
+        return found[2]
 
     def _call_kind(self, x: Any) -> Any:
         """A batch sharded over the model's backend: its rows go to the replicas in one
@@ -208,9 +252,16 @@ class DataParallel(Module):
         devs = self.devices[:k]
         params = self._params[:k]
         held = [p.grad for p in params[0]]
+        # no gradient held (zero_grad was called): the primary's layers write into its
+        # slots and the replicas' sums are added there, a bucket at a time; otherwise the
+        # gradients are summed apart and added to the held ones
+        bucketed = all(g is None for g in held)
+        slots = [p._slot for p in params[0]]
         for replica in params:
             for p in replica:
                 p.grad = None
+                if not bucketed:
+                    p._slot = None
         pieces = split(self.backend, grad_output, 0, devs, self._sizes)
         try:
             grads_in = map_devices(
@@ -220,31 +271,78 @@ class DataParallel(Module):
                 self._replicas[:k],
                 pieces.shards,
             )
-            totals = [self._reduce(j, [r[j].grad for r in params]) for j in range(len(held))]
+            if bucketed:
+                self._reduce_buckets(k)
+            else:
+                totals = [self._reduce(j, [r[j].grad for r in params]) for j in range(len(held))]
         except BaseException:
             for p, g in zip(params[0], held, strict=True):
                 p.grad = g
             raise
-        for p, g, total in zip(params[0], held, totals, strict=True):
-            p.grad = g
-            if total is not None:
-                p.accumulate(total)
+        finally:
+            if not bucketed:
+                for p, s in zip(params[0], slots, strict=True):
+                    p._slot = s
+        if not bucketed:
+            for p, g, total in zip(params[0], held, totals, strict=True):
+                p.grad = g
+                if total is not None:
+                    p.accumulate(total)
         if not need_input_grad:
             return None
         return ShardedArray(self.backend, grads_in, 0, devs).gather(devs[0])
 
-    def _reduce(self, j: int, parts: list[Any]) -> Any:
-        """Parameter ``j``'s gradients summed on the first device, in device order."""
-        missing = [i for i, g in enumerate(parts) if g is None]
-        if len(missing) == len(parts):
-            return None
-        if missing:
+    def _reduce_buckets(self, k: int) -> None:
+        """Every replica's gradients summed into the primary's, one reduce per bucket; the
+        parameters outside buckets one at a time. A gradient a layer made elsewhere than
+        its slot is copied there first."""
+        params = self._params[:k]
+        buckets, loose = self._buckets()
+        for fb, members in buckets:
+            parts = [fb.grad]
+            for j, _ in members:
+                self._check_used(j, [r[j].grad for r in params[1:]], start=1)
+            for i in range(1, k):
+                grads = self._mirror(fb, i)
+                for j, pos in members:
+                    g, slot = params[i][j].grad, grads[pos]
+                    if g is None:  # unused by every replica: nothing to add
+                        slot[...] = 0
+                    elif g is not slot:
+                        slot[...] = g
+                parts.append(self._grad_buckets[(id(fb), i)][1])
+            for j, _ in members:
+                p = params[0][j]
+                slot = p._slot[1]
+                if p.grad is None:
+                    if params[1][j].grad is not None:  # used on the replicas only
+                        slot[...] = 0
+                        p.grad = slot
+                elif p.grad is not slot:
+                    slot[...] = p.grad
+                    p.grad = slot
+            self._group(k).reduce(parts, out=fb.grad)
+        for j in loose:
+            total = self._reduce(j, [r[j].grad for r in params])
+            if total is not None:
+                params[0][j].grad = total
+
+    def _check_used(self, j: int, parts: list[Any], start: int = 0) -> None:
+        """Parameter ``j`` got a gradient on every replica of ``parts`` or on none."""
+        missing = [i + start for i, g in enumerate(parts) if g is None]
+        if missing and len(missing) != len(parts):
             name = [n for n, _ in self.named_parameters()][j]
             raise RuntimeError(
                 f"parameter {name!r} got a gradient on some replicas but not on devices "
                 f"{[self.devices[i] for i in missing]}: DataParallel needs every replica to "
                 "use the same parameters"
             )
+
+    def _reduce(self, j: int, parts: list[Any]) -> Any:
+        """Parameter ``j``'s gradients summed on the first device, in device order."""
+        self._check_used(j, parts)
+        if parts[0] is None:
+            return None
         return self._group(len(parts)).reduce(parts)
 
     def extra_repr(self) -> str:

@@ -2,11 +2,11 @@
 
 Each launcher takes the front-end's validated arguments and launches either one
 of CuPy's own kernel types (``_elementwise``: ``ElementwiseKernel`` for the
-elementwise and in-place operations, ``ReductionKernel`` for the bias gradient;
-CuPy handles broadcasting, dtypes and strided inputs) or, where a block's threads
-must cooperate through shared memory, a templated ``RawModule`` kernel from the
-``.cu`` files beside it (the softmax cross-entropy rows, the tiled matmul; see
-``gpukit.backend.kernels`` for the name expressions). Nothing compiles at import:
+elementwise and in-place operations; CuPy handles broadcasting, dtypes and strided
+inputs) or, where a block's threads must cooperate through shared memory, a
+templated ``RawModule`` kernel from the ``.cu`` files beside it (the bias + activation
+backward pass with its column sums, the softmax cross-entropy rows, the tiled
+matmul; see ``gpukit.backend.kernels`` for the name expressions). Nothing compiles at import:
 each kernel compiles on its first launch on a device.
 """
 
@@ -19,6 +19,8 @@ from typing import Any
 
 import cupy
 import numpy as np
+
+from gpukit.backend.kernels import ACTIVATIONS
 
 from . import _elementwise
 from ._graphed import adam_update_graphed as adam_update_graphed
@@ -35,6 +37,7 @@ __all__ = [
     "sgd_update",
     "softmax_cross_entropy",
     "softmax_cross_entropy_backward",
+    "softmax_cross_entropy_train",
 ]
 
 
@@ -50,6 +53,7 @@ def _on_inputs_device(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _XENT = "softmax_xent.cu"
+_BIAS_ACT = "bias_act.cu"
 
 
 @_on_inputs_device
@@ -61,13 +65,26 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 def bias_activation_backward(
     grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None
 ):
-    kernel = _elementwise.bias_act_backward(activation)
-    grad_x = kernel(grad_y, x, bias, x.dtype.type(negative_slope))
-    # CuPy's simple reduction: a block per group of columns, strided down the rows;
+    grad_y = cupy.ascontiguousarray(grad_y)
+    x = cupy.ascontiguousarray(x)
+    bias = cupy.ascontiguousarray(bias)
+    grad_x = cupy.empty(x.shape, dtype=x.dtype)
     # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
-    grad_bias = _elementwise.column_sum(
-        grad_x, axis=tuple(range(grad_x.ndim - 1)), out=grad_bias_out
-    )
+    grad_bias = cupy.empty(bias.shape, x.dtype) if grad_bias_out is None else grad_bias_out
+    c = bias.size
+    rows = x.size // c if c else 0
+    if c:
+        kernel = function(
+            _BIAS_ACT,
+            f"bias_act_backward<{ctype(x.dtype)}, {ACTIVATIONS.index(activation)}>",
+        )
+        strips = -(-c // 32)
+        kernel(
+            (min(strips, sm_count() * 16),),
+            (BLOCK,),
+            (grad_y, x, bias, grad_x, grad_bias, index(rows), index(c),
+             scalar(x.dtype, negative_slope)),
+        )  # fmt: skip
     return grad_x, grad_bias
 
 
@@ -186,6 +203,56 @@ def softmax_cross_entropy(logits, labels, label_smoothing: float, status=None, s
             ),
         )
     return loss, probs
+
+
+#: Per (device, stream): the finished-block counter of softmax_xent_train, which each
+#: launch leaves at 0; launches on one stream run one after another, so they share one.
+_tickets: dict[tuple[int, int], Any] = {}
+
+
+def _ticket():
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    found = _tickets.get(key)
+    if found is None:
+        found = _tickets[key] = cupy.zeros(1, dtype=np.uint32)
+    return found
+
+
+@_on_inputs_device
+def softmax_cross_entropy_train(
+    logits, labels, label_smoothing: float, reduction: str, status=None, serial: int = 0
+):
+    logits = cupy.ascontiguousarray(logits)
+    labels = _labels(labels)
+    n, c = logits.shape
+    divisor = n if reduction == "mean" else 1
+    loss = cupy.empty((), dtype=logits.dtype)
+    grad = cupy.empty_like(logits)
+    if not n:  # no rows: the empty mean is NaN, the empty sum 0
+        loss.fill(np.nan if reduction == "mean" else 0)
+        return loss, grad
+    row_loss = cupy.empty(n, dtype=logits.dtype)
+    kernel = function(_XENT, f"softmax_xent_train<{ctype(logits.dtype)}, {_ltype(labels)}>")
+    kernel(
+        (min(n, sm_count() * 16),),
+        (BLOCK,),
+        (
+            logits,
+            labels,
+            row_loss,
+            grad,
+            loss,
+            index(n),
+            index(c),
+            scalar(logits.dtype, label_smoothing),
+            scalar(logits.dtype, 1.0 / divisor),
+            index(divisor),
+            status,  # None: a null pointer, nothing flagged
+            np.int64(serial),
+            _ticket(),
+        ),
+    )
+    return loss, grad
 
 
 @_on_inputs_device

@@ -1,4 +1,4 @@
-"""The elementwise kernels as ``cupy.ElementwiseKernel`` / ``cupy.ReductionKernel``.
+"""The elementwise kernels as ``cupy.ElementwiseKernel``.
 
 CuPy generates the indexing: broadcasting (the bias over rows, a label per row),
 dtype dispatch through the ``T`` placeholder (one definition for float32 and
@@ -38,22 +38,6 @@ def bias_act_forward(activation: str) -> cupy.ElementwiseKernel:
         f"gk_bias_act_forward_{activation}",
         preamble=_activations(),
     )
-
-
-@cache
-def bias_act_backward(activation: str) -> cupy.ElementwiseKernel:
-    """``grad_x = grad_y * act'(x + bias)``."""
-    return cupy.ElementwiseKernel(
-        "T grad_y, T x, T bias, T slope",
-        "T grad_x",
-        f"grad_x = grad_y * act_derivative<T, {ACTIVATIONS.index(activation)}>(x + bias, slope)",
-        f"gk_bias_act_backward_{activation}",
-        preamble=_activations(),
-    )
-
-
-#: Column sums (over every axis but the last) of the bias gradient.
-column_sum = cupy.ReductionKernel("T g", "T s", "g", "a + b", "s = a", "0", "gk_column_sum")
 
 
 def _update(in_params: str, out_params: str, body: str, name: str, guarded: bool):

@@ -2,6 +2,8 @@
 // bias + activation ElementwiseKernels (gpukit_cupy.kernels._elementwise).
 // ACT follows gpukit.backend.kernels.ACTIVATIONS:
 // 0 identity, 1 relu, 2 leaky_relu, 3 gelu (erf), 4 gelu_tanh, 5 silu, 6 sigmoid, 7 tanh.
+#ifndef GK_ACTIVATIONS_CUH
+#define GK_ACTIVATIONS_CUH
 #include "gk_common.cuh"
 
 #define GK_SQRT1_2 0.70710678118654752440
@@ -57,3 +59,5 @@ __device__ __forceinline__ T act_derivative(T z, T slope) {
   }
   return T(1);
 }
+
+#endif  // GK_ACTIVATIONS_CUH

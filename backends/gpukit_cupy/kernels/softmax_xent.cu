@@ -124,3 +124,73 @@ __global__ void softmax_xent_backward(const T* __restrict__ probs, const L* __re
     grad[i] = g;
   }
 }
+
+// A training step's loss in one launch: the rows as softmax_xent_forward, but each row
+// writes the gradient of the reduced loss, scale * (probs - off - (j == y ? on : 0)),
+// in place of its probabilities (NaN for a label outside [0, c), which is flagged), and
+// the last block to finish adds the n row losses (in double, in a fixed order) and
+// writes their sum over `divisor` (n: the mean; 1: the sum) to the 0-d `loss`;
+// scale = 1 / divisor. `ticket` counts the finished
+// blocks: 0 at launch, left 0 by the last block, so one counter serves every launch
+// ordered after the previous one (a stream's).
+template <typename T, typename L>
+__global__ void softmax_xent_train(const T* __restrict__ logits, const L* __restrict__ labels,
+                                   T* __restrict__ row_loss, T* __restrict__ grad,
+                                   T* __restrict__ loss, gk_index n, gk_index c, T smoothing,
+                                   T scale, gk_index divisor, long long* __restrict__ status,
+                                   long long serial, unsigned int* __restrict__ ticket) {
+  const T on = T(1) - smoothing, off = smoothing / T(c);
+  for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
+    const T* l = logits + row * c;
+    T* g = grad + row * c;
+    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
+    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+      const T v = l[j];
+      if (v > a.m) {
+        a.s = a.s * gk_exp(a.m - v) + T(1);
+        a.m = v;
+      } else if (v > gk_neg_inf<T>()) {
+        a.s += gk_exp(v - a.m);
+      }
+    }
+    a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    const L y = labels[row];
+    const bool valid = y >= 0 && (gk_index)y < c;
+    const T w = smoothing / T(c);
+    T zsum = T(0);
+    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+      const T z = l[j] - a.m;
+      const T p = gk_exp(z) / a.s;
+      g[j] = valid ? (p - off - ((gk_index)y == j ? on : T(0))) * scale : gk_nan<T>();
+      if (smoothing != T(0)) zsum += w * z;
+    }
+    if (smoothing != T(0)) zsum = block_reduce(zsum, T(0));
+    if (threadIdx.x == 0) {
+      T out = gk_nan<T>();
+      if (valid) {
+        out = gk_log(a.s) - (T(1) - smoothing) * (l[y] - a.m);
+        if (smoothing != T(0)) out -= zsum;
+      } else if (status != nullptr) {
+        gk_flag_label(status, serial, (long long)y, c);
+      }
+      row_loss[row] = out;
+    }
+  }
+  // The last block: every other block's row losses are visible once its ticket is seen
+  // (each block fences its writes before taking one).
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const volatile T* rows = row_loss;
+  double sum = 0.0;
+  for (gk_index i = threadIdx.x; i < n; i += blockDim.x) sum += (double)rows[i];
+  sum = block_reduce(sum, 0.0);
+  if (threadIdx.x == 0) {
+    *loss = (T)(sum / (double)divisor);
+    *ticket = 0u;
+  }
+}
