@@ -241,7 +241,9 @@ def test_bias_activation_past_2_31_elements_launches(check_only, activation):
     assert y.shape == gx.shape == x.shape and gb.shape == (cols,)
     fwd = _only(launches, f"gk_bias_act_forward_{activation}")
     assert fwd.grid[0] * fwd.block[0] >= 2**31 - 1  # no overflowing grid for the size
-    _only(launches, "gk_column_sum")
+    # the backward and its bias gradient are one kernel: a block per 32 columns
+    bwd = _only(launches, "bias_act_backward<float,")
+    assert len(launches) == 2 and bwd.grid[0] * 32 >= cols
 
 
 @pytestmark_gpu
