@@ -73,6 +73,8 @@ NOT_IN_MATRIX = {
     "gk.distributed.to_dask": "converts a sharded array, any dtype",
     "gk.distributed.from_dask": "converts a Dask array, any dtype",
     "gk.nn.fit": "trains with a model, a loss and an optimizer, each in the matrix",
+    "gk.nn.GraphedStep": "one training step of a model, a loss and an optimizer, each in "
+    "the matrix, captured as a CUDA graph where it can be",
     **dict.fromkeys(
         [
             "gk.Backend",

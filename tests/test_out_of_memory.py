@@ -39,11 +39,21 @@ def _fit(model=None):
     return gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, epochs=1, batch_size=4, progress=False)
 
 
-def _step(opt_cls):
-    params = [gk.nn.Parameter(np.ones(3)) for _ in range(2)]
+def _optimizer(opt_cls, params=None):
+    params = params or [gk.nn.Parameter(np.ones(3)) for _ in range(2)]
     for p in params:
         p.grad = np.ones(3)
-    opt_cls(params, lr=0.1).step()
+    return opt_cls(params, lr=0.1)
+
+
+class _Built:
+    """A case whose object is built before the failure is injected: ``run(build())``."""
+
+    def __init__(self, build, run) -> None:
+        self.build, self.run = build, run
+
+    def __call__(self):
+        return self.run(self.built)
 
 
 def _backward():
@@ -86,7 +96,19 @@ CASES = {
         lambda: gk.nn.predict_proba(_model(), np.ones((3, 4), np.float32)),
         (_act, "forward"),
     ),
-    "gk.optim.Optimizer.step": (lambda: _step(gk.optim.Adam), (np, "zeros_like")),
+    # Adam's moments are allocated at its first step, its flat buffers at construction
+    "gk.optim.Optimizer.step": (
+        _Built(lambda: _optimizer(gk.optim.Adam), lambda opt: opt.step()),
+        (np, "zeros_like"),
+    ),
+    "gk.optim.Optimizer": (lambda: _optimizer(gk.optim.Adam), (np, "zeros_like")),
+    "gk.optim.Optimizer.add_param_group": (
+        _Built(
+            lambda: _optimizer(gk.optim.SGD),
+            lambda opt: opt.add_param_group({"params": [gk.nn.Parameter(np.ones(2))]}),
+        ),
+        (np, "zeros_like"),
+    ),
     "gk.nn.Module.to": (lambda: _model().to("fakedevice"), (_dispatch, "to_numpy")),
 }
 
@@ -94,6 +116,8 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_allocation_failures_are_out_of_memory_errors(monkeypatch, name):
     call, inject = CASES[name]
+    if isinstance(call, _Built):
+        call.built = call.build()
     if inject is not None:
         monkeypatch.setattr(*inject, _raise_memory_error)
     with gk.use_backend("numpy"), pytest.raises(gk.OutOfMemoryError) as info:

@@ -253,6 +253,13 @@ for _name, _call in {
         batch_size=4,
         progress=False,
     ),
+    "GraphedStep": lambda e: gk.nn.GraphedStep(
+        (net := gk.nn.Linear(5, 1, seed=0)),
+        gk.nn.MSELoss(),
+        gk.optim.SGD(net.parameters(), lr=0.1),
+        e.shard(e.m),
+        e.v[:, None],
+    ),
     "predict": lambda e: gk.nn.predict(gk.nn.Linear(5, 1, seed=0), e.shard(e.m)),
     "predict_proba": lambda e: gk.nn.predict_proba(gk.nn.Linear(5, 2, seed=0), e.shard(e.m)),
 }.items():

@@ -90,11 +90,18 @@ class FlatBuffer:
             self.views = self._views(self.data)
             for p, view in zip(self.params, self.views, strict=True):
                 view[...] = p.data
+        self.state: dict[str, tuple[Any, list[Any]]] = {}
+
+    def attach(self) -> FlatBuffer:
+        """Make each parameter's ``data`` its view and its gradient slot this buffer's.
+
+        Separate from allocating, so that a caller can allocate every buffer it needs
+        before changing any parameter (a failed allocation leaves them as they were)."""
         grads = self._views(self.grad)
         for p, view, slot in zip(self.params, self.views, grads, strict=True):
             p.data = view
             p._slot = (view, slot, self)
-        self.state: dict[str, tuple[Any, list[Any]]] = {}
+        return self
 
     def _views(self, flat: Any) -> list[Any]:
         return [flat[o : o + n].reshape(shape) for o, n, shape in self.segments]
@@ -120,7 +127,7 @@ class FlatBuffer:
         for name, (_, views) in self.state.items():
             for dst, src in zip(fresh.state_buffer(name)[1], views, strict=True):
                 assign(dst, src, name)
-        return fresh
+        return fresh.attach()
 
 
 def flatten(params: Iterable[Parameter]) -> tuple[list[FlatBuffer], list[Parameter]]:
@@ -133,4 +140,5 @@ def flatten(params: Iterable[Parameter]) -> tuple[list[FlatBuffer], list[Paramet
             groups.setdefault(_key(p.data), []).append(p)
         else:
             loose.append(p)
-    return [FlatBuffer(ps) for ps in groups.values()], loose
+    buffers = [FlatBuffer(ps) for ps in groups.values()]  # all allocated before any attach
+    return [b.attach() for b in buffers], loose

@@ -97,6 +97,7 @@ class GraphedStep:
     True
     """
 
+    @_dispatch.operation("gk.nn.GraphedStep")
     def __init__(self, model: Module, loss_fn: _Loss, optimizer: Any, x: Any, y: Any) -> None:
         op = "gk.nn.GraphedStep"
         if not isinstance(model, Module):

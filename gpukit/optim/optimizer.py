@@ -70,6 +70,7 @@ class Optimizer:
         Per-parameter state (momentum buffers, moments, step counts), keyed by Parameter.
     """
 
+    @operation("gk.optim.Optimizer")  # the flat buffers: all allocated before any is used
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         op = self._op = f"gk.optim.{type(self).__name__}"
         if isinstance(params, Parameter | Module) or not isinstance(params, Iterable):
@@ -173,6 +174,7 @@ class Optimizer:
         """A parameter's state after its update number ``count``."""
         raise NotImplementedError
 
+    @operation("gk.optim.Optimizer.add_param_group")
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (``{"params": [...], "lr": ...}``), as in PyTorch:
         layers unfrozen during fine-tuning, a head added to a trained body.
@@ -203,8 +205,9 @@ class Optimizer:
             seen.add(id(p))
         group = {**self.defaults, **param_group, "params": params}
         self._validate(group)
+        flat = (list(params), *flatten(params))  # may fail: nothing changed yet
         self.param_groups.append(group)
-        self._flat.append((list(params), *flatten(params)))
+        self._flat.append(flat)
 
     def _record(self, st: _status.Status, stepped: list[tuple[Parameter, int]]) -> None:
         """Log a step on ``st``'s device until the device is known to have applied it."""
