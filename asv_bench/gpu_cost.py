@@ -150,16 +150,23 @@ class Stencil:
         return out.reshape(-1)
 
 
-def cg_graph(gk, n: int = 64) -> tuple[Run, str]:
-    """``gk.linalg.cg(..., graph=True)`` on the 64x64 Poisson stencil (:class:`Stencil`)."""
-    a, b = Stencil(n), gk.asarray(_rng().standard_normal(n * n))
+def _krylov_graph(method: str, n: int = 64, **kwargs) -> Callable[[Any], tuple[Run, str]]:
+    def build(gk) -> tuple[Run, str]:
+        a, b = Stencil(n), gk.asarray(_rng().standard_normal(n * n))
+        solve = getattr(gk.linalg, method)
 
-    def run(k: int) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", gk.errors.ConvergenceWarning)
-            gk.linalg.cg(a, b, rtol=1e-300, atol=0.0, maxiter=k, graph=True)
+        def run(k: int) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", gk.errors.ConvergenceWarning)
+                solve(a, b, rtol=1e-300, atol=0.0, maxiter=k, graph=True, **kwargs)
 
-    return run, "iteration"
+        return run, "iteration" if method != "gmres" else "Arnoldi step"
+
+    build.__doc__ = (
+        f"``gk.linalg.{method}(..., graph=True)`` on the {n}x{n} Poisson stencil "
+        "(:class:`Stencil`)."
+    )
+    return build
 
 
 def fft2_batch(gk, shape=(16, 512, 512)) -> tuple[Run, str]:
@@ -214,7 +221,10 @@ WORKLOADS: dict[str, Callable[[Any], tuple[Run, str]]] = {
     "bicgstab": _krylov("bicgstab"),
     "minres": _krylov("minres"),
     "gmres": _krylov("gmres", restart=20),
-    "cg_graph": cg_graph,
+    "cg_graph": _krylov_graph("cg"),
+    "bicgstab_graph": _krylov_graph("bicgstab"),
+    "minres_graph": _krylov_graph("minres"),
+    "gmres_graph": _krylov_graph("gmres", restart=20),
     "fft2": fft2_batch,
     "sharded_matmul": sharded_matmul,
     "solve_1000": solve_1000,
@@ -297,7 +307,13 @@ PEERS = {
 #: Units traced by default (lo, hi): steady state is (trace(hi) - trace(lo)) / (hi - lo).
 SPAN = {
     "cg": (5, 15), "bicgstab": (5, 15), "minres": (5, 15), "gmres": (20, 40),
-    "cg_graph": (36, 56),  # two more replayed blocks of 10 (iterations 37-56)
+    # two more replayed blocks of 10 (iterations 37-56), after the first captured
+    "cg_graph": (36, 56), "bicgstab_graph": (36, 56),
+    # three more (57-86), after MINRES's three captures: it rotates its buffers
+    # with a period of 3, each arrangement a block starts in is a graph of its own
+    "minres_graph": (56, 86),
+    # two more cycles of 20 Arnoldi steps, each two replays and the restart
+    "gmres_graph": (40, 80),
 }  # fmt: skip
 DEFAULT_SPAN = (1, 3)
 

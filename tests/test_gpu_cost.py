@@ -113,12 +113,27 @@ def test_krylov_host_syncs_per_ten_iterations(method):
     assert cost(method).syncs <= 0.1
 
 
-def test_a_captured_block_of_ten_cg_iterations_is_one_graph_launch():
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "minres"])
+def test_a_captured_block_of_ten_iterations_is_one_graph_launch(method):
     """``graph=True``: 10 steady-state iterations are one replay, one read of the status."""
-    s = cost("cg_graph")
+    s = cost(f"{method}_graph")
     assert s.graph_launches * 10 == pytest.approx(1)
     assert s.device_ops * 10 == pytest.approx(1)  # the graph launch is the only launch
     assert s.graph_nodes * 10 >= 10 * 4  # its nodes: each iteration's product and steps
+    assert s.syncs * 10 == pytest.approx(1) and s.pool_misses == 0
+
+
+def test_a_gmres_cycle_of_20_replays_its_arnoldi_steps_in_two_graph_launches():
+    """``graph=True``, restart 20: the Arnoldi steps 0-9 and 10-19 of a cycle are one replay
+    each, then the cycle's end (x's update from the host's least squares, the restart's
+    residual) runs eagerly; one read after each block."""
+    s = cost("gmres_graph")
+    assert s.graph_launches * 10 == pytest.approx(1)
+    assert s.graph_nodes * 10 >= 10 * 4  # its nodes: each step's product and 3 kernels
+    # the cycle's end: x's update, the stencil's product (its 9 kernels: a slice -= is a
+    # subtraction and a copy into the slice) and the residual; y uploaded
+    assert s.kernels * 20 == pytest.approx(1 + 9 + 1) and s.h2d_copies * 20 == 1
+    assert s.device_ops * 20 == pytest.approx(2 + 11)
     assert s.syncs * 10 == pytest.approx(1) and s.pool_misses == 0
 
 

@@ -327,6 +327,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_minres_alfa(gk_index n, const T* av, const T* r1, const T* v, T* nxt, double* sc,
                    typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(1);
   T c;
@@ -382,6 +383,7 @@ __global__ void __launch_bounds__(GK_KB)
     gk_minres_next(gk_index n, const T* r2, T* nxt, double* sc,
                    typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
                    int rotate) {
+  k += gk_k0(sc);
   double acc[1] = {0.0}, total[1];
   T c;
   gk_set(c, -sc[7] / sc[5]);
@@ -400,6 +402,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_minres_beta(gk_index n, const T* r2, const T* y, double* sc,
                    typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(1);
   GK_GRID_STRIDE(i, n) { acc[0] = gk_add(acc[0], gk_dot(r2[i], y[i])); }
@@ -412,6 +415,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_minres_update(gk_index n, T* v, const T* w1, const T* w2, T* w, T* x, const T* y,
                      const double* sc, long long k) {
+  k += gk_k0(sc);
   if (!gk_applies(sc, k)) return;
   const bool next = gk_running(sc);
   T minus_oldeps, minus_delta, inv_gamma, phi, inv_beta;
@@ -485,6 +489,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_bicgstab_alpha(gk_index n, const T* rhat, const T* av, T* v, double* sc,
                       typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(1);
   GK_GRID_STRIDE(i, n) {
@@ -510,6 +515,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_bicgstab_half(gk_index n, const T* phat, const T* v, T* x, T* r, double* sc,
                      typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   double acc[1] = {0.0}, total[1];
   const bool on = gk_running(sc);
@@ -542,6 +548,7 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_bicgstab_omega(gk_index n, const T* t, const T* s, double* sc,
                       typename gk_acc<T>::type* part, unsigned int* ticket, long long k) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(2);
   GK_GRID_STRIDE(i, n) {
@@ -574,7 +581,8 @@ template <typename T>
 __global__ void __launch_bounds__(GK_KB)
     gk_bicgstab_update(gk_index n, const T* shat, const T* t, const T* rhat, T* x, T* r,
                        double* sc, typename gk_acc<T>::type* part, unsigned int* ticket,
-                       long long k, int judge_next) {
+                       long long k, long long maxiter) {
+  k += gk_k0(sc);
   typedef typename gk_acc<T>::type A;
   GK_SUMS(2);
   const bool on = gk_running(sc);
@@ -607,7 +615,7 @@ __global__ void __launch_bounds__(GK_KB)
   A rho;
   gk_load(sc, 6, rho);
   gk_store(sc, 8, rho);
-  if (judge_next) gk_bicgstab_rho(sc, total[1], k + 1);
+  if (k < maxiter) gk_bicgstab_rho(sc, total[1], k + 1);  // judged here: a replay knows k
 }
 
 // --- GMRES -------------------------------------------------------------------------

@@ -12,10 +12,15 @@ skipped there, so the iterate the host gets, its iteration count and the residua
 estimate are those of the iteration that stopped; what the device did after it, until
 the host looked, is discarded (at most ``CHECK_EVERY - 1`` iterations of work).
 
-With ``graph=True`` (CG), a steady-state block of :data:`CHECK_EVERY` iterations between
-two reads is captured once as a CUDA graph (:mod:`.graphs`) and each later block is one
+With ``graph=True``, a steady-state block of :data:`CHECK_EVERY` iterations between two
+reads is captured once as a CUDA graph (:mod:`.graphs`) and each later block is one
 replay of it: the iteration number its kernels record a stop at is their captured one
-plus ``sc[23]``, which the graph's last node advances (:meth:`_Steps.replay_block`).
+plus ``sc[23]``, which the graph's last node advances (:meth:`_Steps.replay_block`). A
+loop that rotates its buffers from one iteration to the next (MINRES) has a graph for
+each arrangement it starts a block in. GMRES replays its Arnoldi steps between two
+reads, a block of at most :data:`CHECK_EVERY` steps that ends at a read or at the
+cycle's end: the steps' kernels take their position in the cycle, not an iteration
+count, so each cycle replays the same graphs (:meth:`_Gmres.replay_block`).
 
 ``axpy``/``xpay`` (one ``cupy.ElementwiseKernel`` each) serve the driver and the other
 spaces built on this one (sharded vectors); everything else is CuPy's.
@@ -179,7 +184,7 @@ class _Steps:
         self.next_read = 1
         self.fresh = False  # whether the last read saw every launch so far
         self.graph: Any = None  # the solve's _krylov.GraphPlan with graph=True
-        self.replay: Any = None  # the captured block of iterations
+        self.replays: dict[tuple, tuple[Any, list]] = {}  # _replay's captured blocks
         self.k0 = 0  # sc[23]: the iterations replays added to the captured ``k``
 
     def init(self, slots: dict[int, float]) -> None:
@@ -197,39 +202,61 @@ class _Steps:
         kernel(self.grid, self.block, (np.int64(self.n), *args))
         self.fresh = False
 
+    def _k(self, k: int) -> np.int64:
+        """Iteration ``k`` as a kernel argument: the kernels add ``sc[23]`` to it."""
+        return np.int64(k - self.k0)
+
     def reduce(self, name: str, *args: Any, k: int | None = None, flag: int | None = None):
         """Launch a reduction step: vectors, then the scalars' array and scratch."""
-        tail = () if k is None else (np.int64(k - self.k0),)
+        tail = () if k is None else (self._k(k),)
         tail += () if flag is None else (np.int32(flag),)
         self.launch(name, *args, self.sc, self.part, self.ticket, *tail)
 
-    def replay_block(self, k: int, iterate: Any, every: bool) -> int:
+    def replay_block(self, k: int, iterate: Any, every: bool, carried: list) -> int:
         """Iterations ``k`` to ``k + CHECK_EVERY - 1`` as one replay of a CUDA graph (and
         how many: ``CHECK_EVERY``) when the graph option is on and the next read is due
-        right after them (steady state); 0 when they must run one at a time. The block is
-        captured at its first use; ``iterate(j)`` enqueues iteration ``j``."""
-        plan, last = self.graph, k + CHECK_EVERY - 1
-        if plan is None or not plan.enabled or every or self.stop is not None:
+        right after them (steady state); 0 when they must run one at a time.
+        ``iterate(j)`` enqueues iteration ``j``; ``carried``: the buffers the loop
+        rotates between iterations, in the order it holds them (:meth:`_replay`)."""
+        last = k + CHECK_EVERY - 1
+        if every or self.stop is not None or self.next_read != last or last > self.maxiter:
             return 0
-        if self.next_read != last or last > self.maxiter:
-            return 0
-        if self.replay is None:
+
+        def work() -> None:
+            for j in range(k, last + 1):
+                iterate(j)
             advance = self.sc[_K0 : _K0 + 1]
+            self.cupy.add(advance, CHECK_EVERY, out=advance)  # the next block's k
 
-            def work() -> None:
-                for j in range(k, last + 1):
-                    iterate(j)
-                self.cupy.add(advance, CHECK_EVERY, out=advance)  # the next block's k
-
-            try:
-                self.replay, _ = graphs.capture(self.cupy, work)
-            except CaptureFailed as exc:
-                plan.fall_back(str(exc))
-                return 0
-        self.replay.launch()
+        if not self._replay((), work, carried):
+            return 0
         self.k0 += CHECK_EVERY
-        self.fresh = False
         return CHECK_EVERY
+
+    def _replay(self, key: tuple, work: Any, carried: list) -> bool:
+        """Replay the block ``key``, captured from ``work()`` at its first use; False,
+        with nothing run, when the graph option is off or the capture failed (the plan
+        then warns). The loop's ``carried`` buffers are part of the key: a graph writes
+        the buffers it was captured with, so a block that starts with them arranged
+        otherwise is another graph; a replay leaves them as its capture did."""
+        plan = self.graph
+        if plan is None or not plan.enabled:
+            return False
+        key += tuple(map(id, carried))
+        entry = self.replays.get(key)
+        if entry is None:
+            before = list(carried)
+            try:
+                replay, _ = graphs.capture(self.cupy, work)
+            except CaptureFailed as exc:
+                carried[:] = before
+                plan.fall_back(str(exc))
+                return False
+            entry = self.replays[key] = (replay, list(carried))
+        carried[:] = entry[1]
+        entry[0].launch()
+        self.fresh = False
+        return True
 
     def own(self, v: Any) -> Any:
         """``v`` (an operator's result) as a contiguous vector of the solve's dtype."""
@@ -314,7 +341,7 @@ class _Minres(_Steps):
             self.reduce("gk_minres_next", r1, r2, k=k, flag=1)
 
     def update(self, k: int, w: Any, w1: Any, w2: Any, x: Any, y: Any) -> None:
-        self.launch("gk_minres_update", self.v, w1, w2, w, x, self.own(y), self.sc, np.int64(k))
+        self.launch("gk_minres_update", self.v, w1, w2, w, x, self.own(y), self.sc, self._k(k))
 
 
 class _Bicgstab(_Steps):
@@ -338,9 +365,11 @@ class _Bicgstab(_Steps):
     def stabilise(self, k: int, shat: Any, t: Any, x: Any, r: Any) -> None:
         t = self.own(t)
         self.reduce("gk_bicgstab_omega", t, r, k=k)
-        self.reduce(
-            "gk_bicgstab_update", self.own(shat), t, self.rhat, x, r, k=k,
-            flag=int(k < self.maxiter),
+        # the last iteration judges no next rho: k < maxiter is tested on the device,
+        # where a replayed block's k is known
+        self.launch(
+            "gk_bicgstab_update", self.own(shat), t, self.rhat, x, r, self.sc, self.part,
+            self.ticket, self._k(k), np.int64(self.maxiter),
         )  # fmt: skip
 
 
@@ -398,6 +427,25 @@ class _Gmres(_Steps):
             np.float64(self.eps), self.part, self.ticket,
         )  # fmt: skip
         self.formed, self.steps = j + 1, self.steps + 1
+
+    def replay_block(self, j: int, step: Any, every: bool, carried: list) -> int:
+        """Arnoldi steps ``j`` to the next read as one replay of a CUDA graph (and how
+        many), when the graph option is on and the last read was just before ``j`` in
+        steady state: ``CHECK_EVERY`` steps, or fewer up to the cycle's end. 0 when they
+        must run one at a time; ``every``: the cycle may end at ``maxiter``, read by
+        step. ``step(i)`` enqueues step ``i``. The kernels take ``i``, the slots of its
+        column and its basis rows, all the same in every cycle: one graph a block."""
+        count, steps = min(CHECK_EVERY, self.m - j), self.steps
+        if every or self.next_read != steps + CHECK_EVERY:
+            return 0
+
+        def work() -> None:
+            for i in range(j, j + count):
+                step(i)
+
+        ran = self._replay((j, count), work, carried)
+        self.formed, self.steps = (j + count, steps + count) if ran else (j, steps)
+        return count if ran else 0
 
     def read(self, force: bool) -> tuple[float | None, list] | None:
         if not (force or self.steps >= self.next_read):

@@ -315,10 +315,14 @@ class HostSteps:
         """Whether iteration ``k``'s updates still apply (no stop before it)."""
         return self.stop is None or self.stop[1] >= k
 
-    def replay_block(self, k: int, iterate: Callable[[int], None], every: bool) -> int:
+    def replay_block(
+        self, k: int, iterate: Callable[[int], None], every: bool, carried: list
+    ) -> int:
         """Run iterations from ``k`` at once (a device space's CUDA graph replay) and
         return how many: none here, where each iteration's scalars come to the host.
-        ``iterate(j)`` runs iteration ``j``; ``every``: the host must see each one."""
+        ``iterate(j)`` runs iteration ``j``; ``every``: the host must see each one;
+        ``carried``: the buffers the loop rotates between iterations, which a replay
+        leaves as the iterations would."""
         return 0
 
 
@@ -353,7 +357,7 @@ def _steps(
         if type(s).replay_block is HostSteps.replay_block:
             graph.fall_back(
                 "the vectors are not one device's CuPy arrays (only CuPy's device steps "
-                "of cg are captured)"
+                "are captured)"
             )
         else:
             s.graph = graph
@@ -367,6 +371,23 @@ def _iteration_done(s: Any, k: int, x: Any, callback: Callable[[Any], Any] | Non
     if callback is not None and (stop is None or stop[1] == k):
         callback(x)
     return stop is not None
+
+
+def _iterations(
+    s: Any, iterate: Callable[[int], None], maxiter: int, x: Any,
+    callback: Callable[[Any], Any] | None, carried: list | None = None,
+) -> None:  # fmt: skip
+    """Run iterations 1 to ``maxiter`` of a loop until it stops: ``iterate(k)`` runs
+    iteration ``k``, or the steps replay a block of them at once (``graph=True``; the
+    loop's ``carried`` buffers, those it rotates, are then left as the block's end)."""
+    k, carried = 1, [] if carried is None else carried
+    while k <= maxiter and not s.stopped:
+        ran = s.replay_block(k, iterate, callback is not None, carried)
+        if not ran:
+            iterate(k)
+        k += ran or 1
+        if _iteration_done(s, k - 1, x, callback):
+            break
 
 
 def _outcome(s: Any, x: Any, maxiter: int) -> Outcome:
@@ -443,7 +464,8 @@ def cg(
     """Preconditioned conjugate gradients (A and M Hermitian positive definite).
 
     ``r`` holds ``b - A x`` on entry (``rnorm`` its norm) and is updated in place. With
-    ``graph``, steady-state blocks of iterations may run as one replay (``HostSteps.replay_block``).
+    ``graph``, steady-state blocks of iterations may run as one replay (``HostSteps.replay_block``),
+    here and in the other loops.
     """
     s = _steps(xp, "cg", x, tol, maxiter, graph)
     z = r if psolve is None else psolve(r)
@@ -458,14 +480,7 @@ def cg(
             z = psolve(r)
         s.direction(k, r, z, p)
 
-    k = 1
-    while k <= maxiter and not s.stopped:
-        ran = s.replay_block(k, iterate, callback is not None)
-        if not ran:
-            iterate(k)
-        k += ran or 1
-        if _iteration_done(s, k - 1, x, callback):
-            break
+    _iterations(s, iterate, maxiter, x, callback)
     return _outcome(s, x, maxiter)
 
 
@@ -553,6 +568,7 @@ def bicgstab(
     tol: float,
     maxiter: int,
     callback: Callable[[Any], Any] | None,
+    graph: GraphPlan | None = None,
 ) -> Outcome:
     """Right-preconditioned BiCGSTAB (general non-singular A).
 
@@ -568,20 +584,21 @@ def bicgstab(
     (as in Eigen's BiCGSTAB). ``t^H s`` counts as zero when ``t`` and ``s`` are
     orthogonal to working precision.
     """
-    s = _steps(xp, "bicgstab", x, tol, maxiter)
+    s = _steps(xp, "bicgstab", x, tol, maxiter, graph)
     s.start(r, rnorm)
     p = r.copy()
-    for k in range(1, maxiter + 1):
+
+    def iterate(k: int) -> None:
         s.direction(k, r, p)
-        if s.stopped:
-            break
+        if s.stopped:  # a breakdown of rho keeps iteration k - 1: nothing more to run
+            return
         phat = p if psolve is None else psolve(p)
         s.project(k, phat, matvec(phat), x, r)
         if not s.stopped:
             shat = r if psolve is None else psolve(r)
             s.stabilise(k, shat, matvec(shat), x, r)
-        if _iteration_done(s, k, x, callback):
-            break
+
+    _iterations(s, iterate, maxiter, x, callback)
     return _outcome(s, x, maxiter)
 
 
@@ -668,6 +685,7 @@ def minres(
     tol: float,
     maxiter: int,
     callback: Callable[[Any], Any] | None,
+    graph: GraphPlan | None = None,
 ) -> Outcome:
     """Preconditioned MINRES (Paige-Saunders) for Hermitian, possibly indefinite A.
 
@@ -676,26 +694,23 @@ def minres(
     A singular tridiagonal (``gamma = 0``: the Krylov subspace is invariant and A is
     singular on it) is a breakdown, never a "converged" with the clamped rotation.
     """
-    s = _steps(xp, "minres", x, tol, maxiter)
+    s = _steps(xp, "minres", x, tol, maxiter, graph)
     y = r if psolve is None else psolve(r)
     s.start(r, y, rnorm)
-    r1 = xp.empty_like(x)  # the Lanczos vectors: r1, r2 and the next one, rotated
-    r2 = r
-    nxt = xp.empty_like(x)
-    w = xp.zeros_like(x)
-    w1 = xp.zeros_like(x)
-    w2 = xp.zeros_like(x)
-    for k in range(1, maxiter + 1):
-        if s.stopped:
-            break
+    # the Lanczos vectors r1, r2 and the next one, then w, w1, w2: rotated every iteration
+    carried = [xp.empty_like(x), r, xp.empty_like(x)] + [xp.zeros_like(x) for _ in range(3)]
+
+    def iterate(k: int) -> None:
+        r1, r2, nxt, w, w1, w2 = carried
         s.lanczos(k, matvec(s.v), r1, r2, nxt)
         r1, r2, nxt = r2, nxt, r1
         y = r2 if psolve is None else psolve(r2)
         s.rotate(k, r1, r2, y)
         w1, w2, w = w2, w, w1  # w = (v - oldeps * w1 - delta * w2) / gamma, rotating
         s.update(k, w, w1, w2, x, y)
-        if _iteration_done(s, k, x, callback):
-            break
+        carried[:] = r1, r2, nxt, w, w1, w2
+
+    _iterations(s, iterate, maxiter, x, callback, carried)
     return _outcome(s, x, maxiter)
 
 
@@ -776,6 +791,8 @@ class GmresSteps:
         self.hdtype = np.complex128 if x.dtype.kind == "c" else np.float64
         self.columns: list[tuple[np.ndarray, float, float]] = []
 
+    replay_block = HostSteps.replay_block  # each column comes to the host as it is formed
+
     def begin(self, r: Any, rnorm: float | None) -> None:
         """The cycle's first basis vector, ``r / ||r||``."""
         self.xp.multiply(r, 1.0 / rnorm, out=self.V[0])
@@ -854,6 +871,7 @@ def gmres(
     callback: Callable[[Any], Any] | None,
     restart: int,
     to_host: Callable[[Any], np.ndarray],
+    graph: GraphPlan | None = None,
 ) -> Outcome:
     """Restarted, right-preconditioned GMRES; ``maxiter`` counts inner iterations.
 
@@ -866,23 +884,33 @@ def gmres(
     subspace) is dropped rather than amplified. The true residual is recomputed at every
     restart. A cycle ends at the first column that meets the tolerance, breaks down or is
     not finite, whenever the host learns of it: ``x`` is updated from the columns up to
-    that one, and only those count as iterations.
+    that one, and only those count as iterations. With ``graph``, the Arnoldi steps
+    between two reads may run as one replay (a cycle's end needs the host: the
+    Hessenberg problem is solved there before ``x`` is updated).
     """
     n = b.shape[0]
     m = max(1, min(restart, n))
-    s = _steps(xp, "gmres", x, tol, maxiter, m=m, to_host=to_host)
+    s = _steps(xp, "gmres", x, tol, maxiter, graph, m=m, to_host=to_host)
     hess = Hessenberg(m, x.dtype, tol)
     it, beta, before, stagnant = 0, rnorm, math.inf, False
+
+    def step(j: int) -> None:
+        z = s.basis(j) if psolve is None else psolve(s.basis(j))
+        s.arnoldi(j, matvec(z))
+
     s.begin(r, rnorm)
     while True:
         hess.reset()
         hess.g[0] = 0.0 if beta is None else beta
         end = None
-        for j in range(m):
-            z = s.basis(j) if psolve is None else psolve(s.basis(j))
-            s.arnoldi(j, matvec(z))
-            last = it + j + 1 >= maxiter
-            got = s.read(j == m - 1 or last)
+        j = 0
+        while j < m:
+            ran = s.replay_block(j, step, it + m > maxiter, [])
+            if not ran:
+                step(j)
+            j += ran or 1
+            last = it + j >= maxiter
+            got = s.read(j == m or last)
             if got is None:
                 continue
             start, columns = got

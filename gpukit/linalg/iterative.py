@@ -41,12 +41,10 @@ if TYPE_CHECKING:
         maxiter: int | None
         M: Any
         callback: Callable[[Any], Any] | None
+        graph: bool
 
     class _GmresControls(_Controls, total=False):
         restart: int
-
-    class _CgControls(_Controls, total=False):
-        graph: bool
 
 
 __all__ = ["IterativeInfo", "bicgstab", "cg", "gmres", "minres"]
@@ -260,7 +258,10 @@ def _solve(
     op = f"gk.linalg.{method}"
     rtol, atol, maxiter = _check_controls(op, rtol, atol, maxiter, callback)
     _check_operator_type(op, "A", a)
-    plan = _krylov.GraphPlan(op) if extra.pop("graph", False) else None
+    graph = extra.pop("graph", False)
+    if not isinstance(graph, bool):
+        raise TypeError(f"{op}: argument 'graph' must be True or False, got {graph!r}")
+    plan = _krylov.GraphPlan(op) if graph else None
     if plan is not None and (setup is not None or isinstance(a, list | tuple)):
         plan.fall_back("a sharded solve's vectors are not one device's arrays")
         plan = None
@@ -518,6 +519,13 @@ _PARAMS = """
         Preconditioner approximating ``A^{-1}``, in the same forms as ``A``.
     callback : callable, optional
         Called as ``callback(x)`` with the current iterate{callback_when}.{extra}
+    graph : bool, default False
+{graph_block}
+        captured at its first use in the solve (docs/gpu_cost.rst, "CUDA graphs"): the
+        results are those of the eager iterations, bit for bit. Where capture cannot
+        work (the operator calls cuBLAS or cuSPARSE, or synchronises; not the cupy
+        backend; a sharded solve), the solve runs as without it and warns once, saying
+        why.{graph_callback}
 
     Returns
     -------
@@ -538,7 +546,7 @@ _PARAMS = """
     TypeError
         ``A`` or ``M`` is not an array, sparse matrix, LinearOperator or callable (the
         message names it); a callable returned a dtype the solve cannot hold; a sharded
-        solve with gmres or with a LinearOperator.
+        solve with gmres or with a LinearOperator; ``graph`` is not a bool.
     DeviceMismatchError
         Sharded arguments on different devices.
 
@@ -546,6 +554,8 @@ _PARAMS = """
     -----
     ConvergenceWarning
         The tolerance was not reached (also ``info.converged`` is False).
+    GpukitWarning
+        ``graph=True`` where capture cannot work (once per solve).
 
     Notes
     -----
@@ -559,12 +569,22 @@ _PARAMS = """
 """
 
 
-def _document(fn: Callable[..., Any], when: str = " after each iteration", extra: str = "") -> None:
+_GRAPH_BLOCK = """\
+        On a GPU (the cupy backend), run each steady-state block of 10 iterations
+        (between two reads of the status) as one replay of a CUDA graph,"""
+_GRAPH_CALLBACK = " A callback sees every iteration: nothing is replayed then."
+
+
+def _document(
+    fn: Callable[..., Any], when: str = " after each iteration", extra: str = "",
+    graph: tuple[str, str] = (_GRAPH_BLOCK, _GRAPH_CALLBACK),
+) -> None:  # fmt: skip
     """Put the shared sections into ``fn``'s docstring in numpydoc's order: its summary,
     Parameters to Warns, its See Also, Notes, its Examples."""
     head, _, examples = fn.__doc__.partition("    Examples")
     summary, _, see_also = head.partition("    See Also")
     params = _PARAMS.replace("{callback_when}", when).replace("{extra}", extra)
+    params = params.replace("{graph_block}", graph[0]).replace("{graph_callback}", graph[1])
     shared, _, notes = params.partition("    Notes")
     fn.__doc__ = summary.rstrip() + "\n" + shared + "    See Also" + see_also.rstrip()
     fn.__doc__ += "\n\n    Notes" + notes + "\n    Examples" + examples
@@ -574,15 +594,15 @@ def _document(fn: Callable[..., Any], when: str = " after each iteration", extra
 # otherwise (CuPy, Dask, operators) what the inputs are, which checkers may not know.
 @overload
 def cg(
-    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_CgControls]
+    A: NumpyArray, b: NumpyArray, x0: Any = None, **controls: Unpack[_Controls]
 ) -> tuple[Array, IterativeInfo]: ...
 @overload
 def cg(
-    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_CgControls]
+    A: Any, b: ShardedArray, x0: Any = None, **controls: Unpack[_Controls]
 ) -> tuple[ShardedArray, IterativeInfo]: ...
 @overload
 def cg(
-    A: Any, b: Any, x0: Any = None, **controls: Unpack[_CgControls]
+    A: Any, b: Any, x0: Any = None, **controls: Unpack[_Controls]
 ) -> tuple[Any, IterativeInfo]: ...
 
 
@@ -619,8 +639,6 @@ def cg(
     >>> info.converged, bool(np.linalg.norm(A @ x - 1) < 1e-8)
     (True, True)
     """
-    if not isinstance(graph, bool):
-        raise TypeError(f"gk.linalg.cg: argument 'graph' must be True or False, got {graph!r}")
     return _solve("cg", A, b, x0, rtol, atol, maxiter, M, callback, graph=graph)
 
 
@@ -649,6 +667,7 @@ def bicgstab(
     maxiter: int | None = None,
     M: Any = None,
     callback: Callable[[Any], Any] | None = None,
+    graph: bool = False,
 ) -> tuple[Any, IterativeInfo]:
     """BiCGSTAB for general non-singular ``A`` (right preconditioning).
 
@@ -667,7 +686,7 @@ def bicgstab(
     >>> info.converged, x.round(6).tolist()
     (True, [0.071429, 0.714286])
     """
-    return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback)
+    return _solve("bicgstab", A, b, x0, rtol, atol, maxiter, M, callback, graph=graph)
 
 
 @overload
@@ -692,6 +711,7 @@ def gmres(
     M: Any = None,
     callback: Callable[[Any], Any] | None = None,
     restart: int = 20,
+    graph: bool = False,
 ) -> tuple[Any, IterativeInfo]:
     """Restarted GMRES for general ``A`` (right preconditioning).
 
@@ -715,7 +735,7 @@ def gmres(
     """
     if restart < 1:
         raise ValueError(f"gk.linalg.gmres: restart must be >= 1, got {restart}")
-    return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart)
+    return _solve("gmres", A, b, x0, rtol, atol, maxiter, M, callback, restart=restart, graph=graph)
 
 
 @overload
@@ -743,6 +763,7 @@ def minres(
     maxiter: int | None = None,
     M: Any = None,
     callback: Callable[[Any], Any] | None = None,
+    graph: bool = False,
 ) -> tuple[Any, IterativeInfo]:
     """MINRES for Hermitian, possibly indefinite ``A`` (``M`` must be positive definite).
 
@@ -766,24 +787,24 @@ def minres(
     >>> info.converged, x.round(6).tolist()
     (True, [1.0, 1.0])
     """
-    return _solve("minres", A, b, x0, rtol, atol, maxiter, M, callback)
+    return _solve("minres", A, b, x0, rtol, atol, maxiter, M, callback, graph=graph)
 
 
-_document(
-    cg,
-    extra="""
-    graph : bool, default False
-        On a GPU (the cupy backend), run each steady-state block of 10 iterations as one
-        replay of a CUDA graph captured once per solve (docs/gpu_cost.rst, "CUDA graphs"):
-        the results are those of the eager iterations, bit for bit. Where capture cannot
-        work (the operator calls cuBLAS or cuSPARSE, or synchronises; not the cupy
-        backend), the solve runs as without it and warns once, saying why.""",
-)
+_document(cg)
 _document(bicgstab)
 _document(
     gmres,
     " after each restart cycle",
     "\n    restart : int, default 20\n        Krylov subspace size built before each restart.",
+    (
+        """\
+        On a GPU (the cupy backend), run the Arnoldi steps between two reads of a
+        cycle's columns in steady state (10, or fewer up to the cycle's end) as one
+        replay of a CUDA graph,""",
+        """ The end of a cycle runs eagerly (its small
+        least-squares problem is solved on the host before ``x`` is updated), and so
+        does a cycle that ``maxiter`` cuts short.""",
+    ),
 )
 _document(minres)
 
