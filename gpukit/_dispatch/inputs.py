@@ -27,7 +27,7 @@ from .decorator import operation
 if TYPE_CHECKING:
     from .._typing import Array
 
-__all__ = ["asarray", "prepare", "to_numpy"]
+__all__ = ["asarray", "prepare", "to_numpy", "untouched"]
 
 _ndarray = np.ndarray
 # (active backend, argument types) -> the backend ``prepare`` returns them on untouched,
@@ -60,12 +60,7 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
                     break
             else:
                 return selected, list(arrays)
-        key = (selected, *map(type, arrays))
-        try:
-            as_is = _settled[key]
-        except KeyError:
-            since = _plans.generation()
-            as_is = _plans.remember(_settled, key, settled(selected, arrays), since)
+        as_is = untouched(selected, arrays)
         if as_is is not None:
             return as_is, list(arrays)
     if names is None:
@@ -88,6 +83,21 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
         out.append(backend.asarray(host, device=device))
         _transfer.record("host_to_device", host.nbytes)
     return backend, out
+
+
+def untouched(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
+    """The backend :func:`prepare` hands ``arrays`` back on untouched while ``selected`` is
+    active, whatever their values: no transfer, no device to compare; else None.
+
+    It follows from the arrays' types alone (:func:`gpukit._runtime.placement.settled`),
+    so a front-end's plan may keep it (:mod:`gpukit._runtime.plans`).
+    """
+    key = (selected, *map(type, arrays))
+    try:
+        return _settled[key]
+    except KeyError:
+        since = _plans.generation()
+        return _plans.remember(_settled, key, settled(selected, arrays), since)
 
 
 @operation("gk.asarray")
