@@ -27,6 +27,7 @@ _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
 )
+_plain = _PLAIN.issuperset  # over the arguments' types, in one C call
 
 
 def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
@@ -90,15 +91,8 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                for x in args:
-                    if type(x) not in _PLAIN:
-                        break
-                else:
-                    for x in kwargs.values():
-                        if type(x) not in _PLAIN:
-                            break
-                    else:
-                        return guarded(*args, **kwargs)
+                if _plain(map(type, args)) and (not kwargs or _plain(map(type, kwargs.values()))):
+                    return guarded(*args, **kwargs)
                 if kwargs:
                     key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
                 else:
