@@ -391,3 +391,24 @@ def test_a_warm_plan_on_one_device_still_guards_and_follows_the_selection(rng):
         assert type(host) is np.ndarray and rel_err(host, np.fft.fft(x)) < 1e-12
     finally:
         gk.unregister_backend("fake1")
+
+
+def test_a_warm_kernel_plan_still_refuses_read_only_overlapping_or_swapped_arrays(rng):
+    p, g = rng.standard_normal(8), rng.standard_normal(8)
+    want = p - 0.5 * g
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.kernels.sgd_update(p.copy(), g, lr=0.5))
+        frozen = p.copy()
+        frozen.flags.writeable = False
+        with pytest.raises(ValueError, match="param is updated in place but is read-only"):
+            gk.kernels.sgd_update(frozen, g, lr=0.5)
+        with pytest.raises(ValueError, match="overlap in memory"):
+            gk.kernels.sgd_update(p, p, lr=0.5)
+        with pytest.raises(ValueError, match="non-native byte order"):
+            gk.kernels.sgd_update(p.astype(">f8"), g, lr=0.5)
+        with pytest.raises(ValueError, match="lr must be finite"):
+            gk.kernels.sgd_update(p, g, lr=float("nan"))
+        with pytest.raises(TypeError, match="lr must be a real number"):
+            gk.kernels.sgd_update(p, g, lr=True)
+        gk.kernels.sgd_update(p, g, lr=0.5)
+    assert rel_err(p, want) < 1e-12

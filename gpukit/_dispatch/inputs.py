@@ -27,12 +27,15 @@ from .decorator import operation
 if TYPE_CHECKING:
     from .._typing import Array
 
-__all__ = ["asarray", "prepare", "to_numpy", "untouched"]
+__all__ = ["asarray", "keep_placed", "placed", "prepare", "to_numpy", "untouched"]
 
 _ndarray = np.ndarray
 # (active backend, argument types) -> the backend ``prepare`` returns them on untouched,
 # or None when they need the per-call placement (placement.settled decides, once)
 _settled = _plans.table()
+# (operation, active backend, the arrays' types and dtypes) -> the backend a front-end's
+# dtype checks and ``prepare`` left such arrays on, unchanged (see placed)
+_placed = _plans.table()
 
 
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
@@ -98,6 +101,37 @@ def untouched(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
     except KeyError:
         since = _plans.generation()
         return _plans.remember(_settled, key, settled(selected, arrays), since)
+
+
+def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
+    """``(backend, key)``: where ``op``'s front-end placed arrays of these types and dtypes
+    unchanged before, or None; ``key`` for :func:`keep_placed` (None: not keyable).
+
+    For a front-end whose dtype checks depend only on the dtypes: a hit means the checks
+    passed and :func:`prepare` handed the arrays back untouched, so both may be skipped.
+    """
+    try:
+        key = (op, active(), *map(type, arrays), *[getattr(x, "dtype", None) for x in arrays])
+        return _placed[key], key
+    except KeyError:
+        return None, key
+    except TypeError:  # an unhashable dtype attribute
+        return None, None
+
+
+def keep_placed(
+    key: Any, since: int, backend: Backend, given: Sequence[Any], out: Sequence[Any]
+) -> None:
+    """Keep ``backend`` under ``key`` (from :func:`placed`, read before generation
+    ``since``) when the front-end's checks and :func:`prepare` handed every array of
+    ``given`` back as ``out`` unchanged, as they would any arrays of the same types."""
+    if key is None or key[1] is None:
+        return
+    for x, y in zip(given, out, strict=True):
+        if x is not y:
+            return
+    if untouched(key[1], out) is backend:
+        _plans.remember(_placed, key, backend, since)
 
 
 @operation("gk.asarray")

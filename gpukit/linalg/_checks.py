@@ -9,45 +9,34 @@ when it does not report) give one message on every backend.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._dispatch import dtypes as _dtypes
-from .._dispatch.inputs import prepare, untouched
+from .._dispatch.inputs import keep_placed, placed, prepare
 from .._runtime import plans as _plans
-from .._select.selection import active
 from ..backend import Backend
 from ..errors import LinAlgError
-
-# (operation, selected backend, the arrays' types and dtypes) -> the backend they stay on
-_PLACES = _plans.table()
 
 
 def place(op: str, arrays: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Backend, list[Any]]:
     """Check the dtypes (TypeError, :mod:`gpukit._dispatch.dtypes`), ``prepare`` once, and return
     native arrays of the chosen backend.
 
-    Planned: arrays that passed through unchanged (accepted dtypes, no conversion nor
-    transfer) are handed back at once by the next call with the same types and dtypes.
+    Planned (:func:`gpukit._dispatch.inputs.placed`): arrays of types and dtypes that
+    passed through unchanged before are handed back at once.
     """
-    try:
-        key = (op, active(), *map(type, arrays), *[x.dtype for x in arrays])
-        return _PLACES[key], list(arrays)
-    except KeyError:
-        pass
-    except (AttributeError, TypeError):  # no dtype (a list): not planned
-        key = None
+    backend, key = placed(op, arrays)
+    if backend is not None:
+        return backend, list(arrays)
     since = _plans.generation()
     given = arrays
     arrays = tuple(_dtypes.check(op, n, x) for x, n in zip(arrays, names, strict=True))
     backend, out = prepare(*arrays, names=names)
     out = [backend.xp.asarray(x) for x in out]
-    selected = key and key[1]
-    if selected and all(map(operator.is_, out, given)) and untouched(selected, out) is backend:
-        _plans.remember(_PLACES, key, backend, since)
+    keep_placed(key, since, backend, given, out)
     return backend, out
 
 
