@@ -254,7 +254,7 @@ def _transform(
     if dest is None:
         try:
             key = (name, active(), type(x), x.dtype, x.shape, token(s), token(axes))
-            key += (norm, token(workers))
+            key += (norm, workers, type(workers))  # a tuple of workers is never valid
             plan = _PLANS[key]
         except KeyError:
             pass
@@ -263,8 +263,11 @@ def _transform(
     if plan is None:
         plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
     backend, s, axes, threads, work, result = plan
-    y = backend.fft_transform(kind, x.astype(work, copy=False), s, axes, norm, threads)
-    y = y.astype(result, copy=False)  # a no-op unless a plug-in's library upcasts
+    if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
+        x = x.astype(work, copy=False)
+    y = backend.fft_transform(kind, x, s, axes, norm, threads)
+    if y.dtype is not result:  # only where a plug-in's library upcasts
+        y = y.astype(result, copy=False)
     if dest is None:
         return y
     backend.xp.copyto(dest, y, casting="same_kind")
