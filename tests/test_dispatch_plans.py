@@ -412,3 +412,17 @@ def test_a_warm_kernel_plan_still_refuses_read_only_overlapping_or_swapped_array
             gk.kernels.sgd_update(p, g, lr=True)
         gk.kernels.sgd_update(p, g, lr=0.5)
     assert rel_err(p, want) < 1e-12
+
+
+def test_a_warm_norm_plan_still_rescues_overflow_and_refuses_bad_arguments(rng):
+    x = rng.standard_normal(16)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.norm(x))
+        huge = x * 1e300  # its squares overflow: the value decides, not the plan
+        assert abs(gk.linalg.norm(huge) / (np.linalg.norm(x) * 1e300) - 1) < 1e-12
+        with pytest.raises(ValueError, match="is not a vector norm"):
+            gk.linalg.norm(x, ord="fro")
+        with pytest.raises(ValueError, match="must name one axis"):
+            gk.linalg.norm(x, axis=1)
+        got = gk.linalg.norm(x.reshape(4, 4), axis=(0, 1))  # another shape, another plan
+    assert abs(got / np.linalg.norm(x) - 1) < 1e-12

@@ -16,6 +16,10 @@ import numpy as np
 
 from .._dispatch import operation, reject
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import untouched
+from .._runtime import plans as _plans
+from .._runtime.plans import token
+from .._select.selection import active
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
@@ -742,14 +746,19 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> float(gk.linalg.norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1))
     6.0
     """
-    backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
-    axes = _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
-    # float16 is summed in float32 (no float16 square under- or overflows) and returned as
-    # NumPy's float16: correctly rounded where float16 sums were ulps off
-    half = x.dtype == np.float16
+    try:
+        key = (active(), type(x), x.dtype, x.shape, token(ord), token(axis))
+        plan = _NORM_PLANS[key]
+    except KeyError:
+        plan = None
+    except (AttributeError, TypeError):  # no key: a list, an unhashable argument
+        key = plan = None
+    if plan is None:
+        plan, x = _norm_plan(key, x, ord, axis)
+    backend, half, rescued, axes = plan
     if half:
         x = x.astype(np.float32)
-    if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axes)):
+    if not rescued:
         out = backend.linalg_norm(x, ord, axis, keepdims)
     else:
         with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
@@ -759,6 +768,29 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             keepdims,
         )  # fmt: skip
     return out.astype(np.float16) if half else out
+
+
+# (selected backend, x's type, dtype and shape, ord, axis) -> (backend, whether x is float16,
+# whether an under- or overflow is to be rescued, the axes reduced)
+_NORM_PLANS = _plans.table()
+
+
+def _norm_plan(key: Any, x: Any, ord: Any, axis: Any) -> tuple[tuple[Any, ...], Any]:
+    """Check ``norm``'s arguments and make its plan; keep it under ``key`` (None: not kept)
+    when ``x`` passes through unchanged. Returns ``(plan, x)``, ``x`` on the backend."""
+    since = _plans.generation()
+    given = x
+    backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
+    axes = _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
+    # float16 is summed in float32 (no float16 square under- or overflows) and returned as
+    # NumPy's float16: correctly rounded where float16 sums were ulps off
+    half = x.dtype == np.float16
+    work = np.float32 if half else x.dtype
+    rescued = np.dtype(work).kind in "fc" and x.size > 0 and _norm_range.powered(ord, axes)
+    plan = (backend, half, rescued, axes)
+    if key is not None and x is given and key[0] is not None and untouched(key[0], (x,)):
+        _plans.remember(_NORM_PLANS, key, plan, since)
+    return plan, x
 
 
 def _real(dtype: np.dtype) -> np.dtype:
