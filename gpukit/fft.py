@@ -27,12 +27,12 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import checked, declare
-from ._dispatch.inputs import untouched
+from ._dispatch.inputs import keep, plan_for
 from ._docstrings import paragraphs
 from ._runtime import plans as _plans
 from ._runtime.devices import check_device
 from ._runtime.plans import token
-from ._select.selection import active, get_backend
+from ._select.selection import get_backend
 
 if TYPE_CHECKING:
     from ._typing import Array, NumpyArray
@@ -251,15 +251,8 @@ def _transform(
     retry of :func:`gpukit._runtime.memory.operation` may run this twice.
     """
     key = plan = None
-    if dest is None:
-        try:
-            key = (name, active(), type(x), x.dtype, x.shape, token(s), token(axes))
-            key += (norm, workers, type(workers))  # a tuple of workers is never valid
-            plan = _PLANS[key]
-        except KeyError:
-            pass
-        except (AttributeError, TypeError):  # no key: a list, an unhashable argument
-            key = None
+    if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
+        plan, key = plan_for(_PLANS, name, x, token(s), token(axes), norm, workers, type(workers))
     if plan is None:
         plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
     backend, s, axes, threads, work, result = plan
@@ -304,9 +297,7 @@ def _planned(
     if dest is not None:
         _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
     plan = (backend, s_, axes_, threads, work, result)
-    if key is not None and x is given and key[1] is not None and untouched(key[1], (x,)):
-        with contextlib.suppress(TypeError):  # an unhashable argument: not kept
-            _plans.remember(_PLANS, key, plan, since)
+    keep(_PLANS, key, since, plan, backend, (given,), (x,))
     return plan, x, dest
 
 

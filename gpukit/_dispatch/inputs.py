@@ -27,7 +27,16 @@ from .decorator import operation
 if TYPE_CHECKING:
     from .._typing import Array
 
-__all__ = ["asarray", "keep_placed", "placed", "prepare", "to_numpy", "untouched"]
+__all__ = [
+    "asarray",
+    "keep",
+    "keep_placed",
+    "placed",
+    "plan_for",
+    "prepare",
+    "to_numpy",
+    "untouched",
+]
 
 _ndarray = np.ndarray
 # (active backend, argument types) -> the backend ``prepare`` returns them on untouched,
@@ -125,13 +134,43 @@ def keep_placed(
     """Keep ``backend`` under ``key`` (from :func:`placed`, read before generation
     ``since``) when the front-end's checks and :func:`prepare` handed every array of
     ``given`` back as ``out`` unchanged, as they would any arrays of the same types."""
+    keep(_placed, key, since, backend, backend, given, out)
+
+
+def plan_for(plans: dict[Any, Any], op: str, x: Any, *static: Any) -> tuple[Any, Any]:
+    """``(plan, key)``: the plan ``op`` keeps in ``plans`` for an array of ``x``'s type,
+    dtype and shape with the other arguments ``static`` (each through
+    :func:`gpukit._runtime.plans.token` where its type matters), or None; ``key`` for
+    :func:`keep` (None: ``x`` or an argument cannot be keyed)."""
+    try:
+        key = (op, active(), type(x), x.dtype, x.shape, *static)
+        return plans[key], key
+    except KeyError:
+        return None, key
+    except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
+        return None, None
+
+
+def keep(
+    plans: dict[Any, Any],
+    key: Any,
+    since: int,
+    plan: Any,
+    backend: Backend,
+    given: Sequence[Any],
+    out: Sequence[Any],
+) -> None:
+    """Keep ``plan`` under ``key`` (from :func:`plan_for` or :func:`placed`, read before
+    generation ``since``) when the front-end's checks handed every array of ``given``
+    back as ``out`` unchanged on ``backend``, where :func:`prepare` leaves any arrays of
+    those types (no transfer, one device): a warm call then needs neither."""
     if key is None or key[1] is None:
         return
     for x, y in zip(given, out, strict=True):
         if x is not y:
             return
     if untouched(key[1], out) is backend:
-        _plans.remember(_placed, key, backend, since)
+        _plans.remember(plans, key, plan, since)
 
 
 @operation("gk.asarray")

@@ -16,10 +16,9 @@ import numpy as np
 
 from .._dispatch import operation, reject
 from .._dispatch.capabilities import checked, declare
-from .._dispatch.inputs import untouched
+from .._dispatch.inputs import keep, plan_for
 from .._runtime import plans as _plans
 from .._runtime.plans import token
-from .._select.selection import active
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
@@ -302,10 +301,22 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     )
 
 
+# (operation, selected backend, a's type, dtype and shape) -> the backend a square matrix
+# of an inexact dtype stays on
+_SQUARE = _plans.table()
+
+
 def _square_input(op: str, a: Any, check_finite: bool) -> tuple[Any, Any]:
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.square(op, "a", a)
-    return backend, _inexact_finite(op, backend, a, check_finite)
+    backend, key = plan_for(_SQUARE, op, a)
+    if backend is None:
+        since = _plans.generation()
+        given = a
+        backend, (a,) = _checks.place(op, (a,), ("a",))
+        _checks.square(op, "a", a)
+        (a,) = _checks.as_inexact(backend.xp, a)
+        keep(_SQUARE, key, since, backend, backend, (given,), (a,))
+    _checks.finite(op, backend, {"a": a}, check_finite)
+    return backend, a
 
 
 def _inexact_finite(op: str, backend: Any, a: Any, check_finite: bool) -> Any:
@@ -746,13 +757,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> float(gk.linalg.norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1))
     6.0
     """
-    try:
-        key = (active(), type(x), x.dtype, x.shape, token(ord), token(axis))
-        plan = _NORM_PLANS[key]
-    except KeyError:
-        plan = None
-    except (AttributeError, TypeError):  # no key: a list, an unhashable argument
-        key = plan = None
+    plan, key = plan_for(_NORM_PLANS, "gk.linalg.norm", x, token(ord), token(axis))
     if plan is None:
         plan, x = _norm_plan(key, x, ord, axis)
     backend, half, rescued, axes = plan
@@ -770,8 +775,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     return out.astype(np.float16) if half else out
 
 
-# (selected backend, x's type, dtype and shape, ord, axis) -> (backend, whether x is float16,
-# whether an under- or overflow is to be rescued, the axes reduced)
+# (operation, selected backend, x's type, dtype and shape, ord, axis) -> (backend, whether x
+# is float16, whether an under- or overflow is to be rescued, the axes reduced)
 _NORM_PLANS = _plans.table()
 
 
@@ -788,8 +793,7 @@ def _norm_plan(key: Any, x: Any, ord: Any, axis: Any) -> tuple[tuple[Any, ...], 
     work = np.float32 if half else x.dtype
     rescued = np.dtype(work).kind in "fc" and x.size > 0 and _norm_range.powered(ord, axes)
     plan = (backend, half, rescued, axes)
-    if key is not None and x is given and key[0] is not None and untouched(key[0], (x,)):
-        _plans.remember(_NORM_PLANS, key, plan, since)
+    keep(_NORM_PLANS, key, since, plan, backend, (given,), (x,))
     return plan, x
 
 
