@@ -74,6 +74,11 @@ def solve(
 ) -> Any: ...
 
 
+# (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
+# structure) where a and b pass the checks unchanged
+_SOLVE = _plans.table()
+
+
 @operation("gk.linalg.solve")
 @_docs.shared
 def solve(
@@ -152,12 +157,20 @@ def solve(
     [1.0, 1.0]
     """
     op = "gk.linalg.solve"
-    kind = _structure.kind(op, assume_a)
-    backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
+    shape_of_b = (type(b), getattr(b, "dtype", None), getattr(b, "shape", None))
+    plan, key = plan_for(_SOLVE, op, a, *shape_of_b, assume_a)
+    if plan is None:
+        since = _plans.generation()
+        given = (a, b)
+        kind = _structure.kind(op, assume_a)
+        backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
+        _checks.square(op, "a", a)
+        a, b, squeeze = _checks.rhs(op, backend.xp, a, b)
+        a, b = _checks.as_inexact(backend.xp, a, b)
+        keep(_SOLVE, key, since, (backend, kind), backend, given, (a, b))
+    else:  # a and b as they came: no broadcast, no cast
+        (backend, kind), squeeze = plan, False
     xp = backend.xp
-    _checks.square(op, "a", a)
-    a, b, squeeze = _checks.rhs(op, xp, a, b)
-    a, b = _checks.as_inexact(xp, a, b)
     _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
     if a.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0), as SciPy
         x = xp.zeros(b.shape, dtype=b.dtype)
