@@ -303,7 +303,7 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    backend, a = _square_input("gk.linalg.inv", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.inv", a, check_finite)
     return _checks.guarded(
         "gk.linalg.inv",
         backend,
@@ -314,28 +314,26 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     )
 
 
-# (operation, selected backend, a's type, dtype and shape) -> the backend a square matrix
-# of an inexact dtype stays on
-_SQUARE = _plans.table()
+# (operation, selected backend, a's type, dtype and shape) -> the backend a matrix of an
+# inexact dtype and the shape the operation takes stays on
+_MATRIX = _plans.table()
 
 
-def _square_input(op: str, a: Any, check_finite: bool) -> tuple[Any, Any]:
-    backend, key = plan_for(_SQUARE, op, a)
+def _matrix_input(
+    op: str, a: Any, check_finite: bool, shape_check: Any = _checks.square
+) -> tuple[Any, Any]:
+    """``a`` placed, its shape checked (a stack of square matrices unless ``shape_check``
+    says otherwise), in an inexact dtype and finite; planned per key."""
+    backend, key = plan_for(_MATRIX, op, a)
     if backend is None:
         since = _plans.generation()
         given = a
         backend, (a,) = _checks.place(op, (a,), ("a",))
-        _checks.square(op, "a", a)
+        shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
-        keep(_SQUARE, key, since, backend, backend, (given,), (a,))
+        keep(_MATRIX, key, since, backend, backend, (given,), (a,))
     _checks.finite(op, backend, {"a": a}, check_finite)
     return backend, a
-
-
-def _inexact_finite(op: str, backend: Any, a: Any, check_finite: bool) -> Any:
-    (a,) = _checks.as_inexact(backend.xp, a)
-    _checks.finite(op, backend, {"a": a}, check_finite)
-    return a
 
 
 @operation("gk.linalg.det")
@@ -372,7 +370,7 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
     >>> float(gk.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]])).round(12))
     -2.0
     """
-    backend, a = _square_input("gk.linalg.det", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.det", a, check_finite)
     return backend.linalg_det(a)
 
 
@@ -414,7 +412,7 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     >>> float(result.sign), round(float(result.logabsdet), 3)
     (-1.0, 921.034)
     """
-    backend, a = _square_input("gk.linalg.slogdet", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
     return SlogdetResult(*backend.linalg_slogdet(a))
 
 
@@ -454,7 +452,7 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
-    backend, a = _square_input("gk.linalg.cholesky", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.cholesky", a, check_finite)
     return _checks.guarded(
         "gk.linalg.cholesky",
         backend,
@@ -588,9 +586,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     op = "gk.linalg.qr"
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.matrix(op, "a", a)
-    a = _inexact_finite(op, backend, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = backend.linalg_qr(a, mode)
     return out if mode == "r" else QRResult(*out)
 
@@ -642,7 +638,7 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     op = "gk.linalg.eigh"
     if UPLO not in ("L", "U"):
         raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
-    backend, a = _square_input(op, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite)
     w, v = _checks.guarded(
         op,
         backend,
@@ -716,9 +712,7 @@ def svd(
     [1.0, 1.0]
     """
     op = "gk.linalg.svd"
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.matrix(op, "a", a)
-    a = _inexact_finite(op, backend, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = _checks.guarded(
         op,
         backend,
