@@ -21,7 +21,8 @@ TRANSFER = "fft.fft 16, NumPy input"
 
 def labels() -> list[str]:
     """Every row's label, the host's and the device's."""
-    return [label for label, _, _ in rows(np)] + [TRANSFER]
+    with gk.use_backend("numpy"):  # the host rows build layers: never on a GPU for a label
+        return [label for label, _, _ in rows(np)] + [TRANSFER]
 
 
 def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
@@ -90,7 +91,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             lambda: xp.get_array_module(r16) if not host else np,
         ),
     ]
-    if host:  # cupyx.scipy.linalg has no cho_solve
+    if host:  # cupyx.scipy.linalg has no cho_solve; the rows below have NumPy peers
         out.append(
             (
                 "linalg.cho_solve 4x4",
@@ -98,6 +99,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
                 lambda: sla.cho_solve(chol, b4),
             )
         )
+        out += _host_rows(rng, spd, b4)
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(
             (
@@ -107,3 +109,53 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             )
         )
     return out
+
+
+def _host_rows(
+    rng: Any, spd: Any, b4: Any
+) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The areas whose peer is NumPy/SciPy code rather than one library call: a Krylov
+    solve, the kernels' NumPy twins, sparse construction, a layer's forward pass and an
+    optimizer step, each against the NumPy/SciPy code doing the same work."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    labels = rng.integers(0, 8, 4)
+    p, g = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    layer = gk.nn.Linear(8, 8, seed=0)
+    w, lb = layer.weight.data, layer.bias.data
+    param = gk.nn.Parameter(p.copy())
+    param.grad = g
+    sgd = gk.optim.SGD([param], lr=1e-9)
+
+    def numpy_sgd() -> None:
+        p.__isub__(1e-9 * g)
+
+    def numpy_softmax_ce() -> object:
+        shifted = x - x.max(axis=1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        return -logp[np.arange(4), labels].mean()
+
+    return [
+        ("linalg.cg 4x4", lambda: gk.linalg.cg(spd, b4), lambda: spla.cg(spd, b4)),
+        ("sparse.csr_matrix 4x4", lambda: gk.sparse.csr_matrix(spd), lambda: sp.csr_matrix(spd)),
+        (
+            "kernels.bias_activation 4x8 relu",
+            lambda: gk.kernels.bias_activation(x, bias, "relu"),
+            lambda: np.maximum(x + bias, 0),
+        ),
+        (
+            "kernels.softmax_cross_entropy 4x8",
+            lambda: gk.kernels.softmax_cross_entropy(x, labels),
+            numpy_softmax_ce,
+        ),
+        (
+            "kernels.sgd_update 64",
+            lambda: gk.kernels.sgd_update(p, g, lr=1e-9),
+            numpy_sgd,
+        ),
+        ("nn.Linear 4x8 forward", lambda: layer(x), lambda: x @ w.T + lb),
+        ("optim.SGD step 64", sgd.step, numpy_sgd),
+    ]

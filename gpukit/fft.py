@@ -27,8 +27,11 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import checked, declare
+from ._dispatch.inputs import keep, plan_for
 from ._docstrings import paragraphs
+from ._runtime import plans as _plans
 from ._runtime.devices import check_device
+from ._runtime.plans import token
 from ._select.selection import get_backend
 
 if TYPE_CHECKING:
@@ -232,14 +235,55 @@ def _placed(name: str, x: Any, out: Any) -> tuple[Any, Any, Any]:
     return backend, x, out
 
 
+# (operation, selected backend, x's type, dtype and shape, s, axes, norm, workers) -> the
+# transform's plan: (backend, s, axes, threads, work dtype, result dtype)
+_PLANS = _plans.table()
+
+
 def _transform(
     name: str, kind: str, x: Any, s: Any, axes: Any, norm: Any, dest: Any, workers: Any, one_d: bool
 ) -> Any:
     """Validate, transform, and write the result into ``dest`` (``out``) when given.
 
+    A call without ``out`` on an array that needs no conversion nor transfer is planned:
+    its checks and normalised arguments are kept for the next call with the same key.
     ``dest`` is written only after the whole transform succeeded, so the out-of-memory
     retry of :func:`gpukit._runtime.memory.operation` may run this twice.
     """
+    key = plan = None
+    if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
+        plan, key = plan_for(_PLANS, name, x, token(s), token(axes), norm, workers, type(workers))
+    if plan is None:
+        plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
+    backend, s, axes, threads, work, result = plan
+    if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
+        x = x.astype(work, copy=False)
+    y = backend.fft_transform(kind, x, s, axes, norm, threads)
+    if y.dtype is not result:  # only where a plug-in's library upcasts
+        y = y.astype(result, copy=False)
+    if dest is None:
+        return y
+    backend.xp.copyto(dest, y, casting="same_kind")
+    return dest
+
+
+def _planned(
+    key: Any,
+    name: str,
+    kind: str,
+    x: Any,
+    s: Any,
+    axes: Any,
+    norm: Any,
+    dest: Any,
+    workers: Any,
+    one_d: bool,
+) -> tuple[tuple[Any, ...], Any, Any]:
+    """Check every argument and make the transform's plan; keep it under ``key`` (None:
+    not kept) when ``x`` passes through unchanged. Returns ``(plan, x, dest)``, ``x`` on
+    the backend."""
+    since = _plans.generation()
+    given = x
     if norm not in _NORMS:
         raise ValueError(
             f"{name}: norm must be None, 'backward', 'ortho' or 'forward', got {norm!r}"
@@ -247,16 +291,14 @@ def _transform(
     threads = _workers(name, workers)
     x = _dtypes.check(name, "x", x)
     backend, x, dest = _placed(name, x, dest)
-    s, axes = _plan(name, kind, tuple(x.shape), s, axes, one_d)
+    shape = tuple(x.shape)
+    s_, axes_ = _plan(name, kind, shape, s, axes, one_d)
     work, result = _work_dtype(name, kind, np.dtype(x.dtype))
     if dest is not None:
-        _check_out(name, dest, _result_shape(kind, tuple(x.shape), s, axes), result)
-    y = backend.fft_transform(kind, x.astype(work, copy=False), s, axes, norm, threads)
-    y = y.astype(result, copy=False)  # a no-op unless a plug-in's library upcasts
-    if dest is None:
-        return y
-    backend.xp.copyto(dest, y, casting="same_kind")
-    return dest
+        _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
+    plan = (backend, s_, axes_, threads, work, result)
+    keep(_PLANS, key, since, plan, backend, (given,), (x,))
+    return plan, x, dest
 
 
 def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import gpukit as gk
 from gpukit._dispatch import operation, prepare
@@ -300,3 +301,128 @@ def test_no_environment_variable_is_read_on_a_warm_call(rng, monkeypatch, where,
         for name, call in calls.items():
             call()
             assert not spy.reads, f"{name} read {spy.reads}"
+
+
+# -- front-end plans: what a warm call of the same key still checks ------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_warm_fft_plan_still_refuses_what_its_key_does_not_hold(rng):
+    x = rng.standard_normal(16)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.fft.fft(x, axis=0, workers=1))
+        with pytest.raises(TypeError, match="axis must be an integer, got False"):
+            gk.fft.fft(x, axis=False, workers=1)  # equal to 0, not an axis
+        with pytest.raises(TypeError, match="workers must be an integer, got True"):
+            gk.fft.fft(x, axis=0, workers=True)
+        with pytest.raises(ValueError, match="norm must be None"):
+            gk.fft.fft(x, axis=0, norm="none", workers=1)
+        with pytest.raises(ValueError, match="out of range"):
+            gk.fft.fft(x, axis=1, workers=1)
+        with pytest.raises(TypeError, match=r"numpy\.matrix"):
+            gk.fft.fft(np.asmatrix(x), axis=0, workers=1)
+        with pytest.raises(TypeError, match="has dtype <U1"):
+            gk.fft.fft(np.full(16, "x"), axis=0, workers=1)
+        swapped = x.astype(">f8")  # converted, never planned: right on every call
+        for _ in range(3):
+            got = gk.fft.fft(swapped, axis=0, workers=1)
+            assert rel_err(got, np.fft.fft(x)) < 1e-12
+        got = gk.fft.fft(x[:8], axis=0, workers=1)  # another shape, another plan
+    assert got.shape == (8,) and rel_err(got, np.fft.fft(x[:8])) < 1e-12
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
+    a, b = _spd(rng), rng.standard_normal(4)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.solve(a, b))
+        bad = b.copy()
+        bad[0] = np.inf
+        with pytest.raises(ValueError, match="argument 'b' holds NaN or inf"):
+            gk.linalg.solve(a, bad)
+        near = np.diag([1.0, 1.0, 1.0, 1e-300])
+        with pytest.warns(scipy.linalg.LinAlgWarning, match="ill-conditioned"):
+            gk.linalg.solve(near, b)
+        with pytest.raises(ValueError, match="expected b of shape"):
+            gk.linalg.solve(a, b[:3])
+        with pytest.raises(TypeError, match=r"numpy\.matrix"):
+            gk.linalg.solve(np.asmatrix(a), b)
+        got = gk.linalg.solve(a, b)
+    assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
+
+
+def test_a_warm_plan_still_retries_out_of_memory(rng, monkeypatch):
+    x = rng.standard_normal(16)
+    with gk.use_backend("numpy") as backend:
+        _warm(lambda: gk.fft.fft(x))
+        transform = backend.fft_transform
+        failures = [1]
+
+        def failing(*args):
+            if failures[0] > 0:
+                failures[0] -= 1
+                raise MemoryError("fake host allocation failure")
+            return transform(*args)
+
+        monkeypatch.setattr(backend, "fft_transform", failing)
+        got = gk.fft.fft(x)  # failed once, released, retried
+        assert failures == [0] and rel_err(got, np.fft.fft(x)) < 1e-12
+        failures[0] = 2
+        with pytest.raises(gk.OutOfMemoryError, match=r"gk\.fft\.fft ran out of memory"):
+            gk.fft.fft(x)
+
+
+def test_a_warm_plan_on_one_device_still_guards_and_follows_the_selection(rng):
+    gk.register_backend("fake1", lambda: FakeDeviceBackend(1), replace=True)
+    try:
+        x = rng.standard_normal(16)
+        with gk.use_backend("fake1") as fake:
+            assert fake.device_count() == 1
+            d = fake.asarray(x)
+            _warm(lambda: gk.fft.fft(d))  # planned: one device, no transfer
+            _warm(lambda: gk.fft.fft(x))  # host input: moved on every call, never planned
+            with gk.transfer_guard("disallow"):
+                got = gk.fft.fft(d)
+                with pytest.raises(gk.TransferGuardError, match="refused"):
+                    gk.fft.fft(x)
+            assert rel_err(np.asarray(got), np.fft.fft(x)) < 1e-12
+        with gk.use_backend("numpy"):
+            host = gk.fft.fft(x)  # the same key but for the selection: numpy's plan
+        assert type(host) is np.ndarray and rel_err(host, np.fft.fft(x)) < 1e-12
+    finally:
+        gk.unregister_backend("fake1")
+
+
+def test_a_warm_kernel_plan_still_refuses_read_only_overlapping_or_swapped_arrays(rng):
+    p, g = rng.standard_normal(8), rng.standard_normal(8)
+    want = p - 0.5 * g
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.kernels.sgd_update(p.copy(), g, lr=0.5))
+        frozen = p.copy()
+        frozen.flags.writeable = False
+        with pytest.raises(ValueError, match="param is updated in place but is read-only"):
+            gk.kernels.sgd_update(frozen, g, lr=0.5)
+        with pytest.raises(ValueError, match="overlap in memory"):
+            gk.kernels.sgd_update(p, p, lr=0.5)
+        with pytest.raises(ValueError, match="non-native byte order"):
+            gk.kernels.sgd_update(p.astype(">f8"), g, lr=0.5)
+        with pytest.raises(ValueError, match="lr must be finite"):
+            gk.kernels.sgd_update(p, g, lr=float("nan"))
+        with pytest.raises(TypeError, match="lr must be a real number"):
+            gk.kernels.sgd_update(p, g, lr=True)
+        gk.kernels.sgd_update(p, g, lr=0.5)
+    assert rel_err(p, want) < 1e-12
+
+
+def test_a_warm_norm_plan_still_rescues_overflow_and_refuses_bad_arguments(rng):
+    x = rng.standard_normal(16)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.norm(x))
+        huge = x * 1e300  # its squares overflow: the value decides, not the plan
+        assert abs(gk.linalg.norm(huge) / (np.linalg.norm(x) * 1e300) - 1) < 1e-12
+        with pytest.raises(ValueError, match="is not a vector norm"):
+            gk.linalg.norm(x, ord="fro")
+        with pytest.raises(ValueError, match="must name one axis"):
+            gk.linalg.norm(x, axis=1)
+        got = gk.linalg.norm(x.reshape(4, 4), axis=(0, 1))  # another shape, another plan
+    assert abs(got / np.linalg.norm(x) - 1) < 1e-12

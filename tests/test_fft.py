@@ -264,8 +264,8 @@ class _RecordingFFT:
 
 #: gpukit's transform -> the scipy.fft function the numpy backend calls for it
 SCIPY_CALLED = {
-    "fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft", "hfft": "hfftn",
-    "ihfft": "ihfftn", "fft2": "fftn", "ifft2": "ifftn", "rfft2": "rfftn", "irfft2": "irfftn",
+    "fft": "fft", "ifft": "ifft", "rfft": "rfft", "irfft": "irfft", "hfft": "hfft",
+    "ihfft": "ihfft", "fft2": "fftn", "ifft2": "ifftn", "rfft2": "rfftn", "irfft2": "irfftn",
     "hfft2": "hfftn", "ihfft2": "ihfftn", "fftn": "fftn", "ifftn": "ifftn", "rfftn": "rfftn",
     "irfftn": "irfftn", "hfftn": "hfftn", "ihfftn": "ihfftn",
 }  # fmt: skip

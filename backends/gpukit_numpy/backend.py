@@ -12,6 +12,7 @@ import os
 import platform
 from collections.abc import Iterator
 from contextvars import ContextVar
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,16 @@ from .collectives import InMemoryCollectives
 from .fft import NumpyFFT
 from .linalg import NumpyLinalg
 from .memory import NumpyMemoryMixin, host_total
+
+_kernels: ModuleType | None = None  # the NumPy references (import scipy.special): on first use
+
+
+def _load_kernels() -> ModuleType:
+    global _kernels
+    from . import kernels
+
+    _kernels = kernels
+    return kernels
 
 
 class NumpyBackend(NumpyFFT, NumpyLinalg, NumpyMemoryMixin, Backend):
@@ -77,9 +88,7 @@ class NumpyBackend(NumpyFFT, NumpyLinalg, NumpyMemoryMixin, Backend):
         return [Device(self.name, 0, label, host_total())]
 
     def kernel(self, name: str) -> Any:
-        from . import kernels  # the NumPy references (imports scipy.special): load on use
-
-        return getattr(kernels, name)
+        return getattr(_kernels or _load_kernels(), name)
 
     def current_device(self) -> int:
         return self._current.get() or 0

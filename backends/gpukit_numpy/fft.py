@@ -7,11 +7,31 @@ own, by default, or any library registered as a ``scipy.fft`` backend (pyFFTW, m
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 # The one-axis functions of scipy.fft for the n-d kinds: the same pocketfft call, without
 # fftn's argument normalisation, which dominates a small transform.
-_ONE_AXIS = {"fftn": "fft", "ifftn": "ifft", "rfftn": "rfft", "irfftn": "irfft"}
+_ONE_AXIS = {
+    "fftn": "fft",
+    "ifftn": "ifft",
+    "rfftn": "rfft",
+    "irfftn": "irfft",
+    "hfftn": "hfft",
+    "ihfftn": "ihfft",
+}
+# Kinds whose output length defaults to the input's own (the others: 2 * (m - 1)).
+_SAME_LENGTH = frozenset({"fftn", "ifftn", "rfftn", "ihfftn"})
+
+_scipy_fft: ModuleType | None = None  # imported by the first transform, not with gpukit
+
+
+def _library() -> ModuleType:
+    global _scipy_fft
+    import scipy.fft
+
+    _scipy_fft = scipy.fft
+    return scipy.fft
 
 
 class NumpyFFT:
@@ -29,9 +49,18 @@ class NumpyFFT:
         norm: str | None,
         workers: int,
     ) -> Any:
-        import scipy.fft
-
+        lib = _scipy_fft or _library()
+        # Lengths that need no crop or pad are passed as None (the default): scipy.fft
+        # checks given ones at a cost comparable to a small transform's.
+        same = kind in _SAME_LENGTH
         if len(axes) == 1 and kind in _ONE_AXIS:
-            one = getattr(scipy.fft, _ONE_AXIS[kind])
-            return one(x, n=s[0], axis=axes[0], norm=norm, workers=workers)
-        return getattr(scipy.fft, kind)(x, s=s, axes=axes, norm=norm, workers=workers)
+            n, axis = s[0], axes[0]
+            m = x.shape[axis]
+            if n == (m if same else 2 * (m - 1)):
+                n = None
+            return getattr(lib, _ONE_AXIS[kind])(x, n=n, axis=axis, norm=norm, workers=workers)
+        default = [x.shape[a] for a in axes]
+        if not same:
+            default[-1] = 2 * (default[-1] - 1)
+        lengths = None if list(s) == default else s
+        return getattr(lib, kind)(x, s=lengths, axes=axes, norm=norm, workers=workers)

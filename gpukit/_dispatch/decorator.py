@@ -27,6 +27,7 @@ _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
 )
+_plain = _PLAIN.issuperset  # over the arguments' types, in one C call
 
 
 def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
@@ -67,7 +68,8 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
     """
 
     def decorate(fn: F) -> F:
-        guarded = memory.operation(name, **policy)(fn)
+        guarded = memory.Policy(name, fn, **policy)
+        attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
         # argument types (keyword names after the positional types) -> route: None (run
         # here), (None, implementation) of an array kind, or (backend, position of the
         # first device array; None when the backend has one device, always current)
@@ -90,15 +92,15 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                for x in args:
-                    if type(x) not in _PLAIN:
-                        break
-                else:
-                    for x in kwargs.values():
-                        if type(x) not in _PLAIN:
-                            break
-                    else:
-                        return guarded(*args, **kwargs)
+                if _plain(map(type, args)) and (not kwargs or _plain(map(type, kwargs.values()))):
+                    # the common call: the memory policy's steps inline, one call level less
+                    try:
+                        return attempt(*args, **kwargs)
+                    except Exception as exc:
+                        claimed = claim(exc)
+                        if claimed is None:
+                            raise
+                    return retry(claimed, args, kwargs)
                 if kwargs:
                     key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
                 else:

@@ -28,12 +28,24 @@ from .decorator import operation
 if TYPE_CHECKING:
     from .._typing import Array
 
-__all__ = ["asarray", "prepare", "to_numpy"]
+__all__ = [
+    "asarray",
+    "keep",
+    "keep_placed",
+    "placed",
+    "plan_for",
+    "prepare",
+    "to_numpy",
+    "untouched",
+]
 
 _ndarray = np.ndarray
 # (active backend, argument types) -> the backend ``prepare`` returns them on untouched,
 # or None when they need the per-call placement (placement.settled decides, once)
 _settled = _plans.table()
+# (operation, active backend, the arrays' types and dtypes) -> the backend a front-end's
+# dtype checks and ``prepare`` left such arrays on, unchanged (see placed)
+_placed = _plans.table()
 
 
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
@@ -61,12 +73,7 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
                     break
             else:
                 return selected, list(arrays)
-        key = (selected, *map(type, arrays))
-        try:
-            as_is = _settled[key]
-        except KeyError:
-            since = _plans.generation()
-            as_is = _plans.remember(_settled, key, settled(selected, arrays), since)
+        as_is = untouched(selected, arrays)
         if as_is is not None:
             return as_is, list(arrays)
     if names is None:
@@ -89,6 +96,82 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
         out.append(backend.asarray(host, device=device))
         _transfer.record("host_to_device", host.nbytes)
     return backend, out
+
+
+def untouched(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
+    """The backend :func:`prepare` hands ``arrays`` back on untouched while ``selected`` is
+    active, whatever their values: no transfer, no device to compare; else None.
+
+    It follows from the arrays' types alone (:func:`gpukit._runtime.placement.settled`),
+    so a front-end's plan may keep it (:mod:`gpukit._runtime.plans`).
+    """
+    key = (selected, *map(type, arrays))
+    try:
+        return _settled[key]
+    except KeyError:
+        since = _plans.generation()
+        return _plans.remember(_settled, key, settled(selected, arrays), since)
+
+
+def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
+    """``(backend, key)``: where ``op``'s front-end placed arrays of these types and dtypes
+    unchanged before, or None; ``key`` for :func:`keep_placed` (None: not keyable).
+
+    For a front-end whose dtype checks depend only on the dtypes: a hit means the checks
+    passed and :func:`prepare` handed the arrays back untouched, so both may be skipped.
+    """
+    try:
+        key = (op, active(), *map(type, arrays), *[getattr(x, "dtype", None) for x in arrays])
+        return _placed[key], key
+    except KeyError:
+        return None, key
+    except TypeError:  # an unhashable dtype attribute
+        return None, None
+
+
+def keep_placed(
+    key: Any, since: int, backend: Backend, given: Sequence[Any], out: Sequence[Any]
+) -> None:
+    """Keep ``backend`` under ``key`` (from :func:`placed`, read before generation
+    ``since``) when the front-end's checks and :func:`prepare` handed every array of
+    ``given`` back as ``out`` unchanged, as they would any arrays of the same types."""
+    keep(_placed, key, since, backend, backend, given, out)
+
+
+def plan_for(plans: dict[Any, Any], op: str, x: Any, *static: Any) -> tuple[Any, Any]:
+    """``(plan, key)``: the plan ``op`` keeps in ``plans`` for an array of ``x``'s type,
+    dtype and shape with the other arguments ``static`` (each through
+    :func:`gpukit._runtime.plans.token` where its type matters), or None; ``key`` for
+    :func:`keep` (None: ``x`` or an argument cannot be keyed)."""
+    try:
+        key = (op, active(), type(x), x.dtype, x.shape, *static)
+        return plans[key], key
+    except KeyError:
+        return None, key
+    except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
+        return None, None
+
+
+def keep(
+    plans: dict[Any, Any],
+    key: Any,
+    since: int,
+    plan: Any,
+    backend: Backend,
+    given: Sequence[Any],
+    out: Sequence[Any],
+) -> None:
+    """Keep ``plan`` under ``key`` (from :func:`plan_for` or :func:`placed`, read before
+    generation ``since``) when the front-end's checks handed every array of ``given``
+    back as ``out`` unchanged on ``backend``, where :func:`prepare` leaves any arrays of
+    those types (no transfer, one device): a warm call then needs neither."""
+    if key is None or key[1] is None:
+        return
+    for x, y in zip(given, out, strict=True):
+        if x is not y:
+            return
+    if untouched(key[1], out) is backend:
+        _plans.remember(plans, key, plan, since)
 
 
 @operation("gk.asarray")

@@ -38,7 +38,7 @@ from .memstats import MemoryStats, format_bytes, release, stats_for
 from .placement import namespace
 from .workers import failed_device
 
-__all__ = ["FIX", "operation"]
+__all__ = ["FIX", "Policy", "operation"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -162,8 +162,46 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
     """
 
     def decorate(fn: F) -> F:
+        policy = Policy(name, fn, inplace=inplace)
+        attempt, claim, retry = policy.attempt, policy.claim, policy.retry
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attempt(*args, **kwargs)
+            except Exception as exc:
+                claimed = claim(exc)
+                if claimed is None:
+                    raise
+                # Leaving the except block drops the traceback, whose frames hold the
+                # failed attempt's temporaries; only then can the pool release them.
+            return retry(claimed, args, kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+class Policy:
+    """The free-retry-explain policy of one operation, in three steps, for a caller that
+    runs the first attempt itself (:func:`gpukit._dispatch.operation`, which saves a
+    call level that way)::
+
+        try:
+            return policy.attempt(*args, **kwargs)
+        except Exception as exc:
+            claimed = policy.claim(exc)
+            if claimed is None:
+                raise
+        return policy.retry(claimed, args, kwargs)
+
+    Parameters are those of :func:`operation`, with the function ``fn``.
+    """
+
+    def __init__(self, name: str, fn: Callable[..., Any], *, inplace: bool = False) -> None:
+        self.name = name
+        self.inplace = inplace
         position = _out_position(fn)
-        takes_out = _takes_out(fn)
 
         def with_out(*args: Any, **kwargs: Any) -> Any:
             if position is not None and len(args) > position:
@@ -176,38 +214,47 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
             result = fn(*args, **kwargs)
             return result if out is None else _deliver(out, result)
 
-        attempt = with_out if takes_out else fn
+        #: The operation itself, ``out`` protected (it is written only on success).
+        self.attempt: Callable[..., Any] = with_out if _takes_out(fn) else fn
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attempt(*args, **kwargs)
-            except OutOfMemoryError:
-                raise  # a nested operation already retried and explained
-            except Exception as exc:
-                backend, requested = _claim(exc)
-                if backend is None:
-                    raise
-                if inplace:
-                    traceback.clear_frames(exc.__traceback__)  # free the temporaries first
-                    _release(backend)
-                    raise _out_of_memory(name, backend, requested, exc, True) from exc
-                # Leaving the except block drops the traceback, whose frames hold the
-                # failed attempt's temporaries; only then can the pool release them.
-            _release(backend)
-            try:
-                return attempt(*args, **kwargs)
-            except OutOfMemoryError:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The operation under the policy, all three steps."""
+        try:
+            return self.attempt(*args, **kwargs)
+        except Exception as exc:
+            claimed = self.claim(exc)
+            if claimed is None:
                 raise
-            except Exception as exc:
-                backend, requested = _claim(exc)
-                if backend is None:
-                    raise
-                raise _out_of_memory(name, backend, requested, exc, False) from exc
+        return self.retry(claimed, args, kwargs)
 
-        return wrapper  # type: ignore[return-value]
+    def claim(self, exc: BaseException) -> tuple[Backend, int | None] | None:
+        """What to retry on after ``exc`` from the first attempt: None when ``exc`` is
+        not an allocation failure to retry (re-raise it); raises OutOfMemoryError at
+        once for an in-place operation."""
+        if isinstance(exc, OutOfMemoryError):
+            return None  # a nested operation already retried and explained
+        backend, requested = _claim(exc)
+        if backend is None:
+            return None
+        if self.inplace:
+            traceback.clear_frames(exc.__traceback__)  # free the temporaries first
+            _release(backend)
+            raise _out_of_memory(self.name, backend, requested, exc, True) from exc
+        return backend, requested
 
-    return decorate
+    def retry(self, claimed: tuple[Backend, int | None], args: Any, kwargs: Any) -> Any:
+        """Release the unused memory :meth:`claim` found and run the operation once more;
+        explain a second failure."""
+        _release(claimed[0])
+        try:
+            return self.attempt(*args, **kwargs)
+        except OutOfMemoryError:
+            raise
+        except Exception as exc:
+            backend, requested = _claim(exc)
+            if backend is None:
+                raise
+            raise _out_of_memory(self.name, backend, requested, exc, False) from exc
 
 
 def _release(backend: Backend) -> None:

@@ -14,6 +14,16 @@ created: which backend owns a type can change then) and when an array kind or on
 its implementations is registered; a decision made while such a change happened is not
 kept. A table that reaches :data:`LIMIT` entries starts over, so a program cycling
 through many types cannot grow it without bound.
+
+Front-ends keep their own plans in such tables, keyed by the selected backend, the
+operation, and the array arguments' types, dtypes and shapes with the other arguments
+(each through :func:`token`, which tells ``1`` from ``True`` and ``1.0``): the checks and
+decisions that follow from those alone (dtypes accepted and computed in, axes and lengths
+normalised, shapes compatible, where the call runs) are made on the first call and looked
+up after. Such a plan is kept only for arguments that pass through unchanged (no
+conversion, no transfer: the transfer guard and its counters stay on every call that
+moves data), and a call whose arguments cannot be keyed (a list, an unhashable value)
+is planned afresh each time.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from typing import Any
 
 from .._select import registry as _registry
 
-__all__ = ["LIMIT", "forget", "generation", "remember", "table"]
+__all__ = ["LIMIT", "forget", "generation", "remember", "table", "token"]
 
 #: Entries a table holds before it starts over.
 LIMIT = 512
@@ -55,6 +65,23 @@ def remember(plans: dict[Any, Any], key: Any, plan: Any, since: int) -> Any:
                 plans.clear()
             plans[key] = plan
     return plan
+
+
+def token(value: Any) -> Any:
+    """``value`` as part of a plan key: equal tokens only for values every check treats
+    alike (``1``, ``True``, ``1.0`` and ``numpy.int64(1)`` differ; so do tuples of them).
+
+    An unhashable ``value`` (a list) gives an unhashable token: looking a key holding it
+    up raises TypeError, and the call is planned afresh.
+
+    Examples
+    --------
+    >>> token(1) == token(True), token((0, 1)) == token((0, 1))
+    (False, True)
+    """
+    if type(value) is tuple:
+        return value, *map(type, value)
+    return value, type(value)
 
 
 def forget() -> None:

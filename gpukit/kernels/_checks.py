@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from .._dispatch import dtypes as _dtypes
-from .._dispatch.inputs import prepare
+from .._dispatch.inputs import keep_placed, placed, prepare
+from .._runtime import plans as _plans
 from .._runtime.placement import namespace
 from ..backend import Backend
 
@@ -35,12 +36,17 @@ def place(
     optional: Collection[str] = (),
 ) -> tuple[Backend, list[Any]]:
     """Check each argument's dtype against ``accepted`` (TypeError), ``prepare`` them once
-    and make any remaining host data (lists) native arrays.
+    and make any remaining host data (lists) native arrays. Planned as
+    :func:`gpukit._dispatch.inputs.placed` says.
 
     Arrays named in ``inplace`` are updated in place, so they must already be native
     arrays of the backend the operation runs on: a copy would be updated instead. Only
     those named in ``optional`` may be None (a TypeError naming the argument otherwise).
     """
+    backend, key = placed(op, arrays)
+    if backend is not None:
+        return backend, list(arrays)
+    since = _plans.generation()
     checked = []
     for x, name, dtypes in zip(arrays, names, accepted, strict=True):
         y = None if x is None and name in optional else _dtypes.check(op, name, x, dtypes)
@@ -59,6 +65,7 @@ def place(
                 f"{backend.name!r} backend where the operation runs; got "
                 f"{type(given).__module__}.{type(given).__qualname__}"
             )
+    keep_placed(key, since, backend, arrays, out)
     return backend, out
 
 
@@ -112,6 +119,10 @@ def check_range(
 
 def real(op: str, value: Any, name: str) -> float:
     """``value`` as a finite float: TypeError unless a real number, ValueError unless finite."""
+    if type(value) is float or type(value) is int:  # the common case, before the ABC's test
+        if math.isfinite(value):
+            return float(value)
+        raise ValueError(f"{op}: {name} must be finite, got {value!r}")
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -142,7 +153,7 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
         if x is not None and not getattr(x.flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
     given = [(n, x) for n, x in (*updated.items(), *read.items()) if x is not None]
-    xp = namespace(*(x for _, x in given))
+    xp = np if type(given[0][1]) is np.ndarray else namespace(*(x for _, x in given))
     for i, (name, x) in enumerate(given):
         for other, y in given[i + 1 :]:
             if xp.may_share_memory(x, y):

@@ -15,17 +15,29 @@ from typing import Any
 import numpy as np
 
 from .._dispatch import dtypes as _dtypes
-from .._dispatch.inputs import prepare
+from .._dispatch.inputs import keep_placed, placed, prepare
+from .._runtime import plans as _plans
 from ..backend import Backend
 from ..errors import LinAlgError
 
 
 def place(op: str, arrays: tuple[Any, ...], names: tuple[str, ...]) -> tuple[Backend, list[Any]]:
     """Check the dtypes (TypeError, :mod:`gpukit._dispatch.dtypes`), ``prepare`` once, and return
-    native arrays of the chosen backend."""
+    native arrays of the chosen backend.
+
+    Planned (:func:`gpukit._dispatch.inputs.placed`): arrays of types and dtypes that
+    passed through unchanged before are handed back at once.
+    """
+    backend, key = placed(op, arrays)
+    if backend is not None:
+        return backend, list(arrays)
+    since = _plans.generation()
+    given = arrays
     arrays = tuple(_dtypes.check(op, n, x) for x, n in zip(arrays, names, strict=True))
     backend, out = prepare(*arrays, names=names)
-    return backend, [backend.xp.asarray(x) for x in out]
+    out = [backend.xp.asarray(x) for x in out]
+    keep_placed(key, since, backend, given, out)
+    return backend, out
 
 
 def describe(x: Any) -> str:
@@ -102,8 +114,13 @@ def solve_dtype(*dtypes: Any) -> np.dtype:
 
 def as_inexact(xp: Any, *arrays: Any) -> list[Any]:
     """Cast to one floating/complex dtype (:func:`solve_dtype`)."""
-    if all(x.dtype in _INEXACT for x in arrays) and len({x.dtype for x in arrays}) == 1:
-        return list(arrays)  # the common case, without NumPy's promotion machinery
+    first = arrays[0].dtype
+    if first in _INEXACT:  # the common case, without NumPy's promotion machinery
+        for x in arrays:
+            if x.dtype is not first:
+                break
+        else:
+            return list(arrays)
     dtype = solve_dtype(*(x.dtype for x in arrays))
     return [x.astype(dtype, copy=False) for x in arrays]
 

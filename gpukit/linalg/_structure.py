@@ -93,11 +93,18 @@ def solve_diagonal(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
     return x, m.min(axis=-1) / m.max(axis=-1)
 
 
+# dtype -> its machine epsilon (numpy.finfo is a look-up with a lock, on every call)
+_EPS: dict[np.dtype, float] = {}
+
+
 def warn_ill_conditioned(op: str, backend: Backend, rcond: Any, dtype: np.dtype) -> None:
     """SciPy's ``LinAlgWarning`` where a matrix's reciprocal condition number is below
     ``eps`` of ``dtype`` (NaN counts as ill-conditioned)."""
-    eps = float(np.finfo(dtype).eps)
-    if bool((rcond >= eps).all()):
+    eps = _EPS.get(dtype) or _EPS.setdefault(dtype, float(np.finfo(dtype).eps))
+    if type(rcond) is np.ndarray and rcond.ndim == 0:  # one host matrix: no array operation
+        if float(rcond) >= eps:  # NaN is not
+            return
+    elif bool((rcond >= eps).all()):
         return
     from scipy.linalg import LinAlgWarning
 

@@ -16,6 +16,9 @@ import numpy as np
 
 from .._dispatch import operation, reject
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import keep, plan_for
+from .._runtime import plans as _plans
+from .._runtime.plans import token
 from . import _checks, _docs, _norm_range, _structure
 from ._results import EighResult, QRResult, SlogdetResult, SVDResult
 
@@ -69,6 +72,11 @@ def solve(
     transposed: bool = False,
     check_finite: bool = True,
 ) -> Any: ...
+
+
+# (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
+# structure) where a and b pass the checks unchanged
+_SOLVE = _plans.table()
 
 
 @operation("gk.linalg.solve")
@@ -149,12 +157,20 @@ def solve(
     [1.0, 1.0]
     """
     op = "gk.linalg.solve"
-    kind = _structure.kind(op, assume_a)
-    backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
+    shape_of_b = (type(b), getattr(b, "dtype", None), getattr(b, "shape", None))
+    plan, key = plan_for(_SOLVE, op, a, *shape_of_b, assume_a)
+    if plan is None:
+        since = _plans.generation()
+        given = (a, b)
+        kind = _structure.kind(op, assume_a)
+        backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
+        _checks.square(op, "a", a)
+        a, b, squeeze = _checks.rhs(op, backend.xp, a, b)
+        a, b = _checks.as_inexact(backend.xp, a, b)
+        keep(_SOLVE, key, since, (backend, kind), backend, given, (a, b))
+    else:  # a and b as they came: no broadcast, no cast
+        (backend, kind), squeeze = plan, False
     xp = backend.xp
-    _checks.square(op, "a", a)
-    a, b, squeeze = _checks.rhs(op, xp, a, b)
-    a, b = _checks.as_inexact(xp, a, b)
     _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
     if a.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0), as SciPy
         x = xp.zeros(b.shape, dtype=b.dtype)
@@ -287,7 +303,7 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    backend, a = _square_input("gk.linalg.inv", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.inv", a, check_finite)
     return _checks.guarded(
         "gk.linalg.inv",
         backend,
@@ -298,16 +314,26 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     )
 
 
-def _square_input(op: str, a: Any, check_finite: bool) -> tuple[Any, Any]:
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.square(op, "a", a)
-    return backend, _inexact_finite(op, backend, a, check_finite)
+# (operation, selected backend, a's type, dtype and shape) -> the backend a matrix of an
+# inexact dtype and the shape the operation takes stays on
+_MATRIX = _plans.table()
 
 
-def _inexact_finite(op: str, backend: Any, a: Any, check_finite: bool) -> Any:
-    (a,) = _checks.as_inexact(backend.xp, a)
+def _matrix_input(
+    op: str, a: Any, check_finite: bool, shape_check: Any = _checks.square
+) -> tuple[Any, Any]:
+    """``a`` placed, its shape checked (a stack of square matrices unless ``shape_check``
+    says otherwise), in an inexact dtype and finite; planned per key."""
+    backend, key = plan_for(_MATRIX, op, a)
+    if backend is None:
+        since = _plans.generation()
+        given = a
+        backend, (a,) = _checks.place(op, (a,), ("a",))
+        shape_check(op, "a", a)
+        (a,) = _checks.as_inexact(backend.xp, a)
+        keep(_MATRIX, key, since, backend, backend, (given,), (a,))
     _checks.finite(op, backend, {"a": a}, check_finite)
-    return a
+    return backend, a
 
 
 @operation("gk.linalg.det")
@@ -344,7 +370,7 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
     >>> float(gk.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]])).round(12))
     -2.0
     """
-    backend, a = _square_input("gk.linalg.det", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.det", a, check_finite)
     return backend.linalg_det(a)
 
 
@@ -386,7 +412,7 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     >>> float(result.sign), round(float(result.logabsdet), 3)
     (-1.0, 921.034)
     """
-    backend, a = _square_input("gk.linalg.slogdet", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
     return SlogdetResult(*backend.linalg_slogdet(a))
 
 
@@ -426,7 +452,7 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
-    backend, a = _square_input("gk.linalg.cholesky", a, check_finite)
+    backend, a = _matrix_input("gk.linalg.cholesky", a, check_finite)
     return _checks.guarded(
         "gk.linalg.cholesky",
         backend,
@@ -560,9 +586,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     op = "gk.linalg.qr"
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.matrix(op, "a", a)
-    a = _inexact_finite(op, backend, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = backend.linalg_qr(a, mode)
     return out if mode == "r" else QRResult(*out)
 
@@ -614,7 +638,7 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     op = "gk.linalg.eigh"
     if UPLO not in ("L", "U"):
         raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
-    backend, a = _square_input(op, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite)
     w, v = _checks.guarded(
         op,
         backend,
@@ -688,9 +712,7 @@ def svd(
     [1.0, 1.0]
     """
     op = "gk.linalg.svd"
-    backend, (a,) = _checks.place(op, (a,), ("a",))
-    _checks.matrix(op, "a", a)
-    a = _inexact_finite(op, backend, a, check_finite)
+    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = _checks.guarded(
         op,
         backend,
@@ -742,14 +764,13 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> float(gk.linalg.norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1))
     6.0
     """
-    backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
-    axes = _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
-    # float16 is summed in float32 (no float16 square under- or overflows) and returned as
-    # NumPy's float16: correctly rounded where float16 sums were ulps off
-    half = x.dtype == np.float16
+    plan, key = plan_for(_NORM_PLANS, "gk.linalg.norm", x, token(ord), token(axis))
+    if plan is None:
+        plan, x = _norm_plan(key, x, ord, axis)
+    backend, half, rescued, axes = plan
     if half:
         x = x.astype(np.float32)
-    if not (x.dtype.kind in "fc" and x.size and _norm_range.powered(ord, axes)):
+    if not rescued:
         out = backend.linalg_norm(x, ord, axis, keepdims)
     else:
         with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
@@ -759,6 +780,28 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             keepdims,
         )  # fmt: skip
     return out.astype(np.float16) if half else out
+
+
+# (operation, selected backend, x's type, dtype and shape, ord, axis) -> (backend, whether x
+# is float16, whether an under- or overflow is to be rescued, the axes reduced)
+_NORM_PLANS = _plans.table()
+
+
+def _norm_plan(key: Any, x: Any, ord: Any, axis: Any) -> tuple[tuple[Any, ...], Any]:
+    """Check ``norm``'s arguments and make its plan; keep it under ``key`` (None: not kept)
+    when ``x`` passes through unchanged. Returns ``(plan, x)``, ``x`` on the backend."""
+    since = _plans.generation()
+    given = x
+    backend, (x,) = _checks.place("gk.linalg.norm", (x,), ("x",))
+    axes = _checks.norm_arguments("gk.linalg.norm", tuple(x.shape), ord, axis)
+    # float16 is summed in float32 (no float16 square under- or overflows) and returned as
+    # NumPy's float16: correctly rounded where float16 sums were ulps off
+    half = x.dtype == np.float16
+    work = np.float32 if half else x.dtype
+    rescued = np.dtype(work).kind in "fc" and x.size > 0 and _norm_range.powered(ord, axes)
+    plan = (backend, half, rescued, axes)
+    keep(_NORM_PLANS, key, since, plan, backend, (given,), (x,))
+    return plan, x
 
 
 def _real(dtype: np.dtype) -> np.dtype:
