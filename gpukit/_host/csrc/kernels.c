@@ -9,9 +9,10 @@
  * Taylor polynomial, the normal CDF through erfc(a) = t exp(P(u) - a^2), tanh by its
  * series near 0 and 1 - 2 / (exp(2|x|) + 1) beyond. tools/host_kernel_coefficients.py
  * derives the float64 tables and measures every table's truncation error;
- * docs/kernels.rst gives the accuracy. Built by hatch_build.py (gpukit/_host/build_native.py): on x86-64 with GCC
- * each kernel is cloned for x86-64-v4 (AVX-512), v3 (AVX2, FMA) and the baseline, and
- * picked at load time for the CPU at hand.
+ * docs/kernels.rst gives the accuracy. Built by hatch_build.py
+ * (gpukit/_host/build_native.py): on x86-64 with GCC each kernel is cloned for
+ * x86-64-v4 (AVX-512), v3 (AVX2, FMA) and the baseline, and picked at load time for the
+ * CPU at hand.
  */
 #include <math.h>
 #include <stddef.h>
