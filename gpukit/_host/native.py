@@ -133,6 +133,12 @@ def _columns_first(rows: int, cols: int) -> bool:
     return rows < 2 * parallel.n_threads() and parallel.plan(cols, rows) > 1
 
 
+def _small(n: int) -> bool:
+    """Whether ``n`` elements are one thread's work, decided before asking how many
+    threads there are (a threadpoolctl query costs more than the pass itself)."""
+    return n < parallel.PARALLEL_MIN
+
+
 def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slope: float) -> None:
     """``y = act(x + b)`` for C-contiguous 2-D ``x`` and ``y`` (``y`` may be ``x``)."""
     rows, cols = x.shape
@@ -143,6 +149,9 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
         bias = _negative_zeros(y.dtype, cols)
     xp, bp, yp = x.ctypes.data, bias.ctypes.data, y.ctypes.data
     code, size = ACTIVATIONS.index(name), y.dtype.itemsize
+    if _small(rows * cols):
+        fn(xp, bp, yp, rows, cols, cols, code, slope)
+        return
     if _columns_first(rows, cols):
 
         def by_columns(_k: int, lo: int, hi: int) -> None:
@@ -176,6 +185,11 @@ def bias_act_grad(
     bias = _negative_zeros(gx.dtype, cols) if b is None else b
     gp, vp, bp, op = g.ctypes.data, v.ctypes.data, bias.ctypes.data, gx.ctypes.data
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
+    if _small(rows * cols):
+        acc = np.zeros(cols) if want_bias else None
+        ap = None if acc is None else acc.ctypes.data
+        fn(gp, vp, bp, op, ap, rows, cols, cols, code, slope, flag)
+        return None if acc is None else acc.astype(gx.dtype)
     if _columns_first(rows, cols):
         acc = np.zeros((1, cols)) if want_bias else None
         ap = 0 if acc is None else acc.ctypes.data
@@ -215,6 +229,10 @@ def xent(
         logits.dtype.itemsize,
     )
 
+    if _small(rows * cols):
+        fn(xp, lp, sp, pp, rows, cols, eps)
+        return
+
     def work(_k: int, lo: int, hi: int) -> None:
         fn(xp + lo * cols * size, lp + lo * 8, sp + lo * size, pp + lo * cols * size,
            hi - lo, cols, eps)  # fmt: skip
@@ -235,6 +253,10 @@ def xent_grad(
         g.ctypes.data,
         probs.dtype.itemsize,
     )
+
+    if _small(rows * cols):
+        fn(pp, lp, wp, gp, rows, cols, eps)
+        return
 
     def work(_k: int, lo: int, hi: int) -> None:
         fn(pp + lo * cols * size, lp + lo * 8, wp + lo * size, gp + lo * cols * size,
