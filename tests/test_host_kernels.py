@@ -217,3 +217,26 @@ def test_a_library_built_from_other_sources_is_not_used(monkeypatch):
     x = np.linspace(-3, 3, 12).reshape(3, 4)
     y = activations.bias_activate(x, None, np.empty_like(x), "gelu", 0.0)
     assert rel_err(y, x * special.ndtr(x)) < _tol(np.float64)
+
+
+@pytest.mark.parametrize("shape", [(3, 50_001), (1, 300_001), (700, 301)], ids=str)
+def test_element_wise_results_do_not_depend_on_the_split(path, rng, dtype, shape):
+    """One thread or several, by rows or by columns, each element is computed the same
+    way (the bias gradient's sums may differ in rounding only)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    b = rng.standard_normal(shape[1]).astype(dtype)
+    gy = rng.standard_normal(shape).astype(dtype)
+
+    def run():
+        out = []
+        for act in ACTS:
+            out.append(activations.bias_activate(x, b, np.empty_like(x), act, 0.2))
+            out.append(activations.gradient(gy, x, act, 0.2, bias=b, want_bias=True)[0])
+        return out
+
+    many = run()
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        one = run()
+    for a, b_ in zip(many, one, strict=True):
+        assert np.array_equal(a, b_, equal_nan=True)

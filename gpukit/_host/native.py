@@ -37,7 +37,7 @@ ACTIVATIONS = ("identity", "relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "s
 _P, _N, _I, _D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_double
 _SIGNATURES = {
     "gk_bias_act": [_P, _P, _P, _N, _N, _N, _I, _D],
-    "gk_bias_act_grad": [_P, _P, _P, _P, _P, _N, _N, _N, _I, _D, _I],
+    "gk_bias_act_grad": [_P, _P, _P, _P, _P, _P, _N, _N, _N, _I, _D, _I],
     "gk_xent": [_P, _P, _P, _P, _N, _N, _D],
     "gk_xent_grad": [_P, _P, _P, _P, _N, _N, _D],
 }
@@ -185,32 +185,26 @@ def bias_act_grad(
     bias = _negative_zeros(gx.dtype, cols) if b is None else b
     gp, vp, bp, op = g.ctypes.data, v.ctypes.data, bias.ctypes.data, gx.ctypes.data
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
+
+    def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
+        """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
+        o = (r0 * cols + c0) * size
+        a = part = None
+        if acc is not None:
+            a = acc.ctypes.data + (k * cols + c0) * 8
+            part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data
+        fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
+
     if _small(rows * cols):
-        acc = np.zeros(cols) if want_bias else None
-        ap = None if acc is None else acc.ctypes.data
-        fn(gp, vp, bp, op, ap, rows, cols, cols, code, slope, flag)
-        return None if acc is None else acc.astype(gx.dtype)
-    if _columns_first(rows, cols):
         acc = np.zeros((1, cols)) if want_bias else None
-        ap = 0 if acc is None else acc.ctypes.data
-
-        def by_columns(_k: int, lo: int, hi: int) -> None:
-            o = lo * size
-            a = ap + lo * 8 if ap else None
-            fn(gp + o, vp + o, bp + o, op + o, a, rows, hi - lo, cols, code, slope, flag)
-
-        parallel.run(by_columns, cols, rows)
+        call(0, 0, 0, rows, cols)
+    elif _columns_first(rows, cols):
+        acc = np.zeros((1, cols)) if want_bias else None
+        parallel.run(lambda _k, lo, hi: call(0, lo, 0, rows, hi - lo), cols, rows)
     else:
         threads = parallel.plan(rows, cols)
         acc = np.zeros((threads, cols)) if want_bias else None
-        ap = 0 if acc is None else acc.ctypes.data
-
-        def by_rows(k: int, lo: int, hi: int) -> None:
-            o = lo * cols * size
-            a = ap + k * cols * 8 if ap else None
-            fn(gp + o, vp + o, bp, op + o, a, hi - lo, cols, cols, code, slope, flag)
-
-        parallel.run(by_rows, rows, cols, threads)
+        parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
     return None if acc is None else acc.sum(axis=0).astype(gx.dtype)
 
 

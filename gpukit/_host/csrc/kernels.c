@@ -206,6 +206,7 @@ static inline double tanh_f64(double x) {
 #define PHI phi_f32
 #define TANH tanh_f32
 #define LOG logf
+#define FABS fabsf
 #include "kernels_body.h"
 #undef T
 #undef SFX
@@ -213,6 +214,7 @@ static inline double tanh_f64(double x) {
 #undef PHI
 #undef TANH
 #undef LOG
+#undef FABS
 
 #define T double
 #define SFX(name) name##_f64
@@ -220,4 +222,5 @@ static inline double tanh_f64(double x) {
 #define PHI phi_f64
 #define TANH tanh_f64
 #define LOG log
+#define FABS fabs
 #include "kernels_body.h"

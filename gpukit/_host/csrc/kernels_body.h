@@ -1,5 +1,5 @@
 /* The kernels of one floating type, included by kernels.c once per type with T (the
- * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG (its functions)
+ * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG, FABS (its functions)
  * defined. A matrix is rows x cols elements, row i starting ld elements after row i - 1
  * (a span of a larger matrix's columns has ld > cols); x and y (g and gx) may be the same
  * array: each element is read before its own output is written, and never again, so
@@ -62,13 +62,15 @@ static inline T SFX(derivative)(T z, int act, T slope) {
         T s = SFX(sigmoid)(z);
         return s * ((T)1 + z * ((T)1 - s));
     }
-    case GK_SIGMOID: {
-        T s = SFX(sigmoid)(z);
-        return s * ((T)1 - s);
+    case GK_SIGMOID: { /* s (1 - s) = e / (1 + e)^2, e = exp(-|z|): no 1 - s to cancel */
+        T e = EXP(-FABS(z));
+        T d = (T)1 + e;
+        return e / (d * d);
     }
-    case GK_TANH: {
-        T t = TANH(z);
-        return (T)1 - t * t;
+    case GK_TANH: { /* 1 - tanh^2 = 4 e / (1 + e)^2, e = exp(-2|z|) */
+        T e = EXP((T)-2 * FABS(z));
+        T d = (T)1 + e;
+        return (T)4 * e / (d * d);
     }
     default: return (T)1;
     }
@@ -84,32 +86,53 @@ static inline T SFX(derivative_of_output)(T y, int act) {
     }
 }
 
-/* one pass: gx = g * D, and acc[j] += gx[i][j] (acc: cols sums in double, or NULL) */
+/* The column sums of gx are kept in T over blocks of GK_SUM_ROWS rows (part: cols
+ * elements of scratch), then added to acc in double: the sums cost a T add per element,
+ * not two conversions and two double adds, and their rounding grows with GK_SUM_ROWS
+ * and the float64 additions, not with the number of rows. */
+#ifndef GK_SUM_ROWS
+#define GK_SUM_ROWS 32
+#endif
+
+/* one pass: gx = g * D, and acc[j] += sum over rows of gx[i][j] (acc, part: NULL for
+ * none). D is computed in one loop only, whatever the sums: every variant of a loop is
+ * compiled on its own (contractions into FMA included), and gx must not depend on
+ * which rows a thread was given. The sums reread the row just written, from cache. */
 #define GK_BACKWARD(D)                                                        \
-    for (ptrdiff_t i = 0; i < rows; ++i) {                                    \
-        const T *gr = g + i * ld, *vr = v + i * ld;                           \
-        T *or_ = gx + i * ld;                                                 \
-        (void)vr;                                                             \
-        if (acc) {                                                            \
-            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
-                T r = gr[j] * (D);                                            \
-                or_[j] = r;                                                   \
-                acc[j] += (double)r;                                          \
-            }                                                                 \
-        } else {                                                              \
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
+        ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
+        for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
+            const T *gr = g + i * ld, *vr = v + i * ld;                       \
+            T *or_ = gx + i * ld;                                             \
+            (void)vr;                                                         \
             _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
                 or_[j] = gr[j] * (D);                                         \
+            }                                                                 \
+            if (acc) SFX(sum_row)(part, or_, cols, i == i0);                  \
+        }                                                                     \
+        if (acc) {                                                            \
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
+                acc[j] += (double)part[j];                                    \
             }                                                                 \
         }                                                                     \
     }                                                                         \
     break
 
+/* part = r (first) or part += r, over cols elements */
+static inline void SFX(sum_row)(T *part, const T *r, ptrdiff_t cols, int first) {
+    if (first) {
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] = r[j];
+    } else {
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] += r[j];
+    }
+}
+
 /* gx = g * act'(v + b) (of_output: g * act'(z) from v = act(z); b unused) and, with
- * acc, its column sums added to acc */
+ * acc, its column sums added to acc (part: cols elements of scratch, with acc) */
 GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *b, T *gx,
-                                               double *acc, ptrdiff_t rows, ptrdiff_t cols,
-                                               ptrdiff_t ld, int act, double slope_,
-                                               int of_output) {
+                                               double *acc, T *part, ptrdiff_t rows,
+                                               ptrdiff_t cols, ptrdiff_t ld, int act,
+                                               double slope_, int of_output) {
     const T slope = (T)slope_;
     if (of_output) {
         switch (act) {
