@@ -2,26 +2,21 @@
 
     python tools/host_kernel_coefficients.py
 
-Prints, in 60-digit arithmetic (mpmath), each float64 table the C sources hold and what
-its truncation leaves: the Chebyshev series of P(u) = log(erfc(a) / t) + a^2 (t = 2 /
-(2 + a), u = a / (2 + a)) over u in [0.2, 1), the Taylor series of (Phi(z) - 1/2) / z
-in z^2, and that of (tanh(x) - x) / x^3 in x^2. It also measures the float32 table
-``ERFC32`` (a degree-12 least-squares fit of the same P over all of u in [0, 1)) against
-the function. The C sources' comments quote these figures.
+Prints each table the C sources hold and what it leaves: for float64 (60-digit arithmetic,
+mpmath) the Chebyshev series of P(u) = log(erfc(a) / t) + a^2 (t = 2 / (2 + a), u = a /
+(2 + a)) over u in [0.2, 1), the Taylor series of (Phi(z) - 1/2) / z in z^2 and that of
+(tanh(x) - x) / x^3 in x^2; for float32 the degree-9 least-squares fit of the same P over
+all of u in [0, 1) and the degree-6 fit of exp(r) on [-ln2/2, ln2/2] (relative error),
+each measured with its coefficients rounded to float32. The C sources' comments quote
+these figures.
 """
 
 from __future__ import annotations
 
 import mpmath as mp
+import numpy as np
 
 mp.mp.dps = 60
-
-ERFC32 = (
-    -3.9334602242036e-09, -1.2567570679667042, -0.3033042349169688, 0.16280129584977027,
-    0.17910336951645417, 0.14080129095585073, -0.37670101697550235, 0.6608012189853869,
-    -1.0872164078848905, 0.8224006250618722, -0.11235032762243785, -0.14986045900407224,
-    0.0547696001863379,
-)  # fmt: skip
 
 
 def p_of_u(u):
@@ -62,9 +57,23 @@ def main() -> None:
         dropped = abs(tanh_term(terms + 1)) * x ** (2 * terms + 3) / mp.tanh(x)
         print(f"  first dropped term over tanh at |x| = 0.3: {mp.nstr(dropped, 3)}")
 
-    grid = [mp.mpf(k) / 2000 for k in range(2000)]
-    err = max(abs(mp.polyval(ERFC32[::-1], u) - p_of_u(u)) for u in grid)
-    print(f"ERFC32 against P over u in [0, 1): {mp.nstr(err, 3)}")
+    nodes = (np.cos(np.pi * (np.arange(600) + 0.5) / 600) + 1) / 2
+    fit = np.polynomial.polynomial.polyfit(nodes, [float(p_of_u(mp.mpf(u))) for u in nodes], 9)
+    grid = [mp.mpf(k) / 4000 for k in range(4000)]
+    as32 = [mp.mpf(float(np.float32(c))) for c in fit]
+    err = max(abs(mp.polyval(as32[::-1], u) - p_of_u(u)) for u in grid)
+    print("ERFC32:", ", ".join(repr(float(c)) for c in fit))
+    print(f"  against P over u in [0, 1), coefficients in float32: {mp.nstr(err, 3)}")
+
+    half = float(mp.log(2) / 2)
+    r = np.cos(np.pi * (np.arange(400) + 0.5) / 400) * half
+    basis = np.vstack([r**j for j in range(1, 7)]).T / np.exp(r)[:, None]
+    c, *_ = np.linalg.lstsq(basis, 1 - 1 / np.exp(r), rcond=None)
+    print("EXP32 (r^1 .. r^6; r^0: 1):", ", ".join(repr(float(v)) for v in c))
+    as32 = [1, *(float(np.float32(v)) for v in c)]
+    rt = [mp.mpf(k) / 5000 * 2 * half - half for k in range(5001)]
+    err = max(abs(mp.polyval(as32[::-1], x) / mp.exp(x) - 1) for x in rt)
+    print(f"  relative error, coefficients in float32: {mp.nstr(err, 3)}")
 
 
 if __name__ == "__main__":
