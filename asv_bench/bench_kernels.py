@@ -163,11 +163,12 @@ class HostVsTorch:
     """Every host kernel (numpy backend) and its PyTorch CPU peer, in the same suite, at
     PyTorch's default thread count and BLAS's (gpukit._bench.kernels defines the pairs;
     ``HostVsTorchRatio`` gives the same-run ratios). ``size``: the side of the square
-    input, or for the updates ``size**2`` parameters (1M, 4M, 16M)."""
+    input, or for the updates ``size**2`` parameters (1M, 4M, 16M). ``gpukit-ufuncs``:
+    gpukit without its compiled host kernels (an install without a C compiler)."""
 
     params: ClassVar[list] = [
         HOST_KERNELS,
-        ["gpukit", "torch"],
+        ["gpukit", "gpukit-ufuncs", "torch"],
         ["float32", "float64"],
         [64, 256, 1024, 2048, 4096],
     ]
@@ -175,12 +176,26 @@ class HostVsTorch:
     timeout = 300
 
     def setup(self, kernel, impl, dtype, size):
+        from gpukit._host import native
+
         ours, peer = _host_pair(kernel, dtype, size)
-        self.fn = ours if impl == "gpukit" else peer
+        self.fn = peer if impl == "torch" else ours
+        if impl == "gpukit-ufuncs":
+            self.fn = _with(native.disabled, ours)
         self.fn()
 
     def time_kernel(self, kernel, impl, dtype, size):
         self.fn()
+
+
+def _with(context, fn):
+    """``fn`` called inside ``context()``."""
+
+    def call():
+        with context():
+            return fn()
+
+    return call
 
 
 def _host_pair(kernel: str, dtype: str, size: int):
@@ -201,7 +216,7 @@ class HostVsTorchRatio(peers.Comparison):
     """Every host kernel's time over its PyTorch CPU peer's (``HostVsTorch``'s pairs), same
     run, PyTorch with as many threads as NumPy's BLAS. Target: 1.5x at every size."""
 
-    params: ClassVar[list] = HostVsTorch.params[:1] + HostVsTorch.params[2:]
+    params: ClassVar[list] = [HostVsTorch.params[0], *HostVsTorch.params[2:]]
     param_names: ClassVar[list] = ["kernel", "dtype", "size"]
 
     def setup(self, kernel, dtype, size):

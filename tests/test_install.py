@@ -14,6 +14,7 @@ import shutil
 import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # What the build reads: the project table, the files it names, the packages.
-BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "gpukit", "backends"]
+BUILD_INPUTS = [
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "hatch_build.py",  # compiles the host kernels (gpukit/_host/csrc)
+    "gpukit",
+    "backends",
+]
 
 # The venv sees this environment's build backend: nothing to fetch.
 PIP_OFFLINE = ["--no-deps", "--no-build-isolation", "--no-index", "--disable-pip-version-check"]
@@ -52,7 +60,7 @@ def editable_clone(tmp_path_factory):
     parent = tmp_path_factory.mktemp("parent")
     clone = parent / "gpukit"
     clone.mkdir()
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ptx")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ptx", "_kernels.so")
     for name in BUILD_INPUTS:
         source = ROOT / name
         if source.is_dir():
@@ -81,6 +89,49 @@ def editable_clone(tmp_path_factory):
     )
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-3000:]
     return parent, clone, python
+
+
+def _has_c_compiler() -> bool:
+    from gpukit._host import build_native
+
+    return build_native._compiler() is not None and sys.platform != "win32"
+
+
+@pytest.mark.slow
+def test_the_editable_install_builds_the_host_kernels(editable_clone):
+    """pip install -e compiles gpukit/_host/csrc beside its sources, and gpukit uses it."""
+    if not _has_c_compiler():
+        pytest.skip("no C compiler: the host kernels run as NumPy ufuncs")
+    _, clone, python = editable_clone
+    probe = "from gpukit._host import native; print(native.available())"
+    proc = subprocess.run(
+        [python, "-c", probe], env=_clean_env(), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True"]
+    assert (clone / "gpukit" / "_host" / "_kernels.so").is_file()
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_host_kernels(editable_clone, tmp_path):
+    """A wheel built here holds the compiled library and is tagged for this platform (a
+    pure-Python wheel would install without it)."""
+    if not _has_c_compiler():
+        pytest.skip("no C compiler: the host kernels run as NumPy ufuncs")
+    _, clone, python = editable_clone
+    built = subprocess.run(
+        [python, "-m", "pip", "wheel", *PIP_OFFLINE, "-w", tmp_path, clone],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
+    (wheel,) = tmp_path.glob("gpukit-*.whl")
+    assert not wheel.name.endswith("-none-any.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as z:
+        assert "gpukit/_host/_kernels.so" in z.namelist()
+        assert "gpukit/_host/csrc/kernels.c" in z.namelist()
 
 
 def _clean_env() -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from gpukit._host import native as _native
 from gpukit._host import parallel as _parallel
 from gpukit._host.activations import bias_activate, gradient
 
@@ -304,6 +305,9 @@ def softmax_cross_entropy(
     probs = np.empty((n, c), logits.dtype)
     loss = np.empty(n, logits.dtype)
     labels = np.asarray(labels)
+    if _native.takes(logits, probs):
+        _native.xent(logits, np.ascontiguousarray(labels, np.int64), loss, probs, label_smoothing)
+        return loss, probs
 
     # With z = logits - max (exact where it matters, unlike adding the max back):
     # loss = log sum_j exp(z_j) - (1 - eps) z_y - sum_j (eps / c) z_j, each term scaled
@@ -336,6 +340,11 @@ def softmax_cross_entropy_backward(
     probs = probs.view(np.ndarray) if type(probs) is not np.ndarray else probs
     labels, grad_loss = np.asarray(labels), np.asarray(grad_loss)
     g = np.empty((n, c), probs.dtype)
+    if _native.takes(probs, g):
+        weights = np.ascontiguousarray(grad_loss, g.dtype)
+        lab = np.ascontiguousarray(labels, np.int64)
+        _native.xent_grad(probs, lab, weights, g, label_smoothing)
+        return g
 
     def block(rows: slice) -> None:
         gb = g[rows]

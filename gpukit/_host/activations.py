@@ -7,10 +7,12 @@ output where its derivative can be written with it. The CUDA kernels
 (``backends/gpukit_cupy/kernels/activations.cuh``) compute the same formulas; the tests
 compare all of them with float64 references.
 
-Each function walks its array in cache-sized blocks on the host's threads
-(:mod:`gpukit._host.parallel`): the bias, the activation and, backward, the product with
-the incoming gradient and the bias gradient's partial sums are done block by block,
-so the data crosses memory once each way.
+Both run gpukit's compiled kernels (:mod:`gpukit._host.native`: one vectorised pass
+over the data on the host's threads) where the library was built and takes the arrays.
+Otherwise each function walks its array in cache-sized blocks on the host's threads
+(:mod:`gpukit._host.parallel`) with NumPy ufuncs: the bias, the activation and,
+backward, the product with the incoming gradient and the bias gradient's partial sums
+are done block by block, so the data crosses memory once each way.
 
 GELU's normal CDF is ``erfc(-z / sqrt2) / 2``: ``1 + erf(z / sqrt2)`` cancels for
 ``z << 0`` (float32 ``gelu(-10)`` came out 0 instead of -7.6e-23). In float32 it is
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..backend.kernels import ACTIVATIONS
+from . import native
 from .parallel import BLOCK, constant, run, scratch, spans
 
 __all__ = ["FROM_OUTPUT", "bias_activate", "gradient"]
@@ -261,6 +264,9 @@ def bias_activate(x: Any, bias: Any, out: Any, name: str, slope: float) -> Any:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
     x2, o2, b = _rows(_plain(x), c), _rows(_plain(out), c), bias
     b = None if bias is None else _plain(bias)
+    if native.takes(x2, o2, b):
+        native.bias_act(x2, b, o2, name, slope)
+        return out
     itemsize = o2.dtype.itemsize
     if o2.size * itemsize <= BLOCK:  # one block: no pool, no tiling
         if b is not None:
@@ -333,6 +339,8 @@ def gradient(
     v2 = _rows(np.ascontiguousarray(_plain(v)), c)
     o2 = _rows(_plain(out), c)
     b = None if bias is None else _plain(bias)
+    if native.takes(g2, v2, o2, b):
+        return out, native.bias_act_grad(g2, v2, b, o2, name, slope, of_output, want_bias)
     dtype = o2.dtype
     itemsize = dtype.itemsize
 

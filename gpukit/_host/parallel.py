@@ -25,7 +25,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK", "constant", "max_threads", "n_threads", "plan", "run", "scratch", "spans"]
+__all__ = [
+    "BLOCK",
+    "PARALLEL_MIN",
+    "constant",
+    "max_threads",
+    "n_threads",
+    "plan",
+    "run",
+    "scratch",
+    "spans",
+]
 
 #: Bytes per array of a block (64K float32, 32K float64 elements): a block's input,
 #: output and scratch arrays stay in a core's L2 or near it, and a ufunc pass over a
@@ -35,7 +45,7 @@ BLOCK = 1 << 18
 
 #: Below this many elements one thread does the work: handing a block to the pool and
 #: waiting for it costs ~20-40 us, the time of a few passes over 64K float32 elements.
-_PARALLEL_MIN = 1 << 17
+PARALLEL_MIN = 1 << 17
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -113,9 +123,9 @@ def _executor() -> ThreadPoolExecutor:
 
 def plan(n: int, per_item: int = 1) -> int:
     """The number of spans (threads) :func:`run` splits ``n`` indices of ``per_item``
-    elements into: 1 below ``_PARALLEL_MIN`` elements in all."""
+    elements into: 1 below ``PARALLEL_MIN`` elements in all."""
     threads = n_threads()
-    if threads > 1 and n * per_item >= _PARALLEL_MIN:
+    if threads > 1 and n * per_item >= PARALLEL_MIN:
         return min(threads, n)
     return 1
 

@@ -1,0 +1,225 @@
+/* gpukit's host kernels: bias + activation forward and backward (with the bias
+ * gradient's column sums), softmax cross-entropy forward and backward, in float32 and
+ * float64. Each makes one pass over its rows; gpukit/_host/native.py loads this library
+ * with ctypes (no Python C API: one build serves every Python version) and calls it on
+ * the host threads of gpukit/_host/parallel.py, one span of rows per thread.
+ *
+ * The transcendental functions are gpukit's own, written branch-free so that the
+ * compiler vectorises each loop (libm's are scalar calls): exp by range reduction and a
+ * Taylor polynomial, the normal CDF through erfc(a) = t exp(P(u) - a^2), tanh by its
+ * series near 0 and 1 - 2 / (exp(2|x|) + 1) beyond. tools/host_kernel_coefficients.py
+ * derives the float64 tables and measures every table's truncation error;
+ * docs/kernels.rst gives the accuracy. Built by hatch_build.py
+ * (gpukit/_host/build_native.py): on x86-64 with GCC each kernel is cloned for
+ * x86-64-v4 (AVX-512), v3 (AVX2, FMA) and the baseline, and picked at load time for the
+ * CPU at hand.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(GK_CLONES)
+#define GK_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GK_KERNEL
+#endif
+
+/* the polynomials' loops unrolled, so that the element loops around them vectorise */
+#if defined(__GNUC__) && !defined(__clang__)
+#define GK_UNROLL _Pragma("GCC unroll 32")
+#elif defined(__clang__)
+#define GK_UNROLL _Pragma("unroll")
+#else
+#define GK_UNROLL
+#endif
+
+#if defined(_WIN32)
+#define GK_EXPORT __declspec(dllexport)
+#else
+#define GK_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* What native.py checks before using the library: the hash of these sources. */
+#ifndef GK_SOURCE_HASH
+#define GK_SOURCE_HASH "unknown"
+#endif
+GK_EXPORT const char *gk_source_hash(void) { return GK_SOURCE_HASH; }
+
+/* the activations, numbered as native.ACTIVATIONS lists them */
+enum { GK_IDENTITY, GK_RELU, GK_LEAKY_RELU, GK_GELU, GK_GELU_TANH, GK_SILU, GK_SIGMOID, GK_TANH };
+
+static inline float f32_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline double f64_bits(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
+static inline uint64_t bits_f64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
+
+/* exp(x) = 2^n p(r), r = x - n ln2 in [-ln2/2, ln2/2]; 2^n as two factors, each a
+ * normal number, so that results down to the smallest subnormal round once. Rounding to
+ * an integer adds and subtracts 1.5 * 2^23 (2^52): its low bits then hold the integer,
+ * and (bits << 23) of 1.5 * 2^23 + n + 127 is the float 2^n. x is clamped first where
+ * the result has long overflowed or underflowed (NaN passes). */
+#define SHIFT32 12582912.0f
+static inline float exp_f32(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    x = x > 89.0f ? 89.0f : x;
+    float n = (x * 1.44269504088896341f + SHIFT32) - SHIFT32;
+    float r = x - n * 0.693145751953125f;
+    r = r - n * 1.428606765330187e-06f;
+    /* degree 6, least squares in relative terms on [-ln2/2, ln2/2]: 1.7e-8 */
+    float p = 0.0013859291076446763f;
+    p = p * r + 0.008374763974940129f;
+    p = p * r + 0.04166772432093334f;
+    p = p * r + 0.16666420945132074f;
+    p = p * r + 0.4999999535099416f;
+    p = p * r + 1.0000000360921262f;
+    p = p * r + 1.0f;
+    float n1 = (n * 0.5f + SHIFT32) - SHIFT32, n2 = n - n1;
+    float s1 = f32_bits(bits_f32(n1 + (SHIFT32 + 127.0f)) << 23);
+    float s2 = f32_bits(bits_f32(n2 + (SHIFT32 + 127.0f)) << 23);
+    return p * s1 * s2;
+}
+
+#define SHIFT64 6755399441055744.0
+static inline double exp_f64(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    x = x > 710.0 ? 710.0 : x;
+    double n = (x * 1.4426950408889634074 + SHIFT64) - SHIFT64;
+    double r = x - n * 6.93147180369123816490e-01;
+    r = r - n * 1.90821492927058770002e-10;
+    /* Taylor to r^13: 4e-18 relative at |r| = ln2/2 */
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    double n1 = (n * 0.5 + SHIFT64) - SHIFT64, n2 = n - n1;
+    double s1 = f64_bits(bits_f64(n1 + (SHIFT64 + 1023.0)) << 52);
+    double s2 = f64_bits(bits_f64(n2 + (SHIFT64 + 1023.0)) << 52);
+    return p * s1 * s2;
+}
+
+/* Phi(z), the normal CDF: erfc(a) / 2 for z < 0 and 1 - erfc(a) / 2 for z >= 0,
+ * a = |z| / sqrt2, never 1 + erf(z / sqrt2), which cancels for z << 0. erfc(a) =
+ * t exp(P(u) - a^2) with t = 2 / (2 + a), u = a / (2 + a); a^2 is taken as z^2 / 2,
+ * which rounds once. float32: P a degree-9 polynomial in u over all of a >= 0, 1.4e-7
+ * from the function with its coefficients in float32 (about one unit of float32). */
+static const float ERFC32[10] = {
+    5.914890866534385e-08f, -1.2567726899089637f, -0.30267189607474143f,
+    0.15292289918472163f, 0.2573620564409974f, -0.21592261613745042f, 0.6174579855003309f,
+    -1.0627180103143337f, 0.7157027647022767f, -0.17087277768335332f};
+
+static inline float phi_f32(float z) {
+    float a = fabsf(z) * 0.70710678118654752f;
+    a = a > 16.0f ? 16.0f : a; /* erfc(16) has long underflowed; u stays finite */
+    float t = 2.0f / (2.0f + a);
+    float u = a * t * 0.5f;
+    float p = ERFC32[9];
+    GK_UNROLL for (int k = 8; k >= 0; --k) p = p * u + ERFC32[k];
+    float h = 0.5f * z * z;
+    float e = t * exp_f32(p - h);
+    return z >= 0.0f ? 1.0f - 0.5f * e : 0.5f * e;
+}
+
+/* float64: |z| < sqrt(1/2) takes Phi = 1/2 + z E(z^2), E the Taylor series of
+ * (Phi(z) - 1/2) / z (truncated 2e-21 below the value); beyond, P is a Chebyshev series
+ * of degree 25 in u over [0.2, 1) (a >= 1/2), 6e-19 from the function. */
+static const double PHI_SMALL64[14] = {
+    0.3989422804014327, -0.06649038006690544, 0.009973557010035817, -0.0011873282154804543,
+    0.00011543468761615529, -9.444656259503615e-06, 6.659693516316651e-07,
+    -4.122667414862689e-08, 2.2735298243728065e-09, -1.1301171641619213e-10,
+    5.1124347902563106e-12, -2.121761474217046e-13, 8.133418984498675e-15,
+    -2.896516732371323e-16};
+static const double ERFC64[26] = {
+    -0.78318707272406, -0.5058947933173407, 0.020165332295700413, 0.004150784270483714,
+    -0.0006929393033131829, -8.061304448090166e-05, 2.5850999510766174e-05,
+    2.4532413619366538e-06, -1.0665628949056516e-06, -1.0956136201272647e-07,
+    4.618283721422925e-08, 6.305089137369667e-09, -1.9633309872353595e-09,
+    -3.979371116364933e-10, 7.359712081538667e-11, 2.4619582503772172e-11,
+    -1.769647748682444e-12, -1.3810080809606214e-12, -4.600206617963027e-14,
+    6.380484046552098e-14, 9.937718418245514e-15, -1.856958347210499e-15,
+    -7.707956385933372e-16, -3.1621351296209296e-17, 3.448945247480971e-17,
+    8.625438866510632e-18};
+
+static inline double phi_f64(double z) {
+    double w = z * z;
+    double e = PHI_SMALL64[13];
+    GK_UNROLL for (int k = 12; k >= 0; --k) e = e * w + PHI_SMALL64[k];
+    double small = 0.5 + z * e;
+    double a = fabs(z) * 0.70710678118654752440;
+    a = a < 0.5 ? 0.5 : a;   /* the series' range (the small branch is taken there) */
+    a = a > 40.0 ? 40.0 : a; /* erfc(40) has long underflowed */
+    double t = 2.0 / (2.0 + a);
+    double x = (a * t * 0.5) * 2.5 - 1.5; /* u in [0.2, 1) to [-1, 1) */
+    double b1 = 0.0, b2 = 0.0;           /* Clenshaw's recurrence */
+    GK_UNROLL for (int k = 25; k >= 1; --k) {
+        double b0 = ERFC64[k] + 2.0 * x * b1 - b2;
+        b2 = b1;
+        b1 = b0;
+    }
+    double p = ERFC64[0] + x * b1 - b2;
+    double ec = t * exp_f64(p - 0.5 * w);
+    double large = z >= 0.0 ? 1.0 - 0.5 * ec : 0.5 * ec;
+    return w < 0.5 ? small : large;
+}
+
+/* tanh: x + x^3 Q(x^2) (its Taylor series, truncated 2e-19 (float64) and 2e-9 (float32)
+ * below the value) for |x| < 0.3, else 1 - 2 / (exp(2|x|) + 1) with x's sign. */
+static const float TANH_Q32[5] = {-0.3333333333333333f, 0.13333333333333333f,
+                                  -0.05396825396825397f, 0.021869488536155203f,
+                                  -0.008863235529902197f};
+static const double TANH_Q64[12] = {
+    -0.3333333333333333, 0.13333333333333333, -0.05396825396825397, 0.021869488536155203,
+    -0.008863235529902197, 0.003592128036572481, -0.0014558343870513183,
+    0.000590027440945586, -0.00023912911424355248, 9.691537956929451e-05,
+    -3.927832388331683e-05, 1.5918905069328964e-05};
+
+static inline float tanh_f32(float x) {
+    float s = x * x, q = TANH_Q32[4];
+    GK_UNROLL for (int k = 3; k >= 0; --k) q = q * s + TANH_Q32[k];
+    float ax = fabsf(x);
+    float big = copysignf(1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f), x);
+    return ax < 0.3f ? x + x * s * q : big;
+}
+
+static inline double tanh_f64(double x) {
+    double s = x * x, q = TANH_Q64[11];
+    GK_UNROLL for (int k = 10; k >= 0; --k) q = q * s + TANH_Q64[k];
+    double ax = fabs(x);
+    double big = copysign(1.0 - 2.0 / (exp_f64(2.0 * ax) + 1.0), x);
+    return ax < 0.3 ? x + x * s * q : big;
+}
+
+#define T float
+#define SFX(name) name##_f32
+#define EXP exp_f32
+#define PHI phi_f32
+#define TANH tanh_f32
+#define LOG logf
+#define FABS fabsf
+#include "kernels_body.h"
+#undef T
+#undef SFX
+#undef EXP
+#undef PHI
+#undef TANH
+#undef LOG
+#undef FABS
+
+#define T double
+#define SFX(name) name##_f64
+#define EXP exp_f64
+#define PHI phi_f64
+#define TANH tanh_f64
+#define LOG log
+#define FABS fabs
+#include "kernels_body.h"

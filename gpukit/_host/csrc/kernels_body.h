@@ -1,0 +1,215 @@
+/* The kernels of one floating type, included by kernels.c once per type with T (the
+ * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG, FABS (its functions)
+ * defined. A matrix is rows x cols elements, row i starting ld elements after row i - 1
+ * (a span of a larger matrix's columns has ld > cols); x and y (g and gx) may be the same
+ * array: each element is read before its own output is written, and never again, so
+ * the loops are vectorised as free of dependences ("omp simd", -fopenmp-simd: no
+ * OpenMP run time, no threads of its own). */
+
+/* one pass over the rows: z = x + b, y = EXPR(z) */
+#define GK_FORWARD(EXPR)                                                      \
+    for (ptrdiff_t i = 0; i < rows; ++i) {                                    \
+        const T *xr = x + i * ld;                                             \
+        T *yr = y + i * ld;                                                   \
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {            \
+            T z = xr[j] + b[j];                                               \
+            yr[j] = (EXPR);                                                   \
+        }                                                                     \
+    }                                                                         \
+    break
+
+static inline T SFX(sigmoid)(T z) { return (T)1 / ((T)1 + EXP(-z)); }
+
+/* gelu's tanh form through a sigmoid: 0.5 (1 + tanh(y)) = sigmoid(2 y), exact in the
+ * tail where 1 + tanh(y) cancels */
+static inline T SFX(gelu_tanh_gate)(T z) {
+    return SFX(sigmoid)((T)(2 * 0.7978845608028654) * (z + (T)0.044715 * z * z * z));
+}
+
+/* y = act(x + b) for rows x cols elements; b: cols elements (-0.0 for none: x + -0.0
+ * is x, signed zeros too) */
+GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_t rows,
+                                          ptrdiff_t cols, ptrdiff_t ld, int act,
+                                          double slope_) {
+    const T slope = (T)slope_;
+    switch (act) {
+    case GK_IDENTITY: GK_FORWARD(z);
+    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0);
+    case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope);
+    case GK_GELU: GK_FORWARD(z * PHI(z));
+    case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z));
+    case GK_SILU: GK_FORWARD(z * SFX(sigmoid)(z));
+    case GK_SIGMOID: GK_FORWARD(SFX(sigmoid)(z));
+    case GK_TANH: GK_FORWARD(TANH(z));
+    default: break;
+    }
+}
+#undef GK_FORWARD
+
+/* act'(z) for the backward pass */
+static inline T SFX(derivative)(T z, int act, T slope) {
+    switch (act) {
+    case GK_RELU: return z > 0 ? (T)1 : (T)0;
+    case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
+    case GK_GELU: /* Phi(z) + z phi(z) */
+        return PHI(z) + z * (T)0.3989422804014327 * EXP((T)-0.5 * z * z);
+    case GK_GELU_TANH: { /* s + 2 z s (1 - s) k (1 + 3 c z^2), s = sigmoid(2 k (z + c z^3)) */
+        T s = SFX(gelu_tanh_gate)(z);
+        return s + (T)(2 * 0.7978845608028654) * z * s * ((T)1 - s) *
+                       ((T)1 + (T)(3 * 0.044715) * z * z);
+    }
+    case GK_SILU: { /* s (1 + z (1 - s)) */
+        T s = SFX(sigmoid)(z);
+        return s * ((T)1 + z * ((T)1 - s));
+    }
+    case GK_SIGMOID: { /* s (1 - s) = e / (1 + e)^2, e = exp(-|z|): no 1 - s to cancel */
+        T e = EXP(-FABS(z));
+        T d = (T)1 + e;
+        return e / (d * d);
+    }
+    case GK_TANH: { /* 1 - tanh^2 = 4 e / (1 + e)^2, e = exp(-2|z|) */
+        T e = EXP((T)-2 * FABS(z));
+        T d = (T)1 + e;
+        return (T)4 * e / (d * d);
+    }
+    default: return (T)1;
+    }
+}
+
+/* the same from the activation's output y (identity, relu, sigmoid, tanh) */
+static inline T SFX(derivative_of_output)(T y, int act) {
+    switch (act) {
+    case GK_RELU: return y > 0 ? (T)1 : (T)0;
+    case GK_SIGMOID: return y * ((T)1 - y);
+    case GK_TANH: return (T)1 - y * y;
+    default: return (T)1;
+    }
+}
+
+/* The column sums of gx are kept in T over blocks of GK_SUM_ROWS rows (part: cols
+ * elements of scratch), then added to acc in double: the sums cost a T add per element,
+ * not two conversions and two double adds, and their rounding grows with GK_SUM_ROWS
+ * and the float64 additions, not with the number of rows. */
+#ifndef GK_SUM_ROWS
+#define GK_SUM_ROWS 32
+#endif
+
+/* one pass: gx = g * D, and acc[j] += sum over rows of gx[i][j] (acc, part: NULL for
+ * none). D is computed in one loop only, whatever the sums: every variant of a loop is
+ * compiled on its own (contractions into FMA included), and gx must not depend on
+ * which rows a thread was given. The sums reread the row just written, from cache. */
+#define GK_BACKWARD(D)                                                        \
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
+        ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
+        for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
+            const T *gr = g + i * ld, *vr = v + i * ld;                       \
+            T *or_ = gx + i * ld;                                             \
+            (void)vr;                                                         \
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
+                or_[j] = gr[j] * (D);                                         \
+            }                                                                 \
+            if (acc) SFX(sum_row)(part, or_, cols, i == i0);                  \
+        }                                                                     \
+        if (acc) {                                                            \
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
+                acc[j] += (double)part[j];                                    \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    break
+
+/* part = r (first) or part += r, over cols elements */
+static inline void SFX(sum_row)(T *part, const T *r, ptrdiff_t cols, int first) {
+    if (first) {
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] = r[j];
+    } else {
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] += r[j];
+    }
+}
+
+/* gx = g * act'(v + b) (of_output: g * act'(z) from v = act(z); b unused) and, with
+ * acc, its column sums added to acc (part: cols elements of scratch, with acc) */
+GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *b, T *gx,
+                                               double *acc, T *part, ptrdiff_t rows,
+                                               ptrdiff_t cols, ptrdiff_t ld, int act,
+                                               double slope_, int of_output) {
+    const T slope = (T)slope_;
+    if (of_output) {
+        switch (act) {
+        case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU));
+        case GK_SIGMOID: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_SIGMOID));
+        case GK_TANH: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_TANH));
+        default: GK_BACKWARD((T)1);
+        }
+        return;
+    }
+    switch (act) {
+    case GK_IDENTITY: GK_BACKWARD((T)1);
+    case GK_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_RELU, slope));
+    case GK_LEAKY_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_LEAKY_RELU, slope));
+    case GK_GELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU, slope));
+    case GK_GELU_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU_TANH, slope));
+    case GK_SILU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SILU, slope));
+    case GK_SIGMOID: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SIGMOID, slope));
+    case GK_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_TANH, slope));
+    default: break;
+    }
+}
+#undef GK_BACKWARD
+
+/* Softmax cross-entropy, row by row: with z = x - max(x) (exact where it matters),
+ * p = exp(z) / sum exp(z) and loss = log sum exp(z) - (1 - eps) z[label]
+ * - sum (eps / cols) z, each term scaled before the sum so that logits near the type's
+ * largest do not overflow it. A label outside [0, cols) gives a NaN loss. */
+GK_EXPORT GK_KERNEL void SFX(gk_xent)(const T *x, const int64_t *labels, T *loss, T *p,
+                                      ptrdiff_t rows, ptrdiff_t cols, double smoothing) {
+    const T k = (T)(smoothing / (double)cols);
+    for (ptrdiff_t i = 0; i < rows; ++i) {
+        const T *xr = x + i * cols;
+        T *pr = p + i * cols;
+        T m = -INFINITY;
+        _Pragma("omp simd reduction(max : m)") for (ptrdiff_t j = 0; j < cols; ++j) {
+            m = xr[j] > m ? xr[j] : m;
+        }
+        T s = 0, zs = 0;
+        if (smoothing != 0.0) {
+            _Pragma("omp simd reduction(+ : s, zs)") for (ptrdiff_t j = 0; j < cols; ++j) {
+                T z = xr[j] - m;
+                T e = EXP(z);
+                pr[j] = e;
+                s += e;
+                zs += z * k;
+            }
+        } else {
+            _Pragma("omp simd reduction(+ : s)") for (ptrdiff_t j = 0; j < cols; ++j) {
+                T e = EXP(xr[j] - m);
+                pr[j] = e;
+                s += e;
+            }
+        }
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) pr[j] = pr[j] / s;
+        int64_t lab = labels[i];
+        T picked = (lab >= 0 && lab < cols) ? xr[lab] - m : (T)NAN;
+        loss[i] = LOG(s) - ((T)1 - (T)smoothing) * picked - zs;
+    }
+}
+
+/* Its gradient: g = (p - eps / cols - (1 - eps) [j == label]) grad_loss, row by row; a
+ * row whose label is outside [0, cols) is NaN. */
+GK_EXPORT GK_KERNEL void SFX(gk_xent_grad)(const T *p, const int64_t *labels, const T *gl,
+                                           T *g, ptrdiff_t rows, ptrdiff_t cols,
+                                           double smoothing) {
+    const T k = (T)(smoothing / (double)cols);
+    for (ptrdiff_t i = 0; i < rows; ++i) {
+        const T *pr = p + i * cols;
+        T *gr = g + i * cols;
+        const T w = gl[i];
+        int64_t lab = labels[i];
+        if (lab < 0 || lab >= cols) {
+            for (ptrdiff_t j = 0; j < cols; ++j) gr[j] = (T)NAN;
+            continue;
+        }
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) gr[j] = (pr[j] - k) * w;
+        gr[lab] = ((pr[lab] - k) - ((T)1 - (T)smoothing)) * w;
+    }
+}

@@ -1,0 +1,259 @@
+"""gpukit's compiled host kernels (``csrc/kernels.c``), loaded with ctypes.
+
+The numpy backend's bias + activation kernels (forward and backward, with the bias
+gradient) and softmax cross-entropy (forward and backward) run here when the library
+was built (``hatch_build.py``: every ``pip install`` of gpukit with a C compiler at
+hand): one pass over the data, vectorised, on the host threads of
+:mod:`gpukit._host.parallel` (ctypes releases the GIL during the call). Without the
+library, or for what it does not take (a dtype other than float32/float64, a layout
+other than C order), the callers compute the same with NumPy ufuncs.
+
+A library built from other sources than the ones beside it (edited since the last
+build) is not used, with a warning: rebuild with ``pip install -e .`` or
+``python gpukit/_host/build_native.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import ctypes
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import GpukitWarning
+from . import build_native, parallel
+
+__all__ = ["ACTIVATIONS", "available", "bias_act", "bias_act_grad", "disabled", "takes", "xent"]
+
+#: The activations as the C sources number them.
+ACTIVATIONS = ("identity", "relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
+
+_P, _N, _I, _D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_double
+_SIGNATURES = {
+    "gk_bias_act": [_P, _P, _P, _N, _N, _N, _I, _D],
+    "gk_bias_act_grad": [_P, _P, _P, _P, _P, _P, _N, _N, _N, _I, _D, _I],
+    "gk_xent": [_P, _P, _P, _P, _N, _N, _D],
+    "gk_xent_grad": [_P, _P, _P, _P, _N, _N, _D],
+}
+_SUFFIX = {np.dtype(np.float32): "_f32", np.dtype(np.float64): "_f64"}
+
+_lock = threading.Lock()
+_lib: Any = None
+_loaded = False
+_off: contextvars.ContextVar[bool] = contextvars.ContextVar("gpukit_native_off", default=False)
+_local = threading.local()
+
+
+def _load() -> Any:
+    path = Path(__file__).with_name(build_native.LIBRARY)
+    if not path.exists():
+        return None
+    lib = ctypes.CDLL(str(path))
+    lib.gk_source_hash.restype = ctypes.c_char_p
+    built_from = lib.gk_source_hash().decode()
+    if all(s.exists() for s in build_native.SOURCES) and built_from != build_native.source_hash():
+        warnings.warn(
+            f"gpukit's host kernel library {path} was built from other sources than the "
+            "ones beside it; the host kernels use NumPy ufuncs until it is rebuilt "
+            "(pip install -e . or python gpukit/_host/build_native.py)",
+            GpukitWarning,
+            stacklevel=3,
+        )
+        return None
+    for name, args in _SIGNATURES.items():
+        for suffix in _SUFFIX.values():
+            fn = getattr(lib, name + suffix)
+            fn.argtypes, fn.restype = args, None
+    return lib
+
+
+def _library() -> Any:
+    global _lib, _loaded
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                _lib, _loaded = _load(), True
+    return _lib
+
+
+def available() -> bool:
+    """Whether the compiled kernels are in use (built, current, not :func:`disabled`)."""
+    return not _off.get() and _library() is not None
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the NumPy-ufunc kernels instead, in this context (tests compare the two)."""
+    token = _off.set(True)
+    try:
+        yield
+    finally:
+        _off.reset(token)
+
+
+def takes(*arrays: np.ndarray | None) -> bool:
+    """Whether the compiled kernels take these arrays: in use, one dtype (float32 or
+    float64, native byte order), C-contiguous and aligned (None: an absent argument)."""
+    if not available():
+        return False
+    dtype = None
+    for a in arrays:
+        if a is None:
+            continue
+        if dtype is None:
+            dtype = a.dtype
+        f = a.flags
+        if a.dtype != dtype or dtype not in _SUFFIX or not (f.c_contiguous and f.aligned):
+            return False
+    return True
+
+
+def _fn(name: str, dtype: np.dtype) -> Any:
+    return getattr(_library(), name + _SUFFIX[dtype])
+
+
+def _negative_zeros(dtype: np.dtype, n: int) -> np.ndarray:
+    """A bias of -0.0 (x + -0.0 is x, signed zeros too) for a call without one."""
+    key = ("nz", dtype)
+    have = _local.__dict__.get(key)
+    if have is None or have.size < n:
+        have = _local.__dict__[key] = np.full(max(n, 1024), -0.0, dtype)
+    return have
+
+
+def _columns_first(rows: int, cols: int) -> bool:
+    """Split a rows x cols pass over columns rather than rows: too few rows for the
+    threads (a 1-D input is one row)."""
+    return rows < 2 * parallel.n_threads() and parallel.plan(cols, rows) > 1
+
+
+def _small(n: int) -> bool:
+    """Whether ``n`` elements are one thread's work, decided before asking how many
+    threads there are (a threadpoolctl query costs more than the pass itself)."""
+    return n < parallel.PARALLEL_MIN
+
+
+def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slope: float) -> None:
+    """``y = act(x + b)`` for C-contiguous 2-D ``x`` and ``y`` (``y`` may be ``x``)."""
+    rows, cols = x.shape
+    fn = _fn("gk_bias_act", y.dtype)
+    bias = _negative_zeros(y.dtype, cols) if b is None else b
+    if b is None and rows > 1:  # nothing per column: one long row
+        rows, cols = 1, rows * cols
+        bias = _negative_zeros(y.dtype, cols)
+    xp, bp, yp = x.ctypes.data, bias.ctypes.data, y.ctypes.data
+    code, size = ACTIVATIONS.index(name), y.dtype.itemsize
+    if _small(rows * cols):
+        fn(xp, bp, yp, rows, cols, cols, code, slope)
+        return
+    if _columns_first(rows, cols):
+
+        def by_columns(_k: int, lo: int, hi: int) -> None:
+            o = lo * size
+            fn(xp + o, bp + o, yp + o, rows, hi - lo, cols, code, slope)
+
+        parallel.run(by_columns, cols, rows)
+        return
+
+    def by_rows(_k: int, lo: int, hi: int) -> None:
+        o = lo * cols * size
+        fn(xp + o, bp, yp + o, hi - lo, cols, cols, code, slope)
+
+    parallel.run(by_rows, rows, cols)
+
+
+def bias_act_grad(
+    g: np.ndarray,
+    v: np.ndarray,
+    b: np.ndarray | None,
+    gx: np.ndarray,
+    name: str,
+    slope: float,
+    of_output: bool,
+    want_bias: bool,
+) -> np.ndarray | None:
+    """``gx = g * act'(v + b)`` (``of_output``: from ``v = act(z)``) for C-contiguous 2-D
+    arrays (``gx`` may be ``g``); returns its column sums if ``want_bias``."""
+    rows, cols = g.shape
+    fn = _fn("gk_bias_act_grad", gx.dtype)
+    bias = _negative_zeros(gx.dtype, cols) if b is None else b
+    gp, vp, bp, op = g.ctypes.data, v.ctypes.data, bias.ctypes.data, gx.ctypes.data
+    code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
+
+    def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
+        """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
+        o = (r0 * cols + c0) * size
+        a = part = None
+        if acc is not None:
+            a = acc.ctypes.data + (k * cols + c0) * 8
+            part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data
+        fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
+
+    if _small(rows * cols):
+        acc = np.zeros((1, cols)) if want_bias else None
+        call(0, 0, 0, rows, cols)
+    elif _columns_first(rows, cols):
+        acc = np.zeros((1, cols)) if want_bias else None
+        parallel.run(lambda _k, lo, hi: call(0, lo, 0, rows, hi - lo), cols, rows)
+    else:
+        threads = parallel.plan(rows, cols)
+        acc = np.zeros((threads, cols)) if want_bias else None
+        parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
+    return None if acc is None else acc.sum(axis=0).astype(gx.dtype)
+
+
+def xent(
+    logits: np.ndarray, labels: np.ndarray, loss: np.ndarray, probs: np.ndarray, eps: float
+) -> None:
+    """Softmax cross-entropy's loss per row and probabilities, row by row (``labels``:
+    int64, one per row)."""
+    rows, cols = logits.shape
+    fn = _fn("gk_xent", logits.dtype)
+    xp, lp, sp, pp, size = (
+        logits.ctypes.data,
+        labels.ctypes.data,
+        loss.ctypes.data,
+        probs.ctypes.data,
+        logits.dtype.itemsize,
+    )
+
+    if _small(rows * cols):
+        fn(xp, lp, sp, pp, rows, cols, eps)
+        return
+
+    def work(_k: int, lo: int, hi: int) -> None:
+        fn(xp + lo * cols * size, lp + lo * 8, sp + lo * size, pp + lo * cols * size,
+           hi - lo, cols, eps)  # fmt: skip
+
+    parallel.run(work, rows, cols)
+
+
+def xent_grad(
+    probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, g: np.ndarray, eps: float
+) -> None:
+    """The gradient of :func:`xent`'s loss, ``grad_loss`` per row, into ``g``."""
+    rows, cols = probs.shape
+    fn = _fn("gk_xent_grad", probs.dtype)
+    pp, lp, wp, gp, size = (
+        probs.ctypes.data,
+        labels.ctypes.data,
+        grad_loss.ctypes.data,
+        g.ctypes.data,
+        probs.dtype.itemsize,
+    )
+
+    if _small(rows * cols):
+        fn(pp, lp, wp, gp, rows, cols, eps)
+        return
+
+    def work(_k: int, lo: int, hi: int) -> None:
+        fn(pp + lo * cols * size, lp + lo * 8, wp + lo * size, gp + lo * cols * size,
+           hi - lo, cols, eps)  # fmt: skip
+
+    parallel.run(work, rows, cols)
