@@ -238,6 +238,21 @@ def _optim_case(name: str, **kw) -> Callable:
     return case
 
 
+def _graphed_step(rng):
+    layer = gk.nn.Linear(4, 3, seed=0).to("cupy", device=1)
+    opt = gk.optim.SGD(layer.parameters(), lr=0.1)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    y = rng.standard_normal((8, 3)).astype(np.float32)
+    w, b = (gk.to_numpy(p.data).astype(np.float64) for p in (layer.weight, layer.bias))
+    step = gk.nn.GraphedStep(layer, gk.nn.MSELoss(), opt, on1(x), on1(y))
+    for _ in range(3):  # eager, captured, replayed (the capture may fall back: same values)
+        step(on1(x), on1(y))
+        g = 2.0 * (x @ w.T + b - y) / y.size  # d mean((xW^T + b - y)^2) / d prediction
+        w, b = w - 0.1 * g.T @ x, b - 0.1 * g.sum(axis=0)
+    assert layer.weight.data.device.id == 1
+    return layer.weight.data, w
+
+
 def _scheduler_case(name: str, **kw) -> Callable:
     def case(rng):
         layer = gk.nn.Linear(4, 3, seed=0).to("cupy", device=1)
@@ -549,6 +564,7 @@ def _nn_cases() -> dict[str, Callable]:
         "gk.nn.BCEWithLogitsLoss": _loss_case(
             "BCEWithLogitsLoss", _bce, lambda rng: rng.integers(0, 2, (6, 3)).astype("f4")),
         "gk.nn.fit": _fit_predict,
+        "gk.nn.GraphedStep": _graphed_step,
         "gk.nn.predict": _fit_predict,
         "gk.nn.predict_proba": _predict_proba,
         "gk.nn.save": _save_load,
@@ -579,7 +595,8 @@ CASES: dict[str, Callable[[np.random.Generator], Any]] = {
 NEEDS_KERNELS = {
     *_kernel_cases(), "gk.nn.Linear", "gk.nn.Sequential", "gk.nn.ReLU", "gk.nn.LeakyReLU",
     "gk.nn.Tanh", "gk.nn.Sigmoid", "gk.nn.SiLU", "gk.nn.GELU", "gk.nn.CrossEntropyLoss",
-    "gk.nn.fit", "gk.nn.predict", "gk.nn.DataParallel", "gk.optim.SGD", "gk.optim.Adam",
+    "gk.nn.fit", "gk.nn.GraphedStep", "gk.nn.predict", "gk.nn.DataParallel", "gk.optim.SGD",
+    "gk.optim.Adam",
     "gk.optim.AdamW", "gk.optim.StepLR", "gk.optim.CosineAnnealingLR",
 }  # fmt: skip
 

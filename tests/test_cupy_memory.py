@@ -69,12 +69,17 @@ def test_empty_cache_clears_the_plans_of_every_device_and_worker(cupy_backend, r
     gk.sharding.fft(gk.shard(x, devices=devs), axis=1)  # plans in the device workers
     for d in devs:
         gk.fft.fft(gk.asarray(x, device=d))  # and in this thread
+        gk.asarray(np.zeros(1 << 20), device=d)  # a whole 8 MiB block, unused once freed
     gc.collect()  # arrays earlier tests left in reference cycles: freed now, not later
     gk.empty_cache()
     for d in devs:
         with gk.device(d):
             assert cupy.fft.config.get_plan_cache().get_curr_size() == 0
-            assert gk.memory_stats(d).pool_unused == 0
+            # Whole free blocks are released. What may stay unused is the rest of blocks
+            # that hold live allocations (CuPy cannot release part of a block): gpukit's
+            # per-device status buffers and counters, arrays earlier tests keep.
+            stats = gk.memory_stats(d)
+            assert stats.pool_unused <= stats.in_use < 1 << 20, stats
 
     seen = []
     gk.map_shards(

@@ -117,8 +117,9 @@ class GraphedStep:
         self.backend = owner
         self._flag: Any = None
         self.status: _status.Status | None = None
+        self._device: int | None = None
         if owner is not None and owner.is_device:
-            device = owner.device_of(anchor.data)
+            device = self._device = owner.device_of(anchor.data)
             self.status = _status.status(owner, device)
             self._flag = kernel(anchor.data, "flag_nonfinite")
         if self._reason is not None:
@@ -162,6 +163,14 @@ class GraphedStep:
         return self._graph is not None
 
     def __call__(self, x: Any, y: Any) -> Any:
+        # the model's device current, as in fit: CuPy runs cuBLAS and kernels on the
+        # current device, whichever device the operands are on
+        if self._device is None:
+            return self._step(x, y)
+        with self.backend.use_device(self._device):
+            return self._step(x, y)
+
+    def _step(self, x: Any, y: Any) -> Any:
         if self._reason is not None:
             self.fall_back(self._reason)
             return self.eager(x, y)
