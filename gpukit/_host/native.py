@@ -208,52 +208,36 @@ def bias_act_grad(
     return None if acc is None else acc.sum(axis=0).astype(gx.dtype)
 
 
+def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndarray, ...],
+             rows: int, cols: int, eps: float) -> None:  # fmt: skip
+    """Run kernel ``name`` on blocks of rows: ``matrices`` are rows x cols, ``per_row``
+    one element a row (the first matrix's dtype picks the kernel; int64 labels are 8 bytes),
+    in the kernel's argument order ``matrix, per_row..., matrix`` as xent and xent_grad
+    take them."""
+    fn = _fn(name, matrices[0].dtype)
+    (m0, m1), size = (a.ctypes.data for a in matrices), matrices[0].dtype.itemsize
+    rowwise = [(a.ctypes.data, a.dtype.itemsize) for a in per_row]
+    if _small(rows * cols):
+        fn(m0, *(p for p, _ in rowwise), m1, rows, cols, eps)
+        return
+
+    def work(_k: int, lo: int, hi: int) -> None:
+        o = lo * cols * size
+        fn(m0 + o, *(p + lo * n for p, n in rowwise), m1 + o, hi - lo, cols, eps)
+
+    parallel.run(work, rows, cols)
+
+
 def xent(
     logits: np.ndarray, labels: np.ndarray, loss: np.ndarray, probs: np.ndarray, eps: float
 ) -> None:
     """Softmax cross-entropy's loss per row and probabilities, row by row (``labels``:
     int64, one per row)."""
-    rows, cols = logits.shape
-    fn = _fn("gk_xent", logits.dtype)
-    xp, lp, sp, pp, size = (
-        logits.ctypes.data,
-        labels.ctypes.data,
-        loss.ctypes.data,
-        probs.ctypes.data,
-        logits.dtype.itemsize,
-    )
-
-    if _small(rows * cols):
-        fn(xp, lp, sp, pp, rows, cols, eps)
-        return
-
-    def work(_k: int, lo: int, hi: int) -> None:
-        fn(xp + lo * cols * size, lp + lo * 8, sp + lo * size, pp + lo * cols * size,
-           hi - lo, cols, eps)  # fmt: skip
-
-    parallel.run(work, rows, cols)
+    _by_rows("gk_xent", (logits, probs), (labels, loss), *logits.shape, eps)
 
 
 def xent_grad(
     probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, g: np.ndarray, eps: float
 ) -> None:
     """The gradient of :func:`xent`'s loss, ``grad_loss`` per row, into ``g``."""
-    rows, cols = probs.shape
-    fn = _fn("gk_xent_grad", probs.dtype)
-    pp, lp, wp, gp, size = (
-        probs.ctypes.data,
-        labels.ctypes.data,
-        grad_loss.ctypes.data,
-        g.ctypes.data,
-        probs.dtype.itemsize,
-    )
-
-    if _small(rows * cols):
-        fn(pp, lp, wp, gp, rows, cols, eps)
-        return
-
-    def work(_k: int, lo: int, hi: int) -> None:
-        fn(pp + lo * cols * size, lp + lo * 8, wp + lo * size, gp + lo * cols * size,
-           hi - lo, cols, eps)  # fmt: skip
-
-    parallel.run(work, rows, cols)
+    _by_rows("gk_xent_grad", (probs, g), (labels, grad_loss), *probs.shape, eps)

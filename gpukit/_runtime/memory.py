@@ -163,19 +163,10 @@ def operation(name: str, *, inplace: bool = False) -> Callable[[F], F]:
 
     def decorate(fn: F) -> F:
         policy = Policy(name, fn, inplace=inplace)
-        attempt, claim, retry = policy.attempt, policy.claim, policy.retry
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attempt(*args, **kwargs)
-            except Exception as exc:
-                claimed = claim(exc)
-                if claimed is None:
-                    raise
-                # Leaving the except block drops the traceback, whose frames hold the
-                # failed attempt's temporaries; only then can the pool release them.
-            return retry(claimed, args, kwargs)
+            return policy(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
 
@@ -225,6 +216,8 @@ class Policy:
             claimed = self.claim(exc)
             if claimed is None:
                 raise
+            # Leaving the except block drops the traceback, whose frames hold the failed
+            # attempt's temporaries; only then can the pool release them.
         return self.retry(claimed, args, kwargs)
 
     def claim(self, exc: BaseException) -> tuple[Backend, int | None] | None:
