@@ -305,6 +305,8 @@ def softmax_cross_entropy(
     probs = np.empty((n, c), logits.dtype)
     loss = np.empty(n, logits.dtype)
     labels = np.asarray(labels)
+    if status is not None:
+        _flag_labels(status, serial, labels, c)
     if _native.takes(logits, probs):
         _native.xent(logits, np.ascontiguousarray(labels, np.int64), loss, probs, label_smoothing)
         return loss, probs
@@ -327,8 +329,6 @@ def softmax_cross_entropy(
             out -= zsum
 
     _row_blocks(block, n, c, probs.itemsize)
-    if status is not None:
-        _flag_labels(status, serial, labels, c)
     return loss, probs
 
 
