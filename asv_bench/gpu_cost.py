@@ -70,8 +70,8 @@ def _repeat(step: Callable[[], Any]) -> Run:
 
 
 # -- the workloads --------------------------------------------------------------------------
-def _mlp_adam_step(gk, wrap: Callable[[Any], Any]) -> tuple[Run, str]:
-    """784-256-256-10 ReLU MLP, batch 256, Adam, cross-entropy; ``wrap`` places the model."""
+def _mlp_adam(gk, wrap: Callable[[Any], Any]) -> tuple[Any, Any, Any, Any]:
+    """784-256-256-10 ReLU MLP (placed by ``wrap``), its Adam, and a batch of 256."""
     rng = _rng()
     model = wrap(
         gk.nn.Sequential(
@@ -79,11 +79,17 @@ def _mlp_adam_step(gk, wrap: Callable[[Any], Any]) -> tuple[Run, str]:
             gk.nn.Linear(256, 10),
         )
     )  # fmt: skip
-    from gpukit._bench.mlp import loop_step
-
     opt = gk.optim.Adam(model.parameters(), lr=1e-3)
     x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
     y = gk.asarray(rng.integers(0, 10, 256))
+    return model, opt, x, y
+
+
+def _mlp_adam_step(gk, wrap: Callable[[Any], Any]) -> tuple[Run, str]:
+    """The MLP step, cross-entropy, as docs/nn.rst writes it; ``wrap`` places the model."""
+    from gpukit._bench.mlp import loop_step
+
+    model, opt, x, y = _mlp_adam(gk, wrap)
     return _repeat(loop_step(model, gk.nn.CrossEntropyLoss(), opt, x, y)), "step"
 
 
@@ -95,14 +101,7 @@ def mlp_step(gk) -> tuple[Run, str]:
 def mlp_graph_step(gk) -> tuple[Run, str]:
     """The MLP step above as a ``gk.nn.GraphedStep`` (one CUDA graph replay per step), the
     batch copied into its static buffers each step as a loop over batches would."""
-    rng = _rng()
-    model = gk.nn.Sequential(
-        gk.nn.Linear(784, 256), gk.nn.ReLU(), gk.nn.Linear(256, 256), gk.nn.ReLU(),
-        gk.nn.Linear(256, 10),
-    )  # fmt: skip
-    opt = gk.optim.Adam(model.parameters(), lr=1e-3)
-    x = gk.asarray(rng.standard_normal((256, 784)).astype(np.float32))
-    y = gk.asarray(rng.integers(0, 10, 256))
+    model, opt, x, y = _mlp_adam(gk, lambda net: net)
     step = gk.nn.GraphedStep(model, gk.nn.CrossEntropyLoss(), opt, x, y)
     return _repeat(lambda: step(x, y)), "step"
 
