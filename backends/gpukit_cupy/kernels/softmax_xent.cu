@@ -51,6 +51,23 @@ __device__ V block_reduce(V a, V empty) {
   return out;
 }
 
+// One row's max and sum of exp(l - max) in one pass (online rescaling), over the block;
+// every thread gets them.
+template <typename T>
+__device__ SoftmaxAcc<T> row_max_sum(const T* l, gk_index c) {
+  SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
+  for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
+    const T v = l[j];
+    if (v > a.m) {
+      a.s = a.s * gk_exp(a.m - v) + T(1);
+      a.m = v;
+    } else if (v > gk_neg_inf<T>()) {  // a -inf logit adds 0; exp(-inf - -inf) is NaN
+      a.s += gk_exp(v - a.m);
+    }
+  }
+  return block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+}
+
 // A label outside [0, c) recorded in the device's status buffer (gpukit._runtime.
 // device_status: the flag, the first call's serial, the labels' range, the class count),
 // which the host reads later; optimizer kernels skip their update while the flag is set.
@@ -75,17 +92,7 @@ __global__ void softmax_xent_forward(const T* __restrict__ logits, const L* __re
   for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
     const T* l = logits + row * c;
     T* p = probs + row * c;
-    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
-    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
-      const T v = l[j];
-      if (v > a.m) {
-        a.s = a.s * gk_exp(a.m - v) + T(1);
-        a.m = v;
-      } else if (v > gk_neg_inf<T>()) {  // a -inf logit adds 0; exp(-inf - -inf) is NaN
-        a.s += gk_exp(v - a.m);
-      }
-    }
-    a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    const SoftmaxAcc<T> a = row_max_sum(l, c);
     // The smoothing term sum_j (eps/c) z_j, each term scaled before it is added so that
     // a finite result never overflows on the way (c logits near the dtype's max).
     const T w = smoothing / T(c);
@@ -143,17 +150,7 @@ __global__ void softmax_xent_train(const T* __restrict__ logits, const L* __rest
   for (gk_index row = blockIdx.x; row < n; row += gridDim.x) {
     const T* l = logits + row * c;
     T* g = grad + row * c;
-    SoftmaxAcc<T> a = {gk_neg_inf<T>(), T(0)};
-    for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
-      const T v = l[j];
-      if (v > a.m) {
-        a.s = a.s * gk_exp(a.m - v) + T(1);
-        a.m = v;
-      } else if (v > gk_neg_inf<T>()) {
-        a.s += gk_exp(v - a.m);
-      }
-    }
-    a = block_reduce(a, SoftmaxAcc<T>{T(0), T(0)});
+    const SoftmaxAcc<T> a = row_max_sum(l, c);
     const L y = labels[row];
     const bool valid = y >= 0 && (gk_index)y < c;
     const T w = smoothing / T(c);
