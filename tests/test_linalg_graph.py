@@ -30,9 +30,9 @@ class Stencil:
     """The 5-point Laplacian of an ``n x n`` grid (plus ``shift`` I), written with CuPy's
     slicing and elementwise kernels: an operator CUDA graphs can capture."""
 
-    def __init__(self, n: int, shift: float = 0.0) -> None:
+    def __init__(self, n: int, shift: float = 0.0, dtype=np.float64) -> None:
         self.n, self.shift = n, shift
-        self.shape, self.dtype = (n * n, n * n), np.dtype(np.float64)
+        self.shape, self.dtype = (n * n, n * n), np.dtype(dtype)
 
     def matvec(self, v):
         n = self.n
@@ -108,6 +108,34 @@ def test_replayed_blocks_give_the_eager_iterations_bit_for_bit(
     assert info.converged == (maxiter == 400)  # 36: a replayed block ends at maxiter
     if info.converged:
         assert rel_err(x.get(), spla.spsolve(a.host().tocsc(), b)) < 1e-8
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("method", "kw"), METHODS)
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.complex128])
+def test_single_precision_and_complex_blocks_replay_the_eager_iterations(
+    cupy_backend, rng, method, kw, dtype
+):
+    """The fused steps' other instantiations (float, complex: a dot product conjugates
+    its first operand) captured and replayed, against the eager path and a float64
+    reference."""
+    if not simulated():
+        pytest.skip("bit for bit against the eager path: counted on the simulator")
+    dtype = np.dtype(dtype)
+    a = Stencil(24, shift=0.3, dtype=dtype)
+    b = rng.standard_normal(24 * 24)
+    if dtype.kind == "c":
+        b = b + 1j * rng.standard_normal(24 * 24)
+    single = dtype in (np.float32, np.complex64)
+    rtol = 1e-5 if single else 1e-10
+    eager, info_e, s, x, info, said = _eager_and_graphed(
+        cupy_backend, method, a, b.astype(dtype), rtol=rtol, maxiter=400, **kw
+    )
+    assert said == [] and s.graph_launches >= 1
+    _same(x, info, eager, info_e)
+    assert x.dtype == dtype and info.converged
+    # the shifted operator's condition number is below 30: the error is below 30 rtol
+    assert rel_err(x.get(), spla.spsolve(a.host().tocsc(), b)) < 30 * rtol
 
 
 @pytest.mark.gpu
