@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,6 +18,8 @@ try:
     import cupyx
 except ImportError:  # the backend's probe() reports it; oom_bytes stays importable
     cupy = cupyx = None
+
+T = TypeVar("T")
 
 # Allocation failures that are not cupy.cuda.memory.OutOfMemoryError: the runtime or
 # driver out of memory, and the libraries' workspace allocations.
@@ -55,6 +58,27 @@ def _pinned(host: np.ndarray) -> bool:
     )
 
 
+def unpooled(make: Callable[[], T]) -> T:
+    """``make()``, its arrays allocated on the current device each by its own
+    ``cudaMalloc``, outside CuPy's pool (``cupy.cuda.using_allocator(None)``): for
+    gpukit's buffers that live as long as the process. The pool serves a small request
+    by splitting a cached free block, and ``free_all_blocks`` releases a block only when
+    all of it is free (cupy/cuda/memory.pyx, ``_split``/``free_all_blocks``).
+
+    When the device is full, the pool's unused blocks are released and ``make`` tried
+    once more, as the pool itself does before it reports being out of memory.
+    """
+    try:
+        with cupy.cuda.using_allocator(None):
+            return make()
+    except Exception as exc:
+        if oom_bytes(exc) is None:
+            raise
+    cupy.get_default_memory_pool().free_all_blocks()
+    with cupy.cuda.using_allocator(None):
+        return make()
+
+
 class CupyMemoryMixin:
     """The memory part of the backend contract on CuPy (needs ``self.device_count()``)."""
 
@@ -72,6 +96,10 @@ class CupyMemoryMixin:
                 cupy.fft.config.get_plan_cache().clear()
                 pool.free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+    def persistent(self, host: np.ndarray, device: int) -> Any:
+        with cupy.cuda.Device(device):
+            return unpooled(lambda: cupy.asarray(host))
 
     def memory_stats(self, device: int) -> dict[str, int | None]:
         pool = cupy.get_default_memory_pool()

@@ -72,8 +72,7 @@ class Status:
 
     def __init__(self, backend: Backend, device: int) -> None:
         self.backend, self.device = backend, device
-        with backend.use_device(device):
-            self.buffer = backend.asarray(INITIAL, device=device)
+        self.buffer = backend.persistent(INITIAL, device)
         self.serial = 0
         self.armed = False
         #: the serial of the last read: work numbered up to it is known good or reported

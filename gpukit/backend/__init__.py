@@ -200,6 +200,17 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
         with what the calling thread's library caches (FFT plans) hold; gpukit calls it in
         each of its device workers too."""
 
+    def persistent(self, host: np.ndarray, device: int) -> Any:
+        """A copy of ``host`` on ``device`` for one of gpukit's buffers that live as long as
+        the process (a device's status slots, a kernel's counters).
+
+        A backend with a memory pool allocates it outside the pool: a pool serves a small
+        request by splitting a cached free block and keeps the whole block while any part
+        of it is in use, so a few bytes kept for good could hold a large block against
+        :meth:`release_unused`. The default is :meth:`asarray`.
+        """
+        return self.asarray(host, device=device)
+
     def memory_stats(self, device: int) -> dict[str, int | None]:
         """Memory figures of ``device`` in bytes, ``None`` where unknown.
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from gpukit.backend.kernels import ACTIVATIONS
 
+from ..memory import unpooled
 from . import _elementwise
 from ._graphed import adam_update_graphed as adam_update_graphed
 from ._graphed import flag_nonfinite_graphed as flag_nonfinite_graphed
@@ -214,7 +215,8 @@ def _ticket():
     key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
     found = _tickets.get(key)
     if found is None:
-        found = _tickets[key] = cupy.zeros(1, dtype=np.uint32)
+        # zeroed by a kernel, not uploaded: the first use may be inside a capture
+        found = _tickets[key] = unpooled(lambda: cupy.zeros(1, dtype=np.uint32))
     return found
 
 
