@@ -8,8 +8,8 @@ kernel on that device reads the flags and skips its update while any is set, so 
 poisoned step is never applied; and the host reads the buffer when it synchronises
 anyway -- ``gk.synchronize()``, ``gk.to_numpy()``, ``fit`` every few steps and at the
 end of each epoch, ``Optimizer.state_dict()``, ``gk.nn.save`` -- or when asked
-(:func:`raise_pending`, ``gk.nn.check_device_errors``). A read that finds a flag clears
-the buffer and raises the error the check would have raised at once.
+(:func:`raise_pending`). A read that finds a flag clears the buffer and raises the error
+the check would have raised at once.
 
 PyTorch's device-side assertions are the precedent: a kernel that fails an assertion is
 reported at the next synchronising call, not where it was launched (``TORCH_USE_CUDA_DSA``,
@@ -66,13 +66,22 @@ class Status:
     armed : bool
         Whether a kernel that may write the buffer ran since it was last read: a read
         of a buffer nothing could have written is skipped (it would be a copy for nothing).
+    lock : threading.RLock
+        Held while a checked call is numbered and its kernel launched, and while the
+        buffer is read: threads share a device's buffer, and a read between another
+        thread's numbering and its launch, or a clear after another thread's kernel
+        flagged, would lose that flag. Reentrant: a launch may read (an out-of-memory
+        retry synchronises).
     """
 
-    __slots__ = ("armed", "backend", "buffer", "checked", "device", "failures", "serial")
+    __slots__ = (
+        "armed", "backend", "buffer", "checked", "device", "failures", "lock", "serial",
+    )  # fmt: skip
 
     def __init__(self, backend: Backend, device: int) -> None:
         self.backend, self.device = backend, device
         self.buffer = backend.persistent(INITIAL, device)
+        self.lock = threading.RLock()
         self.serial = 0
         self.armed = False
         #: the serial of the last read: work numbered up to it is known good or reported
@@ -82,7 +91,8 @@ class Status:
         self.failures: list[int] = []
 
     def next_serial(self) -> int:
-        """Number a checked call (its kernel writes this number with what it finds)."""
+        """Number a checked call (its kernel writes this number with what it finds);
+        hold :attr:`lock` from here until the kernel is launched."""
         self.serial += 1
         self.armed = True
         return self.serial
@@ -90,21 +100,28 @@ class Status:
     def read(self) -> np.ndarray | None:
         """The slots if a flag is set (then the buffer is cleared), else None.
 
-        One device-to-host copy of ``SLOTS`` int64 when :attr:`armed`, which waits for
-        the work queued before it; nothing otherwise.
+        One device-to-host copy of ``SLOTS`` int64 when :attr:`armed`, after the device's
+        queued work (every stream's: other threads' checked kernels run on their own);
+        nothing otherwise.
         """
-        if not self.armed:
-            return None
-        self.armed = False
-        checked = self.serial
-        values = self.backend.to_numpy(self.buffer)
-        self.checked = checked
-        if not values[FLAGS]:
-            return None
-        self.failures.append(int(min(values[LABEL_SERIAL], values[NONFINITE_SERIAL])))
-        with self.backend.use_device(self.device):
-            self.buffer[...] = self.backend.asarray(INITIAL, device=self.device)
-        return values
+        with self.lock:  # every numbered call's kernel is queued: none is half-made
+            if not self.armed:
+                return None
+            self.armed = False
+            checked = self.serial
+            device = self.backend.is_device
+            if device:
+                self.backend.synchronize(self.device)
+            values = self.backend.to_numpy(self.buffer)
+            self.checked = checked
+            if not values[FLAGS]:
+                return None
+            self.failures.append(int(min(values[LABEL_SERIAL], values[NONFINITE_SERIAL])))
+            with self.backend.use_device(self.device):
+                self.buffer[...] = self.backend.asarray(INITIAL, device=self.device)
+            if device:  # cleared before the next checked kernel, on any stream, can flag
+                self.backend.synchronize(self.device)
+            return values
 
 
 _statuses: dict[tuple[int, int], Status] = {}

@@ -54,7 +54,7 @@ class GraphedStep:
 
     As in :func:`fit`, a NaN or infinite loss is flagged on the device and the update
     skipped (with every later one until the status is read); the next read
-    (``gk.synchronize()``, ``gk.nn.check_device_errors()``...) raises
+    (``gk.synchronize()``, ``gk.to_numpy()``...) raises
     :class:`~gpukit.NonFiniteError`.
 
     Parameters
@@ -201,7 +201,8 @@ class GraphedStep:
         loss = forward_backward(self.model, self.loss_fn, self.optimizer, x, y)
         if self._flag is not None:
             st = self.status
-            self._flag(loss, st.buffer, st.next_serial())
+            with st.lock:
+                self._flag(loss, st.buffer, st.next_serial())
         self.optimizer.step()
         return loss
 
@@ -223,7 +224,7 @@ class GraphedStep:
         label = buffer[_status.LABEL_SERIAL]
 
         def work() -> Any:
-            with _gemm.capturing():
+            with st.lock, _gemm.capturing():  # the loss's serial is baked into the graph
                 self._serial += 1
                 saved = label.copy()
                 before = st.serial
@@ -253,11 +254,12 @@ class GraphedStep:
         st = self.status
         self._copy_in(self.x, x)
         self._copy_in(self.y, y)
-        if self._serial_host != st.serial:  # other checked work numbered calls meanwhile
-            self._serial[...] = st.serial
         self._update.before()
-        self._graph.launch()
-        self._serial_host = st.next_serial()
+        with st.lock:  # the replay's flag kernel numbers itself on the device
+            if self._serial_host != st.serial:  # other checked work numbered calls meanwhile
+                self._serial[...] = st.serial
+            self._graph.launch()
+            self._serial_host = st.next_serial()
         self._update.after()
         return self._loss
 

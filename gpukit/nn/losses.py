@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from .._runtime.memory import operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
 from .module import mismatch, on_device_of
+
+_NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -225,14 +228,13 @@ class CrossEntropyLoss(_Loss):
         else:
             # on a device the kernel flags a label out of range in the device's status:
             # optimizer steps there are skipped until the host reads it (_label_error)
-            flag: tuple[Any, ...] = ()
-            if device:
-                st = _status.status(owner, owner.device_of(logits))
-                flag = (st.buffer, st.next_serial())
+            st = _status.status(owner, owner.device_of(logits)) if device else None
             # the reduced loss and its gradient in one launch: backward hands the gradient over
-            loss, grad = kernel(logits, "softmax_cross_entropy_train")(
-                logits, labels, s, self.reduction, *flag
-            )
+            with _NO_STATUS if st is None else st.lock:
+                flag = () if st is None else (st.buffer, st.next_serial())
+                loss, grad = kernel(logits, "softmax_cross_entropy_train")(
+                    logits, labels, s, self.reduction, *flag
+                )
             self._cache, self._handed = (grad, labels), False
             return loss.astype(dtype, copy=False)
         self._cache, self._handed = (probs, labels), None

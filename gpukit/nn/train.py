@@ -232,8 +232,10 @@ class _DeviceChecks:
 
     def flag(self, loss: Any, where: tuple[int, ...]) -> None:
         st = self.status
-        self.flagger(loss, st.buffer, st.next_serial())
-        self.batches.append((st.serial, where))
+        with st.lock:
+            serial = st.next_serial()
+            self.flagger(loss, st.buffer, serial)
+        self.batches.append((serial, where))
 
     def read(self) -> None:
         batches, self.batches = self.batches, []
