@@ -467,20 +467,22 @@ class _Gmres(_Steps):
         if force and self.passes == self.done and self.done:
             self._pass(self.done, self.V[self.done], False)
         self.next_read = self.steps + min(self.steps, CHECK_EVERY)
-        hb = self.hb[: self.at_records + self.passes * self.record].get()
+        # the records not read yet (the first read after a restart: from the start)
+        first = 0 if self.pending else self.at_records + self.taken * self.record
+        hb = self.hb[first : self.at_records + self.passes * self.record].get()
         start = float(hb[0]) if self.pending else None
         self.pending = False
         formed, columns = self.passes - 1, []
         if formed > self.taken:
-            records = [self._record(hb, j) for j in range(self.taken, formed + 1)]
+            records = [self._record(hb, first, j) for j in range(self.taken, formed + 1)]
             for i, j in enumerate(range(self.taken, formed)):
                 columns.append(self.column(j, records[i], records[i + 1]))
             self.taken = formed
         return start, columns
 
-    def _record(self, hb: np.ndarray, j: int) -> tuple:
-        """Step ``j``'s record: (s, t, delta, rho, nu) (``krylov.cu``)."""
-        rec = hb[self.at_records + j * self.record :][: 4 * (j + 2)]
+    def _record(self, hb: np.ndarray, first: int, j: int) -> tuple:
+        """Step ``j``'s record in ``hb`` (``self.hb[first:]``): (s, t, delta, rho, nu)."""
+        rec = hb[self.at_records + j * self.record - first :][: 4 * (j + 2)]
         pairs = rec[0::2] + 1j * rec[1::2] if self.hdtype.kind == "c" else rec[0::2]
         return pairs[2 : 2 * j + 2 : 2], pairs[3 : 2 * j + 3 : 2], pairs[0], rec[2], rec[3]
 
