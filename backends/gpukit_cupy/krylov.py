@@ -376,10 +376,9 @@ class _Gmres(_Steps):
     """Arnoldi with the basis on the device, orthogonalised by classical Gram-Schmidt
     applied twice with the second pass delayed by one step (``krylov.cu``: a step is the
     product and two launches), the Hessenberg columns formed here from the steps' records,
-    read every few steps, at the end of each cycle and at the last step, one copy for all
-    the records since the cycle began; the true residual at a restart stays on the device
-    until the next read unless the cycle ended early (then the solve is likely done: read
-    at once).
+    read every few steps, at the end of each cycle and at the last step, one copy for the
+    records not read yet; the true residual at a restart stays on the device until the
+    next read unless the cycle ended early (then the solve is likely done: read at once).
 
     Column ``j`` needs step ``j + 1``'s pass over the next row, so a read hands over the
     columns before the last step's, and a read that ends the cycle (at its last step, or
