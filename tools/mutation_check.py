@@ -522,6 +522,33 @@ MUTANTS = [
         KRYLOV,
     ),
     Mutant(
+        "krylov-gmres-pythagoras-unguarded",
+        B + "krylov.cu",
+        "j == 0 ? 1.0 : rho2 > 0.0 ? sqrt(rho2) : alpha > 0.0 ? sqrt(alpha) : 1.0;",
+        "j == 0 ? 1.0 : sqrt(rho2);",
+        "cancellation: GMRES's Pythagorean norm ||u||^2 - ||s||^2 taken as it is when it "
+        "cancels to 0 (a vector in the basis' span), dividing by it",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-gmres-delayed-pass-uncorrected",
+        B + "krylov.py",
+        "first = np.append(t, nu * delta / rho) - self.H[: j + 1, :j] @ s",
+        "first = np.append(t, nu * delta / rho)",
+        "a lost term: GMRES's Hessenberg column not corrected for the delayed second pass "
+        "(the product was of a vector that had had one pass)",
+        KRYLOV,
+    ),
+    Mutant(
+        "krylov-gmres-missing-barrier-sums",
+        B + "krylov.cu",
+        "    gk_pair(out, k, a);\n  }\n  __syncthreads();\n",
+        "    gk_pair(out, k, a);\n  }\n",
+        "missing __syncthreads: thread 0 reads the step's sums before the last block's other "
+        "threads store them",
+        KRYLOV,
+    ),
+    Mutant(
         "krylov-missing-barrier-block-sum",
         B + "krylov.cu",
         "  const unsigned int tid = threadIdx.x;\n  __syncthreads();\n  for (unsigned int s",

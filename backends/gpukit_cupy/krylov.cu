@@ -619,11 +619,23 @@ __global__ void __launch_bounds__(GK_KB)
 }
 
 // --- GMRES -------------------------------------------------------------------------
-// The basis V is (m + 1) rows of n, kept unnormalised: row k times rs[k] is the Arnoldi
-// vector (rs[k] = 1 / its norm), so no launch only divides. The Hessenberg entries go to
-// `h1` (the first Gram-Schmidt pass), `h2` (the second) and then the column's record
-// `rec`: its entries h1 + h2 (re, im pairs), then h0 = ||A v_j|| and hn, the new row's
-// norm; the host reads the records every few steps and reduces them (Givens).
+// Arnoldi with classical Gram-Schmidt applied twice, the second pass delayed by one step
+// (low-synchronisation "DCGS2": Bielich, Langou, Thomas, Swirydowicz, Yamazaki, Boman,
+// Parallel Computing 2022), so that a step is the product and two launches, and one grid
+// reduction forms all of a step's sums. The basis V is (m + 1) rows of n, row k times
+// rs[k] the vector. At step j, rows k < j are final (orthonormal); row j, u (its scale
+// rs[j]), has had one pass against them. Given P = A M V[j] (z = rs[j] P):
+//   gk_gmres_dots: s = Q^H u and t = Q^H z (Q the final rows), ||u||^2 and u^H z; then
+//     rho = sqrt(||u||^2 - ||s||^2) (Pythagoras), the norm u - Q s will have, and
+//     delta = u^H z - s^H t = (u - Q s)^H z, and the next pass's coefficients;
+//   gk_gmres_apply: row j = (u - Q s) / rho (u's second pass, delayed), its norm nu
+//     summed directly (rs[j] = 1 / nu: a cancelled Pythagorean rho only scales), and
+//     row j + 1 = (z - Q t - row j delta / rho) / rho: z's first pass against rows 0..j.
+// Each step writes its record `rec`: delta (re, im), rho, nu, then (s_k, t_k) for k < j
+// and (||u||^2, u^H z), as (re, im) pairs; the host forms the Hessenberg column j - 1
+// from the records of steps j - 1 and j (krylov.py _Gmres.column), so a cycle's last
+// column needs one more pass without a product (next = 0). Step 0 takes u = r / ||r||
+// as final (rho = nu = 1): its norm is the residual kernel's.
 __device__ __forceinline__ void gk_pair(double* out, gk_index k, double a) {
   out[k * 2] = a;
   out[k * 2 + 1] = 0.0;
@@ -639,43 +651,51 @@ __device__ __forceinline__ void gk_unpair(const double* in, gk_index k, gk_z& a)
   a.re = in[k * 2];
   a.im = in[k * 2 + 1];
 }
+// s v, widened to the sums' type
+__device__ __forceinline__ double gk_wide(float v, double s) { return s * (double)v; }
+__device__ __forceinline__ double gk_wide(double v, double s) { return s * v; }
+template <typename R> __device__ __forceinline__ gk_z gk_wide(gk_cx<R> v, double s) {
+  return {s * (double)v.re, s * (double)v.im};
+}
+__device__ __forceinline__ double gk_times(double a, double s) { return a * s; }
+__device__ __forceinline__ gk_z gk_times(gk_z a, double s) { return {a.re * s, a.im * s}; }
 
-// out[k] = sum_i conj(rs[k] V[k][i]) w_i for k < nv, and out[nv] = sum_i |w_i|^2 when
-// `norm`, over the grid (four sums at a time per block); true in the last block to finish,
-// after its threads wrote `out`.
-template <typename T, typename W>
-__device__ bool gk_gmres_sums(gk_index n, const T* V, const double* rs, int nv, bool norm,
-                              W w_of, typename gk_acc<T>::type* part, unsigned int* ticket,
+// out[2k] = (rs[k] V[k])^H u and out[2k + 1] = (rs[k] V[k])^H z for k <= j, as (re, im)
+// pairs, summed over the grid two rows (four sums) at a time per block; true in every
+// thread of the last block to finish, once `out` is written.
+template <typename T>
+__device__ bool gk_gmres_sums(gk_index n, const T* V, long long j, const T* P, const double* rs,
+                              typename gk_acc<T>::type* part, unsigned int* ticket,
                               double* out) {
   typedef typename gk_acc<T>::type A;
   __shared__ A sh[4][GK_KB];
   __shared__ bool last;
   const unsigned int tid = threadIdx.x;
-  const int nout = nv + (norm ? 1 : 0);
-  for (int g = 0; g < nout; g += 4) {
+  const gk_index nout = 2 * (j + 1);
+  const double sj = rs[j];
+  const T* uj = V + j * n;
+  for (long long g = 0; g <= j; g += 2) {
+    const bool pair = g + 1 <= j;
+    const double s0 = rs[g], s1 = pair ? rs[g + 1] : 0.0;
+    const T *v0 = V + g * n, *v1 = pair ? v0 + n : v0;
     A acc[4];
-    T s[4];
-    for (int q = 0; q < 4; ++q) {
-      gk_zero(acc[q]);
-      gk_set(s[q], g + q < nv ? rs[g + q] : 0.0);
-    }
+    for (int q = 0; q < 4; ++q) gk_zero(acc[q]);
     GK_GRID_STRIDE(i, n) {
-      const T wi = w_of(i);
-      for (int q = 0; q < 4 && g + q < nout; ++q) {
-        const int k = g + q;
-        if (k < nv) {
-          acc[q] = gk_add(acc[q], gk_dot(gk_scale(s[q], V[(gk_index)k * n + i]), wi));
-        } else {
-          acc[q] = gk_add(acc[q], A{gk_abs2(wi)});
-        }
+      const A u = gk_wide(uj[i], sj), z = gk_wide(P[i], sj);
+      const A a = gk_wide(v0[i], s0);
+      acc[0] = gk_add(acc[0], gk_dot(a, u));
+      acc[1] = gk_add(acc[1], gk_dot(a, z));
+      if (pair) {
+        const A b = gk_wide(v1[i], s1);
+        acc[2] = gk_add(acc[2], gk_dot(b, u));
+        acc[3] = gk_add(acc[3], gk_dot(b, z));
       }
     }
     for (int q = 0; q < 4; ++q) sh[q][tid] = acc[q];
     gk_block_sum<4, A>(sh);
     if (tid == 0) {
-      for (int q = 0; q < 4 && g + q < nout; ++q) {
-        part[(gk_index)blockIdx.x * nout + g + q] = sh[q][0];
-      }
+      A* mine = part + (gk_index)blockIdx.x * nout + 2 * g;
+      for (int q = 0; q < (pair ? 4 : 2); ++q) mine[q] = sh[q][0];
     }
     __syncthreads();
   }
@@ -686,7 +706,7 @@ __device__ bool gk_gmres_sums(gk_index n, const T* V, const double* rs, int nv, 
   __syncthreads();
   if (!last) return false;
   __threadfence();
-  for (int k = tid; k < nout; k += GK_KB) {
+  for (gk_index k = tid; k < nout; k += GK_KB) {
     A a;
     gk_zero(a);
     for (gk_index b = 0; b < (gk_index)gridDim.x; ++b) {
@@ -696,79 +716,96 @@ __device__ bool gk_gmres_sums(gk_index n, const T* V, const double* rs, int nv, 
     }
     gk_pair(out, k, a);
   }
+  __syncthreads();
   if (tid == 0) *ticket = 0;
   return true;
 }
 
-// h1 = V[:j+1]^H w and ||w||^2 (into h1[j + 1]), w = rs[j] A V[j] (av)
+// Step j's sums into rec; rho and delta; the coefficients of gk_gmres_apply into coef:
+// (re, im) pairs e = rs[j] / rho, -delta / rho^2, then -s_k rs[k] / rho, -t_k rs[k] / rho
 template <typename T>
 __global__ void __launch_bounds__(GK_KB)
-    gk_gmres_project(gk_index n, const T* V, long long j, const T* av, const double* rs,
-                     double* h1, typename gk_acc<T>::type* part, unsigned int* ticket) {
-  T sj;
-  gk_set(sj, rs[j]);
-  gk_gmres_sums(n, V, rs, (int)j + 1, true, [&](gk_index i) { return gk_scale(sj, av[i]); },
-                part, ticket, h1);
-}
-
-// V[j+1] = w - V[:j+1] h1 (the first pass), then h2 = V[:j+1]^H V[j+1]
-template <typename T>
-__global__ void __launch_bounds__(GK_KB)
-    gk_gmres_orthogonalise(gk_index n, T* V, long long j, const T* av, const double* rs,
-                           const double* h1, double* h2, typename gk_acc<T>::type* part,
-                           unsigned int* ticket) {
+    gk_gmres_dots(gk_index n, const T* V, long long j, const T* P, const double* rs, double* rec,
+                  double* coef, typename gk_acc<T>::type* part, unsigned int* ticket) {
   typedef typename gk_acc<T>::type A;
-  T* w = V + (j + 1) * n;
-  T sj;
-  gk_set(sj, rs[j]);
-  GK_GRID_STRIDE(i, n) {
-    T wi = gk_scale(sj, av[i]);
-    for (long long k = 0; k <= j; ++k) {
-      A hk;
-      gk_unpair(h1, k, hk);
-      T c, s;
-      gk_set(c, gk_neg(hk));
-      gk_set(s, rs[k]);
-      wi = gk_axpy(wi, c, gk_scale(s, V[k * n + i]));
+  double* out = rec + 4;
+  if (!gk_gmres_sums(n, V, j, P, rs, part, ticket, out)) return;
+  __shared__ double inv;
+  if (threadIdx.x == 0) {
+    A uu, delta;
+    gk_unpair(out, 2 * j, uu);
+    gk_unpair(out, 2 * j + 1, delta);
+    double rho2 = gk_real(uu);
+    for (long long k = 0; k < j; ++k) {
+      A s, t;
+      gk_unpair(out, 2 * k, s);
+      gk_unpair(out, 2 * k + 1, t);
+      rho2 -= gk_abs2(s);
+      delta = gk_minus(delta, gk_dot(s, t));
     }
-    w[i] = wi;
+    // cancelled (u in the rows' span: the column before broke down) or not finite: a
+    // scale all the same, nu then measures what rho missed
+    const double alpha = gk_real(uu);
+    const double rho = j == 0 ? 1.0 : rho2 > 0.0 ? sqrt(rho2) : alpha > 0.0 ? sqrt(alpha) : 1.0;
+    gk_pair(rec, 0, delta);
+    rec[2] = rho;
+    gk_pair(coef, 0, rs[j] / rho);
+    gk_pair(coef, 1, gk_neg(gk_times(delta, 1.0 / (rho * rho))));
+    inv = 1.0 / rho;
   }
-  // each thread reads back only the entries it wrote: the same grid-stride positions
-  gk_gmres_sums(n, (const T*)V, rs, (int)j + 1, false, [&](gk_index i) { return w[i]; }, part,
-                ticket, h2);
+  __syncthreads();
+  for (long long k = threadIdx.x; k < j; k += GK_KB) {
+    A s, t;
+    gk_unpair(out, 2 * k, s);
+    gk_unpair(out, 2 * k + 1, t);
+    gk_pair(coef, 2 + 2 * k, gk_neg(gk_times(s, rs[k] * inv)));
+    gk_pair(coef, 3 + 2 * k, gk_neg(gk_times(t, rs[k] * inv)));
+  }
 }
 
-// V[j+1] -= V[:j+1] h2 (the second pass); its norm hn, the column's record, and rs[j+1]
+// Row j = (u - Q s) / rho, its norm nu (rs[j] = 1 / nu), and with `next` row j + 1 =
+// (z - Q t - row j delta / rho) / rho (rs[j + 1] = 1), from gk_gmres_dots' coefficients
 template <typename T>
 __global__ void __launch_bounds__(GK_KB)
-    gk_gmres_normalise(gk_index n, T* V, long long j, double* rs, const double* h1,
-                       const double* h2, double* rec, double eps, double* part,
-                       unsigned int* ticket) {
+    gk_gmres_apply(gk_index n, T* V, long long j, const T* P, const double* coef, double* rs,
+                   double* rec, double* part, unsigned int* ticket, int next) {
   typedef typename gk_acc<T>::type A;
-  T* w = V + (j + 1) * n;
+  T e, g;
+  {
+    A c;
+    gk_unpair(coef, 0, c);
+    gk_set(e, c);
+    gk_unpair(coef, 1, c);
+    gk_set(g, c);
+  }
+  T* row = V + j * n;
   double acc[1] = {0.0}, total[1];
   GK_GRID_STRIDE(i, n) {
-    T wi = w[i];
-    for (long long k = 0; k <= j; ++k) {
-      A hk;
-      gk_unpair(h2, k, hk);
-      T c, s;
-      gk_set(c, gk_neg(hk));
-      gk_set(s, rs[k]);
-      wi = gk_axpy(wi, c, gk_scale(s, V[k * n + i]));
+    T q = gk_scale(e, row[i]);
+    T w = next ? gk_scale(e, P[i]) : q;  // P may be row j itself (M and A the identity)
+    for (long long k = 0; k < j; ++k) {
+      const T vk = V[k * n + i];
+      A c;
+      T ck;
+      gk_unpair(coef, 2 + 2 * k, c);
+      gk_set(ck, c);
+      q = gk_axpy(q, ck, vk);
+      if (next) {
+        gk_unpair(coef, 3 + 2 * k, c);
+        gk_set(ck, c);
+        w = gk_axpy(w, ck, vk);
+      }
     }
-    w[i] = wi;
-    acc[0] += gk_abs2(wi);
+    row[i] = q;
+    if (next) row[n + i] = gk_axpy(w, g, q);
+    acc[0] += gk_abs2(q);
   }
   if (!gk_grid_sum<1, double>(acc, part, ticket, total)) return;
-  const gk_index top = (j + 1) * 2;  // the entries' end: h0 and hn follow
-  const double h0 = sqrt(h1[top]), hn = sqrt(total[0]);
-  for (gk_index k = 0; k < top; ++k) rec[k] = h1[k] + h2[k];
-  rec[top] = h0;
-  rec[top + 1] = hn;
-  // a new row in the basis' span (an invariant subspace) or not finite ends the cycle
-  // with this column; it stays unnormalised
-  rs[j + 1] = isfinite(hn) && hn > eps * h0 ? 1.0 / hn : 1.0;
+  const double nu = j == 0 ? 1.0 : sqrt(total[0]);
+  rec[3] = nu;
+  // a zero row (an exact breakdown the host ends the cycle at) keeps a finite scale
+  rs[j] = nu > 0.0 && isfinite(1.0 / nu) ? 1.0 / nu : 1.0;
+  if (next) rs[j + 1] = 1.0;
 }
 
 // ||v|| as scale * sqrt(ssq), summed without over- or underflow (LAPACK's scaled sum of

@@ -71,9 +71,8 @@ KERNELS = (
     "gk_bicgstab_half",
     "gk_bicgstab_omega",
     "gk_bicgstab_update",
-    "gk_gmres_project",
-    "gk_gmres_orthogonalise",
-    "gk_gmres_normalise",
+    "gk_gmres_dots",
+    "gk_gmres_apply",
     "gk_gmres_residual",
     "gk_gmres_combine",
 )
@@ -374,15 +373,20 @@ class _Bicgstab(_Steps):
 
 
 class _Gmres(_Steps):
-    """Arnoldi with the basis and the Hessenberg columns on the device (``krylov.cu``
-    keeps the rows unnormalised, each with its scale ``rs``), read by the host every few
-    steps, at the end of each cycle and at the last step, one copy for all the columns
-    since the last read; the true residual at a restart stays on the device until the
+    """Arnoldi with the basis on the device, orthogonalised by classical Gram-Schmidt
+    applied twice with the second pass delayed by one step (``krylov.cu``: a step is the
+    product and two launches), the Hessenberg columns formed here from the steps' records,
+    read every few steps, at the end of each cycle and at the last step, one copy for the
+    records not read yet; the true residual at a restart stays on the device until the
     next read unless the cycle ended early (then the solve is likely done: read at once).
 
+    Column ``j`` needs step ``j + 1``'s pass over the next row, so a read hands over the
+    columns before the last step's, and a read that ends the cycle (at its last step, or
+    at ``maxiter``) first makes that pass, without a product.
+
     ``hb``: [0] the norm of the residual the cycle started from, then ``rs`` (m + 1),
-    the columns' records (``m`` of ``2 (m + 1) + 2``: column ``j``'s ``j + 1`` entries as
-    (re, im) pairs, then ``h0`` and ``hn``), and the two passes' scratch.
+    the steps' records (``m + 1`` of ``4 (m + 2)``, the last the closing pass's) and the
+    coefficients one step's two launches pass on.
     """
 
     def __init__(
@@ -390,15 +394,15 @@ class _Gmres(_Steps):
     ) -> None:
         super().__init__(space, x, tol, maxiter)
         cupy = self.cupy
-        self.m, self.record = m, 2 * (m + 1) + 2
+        self.m, self.record = m, 4 * (m + 2)
         self.V = cupy.empty((m + 1, self.n), dtype=self.dtype)
         self.at_rs, self.at_records = 1, m + 2
-        self.at_h1 = self.at_records + m * self.record
-        self.at_h2 = self.at_h1 + 2 * (m + 2)
-        self.hb = cupy.zeros(self.at_h2 + 2 * (m + 2), dtype=np.float64)
-        self.sums = cupy.empty(self.grid[0] * (m + 2) * 2, dtype=np.float64)
+        self.at_coef = self.at_records + (m + 1) * self.record
+        self.hb = cupy.zeros(self.at_coef + 4 * (m + 1), dtype=np.float64)
+        self.sums = cupy.empty(self.grid[0] * (m + 1) * 4, dtype=np.float64)
+        self.hdtype = np.dtype(np.complex128 if self.dtype.kind == "c" else np.float64)
         self.started = self.pending = False
-        self.taken = self.formed = self.steps = 0
+        self.taken = self.done = self.passes = self.steps = 0
 
     def _slot(self, at: int) -> Any:
         return self.hb[at:]
@@ -406,7 +410,8 @@ class _Gmres(_Steps):
     def begin(self, r: Any, rnorm: float | None) -> None:
         """The cycle's first basis vector: ``r`` (from the restart, on the device) with
         the scale ``1 / ||r||``; the first cycle's comes from the host."""
-        self.taken = self.formed = 0
+        self.taken = self.done = self.passes = 0
+        self.H = np.zeros((self.m + 1, self.m), dtype=self.hdtype)
         if not self.started:
             self.started = True
             self.cupy.copyto(self.V[0], r)
@@ -415,18 +420,23 @@ class _Gmres(_Steps):
     def basis(self, j: int) -> Any:
         return self.V[j]  # unnormalised: A and M are linear, the kernels apply rs[j]
 
-    def arnoldi(self, j: int, av: Any) -> None:
-        av, rs = self.own(av), self._slot(self.at_rs)
-        h1, h2 = self._slot(self.at_h1), self._slot(self.at_h2)
-        tail = (self.sums, self.ticket)
-        self.launch("gk_gmres_project", self.V, np.int64(j), av, rs, h1, *tail)
-        self.launch("gk_gmres_orthogonalise", self.V, np.int64(j), av, rs, h1, h2, *tail)
-        record = self._slot(self.at_records + j * self.record)
+    def _pass(self, j: int, p: Any, nxt: bool) -> None:
+        """Step ``j``'s two launches (``p``: its product); without ``nxt``, only row
+        ``j``'s delayed pass (the record column ``j - 1`` needs)."""
+        rs, rec = self._slot(self.at_rs), self._slot(self.at_records + j * self.record)
+        coef = self._slot(self.at_coef)
+        self.launch("gk_gmres_dots", self.V, np.int64(j), p, rs, rec, coef, self.sums, self.ticket)
         self.launch(
-            "gk_gmres_normalise", self.V, np.int64(j), rs, h1, h2, record,
-            np.float64(self.eps), self.part, self.ticket,
+            "gk_gmres_apply", self.V, np.int64(j), p, coef, rs, rec, self.part, self.ticket,
+            np.int32(nxt),
         )  # fmt: skip
-        self.formed, self.steps = j + 1, self.steps + 1
+        self.passes = j + 1
+
+    def arnoldi(self, j: int, av: Any) -> None:
+        self._pass(j, self.own(av), True)
+        if j + 1 == self.m:  # the cycle's last column: its next row's pass now
+            self._pass(self.m, self.V[self.m], False)
+        self.done, self.steps = j + 1, self.steps + 1
 
     def replay_block(self, j: int, step: Any, every: bool, carried: list) -> int:
         """Arnoldi steps ``j`` to the next read as one replay of a CUDA graph (and how
@@ -434,35 +444,61 @@ class _Gmres(_Steps):
         steady state: ``CHECK_EVERY`` steps, or fewer up to the cycle's end. 0 when they
         must run one at a time; ``every``: the cycle may end at ``maxiter``, read by
         step. ``step(i)`` enqueues step ``i``. The kernels take ``i``, the slots of its
-        column and its basis rows, all the same in every cycle: one graph a block."""
-        count, steps = min(CHECK_EVERY, self.m - j), self.steps
-        if every or self.next_read != steps + CHECK_EVERY:
+        record and its basis rows, all the same in every cycle: one graph a block."""
+        count, before = min(CHECK_EVERY, self.m - j), (self.done, self.passes, self.steps)
+        if every or self.next_read != self.steps + CHECK_EVERY:
             return 0
 
         def work() -> None:
             for i in range(j, j + count):
                 step(i)
 
-        ran = self._replay((j, count), work, carried)
-        self.formed, self.steps = (j + count, steps + count) if ran else (j, steps)
-        return count if ran else 0
+        if not self._replay((j, count), work, carried):
+            self.done, self.passes, self.steps = before
+            return 0
+        self.done, self.steps = j + count, before[2] + count
+        self.passes = self.done + (self.done == self.m)
+        return count
 
     def read(self, force: bool) -> tuple[float | None, list] | None:
         if not (force or self.steps >= self.next_read):
             return None
+        if force and self.passes == self.done and self.done:
+            self._pass(self.done, self.V[self.done], False)
         self.next_read = self.steps + min(self.steps, CHECK_EVERY)
-        hb = self.hb[: self.at_records + self.formed * self.record].get()
+        # the records not read yet (the first read after a restart: from the start)
+        first = 0 if self.pending else self.at_records + self.taken * self.record
+        hb = self.hb[first : self.at_records + self.passes * self.record].get()
         start = float(hb[0]) if self.pending else None
         self.pending = False
-        columns = [self._column(hb, j) for j in range(self.taken, self.formed)]
-        self.taken = self.formed
+        formed, columns = self.passes - 1, []
+        if formed > self.taken:
+            records = [self._record(hb, first, j) for j in range(self.taken, formed + 1)]
+            for i, j in enumerate(range(self.taken, formed)):
+                columns.append(self.column(j, records[i], records[i + 1]))
+            self.taken = formed
         return start, columns
 
-    def _column(self, hb: np.ndarray, j: int) -> tuple[np.ndarray, float, float]:
-        rec = hb[self.at_records + j * self.record :]
-        entries = rec[: 2 * (j + 1)]
-        col = entries[0::2] + 1j * entries[1::2] if self.dtype.kind == "c" else entries[0::2]
-        return col, float(rec[2 * j + 2]), float(rec[2 * j + 3])
+    def _record(self, hb: np.ndarray, first: int, j: int) -> tuple:
+        """Step ``j``'s record in ``hb`` (``self.hb[first:]``): (s, t, delta, rho, nu)."""
+        rec = hb[self.at_records + j * self.record - first :][: 4 * (j + 2)]
+        pairs = rec[0::2] + 1j * rec[1::2] if self.hdtype.kind == "c" else rec[0::2]
+        return pairs[2 : 2 * j + 2 : 2], pairs[3 : 2 * j + 3 : 2], pairs[0], rec[2], rec[3]
+
+    def column(self, j: int, this: tuple, after: tuple) -> tuple[np.ndarray, float, float]:
+        """Hessenberg column ``j`` from the records of steps ``j`` and ``j + 1``: with
+        q_j = (u - Q s) / (rho nu), A q_j = Q (t, nu delta / rho) / (rho nu)
+        - A Q s / (rho nu) + u' / nu, u' = Q' s' + rho' nu' q_{j+1} (row j + 1), and
+        A Q s = H[:j+1, :j] s (the columns before)."""
+        s, t, delta, rho, nu = this
+        s1, _, _, rho1, nu1 = after
+        with np.errstate(all="ignore"):  # a breakdown's column: not finite, not taken
+            first = np.append(t, nu * delta / rho) - self.H[: j + 1, :j] @ s
+            col = first / (rho * nu) + s1 / nu
+            hn = float(rho1 * nu1 / nu)
+            h0 = math.sqrt(float(np.vdot(col, col).real) + hn * hn)
+        self.H[: j + 1, j], self.H[j + 1, j] = col, hn
+        return col, h0, hn
 
     def advance(self, x: Any, y: np.ndarray, psolve: Any) -> None:
         """``x += V[:k] y`` (``x += M V[:k] y`` with a preconditioner)."""

@@ -876,7 +876,8 @@ def gmres(
     """Restarted, right-preconditioned GMRES; ``maxiter`` counts inner iterations.
 
     Arnoldi uses classical Gram-Schmidt applied twice (two matrix-vector products with
-    the basis, GPU friendly); the small Hessenberg problem is reduced on the host with
+    the basis, GPU friendly; CuPy's steps delay the second pass by one step, so that a
+    step waits for one reduction); the small Hessenberg problem is reduced on the host with
     Givens rotations (:class:`Hessenberg`). As in SciPy, a new basis vector whose norm
     falls below ``eps`` times its norm before orthogonalisation ends the cycle (an
     invariant subspace: breakdown); the small least-squares problem is then solved by
