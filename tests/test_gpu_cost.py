@@ -86,8 +86,6 @@ def test_a_graphed_training_step_is_one_graph_launch():
 # Device operations per iteration (per Arnoldi step for gmres, restart 20) where the budget
 # of <= 4 is not met, with where they come from.
 KRYLOV_OPS_NOT_MET = {
-    "bicgstab": "7 device ops/iteration (2 operator products and 5 fused steps, each "
-    "waiting on the last one's dot products)",
     "gmres": "4.15 device ops/Arnoldi step (4 a step: the product and 3 fused Gram-Schmidt "
     "kernels; 3 a restart cycle of 20: the update of x, the true residual's product and "
     "kernel)",

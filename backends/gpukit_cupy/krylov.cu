@@ -618,6 +618,185 @@ __global__ void __launch_bounds__(GK_KB)
   if (k < maxiter) gk_bicgstab_rho(sc, total[1], k + 1);  // judged here: a replay knows k
 }
 
+// --- pipelined BiCGSTAB (unpreconditioned): Cools & Vanroose, "The communication-hiding
+// pipelined BiCGStab method for the parallel solution of large unsymmetric linear systems",
+// Parallel Computing 65 (2017), Algorithm 3. Besides r and p the loop carries w = A r,
+// s = A p and z = A s by recurrences, so that each kernel's updates use only scalars the
+// previous kernel finalised, and the dot products of the next scalars are formed in the
+// same pass as the vectors they are of. An iteration is t = A w, gk_bicgstab_pipe_omega,
+// v = A z, gk_bicgstab_pipe_update. The slots are BiCGSTAB's above; 19 holds ||q||, q = r -
+// alpha s (the classic loop's s). Between the kernels p, s and z hold p - omega s,
+// s - omega z and z - omega v, the parts of the next p, s, z that omega completes.
+
+// rhat = r, w = A r (ar); rho = rhat^H r judged, alpha = rho / rhat^H w
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_start(gk_index n, const T* r, const T* ar, T* rhat, T* w, double* sc,
+                       typename gk_acc<T>::type* part, unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(2);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = r[i], wi = ar[i];
+    rhat[i] = ri;
+    w[i] = wi;
+    acc[0] = gk_add(acc[0], gk_dot(ri, ri));
+    acc[1] = gk_add(acc[1], gk_dot(ri, wi));
+  }
+  if (!gk_grid_sum<2, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  gk_bicgstab_rho(sc, total[0], 1);
+  if (!gk_running(sc)) return;
+  if (!gk_finite(total[1])) {
+    gk_halt(sc, GK_NONFINITE, 0, 0.0);
+  } else if (gk_is_zero(total[1])) {
+    gk_halt(sc, GK_BICGSTAB_RV, 0, 0.0);
+  } else {
+    gk_store(sc, 10, gk_div(total[0], total[1]));
+  }
+}
+
+// t = A w (aw, kept past A's next call); p = r + beta p, s = w + beta s, z = t + beta z;
+// then q = r - alpha s into r and y = A q = w - alpha z into w. ||q|| may end the loop
+// (x gets alpha p in the next kernel), else omega = y^H q / y^H y, judged
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_omega(gk_index n, const T* aw, T* r, T* w, T* t, T* p, T* s, T* z,
+                       double* sc, typename gk_acc<T>::type* part, unsigned int* ticket,
+                       long long k) {
+  k += gk_k0(sc);
+  typedef typename gk_acc<T>::type A;
+  if (!gk_running(sc)) return;
+  GK_SUMS(3);
+  A alpha_s, beta_s;
+  gk_load(sc, 10, alpha_s);
+  gk_load(sc, 14, beta_s);
+  T minus_alpha, beta;
+  gk_set(minus_alpha, gk_neg(alpha_s));
+  gk_set(beta, beta_s);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = r[i], wi = w[i], ti = aw[i];
+    const T si = gk_axpy(wi, beta, s[i]), zi = gk_axpy(ti, beta, z[i]);
+    const T qi = gk_axpy(ri, minus_alpha, si), yi = gk_axpy(wi, minus_alpha, zi);
+    t[i] = ti;
+    p[i] = gk_axpy(ri, beta, p[i]);
+    s[i] = si;
+    z[i] = zi;
+    r[i] = qi;
+    w[i] = yi;
+    acc[0] = gk_add(acc[0], gk_dot(yi, qi));
+    acc[1] = gk_add(acc[1], A{gk_abs2(yi)});
+    acc[2] = gk_add(acc[2], A{gk_abs2(qi)});
+  }
+  if (!gk_grid_sum<3, A>(acc, part, ticket, total)) return;
+  const double qnorm = sqrt(gk_real(total[2]));
+  sc[19] = qnorm;
+  if (qnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, qnorm);
+    return;
+  }
+  if (!isfinite(qnorm)) {
+    gk_halt(sc, GK_NONFINITE, k, qnorm);
+    return;
+  }
+  const double yy = gk_real(total[1]);
+  const A yq = total[0];
+  if (!isfinite(yy) || !gk_finite(yq)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  A omega;
+  if (yy != 0.0) {
+    omega = gk_div(yq, yy);
+  } else {
+    gk_zero(omega);
+  }
+  if (gk_is_zero(omega) || gk_abs(yq) <= sc[4] * sqrt(yy) * qnorm) {
+    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
+    return;
+  }
+  gk_store(sc, 12, omega);
+}
+
+// x += alpha p (also when the last kernel stopped at this iteration) + omega q; r = q -
+// omega y, w = y - omega (t - alpha v) (v = A z), and p, s, z less omega s, z, v. ||r||
+// may end the loop, else the next rho, judged, beta, and alpha = rho / rhat^H (A p)
+// with rhat^H A p = rhat^H w + beta rhat^H s
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_update(gk_index n, const T* av, const T* rhat, T* x, T* r, T* w,
+                        const T* t, T* p, T* s, T* z, double* sc,
+                        typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
+                        long long maxiter) {
+  k += gk_k0(sc);
+  typedef typename gk_acc<T>::type A;
+  if (!gk_applies(sc, k)) return;
+  const bool on = gk_running(sc);
+  GK_SUMS(4);
+  A alpha_s, omega_s;
+  gk_load(sc, 10, alpha_s);
+  gk_load(sc, 12, omega_s);
+  T alpha, minus_alpha, omega, minus_omega;
+  gk_set(alpha, alpha_s);
+  gk_set(minus_alpha, gk_neg(alpha_s));
+  gk_set(omega, omega_s);
+  gk_set(minus_omega, gk_neg(omega_s));
+  GK_GRID_STRIDE(i, n) {
+    const T pi = p[i], qi = r[i];
+    T xi = gk_axpy(x[i], alpha, pi);
+    if (on) {
+      const T yi = w[i], si = s[i], zi = z[i], vi = av[i], hi = rhat[i];
+      xi = gk_axpy(xi, omega, qi);
+      const T ri = gk_axpy(qi, minus_omega, yi);
+      const T wi = gk_axpy(yi, minus_omega, gk_axpy(t[i], minus_alpha, vi));
+      const T s2 = gk_axpy(si, minus_omega, zi);
+      r[i] = ri;
+      w[i] = wi;
+      p[i] = gk_axpy(pi, minus_omega, si);
+      s[i] = s2;
+      z[i] = gk_axpy(zi, minus_omega, vi);
+      acc[0] = gk_add(acc[0], A{gk_abs2(ri)});
+      acc[1] = gk_add(acc[1], gk_dot(hi, ri));
+      acc[2] = gk_add(acc[2], gk_dot(hi, wi));
+      acc[3] = gk_add(acc[3], gk_dot(hi, s2));
+    }
+    x[i] = xi;
+  }
+  if (!on || !gk_grid_sum<4, A>(acc, part, ticket, total)) return;
+  const double rnorm = sqrt(gk_real(total[0]));
+  sc[18] = rnorm;
+  if (rnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, rnorm);
+    return;
+  }
+  if (!isfinite(rnorm)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  if (k >= maxiter) return;  // no next iteration to judge: a replayed block knows k here
+  A rho;
+  gk_load(sc, 6, rho);
+  gk_store(sc, 8, rho);
+  const double cos_prev = sc[16], root_eps = sqrt(sc[4]);
+  gk_bicgstab_rho(sc, total[1], k + 1);
+  if (!gk_running(sc)) return;
+  // rho collapsing in one step, if short of a breakdown: alpha and beta grow next, and
+  // the recurrences' rounding with them, which the classic loop's products would not
+  if (sc[16] <= root_eps && sc[16] <= root_eps * cos_prev) {
+    gk_halt(sc, GK_BICGSTAB_RHO, k, 0.0);
+    return;
+  }
+  A beta;
+  gk_load(sc, 14, beta);
+  const A rap = gk_add(total[2], gk_mul(beta, total[3]));
+  if (!gk_finite(rap)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+  } else if (gk_is_zero(rap)) {
+    gk_halt(sc, GK_BICGSTAB_RV, k, 0.0);
+  } else {
+    gk_load(sc, 6, rho);
+    gk_store(sc, 10, gk_div(rho, rap));
+  }
+}
+
 // --- GMRES -------------------------------------------------------------------------
 // The basis V is (m + 1) rows of n, kept unnormalised: row k times rs[k] is the Arnoldi
 // vector (rs[k] = 1 / its norm), so no launch only divides. The Hessenberg entries go to

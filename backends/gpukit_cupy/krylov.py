@@ -71,6 +71,9 @@ KERNELS = (
     "gk_bicgstab_half",
     "gk_bicgstab_omega",
     "gk_bicgstab_update",
+    "gk_bicgstab_pipe_start",
+    "gk_bicgstab_pipe_omega",
+    "gk_bicgstab_pipe_update",
     "gk_gmres_project",
     "gk_gmres_orthogonalise",
     "gk_gmres_normalise",
@@ -346,7 +349,40 @@ class _Minres(_Steps):
 
 class _Bicgstab(_Steps):
     """``sc``: 6 rho, 8 rho_prev, 10 alpha, 12 omega, 14 beta (two slots each: complex),
-    16 cos_prev, 17 ||rhat||, 18 ||r||, 19 ||s||."""
+    16 cos_prev, 17 ||rhat||, 18 ||r||, 19 ||s||.
+
+    Without a preconditioner the loop is the pipelined one (``pipeline_*``,
+    :func:`gpukit.linalg._krylov.bicgstab`): two kernels an iteration, each after an
+    operator product, instead of five."""
+
+    pipelined = True
+
+    def pipeline_start(self, r: Any, ar: Any, rnorm: float) -> None:
+        """``rhat = r``, ``w = A r`` (``ar``), the first rho and alpha, judged."""
+        cupy = self.cupy
+        self.rhat, self.w, self.t = (cupy.empty_like(r) for _ in range(3))
+        self.p, self.s, self.z = (cupy.zeros_like(r) for _ in range(3))  # beta = 0 first
+        self.init({16: 1.0, 17: rnorm, 18: rnorm})
+        self.reduce("gk_bicgstab_pipe_start", r, self.own(ar), self.rhat, self.w)
+        # read at once (one sync a loop): a breakdown or NaN there ends the loop before
+        # the operator is called again, as in the classic loop
+        self._read()
+
+    def pipeline_omega(self, k: int, aw: Any, r: Any) -> None:
+        """``t = A w`` (``aw``): the directions, ``q`` into ``r``, ``A q`` into ``w``,
+        omega."""
+        self.reduce("gk_bicgstab_pipe_omega", self.own(aw), r, self.w, self.t, self.p, self.s,
+                    self.z, k=k)  # fmt: skip
+
+    def pipeline_update(self, k: int, az: Any, x: Any, r: Any) -> None:
+        """``v = A z`` (``az``): ``x``, ``r``, ``w``; the next rho, beta and alpha (the
+        last iteration judges no next rho: ``k < maxiter`` is tested on the device,
+        where a replayed block's ``k`` is known)."""
+        self.launch(
+            "gk_bicgstab_pipe_update", self.own(az), self.rhat, x, r, self.w, self.t, self.p,
+            self.s, self.z, self.sc, self.part, self.ticket, self._k(k),
+            np.int64(self.maxiter),
+        )  # fmt: skip
 
     def start(self, r: Any, rnorm: float) -> None:
         self.rhat = r.copy()
