@@ -383,10 +383,12 @@ def _iteration_done(s: Any, k: int, x: Any, callback: Callable[[Any], Any] | Non
 def _iterations(
     s: Any, iterate: Callable[[int], None], maxiter: int, x: Any,
     callback: Callable[[Any], Any] | None, carried: list | None = None,
+    between: Callable[[int], None] | None = None,
 ) -> None:  # fmt: skip
     """Run iterations 1 to ``maxiter`` of a loop until it stops: ``iterate(k)`` runs
     iteration ``k``, or the steps replay a block of them at once (``graph=True``; the
-    loop's ``carried`` buffers, those it rotates, are then left as the block's end)."""
+    loop's ``carried`` buffers, those it rotates, are then left as the block's end).
+    ``between(k)``, after iteration ``k`` when the loop goes on, runs outside any block."""
     k, carried = 1, [] if carried is None else carried
     while k <= maxiter and not s.stopped:
         ran = s.replay_block(k, iterate, callback is not None, carried)
@@ -395,6 +397,8 @@ def _iterations(
         k += ran or 1
         if _iteration_done(s, k - 1, x, callback):
             break
+        if between is not None:
+            between(k - 1)
 
 
 def _outcome(s: Any, x: Any, maxiter: int) -> Outcome:
@@ -596,7 +600,7 @@ def bicgstab(
     """
     s = _steps(xp, "bicgstab", x, tol, maxiter, graph)
     if pipelined and psolve is None and getattr(s, "pipelined", False):
-        _pipelined_bicgstab(s, matvec, x, r, rnorm, maxiter, callback)
+        _pipelined_bicgstab(s, xp, matvec, b, x, r, rnorm, maxiter, callback)
         out = _outcome(s, x, maxiter)
         out.pipelined = True
         return out
@@ -618,7 +622,7 @@ def bicgstab(
 
 
 def _pipelined_bicgstab(
-    s: Any, matvec: Op, x: Any, r: Any, rnorm: float, maxiter: int,
+    s: Any, xp: Any, matvec: Op, b: Any, x: Any, r: Any, rnorm: float, maxiter: int,
     callback: Callable[[Any], Any] | None,
 ) -> None:  # fmt: skip
     """BiCGSTAB without a preconditioner, pipelined (Cools & Vanroose 2017), on steps
@@ -627,15 +631,26 @@ def _pipelined_bicgstab(
     ``z = A s`` by recurrences, so that no step needs a dot product of a vector it is
     forming: an iteration is ``A w``, a step (the directions, the half step ``q``, omega),
     ``A z`` and a step (``x``, ``r``, ``w``, the next rho, beta and alpha). One product
-    more than the classic loop (``A r`` at the start); the recurrences drift from ``A r``
-    in rounding, which the driver's check of the true residual catches."""
-    s.pipeline_start(r, matvec(r), rnorm)
+    more than the classic loop (``A r`` at the start).
+
+    The recurrences drift from the products they stand for; the steps bound the drift
+    and, when the bound first exceeds ``sqrt(eps)`` of ``||r||`` or ``||A r||`` (van der
+    Vorst & Ye's residual replacement criterion), have ``r``, ``w``, ``s`` and ``z``
+    recomputed from their definitions at the next of their checkpoints
+    (``replace_due(k)``, iterations 1, 2, 4, 8, 16, then every 10: the steady-state
+    reads of the status): four operator products, not an iteration."""
+    s.pipeline_start(r, matvec(r), x, rnorm)
 
     def iterate(k: int) -> None:
         s.pipeline_omega(k, matvec(s.w), r)
         s.pipeline_update(k, matvec(s.z), x, r)
 
-    _iterations(s, iterate, maxiter, x, callback)
+    def replace(k: int) -> None:
+        if k < maxiter and s.replace_due(k):
+            residual(xp, matvec, b, x, r)
+            s.pipeline_replace(k, matvec, x, r)
+
+    _iterations(s, iterate, maxiter, x, callback, between=replace)
 
 
 class MinresSteps(HostSteps):
