@@ -198,6 +198,20 @@ def test_the_status_read_every_few_iterations_keeps_the_iterate_that_stopped(
     assert abs(info.residual_norm - true) <= 1e-3 * true + rounding
 
 
+class _NaNOnce:
+    """``A`` as an operator whose next product is NaN once ``poison`` is set."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.poison = a, a.shape, a.dtype, False
+
+    def matvec(self, v):
+        out = self.a @ v
+        if self.poison:
+            self.poison = False
+            out[:] = np.nan
+        return out
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("maxiter", [1, 7, 13])
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -211,36 +225,22 @@ def test_pipelined_bicgstab_judges_no_iteration_past_maxiter(
     bit, and not a breakdown ("NaN or inf") judged on an iteration that never runs."""
     import warnings
 
-    import cupy
-
     import gpukit_cupy.krylov as krylov
 
     a, b = _system(rng, "bicgstab", 50, dtype)
-    ad = cupy.asarray(a)
-
-    class Operator:
-        shape, dtype = a.shape, a.dtype
-        poison = False
-
-        def matvec(self, v):
-            out = ad @ v
-            if Operator.poison:
-                Operator.poison = False
-                out[:] = np.nan
-            return out
-
+    op = _NaNOnce(gk.asarray(a))
     real = krylov._Bicgstab.pipeline_omega
 
     def omega(self, k, aw, r):  # the next product is A z of iteration k
-        Operator.poison = k == maxiter
+        op.poison = k == maxiter
         real(self, k, aw, r)
 
     runs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gk.ConvergenceWarning)
-        runs.append(gk.linalg.bicgstab(Operator(), gk.asarray(b), rtol=0.0, maxiter=maxiter))
+        runs.append(gk.linalg.bicgstab(op, gk.asarray(b), rtol=0.0, maxiter=maxiter))
         monkeypatch.setattr(krylov._Bicgstab, "pipeline_omega", omega)
-        runs.append(gk.linalg.bicgstab(Operator(), gk.asarray(b), rtol=0.0, maxiter=maxiter))
+        runs.append(gk.linalg.bicgstab(op, gk.asarray(b), rtol=0.0, maxiter=maxiter))
     (x, info), (x_poisoned, poisoned) = runs
     for one in (info, poisoned):
         assert (one.reason, one.iterations) == ("maxiter reached", maxiter)

@@ -365,7 +365,9 @@ class _Bicgstab(_Steps):
 
     Without a preconditioner the loop is the pipelined one (``pipeline_*``,
     :func:`gpukit.linalg._krylov.bicgstab`): two kernels an iteration, each after an
-    operator product, instead of five."""
+    operator product, instead of five. It also keeps the bounds of its recurrences' drift
+    (``krylov.cu``: slots 20-22 and 24-31), and slot 5, read with the status, asks for its
+    vectors to be replaced."""
 
     pipelined = True
 
@@ -376,7 +378,7 @@ class _Bicgstab(_Steps):
         self.rhat, self.w, self.t = (cupy.empty_like(r) for _ in range(3))
         self.p, self.s, self.z = (cupy.zeros_like(r) for _ in range(3))  # beta = 0 first
         self.init({16: 1.0, 17: rnorm, 18: rnorm})
-        self.status, self.drifted, self.replacements, self.next_check = 6, False, 0, 1
+        self.status, self.drifted, self.next_check = 6, False, 1
         self.reduce("gk_bicgstab_pipe_start", r, self.own(ar), x, self.rhat, self.w)
         # read at once (one sync a loop): a breakdown or NaN there ends the loop before
         # the operator is called again, as in the classic loop
@@ -422,7 +424,6 @@ class _Bicgstab(_Steps):
         self.reduce("gk_bicgstab_pipe_replace", self.own(matvec(self.s)), self.rhat, x, r,
                     self.w, self.s, self.z, k=k)  # fmt: skip
         self.drifted = False
-        self.replacements += 1
 
     def start(self, r: Any, rnorm: float) -> None:
         self.rhat = r.copy()
