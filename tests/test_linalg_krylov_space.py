@@ -198,6 +198,64 @@ def test_the_status_read_every_few_iterations_keeps_the_iterate_that_stopped(
     assert abs(info.residual_norm - true) <= 1e-3 * true + rounding
 
 
+class _NaNOnce:
+    """``A`` as an operator whose next product is NaN once ``poison`` is set."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.poison = a, a.shape, a.dtype, False
+
+    def matvec(self, v):
+        out = self.a @ v
+        if self.poison:
+            self.poison = False
+            out[:] = np.nan
+        return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("maxiter", [1, 7, 13])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pipelined_bicgstab_judges_no_iteration_past_maxiter(
+    cupy_backend, rng, monkeypatch, dtype, maxiter
+):
+    """The pipelined BiCGSTAB's last kernel forms the next iteration's alpha from ``A z``,
+    a product only that next iteration needs: at ``maxiter`` there is none, so an operator
+    that returns NaN there (the first inf or NaN it returns) leaves the solve as it was
+    without it: ``maxiter reached`` after ``maxiter`` iterations, the same ``x`` bit for
+    bit, and not a breakdown ("NaN or inf") judged on an iteration that never runs."""
+    import warnings
+
+    import gpukit_cupy.krylov as krylov
+
+    a, b = _system(rng, "bicgstab", 50, dtype)
+    op = _NaNOnce(gk.asarray(a))
+    real = krylov._Bicgstab.pipeline_omega
+
+    def omega(self, k, aw, r):  # the next product is A z of iteration k
+        op.poison = k == maxiter
+        real(self, k, aw, r)
+
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gk.ConvergenceWarning)
+        runs.append(gk.linalg.bicgstab(op, gk.asarray(b), rtol=0.0, maxiter=maxiter))
+        monkeypatch.setattr(krylov._Bicgstab, "pipeline_omega", omega)
+        runs.append(gk.linalg.bicgstab(op, gk.asarray(b), rtol=0.0, maxiter=maxiter))
+    (x, info), (x_poisoned, poisoned) = runs
+    for one in (info, poisoned):
+        assert (one.reason, one.iterations) == ("maxiter reached", maxiter)
+    assert np.array_equal(gk.to_numpy(x_poisoned), gk.to_numpy(x))
+    assert poisoned.residual_norm == info.residual_norm
+    a64, b64 = a.astype(np.complex128), b.astype(np.complex128)
+    x64 = gk.to_numpy(x).astype(np.complex128)
+    true = np.linalg.norm(b64 - a64 @ x64)
+    assert 0 < true < np.linalg.norm(b64)  # the iterations ran and reduced the residual
+    # what b - A x recomputed in the working precision may differ by
+    eps = np.finfo(dtype).eps
+    rounding = 4 * eps * (np.linalg.norm(a64, 2) * np.linalg.norm(x64) + np.linalg.norm(b64))
+    assert abs(info.residual_norm - true) <= 1e-3 * true + rounding
+
+
 def test_krylov_cu_uses_64_bit_positions():
     """krylov.cu's global positions and subscripts are 64-bit (tests/test_kernel_limits.py)."""
     from test_kernel_limits import index_violations

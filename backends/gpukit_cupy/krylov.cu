@@ -19,7 +19,7 @@
 #include "gk_common.cuh"
 
 #define GK_KB 256  // threads per block (the launcher uses this block size)
-#define GK_NR_MAX 4  // the most sums one step forms
+#define GK_NR_MAX 6  // the most sums one step forms
 
 enum {
   GK_RUNNING = 0,
@@ -616,6 +616,305 @@ __global__ void __launch_bounds__(GK_KB)
   gk_load(sc, 6, rho);
   gk_store(sc, 8, rho);
   if (k < maxiter) gk_bicgstab_rho(sc, total[1], k + 1);  // judged here: a replay knows k
+}
+
+// --- pipelined BiCGSTAB (unpreconditioned): Cools & Vanroose, "The communication-hiding
+// pipelined BiCGStab method for the parallel solution of large unsymmetric linear systems",
+// Parallel Computing 65 (2017), Algorithm 3. Besides r and p the loop carries w = A r,
+// s = A p and z = A s by recurrences, so that each kernel's updates use only scalars the
+// previous kernel finalised, and the dot products of the next scalars are formed in the
+// same pass as the vectors they are of. An iteration is t = A w, gk_bicgstab_pipe_omega,
+// v = A z, gk_bicgstab_pipe_update. The slots are BiCGSTAB's above; 19 holds ||q||, q = r -
+// alpha s (the classic loop's s). Between the kernels p, s and z hold p - omega s,
+// s - omega z and z - omega v, the parts of the next p, s, z that omega completes.
+//
+// The recurrences drift from the products they stand for, and near a breakdown (large
+// alpha and beta) the drift grows geometrically. The update kernel bounds it: slots 24-27
+// hold upper bounds of the gaps ||b - A x - r||, ||A r - w||, ||A p - s||, ||A s - z||,
+// propagated through the recurrences with |alpha|, |beta|, |omega| and grown by each
+// step's rounding, eps (||u|| + ||A|| ||v||) for a vector u standing for A v (van der
+// Vorst & Ye, SIAM J. Sci. Comput. 22 (2000), for the residual; Cools et al.'s analyses
+// of pipelined CG and BiCGStab for the auxiliary vectors). ||A|| (slot 20) is the largest
+// ||A v|| / ||v|| the loop has seen. When the bound of r's or of w's gap first exceeds
+// sqrt(eps) times the vector's norm (van der Vorst & Ye's criterion, for each: slots 22
+// and 31 hold whether they were within it the iteration before), slot 5 asks the host for
+// a replacement: r, w, s and z recomputed from their definitions
+// (gk_bicgstab_pipe_replace), at its next checkpoint. Slots 21 ||w||, 28-30 ||p||, ||s||,
+// ||z|| as the omega kernel formed them.
+
+// ||A||, the gap bounds and the request for a replacement, from fresh vectors
+__device__ __forceinline__ void gk_pipe_fresh(double* sc, double rnorm, double xnorm,
+                                              double wnorm) {
+  const double eps = sc[4], a = fmax(sc[20], rnorm > 0.0 ? wnorm / rnorm : 0.0);
+  sc[20] = a;
+  sc[21] = wnorm;
+  sc[24] = eps * (rnorm + a * xnorm);
+  sc[25] = eps * (wnorm + a * rnorm);
+  sc[26] = eps * (sc[29] + a * sc[28]);
+  sc[27] = eps * (sc[30] + a * sc[29]);
+  sc[22] = sc[24] <= sqrt(eps) * rnorm;
+  sc[31] = sc[25] <= sqrt(eps) * wnorm;
+  sc[5] = 0.0;
+}
+
+// rhat = r, w = A r (ar); rho = rhat^H r judged, alpha = rho / rhat^H w
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_start(gk_index n, const T* r, const T* ar, const T* x, T* rhat, T* w,
+                           double* sc, typename gk_acc<T>::type* part, unsigned int* ticket) {
+  typedef typename gk_acc<T>::type A;
+  GK_SUMS(4);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = r[i], wi = ar[i];
+    rhat[i] = ri;
+    w[i] = wi;
+    acc[0] = gk_add(acc[0], gk_dot(ri, ri));
+    acc[1] = gk_add(acc[1], gk_dot(ri, wi));
+    acc[2] = gk_add(acc[2], A{gk_abs2(wi)});
+    acc[3] = gk_add(acc[3], A{gk_abs2(x[i])});
+  }
+  if (!gk_grid_sum<4, A>(acc, part, ticket, total) || !gk_running(sc)) return;
+  gk_pipe_fresh(sc, sqrt(gk_real(total[0])), sqrt(gk_real(total[3])), sqrt(gk_real(total[2])));
+  gk_bicgstab_rho(sc, total[0], 1);
+  if (!gk_running(sc)) return;
+  if (!gk_finite(total[1])) {
+    gk_halt(sc, GK_NONFINITE, 0, 0.0);
+  } else if (gk_is_zero(total[1])) {
+    gk_halt(sc, GK_BICGSTAB_RV, 0, 0.0);
+  } else {
+    gk_store(sc, 10, gk_div(total[0], total[1]));
+  }
+}
+
+// t = A w (aw, kept past A's next call); p = r + beta p, s = w + beta s, z = t + beta z;
+// then q = r - alpha s into r and y = A q = w - alpha z into w. ||q|| may end the loop
+// (x gets alpha p in the next kernel), else omega = y^H q / y^H y, judged
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_omega(gk_index n, const T* aw, T* r, T* w, T* t, T* p, T* s, T* z,
+                           double* sc, typename gk_acc<T>::type* part, unsigned int* ticket,
+                           long long k) {
+  k += gk_k0(sc);
+  typedef typename gk_acc<T>::type A;
+  if (!gk_running(sc)) return;
+  GK_SUMS(6);
+  A alpha_s, beta_s;
+  gk_load(sc, 10, alpha_s);
+  gk_load(sc, 14, beta_s);
+  T minus_alpha, beta;
+  gk_set(minus_alpha, gk_neg(alpha_s));
+  gk_set(beta, beta_s);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = r[i], wi = w[i], ti = aw[i];
+    const T pi = gk_axpy(ri, beta, p[i]);
+    const T si = gk_axpy(wi, beta, s[i]), zi = gk_axpy(ti, beta, z[i]);
+    const T qi = gk_axpy(ri, minus_alpha, si), yi = gk_axpy(wi, minus_alpha, zi);
+    t[i] = ti;
+    p[i] = pi;
+    s[i] = si;
+    z[i] = zi;
+    r[i] = qi;
+    w[i] = yi;
+    acc[0] = gk_add(acc[0], gk_dot(yi, qi));
+    acc[1] = gk_add(acc[1], A{gk_abs2(yi)});
+    acc[2] = gk_add(acc[2], A{gk_abs2(qi)});
+    acc[3] = gk_add(acc[3], A{gk_abs2(pi)});
+    acc[4] = gk_add(acc[4], A{gk_abs2(si)});
+    acc[5] = gk_add(acc[5], A{gk_abs2(zi)});
+  }
+  if (!gk_grid_sum<6, A>(acc, part, ticket, total)) return;
+  const double qnorm = sqrt(gk_real(total[2]));
+  sc[19] = qnorm;
+  sc[28] = sqrt(gk_real(total[3]));
+  sc[29] = sqrt(gk_real(total[4]));
+  sc[30] = sqrt(gk_real(total[5]));
+  if (qnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, qnorm);
+    return;
+  }
+  if (!isfinite(qnorm)) {
+    gk_halt(sc, GK_NONFINITE, k, qnorm);
+    return;
+  }
+  const double yy = gk_real(total[1]);
+  const A yq = total[0];
+  if (!isfinite(yy) || !gk_finite(yq)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  A omega;
+  if (yy != 0.0) {
+    omega = gk_div(yq, yy);
+  } else {
+    gk_zero(omega);
+  }
+  if (gk_is_zero(omega) || gk_abs(yq) <= sc[4] * sqrt(yy) * qnorm) {
+    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
+    return;
+  }
+  gk_store(sc, 12, omega);
+}
+
+// The gap bounds after iteration k (the scalars are still iteration k's), and the request
+// for a replacement when they first exceed sqrt(eps) times ||r|| or ||w||
+__device__ void gk_pipe_drift(double* sc, double rnorm, double xnorm, double wnorm) {
+  const double eps = sc[4];
+  const double a = hypot(sc[10], sc[11]), b = hypot(sc[14], sc[15]), o = hypot(sc[12], sc[13]);
+  const double na = fmax(sc[20], rnorm > 0.0 ? wnorm / rnorm : 0.0);
+  const double pn = sc[28], sn = sc[29], zn = sc[30], w0 = sc[21];
+  const double f = sc[24], g = sc[25], s = sc[26], z = sc[27];
+  const double s1 = g + b * s + eps * (sn + na * pn);  // s = w + beta s
+  const double z1 = b * z + eps * (na * w0 + zn + na * sn);  // z = t + beta z, t = A w
+  sc[24] = f + a * s1 + o * (g + a * z1) + eps * (rnorm + na * xnorm);
+  sc[25] = g + a * z1 + eps * (wnorm + na * rnorm + o * na * (w0 + a * zn));
+  sc[26] = s1 + o * z1 + eps * (sn + na * pn);
+  sc[27] = z1 + eps * (zn + na * sn + o * na * zn);
+  sc[20] = na;
+  sc[21] = wnorm;
+  const bool r_within = sc[24] <= sqrt(eps) * rnorm, w_within = sc[25] <= sqrt(eps) * wnorm;
+  if ((sc[22] != 0.0 && !r_within) || (sc[31] != 0.0 && !w_within)) sc[5] = 1.0;
+  sc[22] = r_within;
+  sc[31] = w_within;
+}
+
+// x += alpha p (also when the last kernel stopped at this iteration) + omega q; r = q -
+// omega y, w = y - omega (t - alpha v) (v = A z), and p, s, z less omega s, z, v. ||r||
+// may end the loop, else the gap bounds, the next rho, judged, beta, and alpha = rho /
+// rhat^H (A p) with rhat^H A p = rhat^H w + beta rhat^H s
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_update(gk_index n, const T* av, const T* rhat, T* x, T* r, T* w,
+                            const T* t, T* p, T* s, T* z, double* sc,
+                            typename gk_acc<T>::type* part, unsigned int* ticket, long long k,
+                            long long maxiter) {
+  k += gk_k0(sc);
+  typedef typename gk_acc<T>::type A;
+  if (!gk_applies(sc, k)) return;
+  const bool on = gk_running(sc);
+  GK_SUMS(6);
+  A alpha_s, omega_s;
+  gk_load(sc, 10, alpha_s);
+  gk_load(sc, 12, omega_s);
+  T alpha, minus_alpha, omega, minus_omega;
+  gk_set(alpha, alpha_s);
+  gk_set(minus_alpha, gk_neg(alpha_s));
+  gk_set(omega, omega_s);
+  gk_set(minus_omega, gk_neg(omega_s));
+  GK_GRID_STRIDE(i, n) {
+    const T pi = p[i], qi = r[i];
+    T xi = gk_axpy(x[i], alpha, pi);
+    if (on) {
+      const T yi = w[i], si = s[i], zi = z[i], vi = av[i], hi = rhat[i];
+      xi = gk_axpy(xi, omega, qi);
+      const T ri = gk_axpy(qi, minus_omega, yi);
+      const T wi = gk_axpy(yi, minus_omega, gk_axpy(t[i], minus_alpha, vi));
+      const T s2 = gk_axpy(si, minus_omega, zi);
+      r[i] = ri;
+      w[i] = wi;
+      p[i] = gk_axpy(pi, minus_omega, si);
+      s[i] = s2;
+      z[i] = gk_axpy(zi, minus_omega, vi);
+      acc[0] = gk_add(acc[0], A{gk_abs2(ri)});
+      acc[1] = gk_add(acc[1], gk_dot(hi, ri));
+      acc[2] = gk_add(acc[2], gk_dot(hi, wi));
+      acc[3] = gk_add(acc[3], gk_dot(hi, s2));
+      acc[4] = gk_add(acc[4], A{gk_abs2(xi)});
+      acc[5] = gk_add(acc[5], A{gk_abs2(wi)});
+    }
+    x[i] = xi;
+  }
+  if (!on || !gk_grid_sum<6, A>(acc, part, ticket, total)) return;
+  const double rnorm = sqrt(gk_real(total[0]));
+  sc[18] = rnorm;
+  if (rnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, rnorm);
+    return;
+  }
+  if (!isfinite(rnorm)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  gk_pipe_drift(sc, rnorm, sqrt(gk_real(total[4])), sqrt(gk_real(total[5])));
+  if (k >= maxiter) return;  // no next iteration to judge: a replayed block knows k here
+  A rho;
+  gk_load(sc, 6, rho);
+  gk_store(sc, 8, rho);
+  const double cos_prev = sc[16], root_eps = sqrt(sc[4]);
+  gk_bicgstab_rho(sc, total[1], k + 1);
+  if (!gk_running(sc)) return;
+  // rho collapsing in one step, if short of a breakdown: alpha and beta grow next, and
+  // the recurrences' rounding with them, which the classic loop's products would not
+  if (sc[16] <= root_eps && sc[16] <= root_eps * cos_prev) {
+    gk_halt(sc, GK_BICGSTAB_RHO, k, 0.0);
+    return;
+  }
+  A beta;
+  gk_load(sc, 14, beta);
+  const A rap = gk_add(total[2], gk_mul(beta, total[3]));
+  if (!gk_finite(rap)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+  } else if (gk_is_zero(rap)) {
+    gk_halt(sc, GK_BICGSTAB_RV, k, 0.0);
+  } else {
+    gk_load(sc, 6, rho);
+    gk_store(sc, 10, gk_div(rho, rap));
+  }
+}
+
+// The replacement after iteration k: r = b - A x, w = A r, s = A p (the host's, in
+// place) and z = A s (as); the next rho from the fresh r (beta rescaled to it), alpha from
+// the fresh w and s, the bounds from scratch. ||r|| may end the loop: the true residual
+template <typename T>
+__global__ void __launch_bounds__(GK_KB)
+    gk_bicgstab_pipe_replace(gk_index n, const T* as, const T* rhat, const T* x, const T* r,
+                             const T* w, const T* s, T* z, double* sc,
+                             typename gk_acc<T>::type* part, unsigned int* ticket,
+                             long long k) {
+  k += gk_k0(sc);
+  typedef typename gk_acc<T>::type A;
+  if (!gk_running(sc)) return;
+  GK_SUMS(6);
+  GK_GRID_STRIDE(i, n) {
+    const T ri = r[i], wi = w[i], hi = rhat[i];
+    z[i] = as[i];
+    acc[0] = gk_add(acc[0], A{gk_abs2(ri)});
+    acc[1] = gk_add(acc[1], gk_dot(hi, ri));
+    acc[2] = gk_add(acc[2], gk_dot(hi, wi));
+    acc[3] = gk_add(acc[3], gk_dot(hi, s[i]));
+    acc[4] = gk_add(acc[4], A{gk_abs2(x[i])});
+    acc[5] = gk_add(acc[5], A{gk_abs2(wi)});
+  }
+  if (!gk_grid_sum<6, A>(acc, part, ticket, total)) return;
+  const double rnorm = sqrt(gk_real(total[0]));
+  sc[18] = rnorm;
+  if (rnorm <= sc[3]) {
+    gk_halt(sc, GK_CONVERGED, k, rnorm);
+    return;
+  }
+  const A rho_new = total[1];
+  if (!isfinite(rnorm) || !gk_finite(rho_new)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  if (gk_is_zero(rho_new)) {
+    gk_halt(sc, GK_BICGSTAB_RHO, k, 0.0);
+    return;
+  }
+  gk_pipe_fresh(sc, rnorm, sqrt(gk_real(total[4])), sqrt(gk_real(total[5])));
+  A rho, beta;
+  gk_load(sc, 6, rho);
+  gk_load(sc, 14, beta);
+  beta = gk_mul(beta, gk_div(rho_new, rho));
+  gk_store(sc, 14, beta);
+  gk_store(sc, 6, rho_new);
+  const A rap = gk_add(total[2], gk_mul(beta, total[3]));
+  if (!gk_finite(rap)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+  } else if (gk_is_zero(rap)) {
+    gk_halt(sc, GK_BICGSTAB_RV, k, 0.0);
+  } else {
+    gk_store(sc, 10, gk_div(rho_new, rap));
+  }
 }
 
 // --- GMRES -------------------------------------------------------------------------

@@ -46,6 +46,11 @@ __all__ = ["CHECK_EVERY", "KERNELS", "DeviceSpace", "name_expressions", "source"
 
 #: The most iterations between two reads of a loop's status, in steady state.
 CHECK_EVERY = 10
+#: The pipelined BiCGSTAB's checkpoints, where it may replace its recurrences' vectors:
+#: iterations 1, 2, 4, 8, 16 and then every ``REPLACE_EVERY``, the steady-state reads.
+#: A constant of its own, so that a loop read at every iteration (a callback) replaces
+#: at the same iterations, and returns the same iterate, as one read every few.
+REPLACE_EVERY = CHECK_EVERY
 _BLOCK = 256  # GK_KB in krylov.cu
 _CTYPES = {
     np.dtype(np.float32): "float",
@@ -71,6 +76,10 @@ KERNELS = (
     "gk_bicgstab_half",
     "gk_bicgstab_omega",
     "gk_bicgstab_update",
+    "gk_bicgstab_pipe_start",
+    "gk_bicgstab_pipe_omega",
+    "gk_bicgstab_pipe_update",
+    "gk_bicgstab_pipe_replace",
     "gk_gmres_dots",
     "gk_gmres_apply",
     "gk_gmres_residual",
@@ -175,7 +184,7 @@ class _Steps:
         self.tol = tol
         blocks = min(-(-self.n // _BLOCK), 4 * _sm_count(cupy, cupy.cuda.Device().id))
         self.grid, self.block = (max(blocks, 1),), (_BLOCK,)
-        self.part = cupy.empty(self.grid[0] * 8, dtype=np.float64)  # 4 complex sums a block
+        self.part = cupy.empty(self.grid[0] * 12, dtype=np.float64)  # 6 complex sums a block
         self.ticket = cupy.zeros(1, dtype=np.uint32)
         self.module, self.functions = _module(cupy, self.dtype), {}
         self.ctype = _CTYPES[self.dtype]
@@ -185,10 +194,11 @@ class _Steps:
         self.graph: Any = None  # the solve's _krylov.GraphPlan with graph=True
         self.replays: dict[tuple, tuple[Any, list]] = {}  # _replay's captured blocks
         self.k0 = 0  # sc[23]: the iterations replays added to the captured ``k``
+        self.status = 3  # the slots of ``sc`` a read copies: the stop, and a loop's flags
 
     def init(self, slots: dict[int, float]) -> None:
         """Upload the loop's first scalars, by their slots in ``sc`` (``krylov.cu``)."""
-        values = np.zeros(24)
+        values = np.zeros(32)
         values[3], values[4] = self.tol, self.eps
         for index, value in slots.items():
             values[index] = value
@@ -279,10 +289,15 @@ class _Steps:
         return self.stop
 
     def _read(self) -> None:
-        code, iterations, estimate = self.sc[:3].get()
+        status = self.sc[: self.status].get()
         self.fresh = True
+        code, iterations, estimate = status[:3]
         if code:
             self.stop = (int(code), int(iterations), float(estimate))
+        self.seen(status)
+
+    def seen(self, status: np.ndarray) -> None:
+        """What a loop takes from a read besides the stop (``status``: the slots read)."""
 
 
 class _CG(_Steps):
@@ -345,7 +360,69 @@ class _Minres(_Steps):
 
 class _Bicgstab(_Steps):
     """``sc``: 6 rho, 8 rho_prev, 10 alpha, 12 omega, 14 beta (two slots each: complex),
-    16 cos_prev, 17 ||rhat||, 18 ||r||, 19 ||s||."""
+    16 cos_prev, 17 ||rhat||, 18 ||r||, 19 ||s||.
+
+    Without a preconditioner the loop is the pipelined one (``pipeline_*``,
+    :func:`gpukit.linalg._krylov.bicgstab`): two kernels an iteration, each after an
+    operator product, instead of five. It also keeps the bounds of its recurrences' drift
+    (``krylov.cu``: slots 20-22 and 24-31), and slot 5, read with the status, asks for its
+    vectors to be replaced."""
+
+    pipelined = True
+
+    def pipeline_start(self, r: Any, ar: Any, x: Any, rnorm: float) -> None:
+        """``rhat = r``, ``w = A r`` (``ar``), the first rho and alpha, judged, and the
+        bounds of the recurrences' drift (``krylov.cu``)."""
+        cupy = self.cupy
+        self.rhat, self.w, self.t = (cupy.empty_like(r) for _ in range(3))
+        self.p, self.s, self.z = (cupy.zeros_like(r) for _ in range(3))  # beta = 0 first
+        self.init({16: 1.0, 17: rnorm, 18: rnorm})
+        self.status, self.drifted, self.next_check = 6, False, 1
+        self.reduce("gk_bicgstab_pipe_start", r, self.own(ar), x, self.rhat, self.w)
+        # read at once (one sync a loop): a breakdown or NaN there ends the loop before
+        # the operator is called again, as in the classic loop
+        self._read()
+
+    def seen(self, status: np.ndarray) -> None:
+        # the pipelined loop's drift bounds ask for a replacement (krylov.cu, slot 5)
+        self.drifted = len(status) > 5 and bool(status[5])
+
+    def replace_due(self, k: int) -> bool:
+        """Whether to replace after iteration ``k``: a checkpoint (:data:`REPLACE_EVERY`)
+        at which the status, read there, has the drift bounds asking for it."""
+        if k < self.next_check:
+            return False
+        self.next_check = k + min(k, REPLACE_EVERY)
+        if not self.fresh:  # a checkpoint the reads' schedule did not fall on
+            self._read()
+        return self.drifted and self.stop is None
+
+    def pipeline_omega(self, k: int, aw: Any, r: Any) -> None:
+        """``t = A w`` (``aw``): the directions, ``q`` into ``r``, ``A q`` into ``w``,
+        omega."""
+        self.reduce("gk_bicgstab_pipe_omega", self.own(aw), r, self.w, self.t, self.p, self.s,
+                    self.z, k=k)  # fmt: skip
+
+    def pipeline_update(self, k: int, az: Any, x: Any, r: Any) -> None:
+        """``v = A z`` (``az``): ``x``, ``r``, ``w``; the drift bounds; the next rho, beta
+        and alpha (the last iteration judges no next rho: ``k < maxiter`` is tested on
+        the device, where a replayed block's ``k`` is known)."""
+        self.launch(
+            "gk_bicgstab_pipe_update", self.own(az), self.rhat, x, r, self.w, self.t, self.p,
+            self.s, self.z, self.sc, self.part, self.ticket, self._k(k),
+            np.int64(self.maxiter),
+        )  # fmt: skip
+
+    def pipeline_replace(self, k: int, matvec: Any, x: Any, r: Any) -> None:
+        """After iteration ``k``, ``r`` holding ``b - A x`` afresh: ``w = A r``,
+        ``s = A p``, ``z = A s`` from their definitions, and the scalars and bounds that
+        follow (three operator products; ``p``'s recurrence has no product to drift
+        from)."""
+        self.cupy.copyto(self.w, self.own(matvec(r)))
+        self.cupy.copyto(self.s, self.own(matvec(self.p)))
+        self.reduce("gk_bicgstab_pipe_replace", self.own(matvec(self.s)), self.rhat, x, r,
+                    self.w, self.s, self.z, k=k)  # fmt: skip
+        self.drifted = False
 
     def start(self, r: Any, rnorm: float) -> None:
         self.rhat = r.copy()
