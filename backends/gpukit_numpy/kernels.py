@@ -72,10 +72,11 @@ def _workspace(dtype: np.dtype) -> list[tuple[np.ndarray, np.ndarray]]:
     """Two flat scratch blocks of ``dtype`` for each host thread an update may use: the
     calling thread's, allocated on its first update.
 
-    The in-place updates take all their temporaries from here, after which they allocate
+    The ufunc updates take all their temporaries from here, after which they allocate
     nothing: an update fails before its first write or not at all, and an optimizer step
     over many parameters cannot fail half-way for want of memory (gpukit._runtime.memory).
-    (Plain SGD needs none: it is one BLAS ``axpy`` from NumPy's own BLAS, :mod:`.blas`.)
+    (The compiled updates need none, nor plain SGD: one BLAS ``axpy`` from NumPy's own
+    BLAS, :mod:`.blas`.)
     """
     cache = _scratch.__dict__
     slots = cache.get(dtype)
