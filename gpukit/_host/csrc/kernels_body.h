@@ -214,20 +214,19 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent_grad)(const T *p, const int64_t *labels, co
     }
 }
 
-/* The optimizer updates, in place over n elements of flat buffers, one pass: each
- * element's parameter, gradient and state are read once and written once. Every flag and
- * hyper-parameter is invariant in the loop: the compiler keeps the loop vectorised by
- * selecting between both sides of each condition, so a branch not taken still computes,
- * but never reaches the result (weight_decay * param is not added where weight_decay
- * is 0: an infinite parameter would make it NaN). */
+/* The optimizer updates, in place over n elements of flat buffers that do not overlap
+ * (the callers refuse ones that do), one pass: each element's parameter, gradient and
+ * state are read once and written once. Every flag and hyper-parameter is invariant in
+ * the loop, so the compiler makes a vectorised loop per combination, or selects between
+ * both sides of a condition: a side not taken never reaches the result (weight_decay
+ * * param is not added where weight_decay is 0: an infinite parameter makes it NaN). */
 
 /* torch.optim.SGD: d = g + weight_decay p; with momentum (buf not NULL) buf = d on the
  * first step, else momentum buf + (1 - dampening) d, and the step is d + momentum buf
  * (Nesterov) or buf; p -= lr step. */
-GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *restrict p, const T *restrict g, T *restrict buf,
-                                     ptrdiff_t n, double lr_, double momentum_,
-                                     double dampening_, double weight_decay_, int nesterov,
-                                     int first_step) {
+GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *p, const T *g, T *buf, ptrdiff_t n, double lr_,
+                                     double momentum_, double dampening_,
+                                     double weight_decay_, int nesterov, int first_step) {
     const T lr = (T)lr_, mu = (T)momentum_, damp1 = (T)(1.0 - dampening_);
     const T wd = (T)weight_decay_;
     const int decay = weight_decay_ != 0.0;
@@ -251,12 +250,13 @@ GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *restrict p, const T *restrict g, T *rest
  * g += l2 p; p *= decay; m += (1 - beta1) (g - m) (a lerp, as torch computes it);
  * v = beta2 v + (1 - beta2) g^2; p -= step_size m / (sqrt(v) / sqrt(1 - beta2^t) + eps),
  * with step_size = lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t) given as inv_bc2. */
-GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *restrict p, const T *restrict g, T *restrict m,
-                                      T *restrict v, ptrdiff_t n, double omb1_,
-                                      double beta2_, double omb2_, double eps_, double l2_,
-                                      double decay_, double step_size_, double inv_bc2_) {
+GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
+                                      double omb1_, double beta2_, double omb2_,
+                                      double eps_, double l2_, double decay_,
+                                      double step_size_, double inv_bc2_) {
     const T omb1 = (T)omb1_, beta2 = (T)beta2_, omb2 = (T)omb2_, eps = (T)eps_;
-    const T l2 = (T)l2_, decay = (T)decay_, step_size = (T)step_size_, inv_bc2 = (T)inv_bc2_;
+    const T l2 = (T)l2_, decay = (T)decay_, step_size = (T)step_size_;
+    const T inv_bc2 = (T)inv_bc2_;
     const int add_l2 = l2_ != 0.0;
     _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
         T pi = p[i];
