@@ -2,12 +2,11 @@
 
 The numpy backend's bias + activation kernels (forward and backward, with the bias
 gradient), softmax cross-entropy (forward and backward) and the SGD and Adam/AdamW
-updates run here when the library
-was built (``hatch_build.py``: every ``pip install`` of gpukit with a C compiler at
-hand): one pass over the data, vectorised, on the host threads of
-:mod:`gpukit._host.parallel` (ctypes releases the GIL during the call). Without the
-library, or for what it does not take (a dtype other than float32/float64, a layout
-other than C order), the callers compute the same with NumPy ufuncs.
+updates run here when the library was built (``hatch_build.py``: every ``pip install``
+of gpukit with a C compiler at hand): one pass over the data, vectorised, on the host
+threads of :mod:`gpukit._host.parallel` (ctypes releases the GIL during the call).
+Without the library, or for what it does not take (a dtype other than float32/float64,
+a layout other than C order), the callers compute the same with NumPy ufuncs.
 
 A library built from other sources than the ones beside it (edited since the last
 build) is not used, with a warning: rebuild with ``pip install -e .`` or
