@@ -238,11 +238,15 @@ GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *p, const T *g, T *buf, ptrdiff_t n, doub
         return;
     }
     _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-        T d = decay ? g[i] + wd * p[i] : g[i];
-        T b = first_step ? d : mu * buf[i] + damp1 * d;
-        buf[i] = b;
+        /* every load before the stores: the buffers often start at the same offset in
+         * a page (NumPy's large arrays all do), and a load issued after a store to the
+         * same page offset may wait on it as if it were the same address */
+        T pi = p[i], bi = buf[i];
+        T d = decay ? g[i] + wd * pi : g[i];
+        T b = first_step ? d : mu * bi + damp1 * d;
         T s = nesterov ? d + mu * b : b;
-        p[i] = p[i] - lr * s;
+        buf[i] = b;
+        p[i] = pi - lr * s;
     }
 }
 
