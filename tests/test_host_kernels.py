@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from scipy import special
 
+import gpukit as gk
 from gpukit._host import activations, native
 from gpukit_numpy import kernels as host
 
-from helpers import TOL, rel_err
+from helpers import TOL, oracle, rel_err
 
 ACTS = native.ACTIVATIONS
 SHAPES = [(389, 347), (3, 50_001), (1, 70_001), (5, 7)]
@@ -240,3 +241,283 @@ def test_element_wise_results_do_not_depend_on_the_split(path, rng, dtype, shape
         one = run()
     for a, b_ in zip(many, one, strict=True):
         assert np.array_equal(a, b_, equal_nan=True)
+
+
+# -- the optimizer updates (gpukit_numpy.kernels.sgd_update / adam_update) ------------------
+UPDATE_SIZES = [5, 1001, 300_001]  # the tail loop alone; vector loop and tail; two threads
+K_ULPS = 8  # element-wise bound: ulps of the sum of the magnitudes of a result's terms
+
+
+def _update_tails(rng, n, dtype):
+    """Normal values, a twentieth replaced by large values (up to where the norm of a
+    second moment, a sum of squares of squares, stays finite), subnormals and signed
+    zeros."""
+    x = rng.standard_normal(n)
+    idx = rng.permutation(n)[: max(n // 20, 3)]
+    q = max(len(idx) // 3, 1)
+    top = math.log10(float(np.finfo(dtype).max)) / 4 - 2
+    x[idx[:q]] = rng.choice([-1, 1], q) * 10 ** rng.uniform(1, top, q)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    x[idx[q : 2 * q]] = rng.choice([-1, 1], q) * tiny * rng.integers(1, 1000, q)
+    x[idx[2 * q :]] = rng.choice([-0.0, 0.0], len(idx) - 2 * q)
+    return x.astype(dtype)
+
+
+def _assert_within(got, want, terms, dtype):
+    """``got`` within the numerics contract's relative norm of the float64 ``want``, and
+    each element within K_ULPS ulps of its terms' magnitudes (plus as many of the
+    smallest normal number, where results and terms underflow)."""
+    info = np.finfo(dtype)
+    err = np.abs(got.astype(np.float64) - want)
+    bound = K_ULPS * (float(info.eps) * terms + float(info.tiny))
+    assert np.all(err <= bound), (got[np.argmax(err / bound)], want[np.argmax(err / bound)])
+    assert rel_err(got, want) < TOL[np.dtype(dtype)]
+
+
+def _sgd64(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, first_step):
+    """torch.optim.SGD's documented step in float64: ``(p, buf)`` and the magnitudes of
+    their terms."""
+    p, g = p.astype(np.float64), g.astype(np.float64)
+    d, td = g, np.abs(g)
+    if weight_decay:
+        d, td = g + weight_decay * p, td + weight_decay * np.abs(p)
+    if momentum:
+        b = buf.astype(np.float64)
+        if first_step:
+            b, tb = d, td
+        else:
+            b, tb = momentum * b + (1 - dampening) * d, momentum * np.abs(b) + (1 - dampening) * td
+        d, td = (d + momentum * b, td + momentum * tb) if nesterov else (b, tb)
+    else:
+        b = tb = None
+    return p - lr * d, np.abs(p) + lr * td, b, tb
+
+
+def _adam64(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled):
+    """torch.optim.Adam's (AdamW's) documented step in float64: ``(p, m, v)``, each with
+    the magnitudes of its terms (for ``p``: with the errors of ``m`` and ``v`` carried
+    through ``m / (sqrt(v) / c + eps)``, which a gradient that cancels with its weight
+    decay amplifies)."""
+    p, g, m, v = (a.astype(np.float64) for a in (p, g, m, v))
+    tg = np.abs(g)
+    if weight_decay and decoupled:
+        p = p * (1 - lr * weight_decay)
+    elif weight_decay:
+        g, tg = g + weight_decay * p, tg + weight_decay * np.abs(p)
+    m, tm = beta1 * m + (1 - beta1) * g, beta1 * np.abs(m) + (1 - beta1) * tg
+    v, tv = beta2 * v + (1 - beta2) * g * g, beta2 * v + (1 - beta2) * tg * tg
+    step_size, scale = lr / (1 - beta1**step), 1 / math.sqrt(1 - beta2**step)
+    root = np.sqrt(v)
+    denom = root * scale + eps
+    # d(m / denom) = dm / denom - m scale dv / (2 root denom^2)
+    carried = np.divide(tv * scale, 2 * root * denom, out=np.zeros_like(v), where=root > 0)
+    tp = np.abs(p) + step_size * (tm + np.abs(m) * carried) / denom
+    return p - step_size * m / denom, tp, m, tm, v, tv
+
+
+SGD_CASES = {
+    "wd": {"lr": 0.1, "weight_decay": 0.05},
+    "momentum_first": {"lr": 0.1, "momentum": 0.9, "first_step": True},
+    "momentum": {"lr": 0.1, "momentum": 0.9},
+    "dampening_wd": {"lr": 0.1, "momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01},
+    "nesterov_wd_first": {
+        "lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1, "first_step": True
+    },
+    "nesterov": {"lr": 0.05, "momentum": 0.8, "nesterov": True},
+}  # fmt: skip
+
+
+def _sgd_args(case):
+    cfg = {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
+           "first_step": False, **SGD_CASES[case]}  # fmt: skip
+    keys = ("lr", "momentum", "dampening", "nesterov", "weight_decay", "first_step")
+    return cfg, tuple(cfg[k] for k in keys)  # the backend kernel's argument order
+
+
+@pytest.mark.parametrize("n", UPDATE_SIZES)
+@pytest.mark.parametrize("case", sorted(SGD_CASES))
+def test_sgd_update_matches_the_formula(path, rng, dtype, case, n):
+    cfg, args = _sgd_args(case)
+    p, g = _update_tails(rng, n, dtype), _update_tails(rng, n, dtype)
+    buf = _update_tails(rng, n, dtype) if cfg["momentum"] else None
+    keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "first_step")
+    want_p, terms_p, want_b, terms_b = _sgd64(p, g, buf, *(cfg[k] for k in keys))
+    host.sgd_update(p, g, buf, *args)
+    _assert_within(p, want_p, terms_p, dtype)
+    if buf is not None:
+        _assert_within(buf, want_b, terms_b, dtype)
+
+
+ADAM_CASES = {
+    "adam": {"lr": 1e-2},
+    "adam_l2": {"lr": 1e-2, "weight_decay": 0.1},
+    "adamw": {"lr": 3e-3, "weight_decay": 0.1, "decoupled": True},
+    "betas_eps": {"lr": 1e-2, "beta1": 0.5, "beta2": 0.9, "eps": 1e-6},
+}
+
+
+def _adam_args(case, step):
+    cfg = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0,
+           "decoupled": False, **ADAM_CASES[case]}  # fmt: skip
+    keys = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled")
+    return (step, *(cfg[k] for k in keys))  # the backend kernel's, and _adam64's, order
+
+
+@pytest.mark.parametrize("n", UPDATE_SIZES)
+@pytest.mark.parametrize("step", [1, 10], ids=["step1", "step10"])
+@pytest.mark.parametrize("case", sorted(ADAM_CASES))
+def test_adam_update_matches_the_formula(path, rng, dtype, case, step, n):
+    """At step 1 (zero moments, the largest bias correction) and at step 10 (moments
+    with tails of their own; the second moment >= 0)."""
+    args = _adam_args(case, step)
+    p, g = _update_tails(rng, n, dtype), _update_tails(rng, n, dtype)
+    if step == 1:
+        m, v = np.zeros(n, dtype), np.zeros(n, dtype)
+    else:
+        m, v = _update_tails(rng, n, dtype), np.abs(_update_tails(rng, n, dtype))
+    want = _adam64(p, g, m, v, *args)
+    host.adam_update(p, g, m, v, *args)
+    for got, (w, terms) in zip((p, m, v), zip(want[::2], want[1::2], strict=True), strict=True):
+        _assert_within(got, w, terms, dtype)
+
+
+def _nonfinite(rng, n, dtype):
+    g = rng.standard_normal(n).astype(dtype)
+    g[rng.permutation(n)[:30]] = np.repeat([np.nan, np.inf, -np.inf], 10)
+    return g
+
+
+def _same_nonfinite(got, want):
+    """NaN where ``want`` has NaN, the same infinities, finite values elsewhere."""
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isposinf(got), np.isposinf(want))
+    assert np.array_equal(np.isneginf(got), np.isneginf(want))
+
+
+@pytest.mark.parametrize("n", [1001, 300_001])
+def test_non_finite_gradients_reach_the_parameters_as_in_the_formula(path, rng, dtype, n):
+    """A NaN or infinite gradient is applied, not skipped (a poisoned batch is caught by
+    the status buffer, below): NaN and infinities land where float64 puts them. Infinite
+    parameters too: without weight decay, none is multiplied by 0 into a NaN."""
+    p0, m0 = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    p0[rng.permutation(n)[:10]] = np.repeat([np.inf, -np.inf], 5)
+    v0 = rng.random(n).astype(dtype)
+    g = _nonfinite(rng, n, dtype)
+    for case in ("wd", "nesterov", "dampening_wd"):
+        cfg, args = _sgd_args(case)
+        p, buf = p0.copy(), m0.copy()
+        keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "first_step")
+        with np.errstate(invalid="ignore"):  # inf - inf in the formula, and the ufuncs
+            want_p, _, want_b, _ = _sgd64(p, g, buf, *(cfg[k] for k in keys))
+            host.sgd_update(p, g, buf, *args)
+        _same_nonfinite(p, want_p)
+        if cfg["momentum"]:
+            _same_nonfinite(buf, want_b)
+    for case in ("adam", "adam_l2", "adamw"):
+        args = _adam_args(case, 3)
+        p, m, v = p0.copy(), m0.copy(), v0.copy()
+        with np.errstate(invalid="ignore"):
+            want = _adam64(p, g, m, v, *args)
+            host.adam_update(p, g, m, v, *args)
+        for got, w in zip((p, m, v), want[::2], strict=True):
+            _same_nonfinite(got, w)
+
+
+def test_an_update_changes_nothing_while_the_status_holds_an_error(path, rng, dtype):
+    """The device-status semantics on the host: a flag set, no update is applied."""
+    from gpukit._runtime import device_status
+
+    status = device_status.INITIAL.copy()
+    status[device_status.FLAGS] = device_status.NONFINITE
+    arrays = [rng.standard_normal(300_001).astype(dtype) for _ in range(4)]
+    before = [a.copy() for a in arrays]
+    p, g, m, v = arrays
+    host.sgd_update(p, g, m, *_sgd_args("nesterov")[1], status=status)
+    host.sgd_update(p, g, None, *_sgd_args("wd")[1], status=status)
+    host.adam_update(p, g, m, v, *_adam_args("adamw", 2), status=status)
+    for a, b in zip(arrays, before, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_updates_do_not_depend_on_the_split(path, rng, dtype):
+    """Each element is computed the same way on one thread or several."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    n = 300_001
+    arrays = [rng.standard_normal(n).astype(dtype) for _ in range(3)]
+    arrays.append(rng.random(n).astype(dtype))
+
+    def run():
+        p, g, m, v = (a.copy() for a in arrays)
+        host.adam_update(p, g, m, v, *_adam_args("adam_l2", 4))
+        q, buf = arrays[0].copy(), arrays[2].copy()
+        host.sgd_update(q, g, buf, *_sgd_args("dampening_wd")[1])
+        return p, m, v, q, buf
+
+    many = run()
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        one = run()
+    for a, b in zip(many, one, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_compiled_updates_allocate_nothing(rng, dtype):
+    """The compiled updates need no scratch: a step cannot run out of memory half-way."""
+    import tracemalloc
+
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    n = 1 << 20
+    p, g, m = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+    v = rng.random(n).astype(dtype)
+    host.adam_update(p, g, m, v, *_adam_args("adam_l2", 2))  # the pool's threads started
+    tracemalloc.start()
+    try:
+        host.adam_update(p, g, m, v, *_adam_args("adamw", 3))
+        host.sgd_update(p, g, m, *_sgd_args("nesterov")[1])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < p.nbytes // 64
+
+
+def test_optimizers_with_groups_schedules_and_saved_state_match_torch(path, rng):
+    """gk.optim on the host path at hand against torch.optim: two parameter groups with
+    their own hyper-parameters, a step schedule, and the state saved and loaded into a
+    new optimizer half-way."""
+    torch = oracle("torch")
+    shapes = [(300, 501), (501,), (77, 3)]
+    init = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(6)]
+    cases = [
+        ("SGD", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01},
+         {"lr": 0.05, "momentum": 0.5, "dampening": 0.2}),
+        ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}, {"lr": 0.02, "weight_decay": 0.1}),
+        ("Adam", {"lr": 1e-2, "weight_decay": 0.1}, {"lr": 1e-3, "betas": (0.5, 0.9)}),
+        ("AdamW", {"lr": 1e-2}, {"lr": 3e-3, "weight_decay": 0.2, "eps": 1e-6}),
+    ]  # fmt: skip
+    for cls, first, second in cases:
+        params = [gk.nn.Parameter(a.copy()) for a in init]
+        t_params = [torch.tensor(a, requires_grad=True) for a in init]
+
+        def groups(ps, first=first, second=second):
+            return [{"params": ps[:2], **first}, {"params": ps[2:], **second}]
+
+        opt = getattr(gk.optim, cls)(groups(params))
+        t_opt = getattr(torch.optim, cls)(groups(t_params))
+        sched = gk.optim.StepLR(opt, step_size=2, gamma=0.5)
+        t_sched = torch.optim.lr_scheduler.StepLR(t_opt, step_size=2, gamma=0.5)
+        for k, step_grads in enumerate(grads):
+            if k == 3:  # a new optimizer and schedule resume from the saved state
+                saved, saved_sched = opt.state_dict(), sched.state_dict()
+                opt = getattr(gk.optim, cls)(groups(params))
+                opt.load_state_dict(saved)
+                sched = gk.optim.StepLR(opt, step_size=2, gamma=0.5)
+                sched.load_state_dict(saved_sched)
+            for p, tp, g in zip(params, t_params, step_grads, strict=True):
+                p.grad, tp.grad = g.copy(), torch.from_numpy(g)
+            opt.step()
+            t_opt.step()
+            sched.step()
+            t_sched.step()
+        for p, tp in zip(params, t_params, strict=True):
+            assert rel_err(p.data, tp.detach().numpy()) < TOL[np.dtype(np.float64)], cls

@@ -263,6 +263,38 @@ def test_scheduler_matches_torch(cls, kwargs):
     assert rel_err(np.array(ours), np.array(theirs)) < F64
 
 
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [("StepLR", {"step_size": 2, "gamma": 0.5}), ("CosineAnnealingLR", {"T_max": 6})],
+)
+def test_a_resumed_schedule_continues_at_the_saved_rates(cls, kwargs):
+    """A new optimizer and scheduler loaded from saved state (PyTorch's way of resuming)
+    step at the rates of the saved epoch, not at the initial ones until the next step."""
+    torch = oracle("torch")
+    rates = {}
+    for lib, optim, sched_mod in (
+        ("gk", gk.optim, gk.optim),
+        ("torch", torch.optim, torch.optim.lr_scheduler),
+    ):
+        param = gk.nn.Parameter(np.zeros(1)) if lib == "gk" else torch.zeros(1, requires_grad=True)
+        opt = optim.SGD([param], lr=0.3)
+        sched = getattr(sched_mod, cls)(opt, **kwargs)
+        for _ in range(3):
+            opt.step()  # no gradient: nothing to update
+            sched.step()
+        saved, saved_sched = opt.state_dict(), sched.state_dict()
+        opt = optim.SGD([param], lr=0.3)
+        opt.load_state_dict(saved)
+        sched = getattr(sched_mod, cls)(opt, **kwargs)
+        sched.load_state_dict(saved_sched)
+        rates[lib] = [opt.param_groups[0]["lr"]]
+        for _ in range(3):
+            opt.step()
+            sched.step()
+            rates[lib].append(opt.param_groups[0]["lr"])
+    assert rel_err(np.array(rates["gk"]), np.array(rates["torch"])) < F64
+
+
 class _MomentumReference:
     """torch.optim.SGD(momentum) in float64, written out: the reference for the flat
     buffers' bookkeeping (a parameter without a gradient is left alone)."""

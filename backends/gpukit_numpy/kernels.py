@@ -72,10 +72,11 @@ def _workspace(dtype: np.dtype) -> list[tuple[np.ndarray, np.ndarray]]:
     """Two flat scratch blocks of ``dtype`` for each host thread an update may use: the
     calling thread's, allocated on its first update.
 
-    The in-place updates take all their temporaries from here, after which they allocate
+    The ufunc updates take all their temporaries from here, after which they allocate
     nothing: an update fails before its first write or not at all, and an optimizer step
     over many parameters cannot fail half-way for want of memory (gpukit._runtime.memory).
-    (Plain SGD needs none: it is one BLAS ``axpy`` from NumPy's own BLAS, :mod:`.blas`.)
+    (The compiled updates need none, nor plain SGD: one BLAS ``axpy`` from NumPy's own
+    BLAS, :mod:`.blas`.)
     """
     cache = _scratch.__dict__
     slots = cache.get(dtype)
@@ -145,22 +146,28 @@ def sgd_update(
 ) -> None:
     """Reference of :func:`gpukit.kernels.sgd_update` (torch.optim.SGD), in place.
 
-    Block by block through two scratch blocks, so no temporary of the parameter's size
-    is made; everything is allocated before the first write. Nothing changes while a
-    flag of ``status`` (gpukit._runtime.device_status) is set.
+    One pass in gpukit's compiled kernel (:mod:`gpukit._host.native`) where it is built,
+    allocating nothing; otherwise block by block through two scratch blocks, so no
+    temporary of the parameter's size is made, everything allocated before the first
+    write. Nothing changes while a flag of ``status`` (gpukit._runtime.device_status) is
+    set.
     """
     if status is not None and status[0]:
         return
     if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
         grad = np.ascontiguousarray(grad)
+    p, g = _flat(param), _flat(grad)
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
-        p, g = _flat(param), _flat(grad)
         fused = _blas.axpy(p.dtype)
         if fused is not None and lr and _blas_ready(p, g):  # lr = 0: NaN must still reach p
             # one pass, on the BLAS threads the step's products just used: a third of the
             # two ufunc passes' time on a 784x256 float32 weight inside a training step
             fused(-lr, g, p)
             return
+    buf = _flat(momentum_buffer) if momentum else None
+    if _native.takes(p, g, buf):
+        _native.sgd(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, first_step)
+        return
 
     def block(p: np.ndarray, g: np.ndarray, buf: np.ndarray | None, s1: Any, s2: Any) -> None:
         n = p.size
@@ -203,8 +210,9 @@ def adam_update(
 ) -> None:
     """Reference of :func:`gpukit.kernels.adam_update` (torch Adam/AdamW), in place.
 
-    Block by block through two scratch blocks; everything is allocated before the first
-    write. Nothing changes while a flag of ``status`` is set, as :func:`sgd_update`.
+    One pass in gpukit's compiled kernel where it is built; otherwise block by block
+    through two scratch blocks, everything allocated before the first write. Nothing
+    changes while a flag of ``status`` is set, as :func:`sgd_update`.
     """
     if status is not None and status[0]:
         return
@@ -212,6 +220,12 @@ def adam_update(
         grad = np.ascontiguousarray(grad)
     step_size = lr / (1.0 - beta1**step)
     denom_scale = math.sqrt(1.0 - beta2**step)
+    flat = tuple(_flat(a) for a in (param, grad, exp_avg, exp_avg_sq))
+    if _native.takes(*flat):
+        l2 = 0.0 if decoupled else weight_decay
+        decay = 1.0 - lr * weight_decay if decoupled else 1.0
+        _native.adam(*flat, step_size, 1.0 / denom_scale, beta1, beta2, eps, l2, decay)
+        return
     # p -= step_size m / (sqrt(v) / denom_scale + eps), with step_size folded into the
     # denominator (two passes fewer than torch's sequence; rounding of the same order)
     # unless it is 0, where NaN and inf in m / denom must still reach p as in torch

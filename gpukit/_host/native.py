@@ -1,12 +1,12 @@
 """gpukit's compiled host kernels (``csrc/kernels.c``), loaded with ctypes.
 
 The numpy backend's bias + activation kernels (forward and backward, with the bias
-gradient) and softmax cross-entropy (forward and backward) run here when the library
-was built (``hatch_build.py``: every ``pip install`` of gpukit with a C compiler at
-hand): one pass over the data, vectorised, on the host threads of
-:mod:`gpukit._host.parallel` (ctypes releases the GIL during the call). Without the
-library, or for what it does not take (a dtype other than float32/float64, a layout
-other than C order), the callers compute the same with NumPy ufuncs.
+gradient), softmax cross-entropy (forward and backward) and the SGD and Adam/AdamW
+updates run here when the library was built (``hatch_build.py``: every ``pip install``
+of gpukit with a C compiler at hand): one pass over the data, vectorised, on the host
+threads of :mod:`gpukit._host.parallel` (ctypes releases the GIL during the call).
+Without the library, or for what it does not take (a dtype other than float32/float64,
+a layout other than C order), the callers compute the same with NumPy ufuncs.
 
 A library built from other sources than the ones beside it (edited since the last
 build) is not used, with a warning: rebuild with ``pip install -e .`` or
@@ -29,7 +29,17 @@ import numpy as np
 from ..errors import GpukitWarning
 from . import build_native, parallel
 
-__all__ = ["ACTIVATIONS", "available", "bias_act", "bias_act_grad", "disabled", "takes", "xent"]
+__all__ = [
+    "ACTIVATIONS",
+    "adam",
+    "available",
+    "bias_act",
+    "bias_act_grad",
+    "disabled",
+    "sgd",
+    "takes",
+    "xent",
+]
 
 #: The activations as the C sources number them.
 ACTIVATIONS = ("identity", "relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
@@ -40,6 +50,8 @@ _SIGNATURES = {
     "gk_bias_act_grad": [_P, _P, _P, _P, _P, _P, _N, _N, _N, _I, _D, _I],
     "gk_xent": [_P, _P, _P, _P, _N, _N, _D],
     "gk_xent_grad": [_P, _P, _P, _P, _N, _N, _D],
+    "gk_sgd": [_P, _P, _P, _N, _D, _D, _D, _D, _I, _I],
+    "gk_adam": [_P, _P, _P, _P, _N, *[_D] * 8],
 }
 _SUFFIX = {np.dtype(np.float32): "_f32", np.dtype(np.float64): "_f64"}
 
@@ -241,3 +253,60 @@ def xent_grad(
 ) -> None:
     """The gradient of :func:`xent`'s loss, ``grad_loss`` per row, into ``g``."""
     _by_rows("gk_xent_grad", (probs, g), (labels, grad_loss), *probs.shape, eps)
+
+
+def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any) -> None:
+    """Kernel ``name`` over flat C-contiguous ``arrays`` of one length and dtype (None: an
+    absent one, passed as NULL), in spans of elements on the host threads; ``scalars``
+    follow the length. An element's result does not depend on the span it falls in."""
+    first = arrays[0]
+    fn, n, size = _fn(name, first.dtype), first.size, first.dtype.itemsize
+    ptrs = [None if a is None else a.ctypes.data for a in arrays]
+    if _small(n):
+        fn(*ptrs, n, *scalars)
+        return
+
+    def span(_k: int, lo: int, hi: int) -> None:
+        o = lo * size
+        fn(*(None if q is None else q + o for q in ptrs), hi - lo, *scalars)
+
+    parallel.run(span, n)
+
+
+def sgd(
+    param: np.ndarray,
+    grad: np.ndarray,
+    buf: np.ndarray | None,
+    lr: float,
+    momentum: float,
+    dampening: float,
+    weight_decay: float,
+    nesterov: bool,
+    first_step: bool,
+) -> None:
+    """One ``torch.optim.SGD`` step in place on flat arrays (``buf``: the momentum
+    buffer, None without momentum)."""
+    flags = int(nesterov), int(first_step)
+    _elementwise("gk_sgd", (param, grad, buf), lr, momentum, dampening, weight_decay, *flags)
+
+
+def adam(
+    param: np.ndarray,
+    grad: np.ndarray,
+    exp_avg: np.ndarray,
+    exp_avg_sq: np.ndarray,
+    step_size: float,
+    inv_bc2: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    l2: float,
+    decay: float,
+) -> None:
+    """One Adam step in place on flat arrays: ``step_size = lr / (1 - beta1**t)``,
+    ``inv_bc2 = 1 / sqrt(1 - beta2**t)``, ``l2`` added to the gradient times the
+    parameter (Adam's weight decay), ``decay`` the parameter's factor (AdamW's
+    ``1 - lr * weight_decay``; 1 for Adam)."""
+    arrays = (param, grad, exp_avg, exp_avg_sq)
+    moments = (1.0 - beta1, beta2, 1.0 - beta2, eps)
+    _elementwise("gk_adam", arrays, *moments, l2, decay, step_size, inv_bc2)

@@ -64,8 +64,10 @@ class LRScheduler:
         return {k: v for k, v in vars(self).items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned."""
+        """Restore what :meth:`state_dict` returned, and the learning rates of its epoch
+        (construction set the initial ones; PyTorch resumes at the saved rates)."""
         vars(self).update(state_dict)
+        self._apply()
 
 
 class StepLR(LRScheduler):

@@ -1,8 +1,9 @@
 /* gpukit's host kernels: bias + activation forward and backward (with the bias
- * gradient's column sums), softmax cross-entropy forward and backward, in float32 and
- * float64. Each makes one pass over its rows; gpukit/_host/native.py loads this library
- * with ctypes (no Python C API: one build serves every Python version) and calls it on
- * the host threads of gpukit/_host/parallel.py, one span of rows per thread.
+ * gradient's column sums), softmax cross-entropy forward and backward, and the SGD and
+ * Adam/AdamW updates, in float32 and float64. Each makes one pass over its rows (the
+ * updates: over flat buffers); gpukit/_host/native.py loads this library with ctypes (no
+ * Python C API: one build serves every Python version) and calls it on the host threads
+ * of gpukit/_host/parallel.py, one span of rows (of elements) per thread.
  *
  * The transcendental functions are gpukit's own, written branch-free so that the
  * compiler vectorises each loop (libm's are scalar calls): exp by range reduction and a
@@ -206,6 +207,7 @@ static inline double tanh_f64(double x) {
 #define TANH tanh_f32
 #define LOG logf
 #define FABS fabsf
+#define SQRT sqrtf
 #include "kernels_body.h"
 #undef T
 #undef SFX
@@ -214,6 +216,7 @@ static inline double tanh_f64(double x) {
 #undef TANH
 #undef LOG
 #undef FABS
+#undef SQRT
 
 #define T double
 #define SFX(name) name##_f64
@@ -222,4 +225,5 @@ static inline double tanh_f64(double x) {
 #define TANH tanh_f64
 #define LOG log
 #define FABS fabs
+#define SQRT sqrt
 #include "kernels_body.h"

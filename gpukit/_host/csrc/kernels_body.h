@@ -1,10 +1,10 @@
 /* The kernels of one floating type, included by kernels.c once per type with T (the
- * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG, FABS (its functions)
- * defined. A matrix is rows x cols elements, row i starting ld elements after row i - 1
- * (a span of a larger matrix's columns has ld > cols); x and y (g and gx) may be the same
- * array: each element is read before its own output is written, and never again, so
- * the loops are vectorised as free of dependences ("omp simd", -fopenmp-simd: no
- * OpenMP run time, no threads of its own). */
+ * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG, FABS, SQRT (its
+ * functions) defined. A matrix is rows x cols elements, row i starting ld elements after
+ * row i - 1 (a span of a larger matrix's columns has ld > cols); x and y (g and gx) may
+ * be the same array: each element is read before its own output is written, and never
+ * again, so the loops are vectorised as free of dependences ("omp simd",
+ * -fopenmp-simd: no OpenMP run time, no threads of its own). */
 
 /* one pass over the rows: z = x + b, y = EXPR(z) */
 #define GK_FORWARD(EXPR)                                                      \
@@ -211,5 +211,64 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent_grad)(const T *p, const int64_t *labels, co
         }
         _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) gr[j] = (pr[j] - k) * w;
         gr[lab] = ((pr[lab] - k) - ((T)1 - (T)smoothing)) * w;
+    }
+}
+
+/* The optimizer updates, in place over n elements of flat buffers that do not overlap
+ * (the callers refuse ones that do), one pass: each element's parameter, gradient and
+ * state are read once and written once. Every flag and hyper-parameter is invariant in
+ * the loop, so the compiler makes a vectorised loop per combination, or selects between
+ * both sides of a condition: a side not taken never reaches the result (weight_decay
+ * * param is not added where weight_decay is 0: an infinite parameter makes it NaN). */
+
+/* torch.optim.SGD: d = g + weight_decay p; with momentum (buf not NULL) buf = d on the
+ * first step, else momentum buf + (1 - dampening) d, and the step is d + momentum buf
+ * (Nesterov) or buf; p -= lr step. */
+GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *p, const T *g, T *buf, ptrdiff_t n, double lr_,
+                                     double momentum_, double dampening_,
+                                     double weight_decay_, int nesterov, int first_step) {
+    const T lr = (T)lr_, mu = (T)momentum_, damp1 = (T)(1.0 - dampening_);
+    const T wd = (T)weight_decay_;
+    const int decay = weight_decay_ != 0.0;
+    if (buf == NULL) {
+        _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
+            T d = decay ? g[i] + wd * p[i] : g[i];
+            p[i] = p[i] - lr * d;
+        }
+        return;
+    }
+    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
+        /* every load before the stores: the buffers often start at the same offset in
+         * a page (NumPy's large arrays all do), and a load issued after a store to the
+         * same page offset may wait on it as if it were the same address */
+        T pi = p[i], bi = buf[i];
+        T d = decay ? g[i] + wd * pi : g[i];
+        T b = first_step ? d : mu * bi + damp1 * d;
+        T s = nesterov ? d + mu * b : b;
+        buf[i] = b;
+        p[i] = pi - lr * s;
+    }
+}
+
+/* torch.optim.Adam (AdamW: l2 = 0, decay = 1 - lr weight_decay; Adam: decay = 1):
+ * g += l2 p; p *= decay; m += (1 - beta1) (g - m) (a lerp, as torch computes it);
+ * v = beta2 v + (1 - beta2) g^2; p -= step_size m / (sqrt(v) / sqrt(1 - beta2^t) + eps),
+ * with step_size = lr / (1 - beta1^t) and 1 / sqrt(1 - beta2^t) given as inv_bc2. */
+GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
+                                      double omb1_, double beta2_, double omb2_,
+                                      double eps_, double l2_, double decay_,
+                                      double step_size_, double inv_bc2_) {
+    const T omb1 = (T)omb1_, beta2 = (T)beta2_, omb2 = (T)omb2_, eps = (T)eps_;
+    const T l2 = (T)l2_, decay = (T)decay_, step_size = (T)step_size_;
+    const T inv_bc2 = (T)inv_bc2_;
+    const int add_l2 = l2_ != 0.0;
+    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
+        T pi = p[i];
+        T gi = add_l2 ? g[i] + l2 * pi : g[i];
+        T mi = m[i] + omb1 * (gi - m[i]);
+        T vi = beta2 * v[i] + omb2 * (gi * gi);
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
     }
 }
