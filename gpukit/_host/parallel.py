@@ -1,11 +1,12 @@
 """Blocked, threaded element-wise passes on the host: the cores BLAS is not using.
 
 The numpy backend's kernels (bias + activation, the optimizer updates, softmax
-cross-entropy) are chains of NumPy ufuncs. Run whole-array, each ufunc streams the
-data through memory once and one core does all of it. :func:`run` splits the work
-into blocks of about :data:`BLOCK` elements, so a chain's temporaries stay in the
-core's cache, and hands contiguous runs of blocks to a small persistent pool of
-threads (NumPy releases the GIL inside a ufunc loop on plain float arrays).
+cross-entropy) are gpukit's compiled C loops (``gpukit/_host/native.py``), or chains of
+NumPy ufuncs where no compiled library was built. Run whole-array, one core does all of
+it (and a ufunc chain streams the data through memory once per ufunc). :func:`run`
+splits the work into blocks of about :data:`BLOCK` elements, so a chain's temporaries
+stay in the core's cache, and hands contiguous runs of blocks to a small persistent pool
+of threads (the C loops and NumPy's ufunc loops on plain float arrays release the GIL).
 
 The thread count is the BLAS library's own: these passes run between BLAS calls,
 never during one, so they use the cores BLAS was given and no more. A
