@@ -73,6 +73,13 @@ _NORMS = (None, "backward", "ortho", "forward")
 _SINGLE = frozenset(np.dtype(t) for t in ("float16", "float32", "complex64"))
 _REAL_IN = frozenset({"rfftn", "ihfftn"})  # real input, complex half-spectrum output
 _REAL_OUT = frozenset({"irfftn", "hfftn"})  # complex (Hermitian) input, real output
+#: (complex-to-complex kind, work dtype) -> the real input a backend may take as it is
+#: (``fft_takes_real``)
+_REAL_OF = {
+    (kind, np.dtype(c)): np.dtype(r)
+    for kind in ("fftn", "ifftn")
+    for c, r in (("complex64", "float32"), ("complex128", "float64"))
+}
 #: What ``workers=-1`` means (SciPy counts from ``os.cpu_count()`` too).
 _CPU_COUNT = os.cpu_count() or 1
 
@@ -236,7 +243,8 @@ def _placed(name: str, x: Any, out: Any) -> tuple[Any, Any, Any]:
 
 
 # (operation, selected backend, x's type, dtype and shape, s, axes, norm, workers) -> the
-# transform's plan: (backend, s, axes, threads, work dtype, result dtype)
+# transform's plan: (backend, the backend's transform of such arrays, work dtype, result
+# dtype)
 _PLANS = _plans.table()
 
 
@@ -252,13 +260,18 @@ def _transform(
     """
     key = plan = None
     if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
-        plan, key = plan_for(_PLANS, name, x, token(s), token(axes), norm, workers, type(workers))
+        # the common s (None) and axes (one int) as they are: no token is either of them
+        lengths = s if s is None else token(s)
+        along = axes
+        if type(axes) is not tuple or len(axes) != 1 or type(axes[0]) is not int:
+            along = token(axes)
+        plan, key = plan_for(_PLANS, name, x, lengths, along, norm, workers, type(workers))
     if plan is None:
         plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
-    backend, s, axes, threads, work, result = plan
+    backend, run, work, result = plan
     if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
         x = x.astype(work, copy=False)
-    y = backend.fft_transform(kind, x, s, axes, norm, threads)
+    y = run(x)
     if y.dtype is not result:  # only where a plug-in's library upcasts
         y = y.astype(result, copy=False)
     if dest is None:
@@ -294,9 +307,11 @@ def _planned(
     shape = tuple(x.shape)
     s_, axes_ = _plan(name, kind, shape, s, axes, one_d)
     work, result = _work_dtype(name, kind, np.dtype(x.dtype))
+    if backend.fft_takes_real and x.dtype == _REAL_OF.get((kind, work)):
+        work = x.dtype  # the backend's library promotes it
     if dest is not None:
         _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
-    plan = (backend, s_, axes_, threads, work, result)
+    plan = (backend, backend.fft_plan(kind, shape, s_, axes_, norm, threads), work, result)
     keep(_PLANS, key, since, plan, backend, (given,), (x,))
     return plan, x, dest
 

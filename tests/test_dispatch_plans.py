@@ -354,17 +354,24 @@ def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
 def test_a_warm_plan_still_retries_out_of_memory(rng, monkeypatch):
     x = rng.standard_normal(16)
     with gk.use_backend("numpy") as backend:
-        _warm(lambda: gk.fft.fft(x))
-        transform = backend.fft_transform
-        failures = [1]
+        make = backend.fft_plan
+        failures = [0]
 
-        def failing(*args):
-            if failures[0] > 0:
-                failures[0] -= 1
-                raise MemoryError("fake host allocation failure")
-            return transform(*args)
+        def failing_plan(*args):
+            transform = make(*args)
 
-        monkeypatch.setattr(backend, "fft_transform", failing)
+            def run(y):
+                if failures[0] > 0:
+                    failures[0] -= 1
+                    raise MemoryError("fake host allocation failure")
+                return transform(y)
+
+            return run
+
+        monkeypatch.setattr(backend, "fft_plan", failing_plan)
+        plans.forget()  # no plan an earlier test made for such arrays
+        _warm(lambda: gk.fft.fft(x))  # the plan holds the failing transform
+        failures[0] = 1
         got = gk.fft.fft(x)  # failed once, released, retried
         assert failures == [0] and rel_err(got, np.fft.fft(x)) < 1e-12
         failures[0] = 2
