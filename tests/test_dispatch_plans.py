@@ -351,6 +351,23 @@ def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
     assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
 
 
+def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
+    a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.lstsq(a, b))
+        bad = a.copy()
+        bad[2, 1] = np.nan
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
+            gk.linalg.lstsq(bad, b)
+        with pytest.raises(ValueError, match=r"'b' has shape \(5,\)"):
+            gk.linalg.lstsq(a, b[:5])
+        with pytest.raises(TypeError, match=r"gk\.linalg\.lstsq"):
+            gk.linalg.lstsq(a, b.astype(object))
+        got, _, rank, _ = gk.linalg.lstsq(a, b)
+    want = np.linalg.lstsq(a, b, rcond=None)[0]
+    assert rank == 4 and rel_err(got, want) < 1e-12
+
+
 def test_a_warm_plan_still_retries_out_of_memory(rng, monkeypatch):
     x = rng.standard_normal(16)
     with gk.use_backend("numpy") as backend:
