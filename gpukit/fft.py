@@ -14,7 +14,6 @@ objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dispatch.dtypes`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import operator
 import os
@@ -1934,10 +1933,10 @@ def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
     backend = get_backend()
-    if device is not None:
-        device = check_device(backend, device, f"{name}: device")
-    with contextlib.nullcontext() if device is None else backend.use_device(device):
-        # asarray places it on the current (virtual) device, as creation functions do
+    # asarray places it on the current (virtual) device, as creation functions do
+    if device is None:
+        return backend.asarray(backend.fft_freq(n, d, real))
+    with backend.use_device(check_device(backend, device, f"{name}: device")):
         return backend.asarray(backend.fft_freq(n, d, real))
 
 
@@ -2031,13 +2030,25 @@ def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Array:
     return _freq("gk.fft.rfftfreq", n, d, device, real=True)
 
 
+# (operation, selected backend, x's type, dtype and shape, axes) -> (backend, the axes as
+# non-negative indices)
+_SHIFTS = _plans.table()
+
+
 def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:
-    x = _dtypes.check(name, "x", x)
-    backend, (x,) = prepare(x, names=("x",))
-    if not backend.owns(x):
-        x = backend.asarray(x)
-    shape = tuple(x.shape)
-    axes = tuple(range(len(shape))) if axes is None else _axes(name, "axes", axes, shape)
+    plan, key = plan_for(_SHIFTS, name, x, axes if axes is None else token(axes))
+    if plan is None:
+        since = _plans.generation()
+        given = x
+        x = _dtypes.check(name, "x", x)
+        backend, (x,) = prepare(x, names=("x",))
+        if not backend.owns(x):
+            x = backend.asarray(x)
+        shape = tuple(x.shape)
+        axes = tuple(range(len(shape))) if axes is None else _axes(name, "axes", axes, shape)
+        plan = (backend, axes)
+        keep(_SHIFTS, key, since, plan, backend, (given,), (x,))
+    backend, axes = plan
     return backend.fft_shift(x, axes, inverse)
 
 

@@ -368,6 +368,22 @@ def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
     assert rank == 4 and rel_err(got, want) < 1e-12
 
 
+def test_a_warm_shift_plan_still_refuses_bad_axes_and_dtypes(rng):
+    x = rng.standard_normal((4, 6))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.fft.fftshift(x))
+        with pytest.raises(ValueError, match=r"axes=2 is out of range"):
+            gk.fft.fftshift(x, axes=2)
+        with pytest.raises(TypeError, match=r"axes must be an integer, got True"):
+            gk.fft.ifftshift(x, axes=True)
+        with pytest.raises(TypeError, match=r"gk\.fft\.fftshift"):
+            gk.fft.fftshift(x.astype(object))
+        got = gk.fft.fftshift(x)
+        back = gk.fft.ifftshift(x, axes=1)
+    assert np.array_equal(got, np.fft.fftshift(x))
+    assert np.array_equal(back, np.fft.ifftshift(x, axes=1))
+
+
 def test_a_warm_plan_still_retries_out_of_memory(rng, monkeypatch):
     x = rng.standard_normal(16)
     with gk.use_backend("numpy") as backend:

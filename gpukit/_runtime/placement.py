@@ -142,6 +142,11 @@ def namespace(*arrays: Any) -> ModuleType:
     """
     if not arrays:
         return get_backend().xp
+    for x in arrays:
+        if type(x) is not _ndarray:
+            break
+    else:  # NumPy arrays alone: host data, no device to compare
+        return np
     owner, _ = placement(arrays, [f"arrays[{i}]" for i in range(len(arrays))])
     if owner is not None:
         return owner.xp
