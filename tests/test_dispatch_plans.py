@@ -81,6 +81,35 @@ def test_a_warm_call_on_device_arrays_still_refuses_a_bad_dtype_and_mixed_device
     assert (name, device) == ("fakedevice", 1)
 
 
+def test_one_device_array_is_planned_on_a_backend_with_several_devices(fake_device, monkeypatch):
+    from gpukit._dispatch import inputs
+
+    a0 = fake_device.asarray(np.diag([2.0, 4.0, 8.0]), device=0)
+    a1 = fake_device.asarray(np.diag([1.0, 2.0, 4.0]), device=1)
+    _warm(lambda: gk.linalg.inv(a0))
+    _warm(lambda: gk.fft.fft(a0))
+    searched, current = [], []
+    placement, inv, transform = inputs.placement, fake_device.linalg_inv, fake_device.fft_transform
+    monkeypatch.setattr(inputs, "placement", lambda *a: searched.append(a) or placement(*a))
+    monkeypatch.setattr(
+        fake_device, "linalg_inv", lambda a: current.append(fake_device.current_device()) or inv(a)
+    )
+    monkeypatch.setattr(
+        fake_device,
+        "fft_transform",
+        lambda *a: current.append(fake_device.current_device()) or transform(*a),
+    )
+    inverse, spectrum = gk.linalg.inv(a1), gk.fft.fft(a1)  # the plans of device 0's arrays
+    assert searched == []  # planned: no per-call placement
+    assert current == [1, 1]  # each ran on its array's device
+    assert rel_err(np.asarray(inverse), np.diag([1.0, 0.5, 0.25])) < 1e-15
+    assert rel_err(np.asarray(spectrum), np.fft.fft(np.diag([1.0, 2.0, 4.0]))) < 1e-15
+    b0 = fake_device.asarray(np.ones(3), device=0)
+    with pytest.raises(gk.DeviceMismatchError, match="'b' is on fakedevice:0 but argument 'a'"):
+        gk.linalg.solve(a1, b0)  # two arrays: their devices compared on every call
+    assert searched
+
+
 # -- the transfer guard, its log and the counters ------------------------------------------------
 
 

@@ -94,22 +94,26 @@ def settled(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
 
     Nothing is left to do when no argument needs moving (host data on a host backend,
     arrays of a device backend on that backend) and no device needs comparing (that
-    backend has one device; no virtual CPU device arrays). Otherwise, and for a mixture
-    of device backends, :func:`placement` decides, and raises, call by call.
+    backend has one device, or there is one array: the operation runs on its device,
+    made current by :func:`gpukit._dispatch.operation`; no virtual CPU device arrays).
+    Otherwise, and for a mixture of device backends, :func:`placement` decides, and
+    raises, call by call.
     """
     owners = set()
+    count = 0
     for x in arrays:
         if x is None:
             continue
         if type(x) is VirtualDeviceArray:
             return None
         owners.add(owner_of(x))
+        count += 1
     if not owners or owners == {None}:
         return None if selected.is_device else selected
     if len(owners) > 1:
         return None
     (backend,) = owners
-    return backend if backend.device_count() == 1 else None
+    return backend if count == 1 or backend.device_count() == 1 else None
 
 
 def namespace(*arrays: Any) -> ModuleType:
