@@ -151,6 +151,8 @@ def namespace(*arrays: Any) -> ModuleType:
             break
     else:  # NumPy arrays alone: host data, no device to compare
         return np
+    if len(arrays) == 1 and (owner := owner_of(arrays[0])) is not None:
+        return owner.xp  # one device array: no device to compare either
     owner, _ = placement(arrays, [f"arrays[{i}]" for i in range(len(arrays))])
     if owner is not None:
         return owner.xp
