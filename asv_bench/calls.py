@@ -61,6 +61,10 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
         ("fft.ifftn 4x4", lambda: gk.fft.ifftn(c4x4), lambda: peer_fft.ifftn(c4x4)),
         ("fft.rfftn 4x4", lambda: gk.fft.rfftn(r4x4), lambda: peer_fft.rfftn(r4x4)),
         ("fft.irfft2 4x4", lambda: gk.fft.irfft2(c4x4), lambda: peer_fft.irfft2(c4x4)),
+        ("fft.fftn 4x4", lambda: gk.fft.fftn(c4x4), lambda: peer_fft.fftn(c4x4)),
+        ("fft.ifft2 4x4", lambda: gk.fft.ifft2(c4x4), lambda: peer_fft.ifft2(c4x4)),
+        ("fft.rfft2 4x4", lambda: gk.fft.rfft2(r4x4), lambda: peer_fft.rfft2(r4x4)),
+        ("fft.irfftn 4x4", lambda: gk.fft.irfftn(c4x4), lambda: peer_fft.irfftn(c4x4)),
         ("fft.fftfreq 16", lambda: gk.fft.fftfreq(16), lambda: peer_fft.fftfreq(16)),
         ("fft.rfftfreq 16", lambda: gk.fft.rfftfreq(16), lambda: peer_fft.rfftfreq(16)),
         ("fft.fftshift 16", lambda: gk.fft.fftshift(r16), lambda: peer_fft.fftshift(r16)),
@@ -91,14 +95,17 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             lambda: xp.get_array_module(r16) if not host else np,
         ),
     ]
-    if host:  # cupyx.scipy.linalg has no cho_solve; the rows below have NumPy peers
-        out.append(
+    if host:  # cupyx.scipy.linalg has no cho_solve, cupy.fft no n-d Hermitian transforms;
+        # the rows below have NumPy peers
+        out += [
             (
                 "linalg.cho_solve 4x4",
                 lambda: gk.linalg.cho_solve(chol, b4),
                 lambda: sla.cho_solve(chol, b4),
-            )
-        )
+            ),
+            ("fft.hfft2 4x4", lambda: gk.fft.hfft2(c4x4), lambda: peer_fft.hfft2(c4x4)),
+            ("fft.ihfftn 4x4", lambda: gk.fft.ihfftn(r4x4), lambda: peer_fft.ihfftn(r4x4)),
+        ]
         out += _host_rows(rng, spd, b4)
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(

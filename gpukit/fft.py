@@ -14,7 +14,6 @@ objects, long double, ...) raise ``TypeError`` (:mod:`gpukit._dispatch.dtypes`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import operator
 import os
@@ -73,6 +72,13 @@ _NORMS = (None, "backward", "ortho", "forward")
 _SINGLE = frozenset(np.dtype(t) for t in ("float16", "float32", "complex64"))
 _REAL_IN = frozenset({"rfftn", "ihfftn"})  # real input, complex half-spectrum output
 _REAL_OUT = frozenset({"irfftn", "hfftn"})  # complex (Hermitian) input, real output
+#: (complex-to-complex kind, work dtype) -> the real input a backend may take as it is
+#: (``fft_takes_real``)
+_REAL_OF = {
+    (kind, np.dtype(c)): np.dtype(r)
+    for kind in ("fftn", "ifftn")
+    for c, r in (("complex64", "float32"), ("complex128", "float64"))
+}
 #: What ``workers=-1`` means (SciPy counts from ``os.cpu_count()`` too).
 _CPU_COUNT = os.cpu_count() or 1
 
@@ -236,7 +242,8 @@ def _placed(name: str, x: Any, out: Any) -> tuple[Any, Any, Any]:
 
 
 # (operation, selected backend, x's type, dtype and shape, s, axes, norm, workers) -> the
-# transform's plan: (backend, s, axes, threads, work dtype, result dtype)
+# transform's plan: (backend, the backend's transform of such arrays, work dtype, result
+# dtype)
 _PLANS = _plans.table()
 
 
@@ -252,13 +259,18 @@ def _transform(
     """
     key = plan = None
     if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
-        plan, key = plan_for(_PLANS, name, x, token(s), token(axes), norm, workers, type(workers))
+        # the common s (None) and axes (one int) as they are: no token is either of them
+        lengths = s if s is None else token(s)
+        along = axes
+        if type(axes) is not tuple or len(axes) != 1 or type(axes[0]) is not int:
+            along = token(axes)
+        plan, key = plan_for(_PLANS, name, x, lengths, along, norm, workers, type(workers))
     if plan is None:
         plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
-    backend, s, axes, threads, work, result = plan
+    backend, run, work, result = plan
     if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
         x = x.astype(work, copy=False)
-    y = backend.fft_transform(kind, x, s, axes, norm, threads)
+    y = run(x)
     if y.dtype is not result:  # only where a plug-in's library upcasts
         y = y.astype(result, copy=False)
     if dest is None:
@@ -294,9 +306,11 @@ def _planned(
     shape = tuple(x.shape)
     s_, axes_ = _plan(name, kind, shape, s, axes, one_d)
     work, result = _work_dtype(name, kind, np.dtype(x.dtype))
+    if backend.fft_takes_real and x.dtype == _REAL_OF.get((kind, work)):
+        work = x.dtype  # the backend's library promotes it
     if dest is not None:
         _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
-    plan = (backend, s_, axes_, threads, work, result)
+    plan = (backend, backend.fft_plan(kind, shape, s_, axes_, norm, threads), work, result)
     keep(_PLANS, key, since, plan, backend, (given,), (x,))
     return plan, x, dest
 
@@ -1919,10 +1933,10 @@ def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
     backend = get_backend()
-    if device is not None:
-        device = check_device(backend, device, f"{name}: device")
-    with contextlib.nullcontext() if device is None else backend.use_device(device):
-        # asarray places it on the current (virtual) device, as creation functions do
+    # asarray places it on the current (virtual) device, as creation functions do
+    if device is None:
+        return backend.asarray(backend.fft_freq(n, d, real))
+    with backend.use_device(check_device(backend, device, f"{name}: device")):
         return backend.asarray(backend.fft_freq(n, d, real))
 
 
@@ -2016,13 +2030,25 @@ def rfftfreq(n: int, d: float = 1.0, device: int | None = None) -> Array:
     return _freq("gk.fft.rfftfreq", n, d, device, real=True)
 
 
+# (operation, selected backend, x's type, dtype and shape, axes) -> (backend, the axes as
+# non-negative indices)
+_SHIFTS = _plans.table()
+
+
 def _shift(name: str, x: Any, axes: Any, inverse: bool) -> Any:
-    x = _dtypes.check(name, "x", x)
-    backend, (x,) = prepare(x, names=("x",))
-    if not backend.owns(x):
-        x = backend.asarray(x)
-    shape = tuple(x.shape)
-    axes = tuple(range(len(shape))) if axes is None else _axes(name, "axes", axes, shape)
+    plan, key = plan_for(_SHIFTS, name, x, axes if axes is None else token(axes))
+    if plan is None:
+        since = _plans.generation()
+        given = x
+        x = _dtypes.check(name, "x", x)
+        backend, (x,) = prepare(x, names=("x",))
+        if not backend.owns(x):
+            x = backend.asarray(x)
+        shape = tuple(x.shape)
+        axes = tuple(range(len(shape))) if axes is None else _axes(name, "axes", axes, shape)
+        plan = (backend, axes)
+        keep(_SHIFTS, key, since, plan, backend, (given,), (x,))
+    backend, axes = plan
     return backend.fft_shift(x, axes, inverse)
 
 

@@ -81,6 +81,35 @@ def test_a_warm_call_on_device_arrays_still_refuses_a_bad_dtype_and_mixed_device
     assert (name, device) == ("fakedevice", 1)
 
 
+def test_one_device_array_is_planned_on_a_backend_with_several_devices(fake_device, monkeypatch):
+    from gpukit._dispatch import inputs
+
+    a0 = fake_device.asarray(np.diag([2.0, 4.0, 8.0]), device=0)
+    a1 = fake_device.asarray(np.diag([1.0, 2.0, 4.0]), device=1)
+    _warm(lambda: gk.linalg.inv(a0))
+    _warm(lambda: gk.fft.fft(a0))
+    searched, current = [], []
+    placement, inv, transform = inputs.placement, fake_device.linalg_inv, fake_device.fft_transform
+    monkeypatch.setattr(inputs, "placement", lambda *a: searched.append(a) or placement(*a))
+    monkeypatch.setattr(
+        fake_device, "linalg_inv", lambda a: current.append(fake_device.current_device()) or inv(a)
+    )
+    monkeypatch.setattr(
+        fake_device,
+        "fft_transform",
+        lambda *a: current.append(fake_device.current_device()) or transform(*a),
+    )
+    inverse, spectrum = gk.linalg.inv(a1), gk.fft.fft(a1)  # the plans of device 0's arrays
+    assert searched == []  # planned: no per-call placement
+    assert current == [1, 1]  # each ran on its array's device
+    assert rel_err(np.asarray(inverse), np.diag([1.0, 0.5, 0.25])) < 1e-15
+    assert rel_err(np.asarray(spectrum), np.fft.fft(np.diag([1.0, 2.0, 4.0]))) < 1e-15
+    b0 = fake_device.asarray(np.ones(3), device=0)
+    with pytest.raises(gk.DeviceMismatchError, match="'b' is on fakedevice:0 but argument 'a'"):
+        gk.linalg.solve(a1, b0)  # two arrays: their devices compared on every call
+    assert searched
+
+
 # -- the transfer guard, its log and the counters ------------------------------------------------
 
 
@@ -351,20 +380,60 @@ def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
     assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
 
 
+def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
+    a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.lstsq(a, b))
+        bad = a.copy()
+        bad[2, 1] = np.nan
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
+            gk.linalg.lstsq(bad, b)
+        with pytest.raises(ValueError, match=r"'b' has shape \(5,\)"):
+            gk.linalg.lstsq(a, b[:5])
+        with pytest.raises(TypeError, match=r"gk\.linalg\.lstsq"):
+            gk.linalg.lstsq(a, b.astype(object))
+        got, _, rank, _ = gk.linalg.lstsq(a, b)
+    want = np.linalg.lstsq(a, b, rcond=None)[0]
+    assert rank == 4 and rel_err(got, want) < 1e-12
+
+
+def test_a_warm_shift_plan_still_refuses_bad_axes_and_dtypes(rng):
+    x = rng.standard_normal((4, 6))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.fft.fftshift(x))
+        with pytest.raises(ValueError, match=r"axes=2 is out of range"):
+            gk.fft.fftshift(x, axes=2)
+        with pytest.raises(TypeError, match=r"axes must be an integer, got True"):
+            gk.fft.ifftshift(x, axes=True)
+        with pytest.raises(TypeError, match=r"gk\.fft\.fftshift"):
+            gk.fft.fftshift(x.astype(object))
+        got = gk.fft.fftshift(x)
+        back = gk.fft.ifftshift(x, axes=1)
+    assert np.array_equal(got, np.fft.fftshift(x))
+    assert np.array_equal(back, np.fft.ifftshift(x, axes=1))
+
+
 def test_a_warm_plan_still_retries_out_of_memory(rng, monkeypatch):
     x = rng.standard_normal(16)
     with gk.use_backend("numpy") as backend:
-        _warm(lambda: gk.fft.fft(x))
-        transform = backend.fft_transform
-        failures = [1]
+        make = backend.fft_plan
+        failures = [0]
 
-        def failing(*args):
-            if failures[0] > 0:
-                failures[0] -= 1
-                raise MemoryError("fake host allocation failure")
-            return transform(*args)
+        def failing_plan(*args):
+            transform = make(*args)
 
-        monkeypatch.setattr(backend, "fft_transform", failing)
+            def run(y):
+                if failures[0] > 0:
+                    failures[0] -= 1
+                    raise MemoryError("fake host allocation failure")
+                return transform(y)
+
+            return run
+
+        monkeypatch.setattr(backend, "fft_plan", failing_plan)
+        plans.forget()  # no plan an earlier test made for such arrays
+        _warm(lambda: gk.fft.fft(x))  # the plan holds the failing transform
+        failures[0] = 1
         got = gk.fft.fft(x)  # failed once, released, retried
         assert failures == [0] and rel_err(got, np.fft.fft(x)) < 1e-12
         failures[0] = 2

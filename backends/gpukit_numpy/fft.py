@@ -7,6 +7,8 @@ own, by default, or any library registered as a ``scipy.fft`` backend (pyFFTW, m
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +39,9 @@ def _library() -> ModuleType:
 class NumpyFFT:
     """Overrides :class:`gpukit.backend._ops.fft.FFTOps` with ``scipy.fft`` and its threads."""
 
+    #: scipy.fft transforms a real input without a complex copy (pocketfft's real path).
+    fft_takes_real = True
+
     def fft_engine(self) -> str:
         return "scipy"
 
@@ -49,18 +54,40 @@ class NumpyFFT:
         norm: str | None,
         workers: int,
     ) -> Any:
+        return self.fft_plan(kind, x.shape, s, axes, norm, workers)(x)
+
+    def fft_plan(
+        self,
+        kind: str,
+        shape: tuple[int, ...],
+        s: tuple[int, ...],
+        axes: tuple[int, ...],
+        norm: str | None,
+        workers: int,
+    ) -> Callable[[Any], Any]:
+        """The ``scipy.fft`` function given only the arguments that differ from its
+        defaults: scipy.fft checks given lengths and axes at a cost comparable to a
+        small transform's, so lengths that need no crop or pad are left out."""
         lib = _scipy_fft or _library()
-        # Lengths that need no crop or pad are passed as None (the default): scipy.fft
-        # checks given ones at a cost comparable to a small transform's.
         same = kind in _SAME_LENGTH
+        options: dict[str, Any] = {"workers": workers}
+        if norm is not None:
+            options["norm"] = norm
         if len(axes) == 1 and kind in _ONE_AXIS:
-            n, axis = s[0], axes[0]
-            m = x.shape[axis]
-            if n == (m if same else 2 * (m - 1)):
-                n = None
-            return getattr(lib, _ONE_AXIS[kind])(x, n=n, axis=axis, norm=norm, workers=workers)
-        default = [x.shape[a] for a in axes]
-        if not same:
-            default[-1] = 2 * (default[-1] - 1)
-        lengths = None if list(s) == default else s
-        return getattr(lib, kind)(x, s=lengths, axes=axes, norm=norm, workers=workers)
+            (n,), (axis,) = s, axes
+            m = shape[axis]
+            if n != (m if same else 2 * (m - 1)):
+                options["n"] = n
+            if axis != len(shape) - 1:
+                options["axis"] = axis
+            fn = getattr(lib, _ONE_AXIS[kind])
+        else:
+            default = [shape[a] for a in axes]
+            if not same:
+                default[-1] = 2 * (default[-1] - 1)
+            if list(s) != default:
+                options["s"] = s
+            if axes != tuple(range(len(shape))):  # every axis is the default
+                options["axes"] = axes
+            fn = getattr(lib, kind)
+        return functools.partial(fn, **options)

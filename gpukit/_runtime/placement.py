@@ -94,22 +94,26 @@ def settled(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
 
     Nothing is left to do when no argument needs moving (host data on a host backend,
     arrays of a device backend on that backend) and no device needs comparing (that
-    backend has one device; no virtual CPU device arrays). Otherwise, and for a mixture
-    of device backends, :func:`placement` decides, and raises, call by call.
+    backend has one device, or there is one array: the operation runs on its device,
+    made current by :func:`gpukit._dispatch.operation`; no virtual CPU device arrays).
+    Otherwise, and for a mixture of device backends, :func:`placement` decides, and
+    raises, call by call.
     """
     owners = set()
+    count = 0
     for x in arrays:
         if x is None:
             continue
         if type(x) is VirtualDeviceArray:
             return None
         owners.add(owner_of(x))
+        count += 1
     if not owners or owners == {None}:
         return None if selected.is_device else selected
     if len(owners) > 1:
         return None
     (backend,) = owners
-    return backend if backend.device_count() == 1 else None
+    return backend if count == 1 or backend.device_count() == 1 else None
 
 
 def namespace(*arrays: Any) -> ModuleType:
@@ -142,6 +146,13 @@ def namespace(*arrays: Any) -> ModuleType:
     """
     if not arrays:
         return get_backend().xp
+    for x in arrays:
+        if type(x) is not _ndarray:
+            break
+    else:  # NumPy arrays alone: host data, no device to compare
+        return np
+    if len(arrays) == 1 and (owner := owner_of(arrays[0])) is not None:
+        return owner.xp  # one device array: no device to compare either
     owner, _ = placement(arrays, [f"arrays[{i}]" for i in range(len(arrays))])
     if owner is not None:
         return owner.xp

@@ -202,8 +202,10 @@ def guarded(
         out = call()
     except np.linalg.LinAlgError as exc:
         raise _failure(op, backend, problem, inputs) from exc
-    if check is not None and not all(backend.linalg_all_finite(x) for x in check(out)):
-        raise _failure(op, backend, problem, inputs)
+    if check is not None:
+        for x in check(out):  # a loop, not all() over a generator: less to set up per call
+            if not backend.linalg_all_finite(x):
+                raise _failure(op, backend, problem, inputs)
     return out
 
 

@@ -242,14 +242,19 @@ def lstsq(
     ([1.0, 1.0], 2)
     """
     op = "gk.linalg.lstsq"
-    backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
-    xp = backend.xp
-    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
-        raise ValueError(
-            f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape "
-            f"{tuple(b.shape)}; expected a of shape (M, N) and b of shape (M,) or (M, K)"
-        )
-    a, b = _checks.as_inexact(xp, a, b)
+    shape_of_b = (type(b), getattr(b, "dtype", None), getattr(b, "shape", None))
+    backend, key = plan_for(_LSTSQ, op, a, *shape_of_b)
+    if backend is None:
+        since = _plans.generation()
+        given = (a, b)
+        backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
+        if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+            raise ValueError(
+                f"{op}: 'a' has shape {tuple(a.shape)} and 'b' has shape "
+                f"{tuple(b.shape)}; expected a of shape (M, N) and b of shape (M,) or (M, K)"
+            )
+        a, b = _checks.as_inexact(backend.xp, a, b)
+        keep(_LSTSQ, key, since, backend, backend, given, (a, b))
     _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
     x, res, rank, s = _checks.guarded(
         op,
@@ -259,6 +264,11 @@ def lstsq(
         lambda: backend.linalg_lstsq(a, b, rcond),
     )
     return x, res, int(rank), s
+
+
+# (operation, selected backend, a's and b's types, dtypes and shapes) -> the backend such
+# arrays stay on, in an inexact dtype and of shapes lstsq takes
+_LSTSQ = _plans.table()
 
 
 @overload
@@ -764,7 +774,13 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> float(gk.linalg.norm(np.array([[1.0, -2.0], [3.0, 4.0]]), ord=1))
     6.0
     """
-    plan, key = plan_for(_NORM_PLANS, "gk.linalg.norm", x, token(ord), token(axis))
+    plan, key = plan_for(
+        _NORM_PLANS,
+        "gk.linalg.norm",
+        x,
+        ord if ord is None else token(ord),  # None is no token: the common call keys as it is
+        axis if axis is None else token(axis),
+    )
     if plan is None:
         plan, x = _norm_plan(key, x, ord, axis)
     backend, half, rescued, axes = plan

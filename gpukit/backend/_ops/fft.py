@@ -1,7 +1,8 @@
 """FFT defaults of :class:`gpukit.backend.Backend`, written against ``self.xp.fft``.
 
 The front-end (:mod:`gpukit.fft`) has validated ``norm`` and ``workers``, resolved
-``s``/``axes`` to explicit tuples and cast the input to its working dtype; these
+``s``/``axes`` to explicit tuples and cast the input to its working dtype (a real input
+of that precision stays real for a backend with :attr:`FFTOps.fft_takes_real`); these
 methods only translate. Backends override :meth:`FFTOps.fft_transform` with a faster
 engine (``scipy.fft`` with all cores, cuFFT).
 """
@@ -43,6 +44,10 @@ class FFTOps:
     """Transforms, frequencies and shifts through the array namespace's ``fft`` module."""
 
     xp: Any
+    #: Whether :meth:`fft_transform`'s complex-to-complex kinds (``fftn``, ``ifftn``) take
+    #: a real input of the working precision (float32 for complex64, float64 for
+    #: complex128) as it is, promoting it themselves; otherwise the front-end casts first.
+    fft_takes_real: bool = False
 
     def fft_engine(self) -> str:
         """Name of the library computing transforms (shown by ``gk.fft.engine()``)."""
@@ -65,6 +70,23 @@ class FFTOps:
         if kind in HERMITIAN:
             return hermitian(self.fft_transform, self.xp, kind, x, s, axes, norm, workers)
         return getattr(self.xp.fft, kind)(x, s=s, axes=axes, norm=norm)
+
+    def fft_plan(
+        self,
+        kind: str,
+        shape: tuple[int, ...],
+        s: tuple[int, ...],
+        axes: tuple[int, ...],
+        norm: str | None,
+        workers: int,
+    ) -> Callable[[Any], Any]:
+        """:meth:`fft_transform` of arrays of ``shape`` with these arguments, as a function
+        of the array alone.
+
+        The front-end keeps it in its plan for the next call with the same key, so a
+        backend may settle here, once, what depends only on these arguments.
+        """
+        return lambda x: self.fft_transform(kind, x, s, axes, norm, workers)
 
     def fft_freq(self, n: int, d: float, real: bool) -> Any:
         """Sample frequencies (``rfftfreq`` when ``real``) on the current device."""
