@@ -10,7 +10,7 @@ import pytest
 
 import gpukit as gk
 
-from helpers import rel_err
+from helpers import rel_err, simulated
 
 
 def _docs_mlp(dtype="float32"):
@@ -48,6 +48,35 @@ def test_graph_trains_the_docs_mlp_as_the_eager_step(cupy_backend, rng):
     assert rel_err(np.array(graphed), np.array(eager)) < 1e-5
     assert rel_err(np.array(graphed), np.array(reference)) < 1e-4
     assert graphed[-1] < graphed[0] * 0.8  # it learnt
+
+
+def test_fit_with_a_graph_costs_one_replay_two_copies_and_one_add_a_step(cupy_backend, rng):
+    """Steady state of ``fit(graph=True)`` (the difference of a 52- and a 20-batch epoch):
+    per step the replay, the batch's two copies into the static buffers and the loss
+    added to the epoch's sum in place; the status read every 16 steps (a wait for the
+    device and the copy of its slots): no sync in between."""
+    if not simulated():
+        pytest.skip("counted on the simulator (python -m pytest --cupy=sim)")
+    import cupysim
+
+    def epoch(batches):
+        x, y = _data(rng, 64 * batches)
+        model = _docs_mlp()
+        opt = gk.optim.Adam(model.parameters(), lr=3e-3)
+        xd, yd = gk.asarray(x), gk.asarray(y)
+        gk.synchronize()
+        with cupysim.trace() as t:
+            gk.nn.fit(
+                model, gk.nn.CrossEntropyLoss(), opt, xd, yd, epochs=1, batch_size=64,
+                shuffle=False, progress=False, graph=True,
+            )  # fmt: skip
+            gk.synchronize()
+        return t.summary()
+
+    step = (epoch(52) - epoch(20)) / 32
+    assert step.graph_launches == 1
+    assert step.kernels == 3
+    assert step.syncs == 2 / 16
 
 
 def test_graphed_step_replays_and_follows_the_learning_rate(cupy_backend, rng):

@@ -429,7 +429,7 @@ def fit(
             for epoch in range(epochs):
                 model.train()
                 order = rng.permutation(n) if shuffle else None
-                total: Any = 0.0
+                total = _LossSum(backend.xp, loss_fn.reduction == "mean")
                 for batch, start in enumerate(range(0, n, batch_size)):
                     stop = min(start + batch_size, n)
                     rows = slice(start, stop) if order is None else np.sort(order[start:stop])
@@ -447,12 +447,12 @@ def fit(
                             if not math.isfinite(value):
                                 raise _nonfinite(op, value, where, history)
                         optimizer.step()
-                    total = total + (loss * (stop - start) if loss_fn.reduction == "mean" else loss)
+                    total.add(loss, stop - start)
                     if checks is not None and len(checks.batches) >= CHECK_EVERY:
                         checks.read()
                 if checks is not None:
                     checks.read()
-                history["loss"].append(float(total) / max(n, 1))
+                history["loss"].append(total.value() / max(n, 1))
                 if validation is not None:
                     model.eval()
                     val_loss, val_metric = _evaluate(model, loss_fn, x_val, y_val, batch_size)
@@ -467,6 +467,26 @@ def fit(
             bar.close()
         model.train(was_training)
     return history
+
+
+class _LossSum:
+    """An epoch's loss, summed where the losses are: one in-place add a step, no
+    allocation (the losses of batches of one length are summed, then weighted once)."""
+
+    def __init__(self, xp: Any, mean: bool) -> None:
+        self.xp, self.mean = xp, mean
+        self.sums: dict[int, Any] = {}
+
+    def add(self, loss: Any, rows: int) -> None:
+        weight = rows if self.mean else 1
+        acc = self.sums.get(weight)
+        if acc is None:  # a copy: a graph replay overwrites its loss
+            self.sums[weight] = self.xp.array(loss, copy=True)
+        else:
+            self.xp.add(acc, loss, out=acc)
+
+    def value(self) -> float:
+        return sum(float(acc) * weight for weight, acc in self.sums.items())
 
 
 @_dispatch.operation("gk.nn.predict")
