@@ -414,7 +414,7 @@ def figure(doc: dict) -> Any:
         ax.set_ylabel("gpukit time / peer time")
         ax.grid(True, axis="y", which="both", alpha=0.3)
         if series is not None:
-            ax.legend(fontsize=8, ncol=len(kinds), loc="upper left")
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the points
     c = doc["conditions"]
     load = f"load {c['load_before'][0]:.1f} before, {c['load_after'][0]:.1f} after (1-min average)"
     fig.suptitle(
