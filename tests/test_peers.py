@@ -7,6 +7,7 @@ Nothing here asserts a speed.
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 from typing import ClassVar
@@ -175,3 +176,91 @@ def test_callgrind_counts_instructions_per_call(capsys):
     ours, peer, diff = (float(v) for v in row.split()[-4:-1])
     # each figure is rounded on its own: the difference may be one off theirs
     assert ours > peer > 0 and abs(diff - (ours - peer)) <= 1
+
+
+# -- the record of a run and its plot -----------------------------------------------------------
+def _doc(rows):
+    conditions = {
+        "date": "2026-01-01 00:00 UTC",
+        "commit": "abc1234",
+        "processor": "a CPU, 2 cores",
+        "machine": "BLAS: x1; load 0.1, 0.1, 0.1; 2 cores",
+        "load_before": [0.1, 0.2, 0.3],
+        "load_after": [0.4, 0.5, 0.6],
+        "command": "python -m tools.peers",
+    }
+    return {"conditions": conditions, "rows": rows}
+
+
+def _row(bench, names, params, ratio, target=1.5):
+    return {
+        "benchmark": bench,
+        "param_names": names,
+        "params": params,
+        "gpukit_seconds": ratio * 1e-3,
+        "peer_seconds": 1e-3,
+        "ratio": ratio,
+        "quartiles": [ratio * 0.9, ratio * 1.1],
+        "unstable": False,
+        "target": target,
+    }
+
+
+def test_the_record_keeps_the_timed_rows_and_the_conditions(monkeypatch):
+    row = cli.Row(Scripted, "track_ratio", ("run",))
+    timed = cli.Result(row, Pair(2e-6, 1e-6, (1.0, 2.0, 3.0)), target=1.5)
+    doc = cli.record([timed, cli.Result(row, skipped="no GPU")], ["-b", "x"], (1.5, 1.0, 0.5))
+    assert len(doc["rows"]) == 1  # the skipped row has nothing to plot
+    r = doc["rows"][0]
+    assert r["benchmark"] == "Scripted.track_ratio" and r["params"] == ["run"]
+    assert r["param_names"] == ["kind"] and r["target"] == 1.5
+    assert r["ratio"] == 2.0 and r["quartiles"][0] <= 2.0 <= r["quartiles"][1]
+    c = doc["conditions"]
+    assert c["load_before"] == [1.5, 1.0, 0.5] and len(c["load_after"]) == 3
+    assert c["command"] == "python -m tools.peers -b x" and c["commit"]
+
+
+def test_panels_put_the_first_varying_parameter_on_x_and_the_last_in_series():
+    names = ["kernel", "dtype", "size"]
+    rows = [
+        _row("K.track_ratio", names, [k, d, s], 1.0)
+        for d in ("float32", "float64")
+        for k in ("a", "b", "c")
+        for s in (64, 256)
+    ]
+    panels = cli._panels(rows)
+    assert [(t, x, s, len(r)) for t, x, s, r in panels] == [
+        ("K.track_ratio  (dtype='float32')", 0, 2, 6),
+        ("K.track_ratio  (dtype='float64')", 0, 2, 6),
+    ]
+    one = cli._panels([_row("T.track_ratio", ["backend", "act"], ["numpy", a], 1.0) for a in "xy"])
+    assert [(t, x, s) for t, x, s, _ in one] == [("T.track_ratio  (backend='numpy')", 1, None)]
+
+
+def test_a_saved_record_is_plotted_with_its_conditions(tmp_path):
+    text = pytest.importorskip("matplotlib.text", reason='pip install -e ".[bench]"')
+    names = ["kernel", "dtype", "size"]
+    rows = [_row("K.track_ratio", names, [k, "float32", s], 2.0) for k in "ab" for s in (64, 256)]
+    rows.append(_row("T.track_ratio", ["act", "batch"], ["GELU", 32], 0.5, target=None))
+    rows.append(_row("T.track_ratio", ["act", "batch"], ["GELU", 256], 0.7, target=None))
+    fig = cli.figure(_doc(rows))
+    axes = fig.get_axes()
+    assert [ax.get_title() for ax in axes] == [
+        "K.track_ratio  (dtype='float32')",
+        "T.track_ratio  (act='GELU')",
+    ]
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["a", "b"]
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == ["32", "256"]
+    assert axes[0].get_yscale() == "log"
+    texts = [t.get_text() for t in fig.findobj(text.Text)]
+    assert any("abc1234" in t and "load 0.1 before, 0.4 after" in t for t in texts)
+    source, png = tmp_path / "r.json", tmp_path / "r.png"
+    source.write_text(json.dumps(_doc(rows)))
+    assert cli.main(["--from", str(source), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_options_are_checked_before_anything_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--from", str(tmp_path / "r.json")])
+    assert "--from needs --plot" in capsys.readouterr().err

@@ -1,6 +1,8 @@
 """gpukit against its peers, same run: the asv suite's ``track_ratio`` benchmarks, without asv.
 
     python -m tools.peers [-b REGEX ...] [--threads N] [--pairs N] [--cupy-sim] [--list]
+                          [--json FILE] [--plot FILE]
+    python -m tools.peers --from FILE --plot FILE
     python -m tools.peers --callgrind [--calls N] [-b REGEX ...] [--cupy-sim]
 
 Every comparison is defined once, in ``asv_bench/`` (a class deriving from
@@ -21,6 +23,13 @@ runs the selected rows under ``valgrind --tool=callgrind`` instead (one thread) 
 instructions per call, which do not move with the machine's load: meant for small calls
 (``-b CallRatio``), since each side runs ``--calls`` times under the simulator of a CPU.
 
+``--json FILE`` writes the run's results with the conditions they were measured in (date,
+commit, processor, threads, load before and after); ``--plot FILE`` draws them (matplotlib:
+``pip install -e ".[bench]"``): per comparison, the ratio of each row with its quartiles
+and target, one panel per value of the parameters between the first and the last that
+vary, the conditions in the title. ``--from FILE`` draws a saved ``--json`` instead of
+running.
+
 Exit status: 0; 1 when a row failed (an error other than a skip); 2 when no comparison
 matches the regexes.
 """
@@ -37,11 +46,13 @@ import json
 import math
 import os
 import pkgutil
+import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,6 +301,140 @@ def _callgrind(args: argparse.Namespace, rows: list[Row]) -> int:
     return 0
 
 
+# -- the record and its plot --------------------------------------------------------------------
+def _processor() -> str:
+    """The processor's model name (``platform.processor()`` is empty on Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for text in f:
+                if text.startswith("model name"):
+                    return text.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _commit() -> str:
+    """``git describe --always --dirty`` of the checkout, or "unknown"."""
+    done = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def record(results: list[Result], argv: Sequence[str], load_before: Sequence[float]) -> dict:
+    """The timed rows of a run and what they were measured in, as ``--json`` writes them."""
+    rows = []
+    for r in results:
+        if r.pair is None:
+            continue
+        q1, q3 = r.pair.quartiles
+        rows.append({
+            "benchmark": f"{r.row.cls.__name__}.{r.row.method}",
+            "param_names": list(getattr(r.row.cls, "param_names", [])),
+            "params": [p if isinstance(p, (int, float, str)) else repr(p) for p in r.row.params],
+            "gpukit_seconds": r.pair.a_seconds,
+            "peer_seconds": r.pair.b_seconds,
+            "ratio": r.pair.ratio,
+            "quartiles": [q1, q3],
+            "unstable": r.pair.unstable,
+            "target": r.target,
+        })  # fmt: skip
+    return {
+        "conditions": {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "commit": _commit(),
+            "processor": f"{_processor()}, {os.cpu_count()} cores",
+            "machine": _machine(),
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "command": "python -m tools.peers " + " ".join(argv),
+        },
+        "rows": rows,
+    }
+
+
+def _panels(rows: list[dict]) -> list[tuple[str, int | None, int | None, list[dict]]]:
+    """One benchmark's rows by panel: ``(title, x, series, rows)``. Of the parameters that
+    vary among the rows, the first is the x axis and the last (if another) the series;
+    each combination of those between them is a panel, named in its title with the
+    parameters that do not vary."""
+    names, width = rows[0]["param_names"], len(rows[0]["params"])
+    varying = [i for i in range(width) if len({str(r["params"][i]) for r in rows}) > 1]
+    x = varying[0] if varying else None
+    series = varying[-1] if len(varying) > 1 else None
+    shown = [i for i in range(width) if i not in (x, series)]
+    panels: dict[str, list[dict]] = {}
+    for r in rows:
+        fixed = ", ".join(f"{names[i]}={r['params'][i]!r}" for i in shown)
+        panels.setdefault(r["benchmark"] + (f"  ({fixed})" if fixed else ""), []).append(r)
+    return [(title, x, series, mine) for title, mine in panels.items()]
+
+
+def figure(doc: dict) -> Any:
+    """The ratios of a ``--json`` record as a matplotlib Figure: a panel per benchmark and
+    combination of the parameters between the x axis and the series (:func:`_panels`),
+    each row's ratio on a log scale with its quartiles and target, the conditions above."""
+    from gpukit._bench import plot as bench_plot
+
+    plt = bench_plot.pyplot()
+    panels = []
+    for bench in dict.fromkeys(r["benchmark"] for r in doc["rows"]):
+        panels += _panels([r for r in doc["rows"] if r["benchmark"] == bench])
+    fig, axes = plt.subplots(len(panels), 1, figsize=(14, 4.6 * len(panels)), squeeze=False)
+    for ax, (title, x, series, rows) in zip(axes[:, 0], panels, strict=True):
+
+        def label(r: dict, i: int | None) -> str:
+            return "" if i is None else str(r["params"][i])
+
+        cats = list(dict.fromkeys(label(r, x) for r in rows))
+        kinds = list(dict.fromkeys(label(r, series) for r in rows))
+        width = 0.8 / len(kinds)
+        for j, kind in enumerate(kinds):
+            mine = [r for r in rows if label(r, series) == kind]
+            xs = [cats.index(label(r, x)) - 0.4 + width * (j + 0.5) for r in mine]
+            ratios = [r["ratio"] for r in mine]
+            below = [r["ratio"] - r["quartiles"][0] for r in mine]
+            above = [r["quartiles"][1] - r["ratio"] for r in mine]
+            name = None if series is None else f"{rows[0]['param_names'][series]}={kind}"
+            ax.errorbar(xs, ratios, yerr=[below, above], fmt="o", ms=4, capsize=2, label=name)
+            goals = [(at, r["target"]) for at, r in zip(xs, mine, strict=True) if r["target"]]
+            if goals:
+                dash = max(4.0, 600 * width / len(cats))  # points: about the slot's width
+                ax.plot(*zip(*goals, strict=True), "_", color="black", ms=dash, mew=1.5)
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_yscale("log")
+        many = len(cats) > 6
+        ax.set_xticks(
+            range(len(cats)), cats, rotation=50 if many else 0, ha="right" if many else "center"
+        )
+        if x is not None:
+            ax.set_xlabel(rows[0]["param_names"][x])
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("gpukit time / peer time")
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        if series is not None:
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the points
+    c = doc["conditions"]
+    load = f"load {c['load_before'][0]:.1f} before, {c['load_after'][0]:.1f} after (1-min average)"
+    fig.suptitle(
+        "Same-run ratios (median of interleaved pairs; bars: quartiles; black dash: target)\n"
+        f"{c['date']}, {c['commit']}; {c['processor']}; {load}\n{c['machine']}",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def write_plot(doc: dict, path: str) -> None:
+    """Draw :func:`figure` of ``doc`` into ``path``."""
+    from gpukit._bench import plot as bench_plot
+
+    fig = figure(doc)
+    fig.savefig(path, dpi=100)
+    bench_plot.pyplot().close(fig)
+
+
 # -- the command --------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m tools.peers", description=__doc__.splitlines()[0])
@@ -303,12 +448,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the selected rows and exit")
     p.add_argument("--callgrind", action="store_true", help="instructions per call instead")
     p.add_argument("--calls", type=int, default=CALLS, help="calls per side (--callgrind)")
+    p.add_argument("--json", metavar="FILE", help="write the results and conditions to FILE")
+    p.add_argument("--plot", metavar="FILE", help="plot the ratios into FILE (matplotlib)")
+    p.add_argument("--from", dest="source", metavar="FILE", help="plot a saved --json, no run")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    if args.source or args.plot:
+        from gpukit._bench import plot as bench_plot
+
+        if args.source and not args.plot:
+            parser().error("--from needs --plot FILE")
+        if args.callgrind or args.list:
+            parser().error("--plot draws timed ratios: not with --callgrind or --list")
+        bench_plot.check(args.plot)  # matplotlib and the file's folder, before any run
+    if args.source:
+        with open(args.source) as f:
+            write_plot(json.load(f), args.plot)
+        return 0
+    load_before = os.getloadavg()
     if args.threads:  # before NumPy and its BLAS load
         os.environ.update(dict.fromkeys(THREAD_VARIABLES, str(args.threads)))
     if args.cupy_sim and SIM_PATH not in sys.path:
@@ -334,6 +496,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(run_row(row, args.pairs))
         print(line(results[-1], width), flush=True)
     print(footer(results))
+    if args.json or args.plot:
+        doc = record(results, argv, load_before)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=1)
+        if args.plot and doc["rows"]:
+            write_plot(doc, args.plot)
     return 1 if any(r.failed is not None for r in results) else 0
 
 

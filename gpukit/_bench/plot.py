@@ -33,7 +33,7 @@ def check(path: str) -> None:
     ValueError
         ``path``'s folder does not exist, or its suffix is no format matplotlib writes.
     """
-    _pyplot()
+    pyplot()
     from matplotlib.backend_bases import FigureCanvasBase
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -55,13 +55,13 @@ def plot(report: dict[str, Any], path: str) -> None:
     ImportError
         matplotlib is missing; the message names the install that brings it.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig = figure(report)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     """``matplotlib.pyplot`` on the file-only Agg backend, or ImportError naming the install."""
     try:
         import matplotlib
@@ -81,7 +81,7 @@ def figure(report: dict[str, Any]) -> Any:
     ImportError
         matplotlib is missing; the message names the install that brings it.
     """
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib import ticker
 
     axes_of = {c.name: c.axis for c in CASES}
