@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Iterable
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from ..nn.module import Module, Parameter, _place, assign, on_device_of
 from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
+_HALF = np.dtype(np.float16)
 #: Steps an optimizer remembers per device until the device's status is read: an error
 #: read later than this many steps after the bad batch undoes only the last ones' counts.
 _LOG_STEPS = 1 << 16
@@ -251,13 +253,16 @@ class Optimizer:
         alone; flattened again where the group's list changed or a ``data`` was replaced."""
         params = self.param_groups[k]["params"]
         flat, buffers, loose = self._flat[k]
-        if len(flat) != len(params) or any(a is not b for a, b in zip(flat, params, strict=True)):
+        if len(flat) != len(params) or not all(map(is_, flat, params)):
             self._flat[k] = (list(params), *flatten(params))
             flat, buffers, loose = self._flat[k]
         for i, fb in enumerate(buffers):
             if not fb.intact():
                 buffers[i] = fb.rebuilt()
-        return [(fb, fb.params) for fb in buffers] + [(None, [p]) for p in loose]
+        laid: list[tuple[FlatBuffer | None, list[Parameter]]] = [(fb, fb.params) for fb in buffers]
+        if loose:
+            laid += [(None, [p]) for p in loose]
+        return laid
 
     def _views(self, p: Parameter, fb: FlatBuffer | None, index: int, names: tuple[str, ...]):
         """``p``'s state arrays: views of ``fb``'s flat state (what ``p`` had copied in), or
@@ -623,18 +628,15 @@ def _whole(
 ) -> tuple[Any, ...]:
     """The launch updating every parameter of ``fb``: gradients not already in their
     slots (set by hand, accumulated over passes) are copied there first."""
-    with on_device_of(fb.grad):
-        for p, grad in zip(fb.params, grads, strict=True):
-            slot = p._slot[1]
-            if grad is not slot:
+    stale = [(p._slot[1], g) for p, g in zip(fb.params, grads, strict=True) if g is not p._slot[1]]
+    if stale:
+        with on_device_of(fb.grad):
+            for slot, grad in stale:
                 slot[...] = grad
-    per_param = [opt._views(p, fb, i, names) for i, p in enumerate(fb.params)]
-    flats = [fb.state_buffer(name)[0] for name in names]
-    args = opt._args(fb.data, fb.grad, flats, count, hyper)
-    news = [
-        (p, opt._new_state(count, arrays), count)
-        for p, arrays in zip(fb.params, per_param, strict=True)
-    ]
+    news = []
+    for i, p in enumerate(fb.params):
+        news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
+    args = opt._args(fb.data, fb.grad, [fb.state_buffer(name)[0] for name in names], count, hyper)
     return _launch(opt, args, news)
 
 
@@ -646,7 +648,7 @@ def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any
     st = None
     if owner is not None and owner.is_device:
         st = _status.status(owner, owner.device_of(data))
-    args, back = _widened(args) if data.dtype == np.float16 else (args, ())
+    args, back = _widened(args) if data.dtype == _HALF else (args, ())
     guard = None if st is None else st.buffer
     return _kernel(data, opt._kernel), (*args, guard), back, news, st
 
@@ -661,7 +663,7 @@ def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, An
     """
     wide, back = [], []
     for i, a in enumerate(args):
-        if getattr(a, "dtype", None) != np.float16:
+        if getattr(a, "dtype", None) != _HALF:
             wide.append(a)
             continue
         with on_device_of(a):
