@@ -46,6 +46,8 @@ from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
 _HALF = np.dtype(np.float16)
+#: a flat buffer (None for a parameter updated on its own) and its parameters
+_Laid = tuple[FlatBuffer | None, list[Parameter]]
 #: Steps an optimizer remembers per device until the device's status is read: an error
 #: read later than this many steps after the bad batch undoes only the last ones' counts.
 _LOG_STEPS = 1 << 16
@@ -108,13 +110,13 @@ class Optimizer:
             self._validate(group)
             self.param_groups.append(group)
         self.state: dict[Parameter, dict[str, Any]] = {}
-        # per group: the parameters as flattened, their flat buffers, the others
-        self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[Parameter]]] = []
+        # per group: the parameters as flattened, their flat buffers, the layout
+        self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[_Laid]]] = []
         # per device status: [failures seen, serial checked, (serial, [(parameter, its
         # count)]) per step not yet known to be applied]
         self._log: dict[_status.Status, list[Any]] = {}
         for group in self.param_groups:
-            self._flat.append((list(group["params"]), *flatten(group["params"])))
+            self._flat.append(_flattened(group["params"]))
 
     def _validate(self, group: dict[str, Any]) -> None:
         """Check the group's hyper-parameters (TypeError, ValueError); subclasses add theirs."""
@@ -207,7 +209,7 @@ class Optimizer:
             seen.add(id(p))
         group = {**self.defaults, **param_group, "params": params}
         self._validate(group)
-        flat = (list(params), *flatten(params))  # may fail: nothing changed yet
+        flat = _flattened(params)  # may fail: nothing changed yet
         self.param_groups.append(group)
         self._flat.append(flat)
 
@@ -248,20 +250,19 @@ class Optimizer:
         elif "step" in state:
             state["step"] = count - 1
 
-    def _layout(self, k: int) -> list[tuple[FlatBuffer | None, list[Parameter]]]:
+    def _layout(self, k: int) -> list[_Laid]:
         """Group ``k``'s flat buffers with their parameters, then each other parameter
-        alone; flattened again where the group's list changed or a ``data`` was replaced."""
+        alone; flattened again where the group's list changed or a ``data`` was replaced.
+        The list is kept between steps: callers only read it."""
         params = self.param_groups[k]["params"]
-        flat, buffers, loose = self._flat[k]
+        flat, buffers, laid = self._flat[k]
         if len(flat) != len(params) or not all(map(is_, flat, params)):
-            self._flat[k] = (list(params), *flatten(params))
-            flat, buffers, loose = self._flat[k]
+            self._flat[k] = _flattened(params)
+            flat, buffers, laid = self._flat[k]
         for i, fb in enumerate(buffers):
             if not fb.intact():
-                buffers[i] = fb.rebuilt()
-        laid: list[tuple[FlatBuffer | None, list[Parameter]]] = [(fb, fb.params) for fb in buffers]
-        if loose:
-            laid += [(None, [p]) for p in loose]
+                fb = buffers[i] = fb.rebuilt()
+                laid[i] = (fb, fb.params)  # the buffers come first in the layout
         return laid
 
     def _views(self, p: Parameter, fb: FlatBuffer | None, index: int, names: tuple[str, ...]):
@@ -577,6 +578,15 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
+def _flattened(params: list[Parameter]) -> tuple[list[Parameter], list[FlatBuffer], list[_Laid]]:
+    """``params`` (as flattened), their flat buffers, and the layout a step walks: each
+    buffer with its parameters, then each parameter left out of the buffers alone."""
+    buffers, loose = flatten(params)
+    laid: list[_Laid] = [(fb, fb.params) for fb in buffers]
+    laid += [(None, [p]) for p in loose]
+    return list(params), buffers, laid
+
+
 def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
     """``params[i]``'s dtype, floating (TypeError otherwise: an integer cannot learn)."""
     if dtype.kind != "f":
@@ -628,16 +638,17 @@ def _whole(
 ) -> tuple[Any, ...]:
     """The launch updating every parameter of ``fb``: gradients not already in their
     slots (set by hand, accumulated over passes) are copied there first."""
-    stale = [(p._slot[1], g) for p, g in zip(fb.params, grads, strict=True) if g is not p._slot[1]]
+    stale, news = [], []
+    for i, (p, grad) in enumerate(zip(fb.params, grads, strict=True)):
+        if grad is not p._slot[1]:
+            stale.append((p._slot[1], grad))
+        news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
     if stale:
         with on_device_of(fb.grad):
             for slot, grad in stale:
                 slot[...] = grad
-    news = []
-    for i, p in enumerate(fb.params):
-        news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
-    args = opt._args(fb.data, fb.grad, [fb.state_buffer(name)[0] for name in names], count, hyper)
-    return _launch(opt, args, news)
+    flats = [fb.state_buffer(name)[0] for name in names] if names else []
+    return _launch(opt, opt._args(fb.data, fb.grad, flats, count, hyper), news)
 
 
 def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any, ...]:
