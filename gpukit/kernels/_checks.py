@@ -107,8 +107,9 @@ def check_range(
     array of more than one element); ``ValueError`` for NaN, an infinity or a value out
     of range. Python and NumPy numbers and 0-d real arrays are accepted.
     """
-    if type(value) is float and hi is None and lo <= value < _INF:  # the common case
-        return value
+    if type(value) is float and lo <= value:  # the common case, before the full test
+        if (value < _INF) if hi is None else (value < hi or (value == hi and not hi_open)):
+            return value
     v = real(op, value, name)
     above = hi is not None and (v >= hi if hi_open else v > hi)
     if v < lo or above:
