@@ -50,6 +50,25 @@ def test_axpy_matches_a_float64_reference(rng, dtype, n):
     assert n == 0 or terms_err(y, y64 + ax64, np.abs(y64) + np.abs(ax64)) < 4 * EPS[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_axpy_reads_a_read_only_x_and_offset_views(rng, dtype):
+    """The routine is handed each array's own first element: a read-only ``x`` (no
+    writeable buffer to point at) and views starting inside a larger array."""
+    f = _available(dtype)
+    xs, ys = rng.standard_normal(40).astype(dtype), rng.standard_normal(40).astype(dtype)
+    xs.flags.writeable = False
+    x, y = xs[3:20], ys[7:24]
+    alpha = float(rng.standard_normal())
+    y64 = ys.astype(np.float64)
+    ax64 = np.float64(dtype(alpha)) * x.astype(np.float64)
+    f(alpha, x, y)
+    want = y64.copy()
+    want[7:24] += ax64
+    scale = np.abs(y64)
+    scale[7:24] += np.abs(ax64)
+    assert terms_err(ys, want, scale) < 4 * EPS[dtype]  # outside the view: unchanged
+
+
 def test_other_dtypes_have_no_routine():
     swapped = np.dtype(np.float64).newbyteorder("S")  # BLAS reads native floats only
     for dtype in (np.complex128, np.int32, swapped):

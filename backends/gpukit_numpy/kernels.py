@@ -94,7 +94,9 @@ def _flat(a: np.ndarray | None) -> np.ndarray | None:
     """A plain flat view of a C-contiguous array (no VirtualDeviceArray ufunc overrides)."""
     if a is None:
         return None
-    return (a if type(a) is np.ndarray else a.view(np.ndarray)).reshape(-1)
+    if type(a) is not np.ndarray:
+        a = a.view(np.ndarray)
+    return a if a.ndim == 1 else a.reshape(-1)  # a flat buffer is already flat
 
 
 def _update(

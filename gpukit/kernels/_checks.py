@@ -22,6 +22,7 @@ from .._runtime import plans as _plans
 from .._runtime.placement import namespace
 from ..backend import Backend
 
+_INF = math.inf
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Label dtypes (the CUDA kernels read int32 or int64; others are converted).
 INTEGERS = tuple(np.dtype(c) for c in "bBhHiIlLqQ")
@@ -106,6 +107,9 @@ def check_range(
     array of more than one element); ``ValueError`` for NaN, an infinity or a value out
     of range. Python and NumPy numbers and 0-d real arrays are accepted.
     """
+    if type(value) is float and lo <= value:  # the common case, before the full test
+        if (value < _INF) if hi is None else (value < hi or (value == hi and not hi_open)):
+            return value
     v = real(op, value, name)
     above = hi is not None and (v >= hi if hi_open else v > hi)
     if v < lo or above:
@@ -137,6 +141,8 @@ def real(op: str, value: Any, name: str) -> float:
 
 def check_flag(op: str, value: Any, name: str) -> bool:
     """``value`` as a bool: TypeError unless a Python or NumPy bool (``"False"`` is not)."""
+    if value is True or value is False:  # the common case, before the union's test
+        return value
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{op}: {name} must be a bool, got {value!r} ({type(value).__name__})")
     return bool(value)
@@ -149,14 +155,24 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     Checked before anything is written, so a refused call changes nothing (a read-only
     buffer found half-way would leave the others half-updated).
     """
+    given = []
     for name, x in updated.items():
-        if x is not None and not getattr(x.flags, "writeable", True):  # CuPy: always
-            raise ValueError(f"{op}: {name} is updated in place but is read-only")
-    given = [(n, x) for n, x in (*updated.items(), *read.items()) if x is not None]
-    xp = np if type(given[0][1]) is np.ndarray else namespace(*(x for _, x in given))
+        if x is not None:
+            if not getattr(x.flags, "writeable", True):  # CuPy: always
+                raise ValueError(f"{op}: {name} is updated in place but is read-only")
+            given.append((name, x))
+    for item in read.items():
+        if item[1] is not None:
+            given.append(item)
+    first = given[0][1]
+    shares = (
+        np.may_share_memory
+        if type(first) is np.ndarray
+        else namespace(*(x for _, x in given)).may_share_memory
+    )
     for i, (name, x) in enumerate(given):
         for other, y in given[i + 1 :]:
-            if xp.may_share_memory(x, y):
+            if shares(x, y):
                 raise ValueError(
                     f"{op}: {name} and {other} overlap in memory; each must be an array of "
                     "its own (an in-place update reading and writing the same memory "

@@ -24,6 +24,7 @@ copied, ``p.data`` pointed back at the segment): see :meth:`FlatBuffer.intact`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter, is_
 from typing import Any
 
 from .. import _dispatch
@@ -32,6 +33,7 @@ from .module import Parameter, assign, on_device_of
 __all__ = ["FlatBuffer", "flatten"]
 
 _ALIGN_BYTES = 256
+_data = attrgetter("data")
 
 
 def _key(data: Any) -> tuple[Any, ...]:
@@ -108,7 +110,7 @@ class FlatBuffer:
 
     def intact(self) -> bool:
         """Whether every parameter's ``data`` is still its view (not replaced)."""
-        return all(p.data is v for p, v in zip(self.params, self.views, strict=True))
+        return all(map(is_, map(_data, self.params), self.views))
 
     def state_buffer(self, name: str) -> tuple[Any, list[Any]]:
         """Flat state buffer ``name`` (zeros when made) and its views, one per parameter."""

@@ -220,6 +220,9 @@ class Module:
 
     def _anchor(self) -> Parameter | None:
         """The first parameter: where the module lives and its dtype."""
+        for value in vars(self).values():  # a layer's own, without a generator per call
+            if isinstance(value, Parameter):
+                return value
         return next(self._iter_parameters(), None)
 
     # -- structure ---------------------------------------------------------------------------

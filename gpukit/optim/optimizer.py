@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Iterable
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,9 @@ from ..nn.module import Module, Parameter, _place, assign, on_device_of
 from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
+_HALF = np.dtype(np.float16)
+#: a flat buffer (None for a parameter updated on its own) and its parameters
+_Laid = tuple[FlatBuffer | None, list[Parameter]]
 #: Steps an optimizer remembers per device until the device's status is read: an error
 #: read later than this many steps after the bad batch undoes only the last ones' counts.
 _LOG_STEPS = 1 << 16
@@ -106,13 +110,13 @@ class Optimizer:
             self._validate(group)
             self.param_groups.append(group)
         self.state: dict[Parameter, dict[str, Any]] = {}
-        # per group: the parameters as flattened, their flat buffers, the others
-        self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[Parameter]]] = []
+        # per group: the parameters as flattened, their flat buffers, the layout
+        self._flat: list[tuple[list[Parameter], list[FlatBuffer], list[_Laid]]] = []
         # per device status: [failures seen, serial checked, (serial, [(parameter, its
         # count)]) per step not yet known to be applied]
         self._log: dict[_status.Status, list[Any]] = {}
         for group in self.param_groups:
-            self._flat.append((list(group["params"]), *flatten(group["params"])))
+            self._flat.append(_flattened(group["params"]))
 
     def _validate(self, group: dict[str, Any]) -> None:
         """Check the group's hyper-parameters (TypeError, ValueError); subclasses add theirs."""
@@ -205,7 +209,7 @@ class Optimizer:
             seen.add(id(p))
         group = {**self.defaults, **param_group, "params": params}
         self._validate(group)
-        flat = (list(params), *flatten(params))  # may fail: nothing changed yet
+        flat = _flattened(params)  # may fail: nothing changed yet
         self.param_groups.append(group)
         self._flat.append(flat)
 
@@ -246,18 +250,20 @@ class Optimizer:
         elif "step" in state:
             state["step"] = count - 1
 
-    def _layout(self, k: int) -> list[tuple[FlatBuffer | None, list[Parameter]]]:
+    def _layout(self, k: int) -> list[_Laid]:
         """Group ``k``'s flat buffers with their parameters, then each other parameter
-        alone; flattened again where the group's list changed or a ``data`` was replaced."""
+        alone; flattened again where the group's list changed or a ``data`` was replaced.
+        The list is kept between steps: callers only read it."""
         params = self.param_groups[k]["params"]
-        flat, buffers, loose = self._flat[k]
-        if len(flat) != len(params) or any(a is not b for a, b in zip(flat, params, strict=True)):
-            self._flat[k] = (list(params), *flatten(params))
-            flat, buffers, loose = self._flat[k]
+        flat, buffers, laid = self._flat[k]
+        if len(flat) != len(params) or not all(map(is_, flat, params)):
+            self._flat[k] = _flattened(params)
+            flat, buffers, laid = self._flat[k]
         for i, fb in enumerate(buffers):
             if not fb.intact():
-                buffers[i] = fb.rebuilt()
-        return [(fb, fb.params) for fb in buffers] + [(None, [p]) for p in loose]
+                fb = buffers[i] = fb.rebuilt()
+                laid[i] = (fb, fb.params)  # the buffers come first in the layout
+        return laid
 
     def _views(self, p: Parameter, fb: FlatBuffer | None, index: int, names: tuple[str, ...]):
         """``p``'s state arrays: views of ``fb``'s flat state (what ``p`` had copied in), or
@@ -572,6 +578,15 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay)
 
 
+def _flattened(params: list[Parameter]) -> tuple[list[Parameter], list[FlatBuffer], list[_Laid]]:
+    """``params`` (as flattened), their flat buffers, and the layout a step walks: each
+    buffer with its parameters, then each parameter left out of the buffers alone."""
+    buffers, loose = flatten(params)
+    laid: list[_Laid] = [(fb, fb.params) for fb in buffers]
+    laid += [(None, [p]) for p in loose]
+    return list(params), buffers, laid
+
+
 def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
     """``params[i]``'s dtype, floating (TypeError otherwise: an integer cannot learn)."""
     if dtype.kind != "f":
@@ -623,19 +638,17 @@ def _whole(
 ) -> tuple[Any, ...]:
     """The launch updating every parameter of ``fb``: gradients not already in their
     slots (set by hand, accumulated over passes) are copied there first."""
-    with on_device_of(fb.grad):
-        for p, grad in zip(fb.params, grads, strict=True):
-            slot = p._slot[1]
-            if grad is not slot:
+    stale, news = [], []
+    for i, (p, grad) in enumerate(zip(fb.params, grads, strict=True)):
+        if grad is not p._slot[1]:
+            stale.append((p._slot[1], grad))
+        news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
+    if stale:
+        with on_device_of(fb.grad):
+            for slot, grad in stale:
                 slot[...] = grad
-    per_param = [opt._views(p, fb, i, names) for i, p in enumerate(fb.params)]
-    flats = [fb.state_buffer(name)[0] for name in names]
-    args = opt._args(fb.data, fb.grad, flats, count, hyper)
-    news = [
-        (p, opt._new_state(count, arrays), count)
-        for p, arrays in zip(fb.params, per_param, strict=True)
-    ]
-    return _launch(opt, args, news)
+    flats = [fb.state_buffer(name)[0] for name in names] if names else []
+    return _launch(opt, opt._args(fb.data, fb.grad, flats, count, hyper), news)
 
 
 def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any, ...]:
@@ -646,7 +659,7 @@ def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any
     st = None
     if owner is not None and owner.is_device:
         st = _status.status(owner, owner.device_of(data))
-    args, back = _widened(args) if data.dtype == np.float16 else (args, ())
+    args, back = _widened(args) if data.dtype == _HALF else (args, ())
     guard = None if st is None else st.buffer
     return _kernel(data, opt._kernel), (*args, guard), back, news, st
 
@@ -661,7 +674,7 @@ def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, An
     """
     wide, back = [], []
     for i, a in enumerate(args):
-        if getattr(a, "dtype", None) != np.float16:
+        if getattr(a, "dtype", None) != _HALF:
             wide.append(a)
             continue
         with on_device_of(a):
