@@ -219,3 +219,21 @@ def test_the_reference_update_refuses_a_read_only_parameter(rng):
     with pytest.raises(ValueError, match="read-only"):
         reference.sgd_update(p, g, None, 0.1, 0.0, 0.0, False, 0.0, False)
     assert np.array_equal(p, before)
+
+
+@pytest.mark.parametrize("read_only", ["param", "exp_avg", "exp_avg_sq"])
+def test_the_reference_adam_refuses_read_only_state(rng, read_only):
+    """The compiled Adam pass checks nothing itself: a read-only array it would write goes
+    to the ufunc path, which raises, and nothing is written."""
+    import gpukit_numpy.kernels as reference
+
+    arrays = {k: rng.standard_normal(100) for k in ("param", "exp_avg", "exp_avg_sq")}
+    arrays["exp_avg_sq"] **= 2
+    arrays[read_only].flags.writeable = False
+    before = {k: v.copy() for k, v in arrays.items()}
+    with pytest.raises(ValueError, match="read-only"):
+        reference.adam_update(
+            arrays["param"], rng.standard_normal(100), arrays["exp_avg"], arrays["exp_avg_sq"],
+            1, 0.1, 0.9, 0.999, 1e-8, 0.0, False,
+        )  # fmt: skip
+    assert all(np.array_equal(arrays[k], before[k]) for k in arrays)

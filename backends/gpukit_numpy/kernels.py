@@ -121,6 +121,14 @@ def _update(
     _parallel.run(work, n, 1, threads)
 
 
+def _refuse_read_only(*arrays: np.ndarray | None) -> None:
+    """NumPy's error for an update's read-only output, raised before anything is written
+    (the compiled pass checks nothing; the block path would raise half-way)."""
+    for a in arrays:
+        if a is not None and not a.flags.writeable:
+            raise ValueError("output array is read-only")
+
+
 def _blas_ready(y: np.ndarray, x: np.ndarray) -> bool:
     """``x`` and ``y`` (flat, C-contiguous) suit BLAS ``axpy``: one dtype, aligned, ``y``
     writeable, apart (BLAS, unlike a ufunc, checks none of it)."""
@@ -156,6 +164,7 @@ def sgd_update(
     """
     if status is not None and status[0]:
         return
+    _refuse_read_only(param, momentum_buffer)
     if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
         grad = np.ascontiguousarray(grad)
     p, g = _flat(param), _flat(grad)
@@ -218,6 +227,7 @@ def adam_update(
     """
     if status is not None and status[0]:
         return
+    _refuse_read_only(param, exp_avg, exp_avg_sq)
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
     step_size = lr / (1.0 - beta1**step)
