@@ -306,8 +306,10 @@ def _planned(
     shape = tuple(x.shape)
     s_, axes_ = _plan(name, kind, shape, s, axes, one_d)
     work, result = _work_dtype(name, kind, np.dtype(x.dtype))
-    if backend.fft_takes_real and x.dtype == _REAL_OF.get((kind, work)):
-        work = x.dtype  # the backend's library promotes it
+    if backend.fft_takes_real and x.dtype.kind in "biuf":
+        # real input stays real, cast only to the real dtype of the work (an integer to
+        # float64): the backend's library promotes it, and every real dtype takes one path
+        work = _REAL_OF.get((kind, work), work)
     if dest is not None:
         _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
     plan = (backend, backend.fft_plan(kind, shape, s_, axes_, norm, threads), work, result)
@@ -588,7 +590,7 @@ def ifft(
     >>> import numpy as np
     >>> import gpukit as gk
     >>> with gk.use_backend("numpy"):
-    ...     gk.fft.ifft(np.array([4.0, 0, 0, 0])).tolist()
+    ...     gk.fft.ifft(np.array([4 + 0j, 0, 0, 0])).tolist()
     [(1+0j), (1+0j), (1+0j), (1+0j)]
     """
     return _ifft(x, n, (axis,), norm, out, workers)
