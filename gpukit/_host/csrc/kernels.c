@@ -55,15 +55,16 @@ static inline uint32_t bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return
 static inline double f64_bits(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 static inline uint64_t bits_f64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 
-/* exp(x) = 2^n p(r), r = x - n ln2 in [-ln2/2, ln2/2]; 2^n as two factors, each a
- * normal number, so that results down to the smallest subnormal round once. Rounding to
- * an integer adds and subtracts 1.5 * 2^23 (2^52): its low bits then hold the integer,
- * and (bits << 23) of 1.5 * 2^23 + n + 127 is the float 2^n. x is clamped first where
- * the result has long overflowed or underflowed (NaN passes). */
+/* exp(x) = 2^n p(r), r = x - n ln2 in [-ln2/2, ln2/2]. Rounding to an integer adds and
+ * subtracts 1.5 * 2^23 (2^52): its low bits then hold the integer, and (bits << 23) of
+ * 1.5 * 2^23 + n + 127 is the float 2^n. Over all x, 2^n is applied as two factors, each
+ * a normal number, so that results down to the smallest subnormal round once; x is
+ * clamped first where the result has long overflowed or underflowed (NaN passes). For
+ * x <= 40 (exp_low: every argument of the derivatives, erfc and the softmax, all <= 0),
+ * one factor 2^(n + 64), normal for every n the clamped x gives, then the constant
+ * 2^-64, which rounds the same results once: four operations fewer. */
 #define SHIFT32 12582912.0f
-static inline float exp_f32(float x) {
-    x = x < -104.0f ? -104.0f : x;
-    x = x > 89.0f ? 89.0f : x;
+static inline float exp_poly_f32(float x, float *n_out) {
     float n = (x * 1.44269504088896341f + SHIFT32) - SHIFT32;
     float r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187e-06f;
@@ -75,16 +76,29 @@ static inline float exp_f32(float x) {
     p = p * r + 0.4999999535099416f;
     p = p * r + 1.0000000360921262f;
     p = p * r + 1.0f;
+    *n_out = n;
+    return p;
+}
+
+static inline float exp_f32(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    x = x > 89.0f ? 89.0f : x;
+    float n, p = exp_poly_f32(x, &n);
     float n1 = (n * 0.5f + SHIFT32) - SHIFT32, n2 = n - n1;
     float s1 = f32_bits(bits_f32(n1 + (SHIFT32 + 127.0f)) << 23);
     float s2 = f32_bits(bits_f32(n2 + (SHIFT32 + 127.0f)) << 23);
     return p * s1 * s2;
 }
 
+static inline float exp_low_f32(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    float n, p = exp_poly_f32(x, &n);
+    float s = f32_bits(bits_f32(n + (SHIFT32 + 127.0f + 64.0f)) << 23);
+    return p * s * 5.42101086242752217e-20f; /* 2^-64 */
+}
+
 #define SHIFT64 6755399441055744.0
-static inline double exp_f64(double x) {
-    x = x < -746.0 ? -746.0 : x;
-    x = x > 710.0 ? 710.0 : x;
+static inline double exp_poly_f64(double x, double *n_out) {
     double n = (x * 1.4426950408889634074 + SHIFT64) - SHIFT64;
     double r = x - n * 6.93147180369123816490e-01;
     r = r - n * 1.90821492927058770002e-10;
@@ -103,10 +117,25 @@ static inline double exp_f64(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
+    *n_out = n;
+    return p;
+}
+
+static inline double exp_f64(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    x = x > 710.0 ? 710.0 : x;
+    double n, p = exp_poly_f64(x, &n);
     double n1 = (n * 0.5 + SHIFT64) - SHIFT64, n2 = n - n1;
     double s1 = f64_bits(bits_f64(n1 + (SHIFT64 + 1023.0)) << 52);
     double s2 = f64_bits(bits_f64(n2 + (SHIFT64 + 1023.0)) << 52);
     return p * s1 * s2;
+}
+
+static inline double exp_low_f64(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    double n, p = exp_poly_f64(x, &n);
+    double s = f64_bits(bits_f64(n + (SHIFT64 + 1023.0 + 64.0)) << 52);
+    return p * s * 5.42101086242752217e-20; /* 2^-64 */
 }
 
 /* Phi(z), the normal CDF: erfc(a) / 2 for z < 0 and 1 - erfc(a) / 2 for z >= 0,
@@ -127,7 +156,7 @@ static inline float phi_f32(float z) {
     float p = ERFC32[9];
     GK_UNROLL for (int k = 8; k >= 0; --k) p = p * u + ERFC32[k];
     float h = 0.5f * z * z;
-    float e = t * exp_f32(p - h);
+    float e = t * exp_low_f32(p - h);
     return z >= 0.0f ? 1.0f - 0.5f * e : 0.5f * e;
 }
 
@@ -152,7 +181,7 @@ static inline double phi_f64(double z) {
     double x = a * t - 1.0;
     double p = ERFC64[27];
     GK_UNROLL for (int k = 26; k >= 0; --k) p = p * x + ERFC64[k];
-    double e = t * exp_f64(p - 0.5 * z * z);
+    double e = t * exp_low_f64(p - 0.5 * z * z);
     return z >= 0.0 ? 1.0 - 0.5 * e : 0.5 * e;
 }
 
@@ -186,6 +215,7 @@ static inline double tanh_f64(double x) {
 #define T float
 #define SFX(name) name##_f32
 #define EXP exp_f32
+#define EXP_LOW exp_low_f32
 #define PHI phi_f32
 #define TANH tanh_f32
 #define LOG logf
@@ -195,6 +225,7 @@ static inline double tanh_f64(double x) {
 #undef T
 #undef SFX
 #undef EXP
+#undef EXP_LOW
 #undef PHI
 #undef TANH
 #undef LOG
@@ -204,6 +235,7 @@ static inline double tanh_f64(double x) {
 #define T double
 #define SFX(name) name##_f64
 #define EXP exp_f64
+#define EXP_LOW exp_low_f64
 #define PHI phi_f64
 #define TANH tanh_f64
 #define LOG log
