@@ -127,6 +127,34 @@ static inline void SFX(sum_row)(T *part, const T *r, ptrdiff_t cols, int first) 
     }
 }
 
+/* The identity's gradient: gx = g and, with acc, its column sums, in one pass: each row
+ * is copied and added to part in the same loop (part kept in T over GK_SUM_ROWS rows,
+ * then added to acc in double, as for the other activations), without a second pass
+ * that rereads the row. */
+static inline void SFX(copy_sum)(const T *g, T *gx, double *acc, T *part, ptrdiff_t rows,
+                                 ptrdiff_t cols, ptrdiff_t ld) {
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {
+        ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;
+        const T *g0 = g + i0 * ld;
+        T *o0 = gx + i0 * ld;
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
+            T e = g0[j];
+            o0[j] = e;
+            part[j] = e;
+        }
+        for (ptrdiff_t i = i0 + 1; i < i1; ++i) {
+            const T *gr = g + i * ld;
+            T *or_ = gx + i * ld;
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
+                T e = gr[j];
+                or_[j] = e;
+                part[j] += e;
+            }
+        }
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) acc[j] += (double)part[j];
+    }
+}
+
 /* gx = g * act'(v + b) (of_output: g * act'(z) from v = act(z); b unused) and, with
  * acc, its column sums added to acc (part: cols elements of scratch, with acc) */
 GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *b, T *gx,
@@ -134,6 +162,11 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
                                                double slope_, int of_output) {
     const T slope = (T)slope_;
+    if (acc && (act == GK_IDENTITY || (of_output && act != GK_RELU && act != GK_SIGMOID &&
+                                       act != GK_TANH))) {
+        SFX(copy_sum)(g, gx, acc, part, rows, cols, ld);
+        return;
+    }
     if (of_output) {
         switch (act) {
         case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU));
