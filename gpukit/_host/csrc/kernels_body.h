@@ -94,21 +94,24 @@ static inline T SFX(derivative_of_output)(T y, int act) {
 #define GK_SUM_ROWS 32
 #endif
 
-/* one pass: gx = g * D, and acc[j] += sum over rows of gx[i][j] (acc, part: NULL for
- * none). D is computed in one loop only, whatever the sums: every variant of a loop is
- * compiled on its own (contractions into FMA included), and gx must not depend on
- * which rows a thread was given. The sums reread the row just written, from cache. */
+/* one pass: gx = g * D, added to part as it is stored, and part added to acc[j] every
+ * GK_SUM_ROWS rows (acc: NULL for none; part: cols elements of scratch, always). D is
+ * computed in one loop only, whatever the sums: every variant of a loop is compiled on
+ * its own (contractions into FMA included), and gx must not depend on which rows a
+ * thread was given, nor on whether the bias gradient is wanted. */
 #define GK_BACKWARD(D)                                                        \
     for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
+        memset(part, 0, (size_t)cols * sizeof(T));                            \
         for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
             const T *gr = g + i * ld, *vr = v + i * ld;                       \
             T *or_ = gx + i * ld;                                             \
             (void)vr;                                                         \
             _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
-                or_[j] = gr[j] * (D);                                         \
+                T o = gr[j] * (D);                                            \
+                or_[j] = o;                                                   \
+                part[j] += o;                                                 \
             }                                                                 \
-            if (acc) SFX(sum_row)(part, or_, cols, i == i0);                  \
         }                                                                     \
         if (acc) {                                                            \
             _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
@@ -117,15 +120,6 @@ static inline T SFX(derivative_of_output)(T y, int act) {
         }                                                                     \
     }                                                                         \
     break
-
-/* part = r (first) or part += r, over cols elements */
-static inline void SFX(sum_row)(T *part, const T *r, ptrdiff_t cols, int first) {
-    if (first) {
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] = r[j];
-    } else {
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] += r[j];
-    }
-}
 
 /* The identity's gradient: gx = g and, with acc, its column sums, in one pass: each row
  * is copied and added to part in the same loop (part kept in T over GK_SUM_ROWS rows,
@@ -156,7 +150,7 @@ static inline void SFX(copy_sum)(const T *g, T *gx, double *acc, T *part, ptrdif
 }
 
 /* gx = g * act'(v + b) (of_output: g * act'(z) from v = act(z); b unused) and, with
- * acc, its column sums added to acc (part: cols elements of scratch, with acc) */
+ * acc, its column sums added to acc (part: cols elements of scratch, always) */
 GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *b, T *gx,
                                                double *acc, T *part, ptrdiff_t rows,
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
