@@ -3,12 +3,14 @@
     python tools/host_kernel_coefficients.py
 
 Prints each table the C sources hold and what it leaves: for float64 (60-digit arithmetic,
-mpmath) the Chebyshev series of P(u) = log(erfc(a) / t) + a^2 (t = 2 / (2 + a), u = a /
-(2 + a)) over u in [0.2, 1), the Taylor series of (Phi(z) - 1/2) / z in z^2 and that of
-(tanh(x) - x) / x^3 in x^2; for float32 the degree-9 least-squares fit of the same P over
-all of u in [0, 1) and the degree-6 fit of exp(r) on [-ln2/2, ln2/2] (relative error),
-each measured with its coefficients rounded to float32. The C sources' comments quote
-these figures.
+mpmath) P(u) = log(erfc(a) / t) + a^2 (t = 2 / (2 + a), u = a / (2 + a)) over all of u in
+[0, 1) as a polynomial in x = 2 u - 1 (its Chebyshev series truncated at degree 27, then
+rewritten in powers of x, for Horner's rule: the powers' coefficients stay below 1 in
+magnitude, so Horner's rounding is that of a short sum), measured with its coefficients
+rounded to float64, and the Taylor series of (tanh(x) - x) / x^3 in x^2; for float32 the
+degree-9 least-squares fit of the same P over all of u in [0, 1) and the degree-6 fit of
+exp(r) on [-ln2/2, ln2/2] (relative error), each measured with its coefficients rounded to
+float32. The C sources' comments quote these figures.
 """
 
 from __future__ import annotations
@@ -34,18 +36,29 @@ def chebyshev(f, lo, hi, nodes, degree):
     return c[: degree + 1], max(abs(v) for v in c[degree + 1 :])
 
 
-def main() -> None:
-    coeffs, tail = chebyshev(p_of_u, mp.mpf("0.2"), mp.mpf(1), 48, 25)
-    print("ERFC64 (Chebyshev in x = 2.5 u - 1.5):", ", ".join(repr(float(v)) for v in coeffs))
-    print(f"  largest dropped coefficient: {mp.nstr(tail, 3)}")
+def chebyshev_to_powers(c):
+    """The coefficients of x^0 .. x^n of sum c_k T_k(x) (``c`` as :func:`chebyshev` gives
+    them), exactly: T_0 = 1, T_1 = x, T_k+1 = 2 x T_k - T_k-1."""
+    powers = [mp.mpf(0)] * len(c)
+    prev, cur = [], [mp.mpf(1)]
+    for k, ck in enumerate(c):
+        for j, v in enumerate(cur):
+            powers[j] += ck * v
+        nxt = [mp.mpf(0), *(2 * v for v in cur)] if k else [mp.mpf(0), mp.mpf(1)]
+        for j, v in enumerate(prev):
+            nxt[j] -= v
+        prev, cur = cur, nxt
+    return powers
 
-    phi = [
-        (-1) ** n / (mp.sqrt(2 * mp.pi) * 2**n * mp.factorial(n) * (2 * n + 1)) for n in range(15)
-    ]
-    print("PHI_SMALL64:", ", ".join(repr(float(v)) for v in phi[:14]))
-    z = mp.sqrt(mp.mpf("0.5"))
-    dropped = abs(phi[14]) * z**29 / mp.ncdf(-z)
-    print(f"  first dropped term over Phi at |z| = sqrt(1/2): {mp.nstr(dropped, 3)}")
+
+def main() -> None:
+    coeffs, _ = chebyshev(p_of_u, mp.mpf(0), mp.mpf(1), 72, 27)
+    powers = [float(v) for v in chebyshev_to_powers(coeffs)]
+    print("ERFC64 (powers of x = 2 u - 1):", ", ".join(repr(v) for v in powers))
+    grid = [mp.mpf(k) / 4000 for k in range(4000)]
+    err = max(abs(mp.polyval(powers[::-1], 2 * u - 1) - p_of_u(u)) for u in grid)
+    print(f"  against P over u in [0, 1), coefficients in float64: {mp.nstr(err, 3)}")
+    print(f"  sum of the coefficients' magnitudes: {sum(abs(v) for v in powers):.3f}")
 
     def tanh_term(k):  # coefficient of x^(2k+1)
         n = k + 1

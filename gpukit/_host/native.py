@@ -201,10 +201,8 @@ def bias_act_grad(
     def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
         """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
         o = (r0 * cols + c0) * size
-        a = part = None
-        if acc is not None:
-            a = acc.ctypes.data + (k * cols + c0) * 8
-            part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data
+        a = None if acc is None else acc.ctypes.data + (k * cols + c0) * 8
+        part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data  # the kernel's, sums or not
         fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
 
     if _small(rows * cols):

@@ -55,15 +55,16 @@ static inline uint32_t bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return
 static inline double f64_bits(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 static inline uint64_t bits_f64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 
-/* exp(x) = 2^n p(r), r = x - n ln2 in [-ln2/2, ln2/2]; 2^n as two factors, each a
- * normal number, so that results down to the smallest subnormal round once. Rounding to
- * an integer adds and subtracts 1.5 * 2^23 (2^52): its low bits then hold the integer,
- * and (bits << 23) of 1.5 * 2^23 + n + 127 is the float 2^n. x is clamped first where
- * the result has long overflowed or underflowed (NaN passes). */
+/* exp(x) = 2^n p(r), r = x - n ln2 in [-ln2/2, ln2/2]. Rounding to an integer adds and
+ * subtracts 1.5 * 2^23 (2^52): its low bits then hold the integer, and (bits << 23) of
+ * 1.5 * 2^23 + n + 127 is the float 2^n. Over all x, 2^n is applied as two factors, each
+ * a normal number, so that results down to the smallest subnormal round once; x is
+ * clamped first where the result has long overflowed or underflowed (NaN passes). For
+ * x <= 40 (exp_low: every argument of the derivatives, erfc and the softmax, all <= 0),
+ * one factor 2^(n + 64), normal for every n the clamped x gives, then the constant
+ * 2^-64, which rounds the same results once: four operations fewer. */
 #define SHIFT32 12582912.0f
-static inline float exp_f32(float x) {
-    x = x < -104.0f ? -104.0f : x;
-    x = x > 89.0f ? 89.0f : x;
+static inline float exp_poly_f32(float x, float *n_out) {
     float n = (x * 1.44269504088896341f + SHIFT32) - SHIFT32;
     float r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187e-06f;
@@ -75,16 +76,29 @@ static inline float exp_f32(float x) {
     p = p * r + 0.4999999535099416f;
     p = p * r + 1.0000000360921262f;
     p = p * r + 1.0f;
+    *n_out = n;
+    return p;
+}
+
+static inline float exp_f32(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    x = x > 89.0f ? 89.0f : x;
+    float n, p = exp_poly_f32(x, &n);
     float n1 = (n * 0.5f + SHIFT32) - SHIFT32, n2 = n - n1;
     float s1 = f32_bits(bits_f32(n1 + (SHIFT32 + 127.0f)) << 23);
     float s2 = f32_bits(bits_f32(n2 + (SHIFT32 + 127.0f)) << 23);
     return p * s1 * s2;
 }
 
+static inline float exp_low_f32(float x) {
+    x = x < -104.0f ? -104.0f : x;
+    float n, p = exp_poly_f32(x, &n);
+    float s = f32_bits(bits_f32(n + (SHIFT32 + 127.0f + 64.0f)) << 23);
+    return p * s * 5.42101086242752217e-20f; /* 2^-64 */
+}
+
 #define SHIFT64 6755399441055744.0
-static inline double exp_f64(double x) {
-    x = x < -746.0 ? -746.0 : x;
-    x = x > 710.0 ? 710.0 : x;
+static inline double exp_poly_f64(double x, double *n_out) {
     double n = (x * 1.4426950408889634074 + SHIFT64) - SHIFT64;
     double r = x - n * 6.93147180369123816490e-01;
     r = r - n * 1.90821492927058770002e-10;
@@ -103,10 +117,25 @@ static inline double exp_f64(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
+    *n_out = n;
+    return p;
+}
+
+static inline double exp_f64(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    x = x > 710.0 ? 710.0 : x;
+    double n, p = exp_poly_f64(x, &n);
     double n1 = (n * 0.5 + SHIFT64) - SHIFT64, n2 = n - n1;
     double s1 = f64_bits(bits_f64(n1 + (SHIFT64 + 1023.0)) << 52);
     double s2 = f64_bits(bits_f64(n2 + (SHIFT64 + 1023.0)) << 52);
     return p * s1 * s2;
+}
+
+static inline double exp_low_f64(double x) {
+    x = x < -746.0 ? -746.0 : x;
+    double n, p = exp_poly_f64(x, &n);
+    double s = f64_bits(bits_f64(n + (SHIFT64 + 1023.0 + 64.0)) << 52);
+    return p * s * 5.42101086242752217e-20; /* 2^-64 */
 }
 
 /* Phi(z), the normal CDF: erfc(a) / 2 for z < 0 and 1 - erfc(a) / 2 for z >= 0,
@@ -127,50 +156,33 @@ static inline float phi_f32(float z) {
     float p = ERFC32[9];
     GK_UNROLL for (int k = 8; k >= 0; --k) p = p * u + ERFC32[k];
     float h = 0.5f * z * z;
-    float e = t * exp_f32(p - h);
+    float e = t * exp_low_f32(p - h);
     return z >= 0.0f ? 1.0f - 0.5f * e : 0.5f * e;
 }
 
-/* float64: |z| < sqrt(1/2) takes Phi = 1/2 + z E(z^2), E the Taylor series of
- * (Phi(z) - 1/2) / z (truncated 2e-21 below the value); beyond, P is a Chebyshev series
- * of degree 25 in u over [0.2, 1) (a >= 1/2), 6e-19 from the function. */
-static const double PHI_SMALL64[14] = {
-    0.3989422804014327, -0.06649038006690544, 0.009973557010035817, -0.0011873282154804543,
-    0.00011543468761615529, -9.444656259503615e-06, 6.659693516316651e-07,
-    -4.122667414862689e-08, 2.2735298243728065e-09, -1.1301171641619213e-10,
-    5.1124347902563106e-12, -2.121761474217046e-13, 8.133418984498675e-15,
-    -2.896516732371323e-16};
-static const double ERFC64[26] = {
-    -0.78318707272406, -0.5058947933173407, 0.020165332295700413, 0.004150784270483714,
-    -0.0006929393033131829, -8.061304448090166e-05, 2.5850999510766174e-05,
-    2.4532413619366538e-06, -1.0665628949056516e-06, -1.0956136201272647e-07,
-    4.618283721422925e-08, 6.305089137369667e-09, -1.9633309872353595e-09,
-    -3.979371116364933e-10, 7.359712081538667e-11, 2.4619582503772172e-11,
-    -1.769647748682444e-12, -1.3810080809606214e-12, -4.600206617963027e-14,
-    6.380484046552098e-14, 9.937718418245514e-15, -1.856958347210499e-15,
-    -7.707956385933372e-16, -3.1621351296209296e-17, 3.448945247480971e-17,
-    8.625438866510632e-18};
+/* float64: P a polynomial of degree 27 in x = 2 u - 1 over all of a >= 0 (u in [0, 1)),
+ * 2.7e-17 from the function with its coefficients in float64; its coefficients' magnitudes
+ * sum to 1.46, so Horner's rule rounds as a short sum does. */
+static const double ERFC64[28] = {
+    -0.6717940840566923, -0.6726432239776567, 0.04734330684190443, 0.0468956102311753,
+    -0.009872689366389959, -0.008824938557060623, 0.001758933557799016,
+    0.002345812500482853, -0.00014624686337800336, -0.000673678795580235,
+    -9.37350311709817e-05, 0.0001743029472030762, 7.14010141275703e-05,
+    -3.17451797494374e-05, -3.0187884551394243e-05, -1.3772664134464417e-07,
+    8.562623420121286e-06, 2.947986876998259e-06, -1.27231190486887e-06,
+    -1.2500276612569754e-06, -1.6849800720653297e-07, 2.495832761719667e-07,
+    1.5334345920908177e-07, -1.4448658046252676e-09, -3.9171820510271855e-08,
+    -1.1172352263623759e-08, 4.06088214696972e-09, 1.8902306008944537e-09};
 
 static inline double phi_f64(double z) {
-    double w = z * z;
-    double e = PHI_SMALL64[13];
-    GK_UNROLL for (int k = 12; k >= 0; --k) e = e * w + PHI_SMALL64[k];
-    double small = 0.5 + z * e;
     double a = fabs(z) * 0.70710678118654752440;
-    a = a < 0.5 ? 0.5 : a;   /* the series' range (the small branch is taken there) */
-    a = a > 40.0 ? 40.0 : a; /* erfc(40) has long underflowed */
+    a = a > 40.0 ? 40.0 : a; /* erfc(40) has long underflowed; u stays below 1 */
     double t = 2.0 / (2.0 + a);
-    double x = (a * t * 0.5) * 2.5 - 1.5; /* u in [0.2, 1) to [-1, 1) */
-    double b1 = 0.0, b2 = 0.0;           /* Clenshaw's recurrence */
-    GK_UNROLL for (int k = 25; k >= 1; --k) {
-        double b0 = ERFC64[k] + 2.0 * x * b1 - b2;
-        b2 = b1;
-        b1 = b0;
-    }
-    double p = ERFC64[0] + x * b1 - b2;
-    double ec = t * exp_f64(p - 0.5 * w);
-    double large = z >= 0.0 ? 1.0 - 0.5 * ec : 0.5 * ec;
-    return w < 0.5 ? small : large;
+    double x = a * t - 1.0;
+    double p = ERFC64[27];
+    GK_UNROLL for (int k = 26; k >= 0; --k) p = p * x + ERFC64[k];
+    double e = t * exp_low_f64(p - 0.5 * z * z);
+    return z >= 0.0 ? 1.0 - 0.5 * e : 0.5 * e;
 }
 
 /* tanh: x + x^3 Q(x^2) (its Taylor series, truncated 2e-19 (float64) and 2e-9 (float32)
@@ -203,6 +215,7 @@ static inline double tanh_f64(double x) {
 #define T float
 #define SFX(name) name##_f32
 #define EXP exp_f32
+#define EXP_LOW exp_low_f32
 #define PHI phi_f32
 #define TANH tanh_f32
 #define LOG logf
@@ -212,6 +225,7 @@ static inline double tanh_f64(double x) {
 #undef T
 #undef SFX
 #undef EXP
+#undef EXP_LOW
 #undef PHI
 #undef TANH
 #undef LOG
@@ -221,6 +235,7 @@ static inline double tanh_f64(double x) {
 #define T double
 #define SFX(name) name##_f64
 #define EXP exp_f64
+#define EXP_LOW exp_low_f64
 #define PHI phi_f64
 #define TANH tanh_f64
 #define LOG log

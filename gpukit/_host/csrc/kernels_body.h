@@ -1,9 +1,9 @@
 /* The kernels of one floating type, included by kernels.c once per type with T (the
- * type), SFX (the exported names' suffix) and EXP, PHI, TANH, LOG, FABS, SQRT (its
- * functions) defined. A matrix is rows x cols elements, row i starting ld elements after
- * row i - 1 (a span of a larger matrix's columns has ld > cols); x and y (g and gx) may
- * be the same array: each element is read before its own output is written, and never
- * again, so the loops are vectorised as free of dependences ("omp simd",
+ * type), SFX (the exported names' suffix) and EXP, EXP_LOW, PHI, TANH, LOG, FABS, SQRT
+ * (its functions) defined. A matrix is rows x cols elements, row i starting ld elements
+ * after row i - 1 (a span of a larger matrix's columns has ld > cols); x and y (g and gx)
+ * may be the same array: each element is read before its own output is written, and
+ * never again, so the loops are vectorised as free of dependences ("omp simd",
  * -fopenmp-simd: no OpenMP run time, no threads of its own). */
 
 /* one pass over the rows: z = x + b, y = EXPR(z) */
@@ -52,7 +52,7 @@ static inline T SFX(derivative)(T z, int act, T slope) {
     case GK_RELU: return z > 0 ? (T)1 : (T)0;
     case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
     case GK_GELU: /* Phi(z) + z phi(z) */
-        return PHI(z) + z * (T)0.3989422804014327 * EXP((T)-0.5 * z * z);
+        return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z);
     case GK_GELU_TANH: { /* s + 2 z s (1 - s) k (1 + 3 c z^2), s = sigmoid(2 k (z + c z^3)) */
         T s = SFX(gelu_tanh_gate)(z);
         return s + (T)(2 * 0.7978845608028654) * z * s * ((T)1 - s) *
@@ -63,12 +63,12 @@ static inline T SFX(derivative)(T z, int act, T slope) {
         return s * ((T)1 + z * ((T)1 - s));
     }
     case GK_SIGMOID: { /* s (1 - s) = e / (1 + e)^2, e = exp(-|z|): no 1 - s to cancel */
-        T e = EXP(-FABS(z));
+        T e = EXP_LOW(-FABS(z));
         T d = (T)1 + e;
         return e / (d * d);
     }
     case GK_TANH: { /* 1 - tanh^2 = 4 e / (1 + e)^2, e = exp(-2|z|) */
-        T e = EXP((T)-2 * FABS(z));
+        T e = EXP_LOW((T)-2 * FABS(z));
         T d = (T)1 + e;
         return (T)4 * e / (d * d);
     }
@@ -94,21 +94,24 @@ static inline T SFX(derivative_of_output)(T y, int act) {
 #define GK_SUM_ROWS 32
 #endif
 
-/* one pass: gx = g * D, and acc[j] += sum over rows of gx[i][j] (acc, part: NULL for
- * none). D is computed in one loop only, whatever the sums: every variant of a loop is
- * compiled on its own (contractions into FMA included), and gx must not depend on
- * which rows a thread was given. The sums reread the row just written, from cache. */
+/* one pass: gx = g * D, added to part as it is stored, and part added to acc[j] every
+ * GK_SUM_ROWS rows (acc: NULL for none; part: cols elements of scratch, always). D is
+ * computed in one loop only, whatever the sums: every variant of a loop is compiled on
+ * its own (contractions into FMA included), and gx must not depend on which rows a
+ * thread was given, nor on whether the bias gradient is wanted. */
 #define GK_BACKWARD(D)                                                        \
     for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
+        memset(part, 0, (size_t)cols * sizeof(T));                            \
         for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
             const T *gr = g + i * ld, *vr = v + i * ld;                       \
             T *or_ = gx + i * ld;                                             \
             (void)vr;                                                         \
             _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
-                or_[j] = gr[j] * (D);                                         \
+                T o = gr[j] * (D);                                            \
+                or_[j] = o;                                                   \
+                part[j] += o;                                                 \
             }                                                                 \
-            if (acc) SFX(sum_row)(part, or_, cols, i == i0);                  \
         }                                                                     \
         if (acc) {                                                            \
             _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
@@ -118,22 +121,46 @@ static inline T SFX(derivative_of_output)(T y, int act) {
     }                                                                         \
     break
 
-/* part = r (first) or part += r, over cols elements */
-static inline void SFX(sum_row)(T *part, const T *r, ptrdiff_t cols, int first) {
-    if (first) {
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] = r[j];
-    } else {
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] += r[j];
+/* The identity's gradient: gx = g and, with acc, its column sums, in one pass: each row
+ * is copied and added to part in the same loop (part kept in T over GK_SUM_ROWS rows,
+ * then added to acc in double, as for the other activations), without a second pass
+ * that rereads the row. */
+static inline void SFX(copy_sum)(const T *g, T *gx, double *acc, T *part, ptrdiff_t rows,
+                                 ptrdiff_t cols, ptrdiff_t ld) {
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {
+        ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;
+        const T *g0 = g + i0 * ld;
+        T *o0 = gx + i0 * ld;
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
+            T e = g0[j];
+            o0[j] = e;
+            part[j] = e;
+        }
+        for (ptrdiff_t i = i0 + 1; i < i1; ++i) {
+            const T *gr = g + i * ld;
+            T *or_ = gx + i * ld;
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
+                T e = gr[j];
+                or_[j] = e;
+                part[j] += e;
+            }
+        }
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) acc[j] += (double)part[j];
     }
 }
 
 /* gx = g * act'(v + b) (of_output: g * act'(z) from v = act(z); b unused) and, with
- * acc, its column sums added to acc (part: cols elements of scratch, with acc) */
+ * acc, its column sums added to acc (part: cols elements of scratch, always) */
 GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *b, T *gx,
                                                double *acc, T *part, ptrdiff_t rows,
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
                                                double slope_, int of_output) {
     const T slope = (T)slope_;
+    if (acc && (act == GK_IDENTITY || (of_output && act != GK_RELU && act != GK_SIGMOID &&
+                                       act != GK_TANH))) {
+        SFX(copy_sum)(g, gx, acc, part, rows, cols, ld);
+        return;
+    }
     if (of_output) {
         switch (act) {
         case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU));
@@ -175,14 +202,14 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent)(const T *x, const int64_t *labels, T *loss
         if (smoothing != 0.0) {
             _Pragma("omp simd reduction(+ : s, zs)") for (ptrdiff_t j = 0; j < cols; ++j) {
                 T z = xr[j] - m;
-                T e = EXP(z);
+                T e = EXP_LOW(z);
                 pr[j] = e;
                 s += e;
                 zs += z * k;
             }
         } else {
             _Pragma("omp simd reduction(+ : s)") for (ptrdiff_t j = 0; j < cols; ++j) {
-                T e = EXP(xr[j] - m);
+                T e = EXP_LOW(xr[j] - m);
                 pr[j] = e;
                 s += e;
             }
