@@ -543,6 +543,28 @@ __global__ void __launch_bounds__(GK_KB)
   }
 }
 
+// omega = ts / tt into slot 12, or the loop halted: non-finite sums, or omega zero or
+// at rounding level (|ts| <= eps sqrt(tt) ||s||: a stagnation breakdown)
+template <typename A>
+__device__ void gk_bicgstab_judge_omega(double* sc, long long k, A ts, double tt,
+                                        double snorm) {
+  if (!isfinite(tt) || !gk_finite(ts)) {
+    gk_halt(sc, GK_NONFINITE, k, 0.0);
+    return;
+  }
+  A omega;
+  if (tt != 0.0) {
+    omega = gk_div(ts, tt);
+  } else {
+    gk_zero(omega);
+  }
+  if (gk_is_zero(omega) || gk_abs(ts) <= sc[4] * sqrt(tt) * snorm) {
+    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
+    return;
+  }
+  gk_store(sc, 12, omega);
+}
+
 // omega = t^H s / t^H t (t = A shat), judged
 template <typename T>
 __global__ void __launch_bounds__(GK_KB)
@@ -557,23 +579,7 @@ __global__ void __launch_bounds__(GK_KB)
     acc[1] = gk_add(acc[1], gk_dot(ti, s[i]));
   }
   if (!gk_grid_sum<2, A>(acc, part, ticket, total) || !gk_running(sc)) return;
-  const double tt = gk_real(total[0]);
-  const A ts = total[1];
-  if (!isfinite(tt) || !gk_finite(ts)) {
-    gk_halt(sc, GK_NONFINITE, k, 0.0);
-    return;
-  }
-  A omega;
-  if (tt != 0.0) {
-    omega = gk_div(ts, tt);
-  } else {
-    gk_zero(omega);
-  }
-  if (gk_is_zero(omega) || gk_abs(ts) <= sc[4] * sqrt(tt) * sc[19]) {
-    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
-    return;
-  }
-  gk_store(sc, 12, omega);
+  gk_bicgstab_judge_omega(sc, k, total[1], gk_real(total[0]), sc[19]);
 }
 
 // x += omega shat, r -= omega t; ||r|| may end the loop, else rho of the next iteration
@@ -736,23 +742,7 @@ __global__ void __launch_bounds__(GK_KB)
     gk_halt(sc, GK_NONFINITE, k, qnorm);
     return;
   }
-  const double yy = gk_real(total[1]);
-  const A yq = total[0];
-  if (!isfinite(yy) || !gk_finite(yq)) {
-    gk_halt(sc, GK_NONFINITE, k, 0.0);
-    return;
-  }
-  A omega;
-  if (yy != 0.0) {
-    omega = gk_div(yq, yy);
-  } else {
-    gk_zero(omega);
-  }
-  if (gk_is_zero(omega) || gk_abs(yq) <= sc[4] * sqrt(yy) * qnorm) {
-    gk_halt(sc, GK_BICGSTAB_OMEGA, k, 0.0);
-    return;
-  }
-  gk_store(sc, 12, omega);
+  gk_bicgstab_judge_omega(sc, k, total[0], gk_real(total[1]), qnorm);
 }
 
 // The gap bounds after iteration k (the scalars are still iteration k's), and the request
