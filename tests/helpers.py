@@ -11,7 +11,7 @@ import gpukit as gk
 from gpukit.testing import default_rtol
 from gpukit.testing import relative_error as rel_err
 
-__all__ = ["TOL", "flushed", "oracle", "rel_err", "simulated", "terms_err"]
+__all__ = ["TOL", "flushed", "oracle", "rel_err", "simulated", "terms_err", "with_tails"]
 
 #: Relative-norm tolerance per dtype, the numerics contract's (docs/numerics.rst), as
 #: gpukit.testing states it; ``rel_err`` is gpukit.testing.relative_error.
@@ -42,6 +42,20 @@ def flushed(x, backend) -> np.ndarray:
     parts = out.view(np.float32)  # complex64: the real and imaginary parts interleaved
     parts[np.abs(parts) < np.finfo(np.float32).tiny] *= 0  # keeps the sign
     return out
+
+
+def with_tails(rng, shape, dtype) -> np.ndarray:
+    """Random inputs with the tails mixed in (a twentieth of the entries, at least 4):
+    |x| up to 1e4 (erf, exp and log1p far out), subnormals, and signed zeros."""
+    x = rng.standard_normal(shape) * 3
+    flat = x.reshape(-1)
+    idx = rng.permutation(flat.size)[: max(flat.size // 20, 4)]
+    q = len(idx) // 4
+    flat[idx[:q]] = rng.choice([-1, 1], q) * 10 ** rng.uniform(1, 4, q)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    flat[idx[q : 2 * q]] = rng.choice([-1, 1], q) * tiny * rng.integers(1, 1000, q)
+    flat[idx[2 * q : 3 * q]] = rng.choice([-0.0, 0.0], q)
+    return x.astype(dtype)
 
 
 def simulated() -> bool:

@@ -19,7 +19,7 @@ import gpukit as gk
 from gpukit._host import activations, native
 from gpukit_numpy import kernels as host
 
-from helpers import TOL, oracle, rel_err
+from helpers import TOL, oracle, rel_err, with_tails
 
 ACTS = native.ACTIVATIONS
 SHAPES = [(389, 347), (3, 50_001), (1, 70_001), (5, 7)]
@@ -79,23 +79,10 @@ def _tol(dtype) -> float:
     return TOL[np.dtype(dtype)] * 10
 
 
-def _with_tails(rng, shape, dtype):
-    """Normal inputs with |x| up to 1e4, subnormals and signed zeros mixed in."""
-    x = rng.standard_normal(shape) * 3
-    flat = x.reshape(-1)
-    idx = rng.permutation(flat.size)[: max(flat.size // 20, 4)]
-    q = len(idx) // 4
-    flat[idx[:q]] = rng.choice([-1, 1], q) * 10 ** rng.uniform(1, 4, q)
-    tiny = float(np.finfo(dtype).smallest_subnormal)
-    flat[idx[q : 2 * q]] = rng.choice([-1, 1], q) * tiny * rng.integers(1, 1000, q)
-    flat[idx[2 * q : 3 * q]] = rng.choice([-0.0, 0.0], q)
-    return x.astype(dtype)
-
-
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("activation", ACTS)
 def test_forward_and_backward_match_the_formulas(path, rng, dtype, activation, shape):
-    x = _with_tails(rng, shape, dtype)
+    x = with_tails(rng, shape, dtype)
     b = rng.standard_normal(shape[1]).astype(dtype)
     b[: shape[1] // 4] = 0  # the tails of these columns reach the activation as they are
     gy = rng.standard_normal(shape).astype(dtype)
@@ -116,7 +103,7 @@ def test_without_bias_in_place_and_from_the_output(path, rng, dtype, activation)
     """gk.nn's calls: no bias (the input's signed zeros kept), the output written over
     the input, the gradient over the incoming one, and from the output where the
     derivative is a function of it."""
-    x = _with_tails(rng, (301, 257), dtype)
+    x = with_tails(rng, (301, 257), dtype)
     gy = rng.standard_normal(x.shape).astype(dtype)
     f, df = FORMULAS[activation]
     x64 = x.astype(np.float64)

@@ -14,7 +14,7 @@ from scipy import special
 
 import gpukit as gk
 
-from helpers import TOL, flushed, oracle, rel_err
+from helpers import TOL, flushed, oracle, rel_err, with_tails
 
 FLOATS = [np.float32, np.float64]
 SQ2 = math.sqrt(2.0)
@@ -156,25 +156,11 @@ def _gelu_tanh_derivative(z):
     return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * k * (1 + 3 * c * z * z)
 
 
-def _with_tails(rng, shape, dtype):
-    """Random inputs with the tails mixed in: |x| up to 1e4 (erf, exp and log1p far out),
-    subnormals, and signed zeros."""
-    x = rng.standard_normal(shape) * 3
-    flat = x.reshape(-1)
-    idx = rng.permutation(flat.size)[: flat.size // 20]
-    q = len(idx) // 4
-    flat[idx[:q]] = rng.choice([-1, 1], q) * 10 ** rng.uniform(1, 4, q)
-    tiny = float(np.finfo(dtype).smallest_subnormal)
-    flat[idx[q : 2 * q]] = rng.choice([-1, 1], q) * tiny * rng.integers(1, 1000, q)
-    flat[idx[2 * q : 3 * q]] = rng.choice([-0.0, 0.0], q)
-    return x.astype(dtype)
-
-
 @pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
-def test_bias_activation_over_many_blocks_with_tails(backend, rng, dtype, activation):
+def test_bias_activation_over_many_blockswith_tails(backend, rng, dtype, activation):
     """Sizes the host splits over its threads and cache-sized blocks (an odd number of
     rows, a row count per block that does not divide it), with the tails in the input."""
-    x = _with_tails(rng, (389, 347), dtype)
+    x = with_tails(rng, (389, 347), dtype)
     b = rng.standard_normal(347).astype(dtype)
     b[:60] = 0  # keep the subnormals and signed zeros of these columns in z
     gy = rng.standard_normal(x.shape).astype(dtype)
