@@ -147,6 +147,41 @@ def _small(a: np.ndarray) -> bool:
     )
 
 
+#: Machine epsilon of each LAPACK dtype (numpy.linalg.lstsq's default rcond: eps * max(M, N)).
+_EPS = {d: float(np.finfo(d).eps) for d in _LAPACK_DTYPES}
+
+
+def _lstsq(a: np.ndarray, b: np.ndarray, rcond: float | None) -> tuple[Any, Any, int, Any]:
+    """numpy.linalg.lstsq of one small matrix by ``gelsd`` (numpy.linalg's routine),
+    as ``(x, residuals, rank, s)`` with NumPy's shapes: the residuals are the squared
+    norms of the rows of ``gelsd``'s output below ``x`` (LAPACK's documented residual),
+    given only when ``a`` has full column rank and more rows than columns."""
+    m, n = a.shape
+    vector = b.ndim == 1
+    rhs = b[:, None] if vector else b
+    k = rhs.shape[1]
+    if m < n:  # gelsd writes x over b, which must hold max(M, N) rows
+        padded = np.zeros((n, k), dtype=b.dtype)
+        padded[:m] = rhs
+        rhs = padded
+    cond = _EPS[a.dtype] * max(m, n) if rcond is None else rcond
+    sizes = _lapack("gelsd_lwork", a.dtype)(m, n, k, cond)
+    if sizes[-1] != 0:
+        raise ValueError(f"illegal value in argument {-sizes[-1]} of gelsd")
+    work = [int(w.real) for w in sizes[:-1]]  # complex gelsd gives its lwork as complex
+    x, s, rank, info = _lapack("gelsd", a.dtype)(a, rhs, *work, cond)
+    if info > 0:
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of gelsd")
+    if rank == n and m > n:
+        tail = x[n:]
+        residuals = (tail.real**2 + tail.imag**2 if tail.dtype.kind == "c" else tail**2).sum(0)
+    else:
+        residuals = np.empty(0, dtype=s.dtype)
+    return (x[:n, 0] if vector else x[:n]), residuals, int(rank), s
+
+
 #: The real scalar type of a vector's norm, for the dtypes BLAS takes.
 _NORM_SCALAR = {np.dtype(c): np.dtype(c.lower()).type for c in "fdFD"}
 
@@ -264,6 +299,13 @@ class NumpyLinalg(LinalgOps):
         if info < 0:
             raise ValueError(f"illegal value in argument {-info} of gesdd")
         return (vt.T, s, u.T) if compute_uv else s
+
+    def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
+        if not (0 < a.shape[0] <= _SMALL and 0 < a.shape[1] <= _SMALL and b.size) or (
+            a.dtype not in _LAPACK_DTYPES
+        ):
+            return super().linalg_lstsq(a, b, rcond)
+        return _lstsq(a, b, rcond)
 
     def linalg_cholesky(self, a: Any) -> Any:
         if a.dtype.kind not in "fc" or a.dtype.itemsize < 4:
