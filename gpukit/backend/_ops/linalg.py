@@ -7,6 +7,7 @@ A backend overrides what its library does faster (Cholesky solves, sparse matric
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -114,9 +115,7 @@ class LinalgOps:
     # -- operators for the Krylov solvers ---------------------------------------------------
     def linalg_is_sparse(self, a: Any) -> bool:
         """Whether ``a`` is this backend's sparse matrix type (SciPy's on host backends)."""
-        import scipy.sparse
-
-        return not getattr(self, "is_device", False) and scipy.sparse.issparse(a)
+        return not getattr(self, "is_device", False) and _scipy_sparse().issparse(a)
 
     def linalg_to_sparse(self, a: Any) -> Any:
         """A host ``scipy.sparse`` CSR matrix as this backend's sparse matrix."""
@@ -124,9 +123,7 @@ class LinalgOps:
 
     def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
         """``csr_matrix(arg1, shape, dtype, copy)`` of this backend's sparse module."""
-        import scipy.sparse
-
-        return scipy.sparse.csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
+        return _scipy_sparse().csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         """The vector space the Krylov loops of ``gk.linalg`` run in for ``dtype`` vectors.
@@ -148,6 +145,15 @@ class LinalgOps:
         if matvec is not None:  # scipy / cupyx LinearOperator
             return matvec
         return a.dot
+
+
+@functools.cache
+def _scipy_sparse() -> Any:
+    """``scipy.sparse``, imported on first use (``import gpukit`` does not load it) and
+    then without an import statement's look-ups on every call."""
+    import scipy.sparse
+
+    return scipy.sparse
 
 
 def _norm1(xp: Any, a: Any) -> Any:
