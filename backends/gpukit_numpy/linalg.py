@@ -179,7 +179,8 @@ def _lstsq(a: np.ndarray, b: np.ndarray, rcond: float | None) -> tuple[Any, Any,
         residuals = (tail.real**2 + tail.imag**2 if tail.dtype.kind == "c" else tail**2).sum(0)
     else:
         residuals = np.empty(0, dtype=s.dtype)
-    return (x[:n, 0] if vector else x[:n]), residuals, int(rank), s
+    solution = x[:n, 0] if vector else np.ascontiguousarray(x[:n])  # C-ordered, as NumPy's
+    return solution, residuals, int(rank), s
 
 
 #: The real scalar type of a vector's norm, for the dtypes BLAS takes.
