@@ -147,6 +147,13 @@ def _host_rows(
 
     return [
         ("linalg.cg 4x4", lambda: gk.linalg.cg(spd, b4), lambda: spla.cg(spd, b4)),
+        (
+            "linalg.bicgstab 4x4",
+            lambda: gk.linalg.bicgstab(spd, b4),
+            lambda: spla.bicgstab(spd, b4),
+        ),
+        ("linalg.gmres 4x4", lambda: gk.linalg.gmres(spd, b4), lambda: spla.gmres(spd, b4)),
+        ("linalg.minres 4x4", lambda: gk.linalg.minres(spd, b4), lambda: spla.minres(spd, b4)),
         ("sparse.csr_matrix 4x4", lambda: gk.sparse.csr_matrix(spd), lambda: sp.csr_matrix(spd)),
         (
             "kernels.bias_activation 4x8 relu",

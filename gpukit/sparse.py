@@ -20,6 +20,8 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import checked, declare
+from ._dispatch.inputs import keep_placed, placed
+from ._runtime import plans as _plans
 from ._runtime import transfer as _transfer
 from ._runtime.placement import owner_of
 from ._select.selection import get_backend
@@ -134,7 +136,7 @@ def csr_matrix(
     op = "gk.sparse.csr_matrix"
     if dtype is not None and np.dtype(dtype) not in ENTRY_DTYPES:
         raise TypeError(f"{op}: dtype={dtype!r} is not supported; expected {_ENTRY_WORDS}")
-    if issparse(arg1):
+    if type(arg1) is not np.ndarray and issparse(arg1):  # a NumPy array is not: no look-ups
         _entries(arg1, "arg1", dtype)
         backend = owner_of(arg1.data) or get_backend()
         a = to_backend(backend, arg1, "arg1", op=op)
@@ -152,9 +154,15 @@ def csr_matrix(
     elif isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(v, int) for v in arg1):
         backend = get_backend()
     else:
-        arg1 = _entries(arg1, "arg1", dtype)
-        backend, (arg1,) = prepare(arg1, names=("arg1",))
-        arg1 = backend.xp.asarray(arg1)
+        # a dense array of a type and dtype placed unchanged before needs no checks
+        backend, key = placed(op, (arg1,)) if dtype is None else (None, None)
+        if backend is None:
+            since = _plans.generation()
+            given = arg1
+            arg1 = _entries(arg1, "arg1", dtype)
+            backend, (arg1,) = prepare(arg1, names=("arg1",))
+            arg1 = backend.xp.asarray(arg1)
+            keep_placed(key, since, backend, (given,), (arg1,))
     return backend.sparse_csr_matrix(arg1, shape, dtype, copy)
 
 

@@ -376,3 +376,130 @@ def test_cho_solve_refuses_a_sharded_factor_inside_the_tuple(rng):
         gk.linalg.cho_solve((gk.shard(c), True), np.ones(4))
     with pytest.raises(TypeError, match=r"gk\.linalg\.cho_solve does not accept a ShardedArray"):
         gk.linalg.cho_solve(gk.shard(c), np.ones(4))
+
+
+# -- warm calls: the checks that depend on values run on every call ------------------------
+
+
+def _warm(call, times=3):
+    """Run ``call`` until its plans are made (the second call onwards is warm)."""
+    for _ in range(times):
+        call()
+
+
+def _with_nan(x, index):
+    bad = np.array(x, copy=True)
+    bad[index] = np.nan if index == (0,) * bad.ndim else np.inf
+    return bad
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize(
+    ("name", "position"),
+    [
+        ("solve", 0),
+        ("solve", 1),
+        ("lstsq", 0),
+        ("lstsq", 1),
+        ("cho_solve", 0),
+        ("cho_solve", 1),
+        ("inv", 0),
+        ("det", 0),
+        ("slogdet", 0),
+        ("cholesky", 0),
+        ("qr", 0),
+        ("eigh", 0),
+        ("svd", 0),
+    ],
+)
+def test_a_warm_call_still_refuses_nan_or_inf(backend, xp, rng, dtype, name, position):
+    """The finite check names the argument holding NaN or inf on a warm call too, at
+    any position of the matrix (the last entry, the first one: NaN and inf)."""
+    a = random_spd(5, dtype, rng=rng)
+    args = [a, random_array(5, dtype, rng=rng)]
+    names = {"lstsq": ("a", "b"), "solve": ("a", "b"), "cho_solve": ("c", "b")}.get(name, ("a",))
+    if name == "cho_solve":
+        args[0] = np.linalg.cholesky(a)
+    args = args[: len(names)]
+    fn = getattr(gk.linalg, name)
+    _warm(lambda: fn(*map(xp.asarray, args)))
+    for index in ((0,) * args[position].ndim, (-1,) * args[position].ndim):
+        bad = list(args)
+        bad[position] = _with_nan(args[position], index)
+        with pytest.raises(ValueError, match=f"argument '{names[position]}' holds NaN or inf"):
+            fn(*map(xp.asarray, bad))
+    fn(*map(xp.asarray, args))  # and the good arguments pass again
+
+
+def test_warm_calls_still_raise_linalg_errors(backend, xp, rng):
+    """Singular and indefinite matrices, a singular factor and a result beyond the dtype
+    raise LinAlgError on a warm call; a NaN that check_finite=False let through is named
+    in a ValueError, not called singular."""
+    a, b = random_spd(4, np.float64, rng=rng), random_array(4, np.float64, rng=rng)
+    c = np.linalg.cholesky(a)
+    singular = np.ones((4, 4))
+    tiny = np.diag([1.0, 1.0, 1.0, 1e-310])  # a subnormal pivot: an inverse beyond float64
+    cases = [
+        (gk.linalg.solve, (a, b), (singular, b), "matrix 'a' is singular"),
+        (gk.linalg.inv, (a,), (singular,), "matrix 'a' is singular"),
+        (gk.linalg.inv, (a,), (tiny,), "matrix 'a' is singular"),
+        (gk.linalg.cholesky, (a,), (-a,), "matrix 'a' is not positive definite"),
+        (gk.linalg.cho_solve, (c, b), (np.zeros((4, 4)), b), "factor 'c' is singular"),
+    ]
+    for fn, good, bad, match in cases:
+        _warm(lambda fn=fn, good=good: fn(*map(xp.asarray, good)))
+        with pytest.raises(gk.LinAlgError, match=match):
+            fn(*map(xp.asarray, bad))
+    nan = _with_nan(a, (0, 0))
+    for fn in (gk.linalg.inv, gk.linalg.cholesky):
+        _warm(lambda fn=fn: fn(xp.asarray(a), check_finite=False))
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
+            fn(xp.asarray(nan), check_finite=False)
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "pos", "diagonal"])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 4, 4)])
+def test_a_warm_solve_still_warns_when_ill_conditioned(backend, xp, rng, assume_a, shape):
+    """SciPy's LinAlgWarning on a warm call (one matrix: LAPACK's estimate, a stack: the
+    exact value), and none for a well-conditioned matrix."""
+    import scipy.linalg
+
+    good = random_spd(shape, np.float64, rng=rng)
+    near = np.broadcast_to(np.diag([1.0, 1.0, 1.0, 1e-20]), shape).copy()
+    b = random_array(shape[:-1], np.float64, rng=rng)[..., None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warm(lambda: gk.linalg.solve(xp.asarray(good), xp.asarray(b), assume_a=assume_a))
+    with pytest.warns(scipy.linalg.LinAlgWarning, match="ill-conditioned"):
+        x = gk.linalg.solve(xp.asarray(near), xp.asarray(b), assume_a=assume_a)
+    assert rel_err(x, np.linalg.solve(near, b)) < 1e-12
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+@pytest.mark.parametrize("axis", [None, 0])
+def test_a_warm_norm_still_rescues_an_overflowing_square(backend, xp, dtype, axis):
+    """Squares beyond the dtype give the representable norm on every call, silently."""
+    big = float(np.finfo(dtype).max) / 4
+    x = np.full(3, big, dtype=dtype)
+    want = np.sqrt(3.0) * big
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            got = gk.linalg.norm(xp.asarray(x), axis=axis)
+            assert got.dtype == np.finfo(dtype).dtype
+            assert abs(float(got) - want) <= tol(dtype) * want
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_a_warm_cho_solve_reads_only_the_factor_triangle(backend, xp, rng, lower):
+    """cho_solve reads the triangle ``lower`` names: what the other holds (cho_factor
+    leaves it unspecified) never changes the solution, cold or warm."""
+    a = random_spd(5, np.float64, rng=rng)
+    b = random_array((5, 2), np.float64, rng=rng)
+    factor = np.linalg.cholesky(a) if lower else np.linalg.cholesky(a).T.copy()
+    other = np.triu_indices(5, 1) if lower else np.tril_indices(5, -1)
+    for fill in (0.0, 7.0, -3.0):
+        c = factor.copy()
+        c[other] = fill
+        x = gk.linalg.cho_solve((xp.asarray(c), lower), xp.asarray(b))
+        assert rel_err(x, np.linalg.solve(a, b)) < 1e-12

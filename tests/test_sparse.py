@@ -74,3 +74,24 @@ def test_host_sparse_to_device_is_a_counted_transfer(fake_device):
     assert info.converged and rel_err(x, np.ones(4)) < 1e-12
     nbytes = a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
     assert gk.transfer_stats().host_to_device.bytes == nbytes
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_warm_dense_csr_matrix_still_checks_its_entries(backend, rng):
+    """A dense array of a type and dtype seen before skips the checks; any other is
+    checked again: integer entries without dtype=, objects and numpy.matrix are refused
+    on a warm call too, and dtype= still converts."""
+    dense = rng.standard_normal((4, 4)) * (rng.random((4, 4)) < 0.5)
+    for _ in range(3):
+        a = gk.sparse.csr_matrix(dense)
+        assert _native_sparse(backend, a) and a.dtype == np.float64
+        assert rel_err(a.toarray(), dense) == 0
+    with pytest.raises(TypeError, match=r"gk\.sparse\.csr_matrix: argument 'arg1' has dtype"):
+        gk.sparse.csr_matrix(dense.astype(np.int64))
+    with pytest.raises(TypeError, match="argument 'arg1'"):
+        gk.sparse.csr_matrix(dense.astype(object))
+    with pytest.raises(TypeError, match=r"numpy\.matrix"):
+        gk.sparse.csr_matrix(np.asmatrix(dense))
+    converted = gk.sparse.csr_matrix(dense.astype(np.int64), dtype=np.float32)
+    assert converted.dtype == np.float32
+    assert rel_err(converted.toarray(), dense.astype(np.int64)) == 0

@@ -14,7 +14,6 @@ turns into ``gk.LinAlgError``.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -130,6 +129,63 @@ def _pocon(c: np.ndarray, anorm: float) -> float:
     return rcond
 
 
+#: Up to this order, one matrix is handed to LAPACK here rather than to numpy.linalg,
+#: whose own checks, type resolution and ``errstate`` cost more than the factorisation.
+_SMALL = 64
+#: The dtypes LAPACK takes (the front-end casts every other one to one of these).
+_LAPACK_DTYPES = frozenset(np.dtype(c) for c in "fdFD")
+
+
+def _small(a: np.ndarray) -> bool:
+    """Whether ``a`` is one C-ordered matrix for the direct LAPACK paths: ``a.T`` is then
+    a Fortran-ordered view that f2py hands LAPACK without a copy."""
+    return (
+        a.ndim == 2
+        and 0 < a.shape[0] <= _SMALL
+        and a.flags.c_contiguous
+        and a.dtype in _LAPACK_DTYPES
+    )
+
+
+#: Machine epsilon of each LAPACK dtype (numpy.linalg.lstsq's default rcond: eps * max(M, N)).
+_EPS = {d: float(np.finfo(d).eps) for d in _LAPACK_DTYPES}
+
+
+def _lstsq(a: np.ndarray, b: np.ndarray, rcond: float | None) -> tuple[Any, Any, int, Any]:
+    """numpy.linalg.lstsq of one small matrix by ``gelsd`` (numpy.linalg's routine),
+    as ``(x, residuals, rank, s)`` with NumPy's shapes: the residuals are the squared
+    norms of the rows of ``gelsd``'s output below ``x`` (LAPACK's documented residual),
+    given only when ``a`` has full column rank and more rows than columns."""
+    m, n = a.shape
+    vector = b.ndim == 1
+    rhs = b[:, None] if vector else b
+    k = rhs.shape[1]
+    if m < n:  # gelsd writes x over b, which must hold max(M, N) rows
+        padded = np.zeros((n, k), dtype=b.dtype)
+        padded[:m] = rhs
+        rhs = padded
+    cond = _EPS[a.dtype] * max(m, n) if rcond is None else rcond
+    sizes = _lapack("gelsd_lwork", a.dtype)(m, n, k, cond)
+    if sizes[-1] != 0:
+        raise ValueError(f"illegal value in argument {-sizes[-1]} of gelsd")
+    work = [int(w.real) for w in sizes[:-1]]  # complex gelsd gives its lwork as complex
+    x, s, rank, info = _lapack("gelsd", a.dtype)(a, rhs, *work, cond)
+    if info > 0:
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of gelsd")
+    if rank == n and m > n:
+        tail = x[n:]
+        residuals = (tail.real**2 + tail.imag**2 if tail.dtype.kind == "c" else tail**2).sum(0)
+    else:
+        residuals = np.empty(0, dtype=s.dtype)
+    solution = x[:n, 0] if vector else np.ascontiguousarray(x[:n])  # C-ordered, as NumPy's
+    return solution, residuals, int(rank), s
+
+
+#: The real scalar type of a vector's norm, for the dtypes BLAS takes.
+_NORM_SCALAR = {np.dtype(c): np.dtype(c.lower()).type for c in "fdFD"}
+
 #: Arrays from this many entries up are first checked through their sum.
 _SUM_CHECK_MIN = 1 << 18
 #: Arrays of at most this many entries are first checked through their sum in Python.
@@ -158,13 +214,24 @@ class NumpyLinalg(LinalgOps):
         size = x.size
         if size <= _PYTHON_SUM_MAX:
             total = sum(x.ravel().tolist())
-            if math.isfinite(total.real) and math.isfinite(total.imag):
+            if total - total == 0:  # NaN for a NaN, an infinity or an overflowing sum
                 return True
         elif size >= _SUM_CHECK_MIN:
             with np.errstate(all="ignore"):  # inf - inf, an overflowing sum: a check, not news
                 if np.isfinite(x.sum()):
                     return True
         return np.count_nonzero(np.isfinite(x)) == size
+
+    def linalg_norm_quiet(self, x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
+        """A whole vector's 2-norm from BLAS ``nrm2``, which scales as it sums: no power
+        under- or overflows, and no floating-point flag is raised, so no ``errstate``
+        is entered (NumPy's ``dot`` reports an overflowing square); other norms as by
+        default. A NumPy scalar of the real dtype, as ``numpy.linalg.norm``'s."""
+        if axis is None and not keepdims and x.ndim == 1 and ord in (None, 2) and x.size:
+            scalar = _NORM_SCALAR.get(x.dtype)
+            if scalar is not None:
+                return scalar(_blas("nrm2", x.dtype)(x))
+        return super().linalg_norm_quiet(x, ord, axis, keepdims)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         from .krylov import host_space  # SciPy's BLAS: imported by the first Krylov solve
@@ -188,9 +255,58 @@ class NumpyLinalg(LinalgOps):
             # matrix of memory at a time, whose pages the allocator keeps for the next call
             anorm = _hermitian_norm1(a)
             c = _potrf(a, clean=False)
-            return _potrs(c, b), np.asarray(_pocon(c, anorm))
+            return _potrs(c, b), float(_pocon(c, anorm))
         x, rcond = _lu_solve_rcond(a, b)
-        return x, np.asarray(rcond)
+        return x, float(rcond)
+
+    def linalg_inv(self, a: Any) -> Any:
+        """One small matrix by ``getrf``/``getri`` on ``a.T``: ``inv(a.T) = inv(a).T``,
+        Fortran-ordered, so its transpose is C-ordered as numpy.linalg's."""
+        if not _small(a):
+            return super().linalg_inv(a)
+        lu, piv, info = _lapack("getrf", a.dtype)(a.T)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
+        inverse, info = _lapack("getri", a.dtype)(lu, piv, overwrite_lu=1)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of getri")
+        return inverse.T
+
+    def linalg_eigh(self, a: Any, uplo: str) -> tuple[Any, Any]:
+        """One small matrix by ``syevd``/``heevd`` (numpy.linalg's routine), handed the
+        Fortran-ordered ``a.T`` where its other triangle holds the same entries."""
+        if not _small(a):
+            return super().linalg_eigh(a, uplo)
+        m, lower = _fortran(a, uplo == "L")
+        name = "heevd" if a.dtype.kind == "c" else "syevd"
+        w, v, info = _lapack(name, a.dtype)(m, compute_v=1, lower=lower)
+        if info > 0:
+            raise np.linalg.LinAlgError("eigenvalues did not converge")
+        if info < 0:
+            raise ValueError(f"illegal value in argument {-info} of {name}")
+        return w, np.ascontiguousarray(v)
+
+    def linalg_svd(self, a: Any, full_matrices: bool, compute_uv: bool) -> Any:
+        """One small matrix by ``gesdd`` (numpy.linalg's routine) on ``a.T``: from
+        ``a.T = u @ diag(s) @ vt`` (Fortran-ordered factors), ``a``'s are ``U = vt.T``
+        and ``Vh = u.T`` (the transposes of unitary matrices), C-ordered."""
+        if not _small(a) or not 0 < a.shape[1] <= _SMALL:
+            return super().linalg_svd(a, full_matrices, compute_uv)
+        u, s, vt, info = _lapack("gesdd", a.dtype)(
+            a.T, compute_uv=int(compute_uv), full_matrices=int(full_matrices)
+        )
+        if info > 0:
+            raise np.linalg.LinAlgError("SVD did not converge")
+        if info < 0:
+            raise ValueError(f"illegal value in argument {-info} of gesdd")
+        return (vt.T, s, u.T) if compute_uv else s
+
+    def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
+        if not (0 < a.shape[0] <= _SMALL and 0 < a.shape[1] <= _SMALL and b.size) or (
+            a.dtype not in _LAPACK_DTYPES
+        ):
+            return super().linalg_lstsq(a, b, rcond)
+        return _lstsq(a, b, rcond)
 
     def linalg_cholesky(self, a: Any) -> Any:
         if a.dtype.kind not in "fc" or a.dtype.itemsize < 4:

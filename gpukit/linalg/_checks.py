@@ -160,18 +160,17 @@ def rhs(op: str, xp: Any, a: Any, b: Any) -> tuple[Any, Any, bool]:
     return a, b, squeeze
 
 
-def finite(op: str, backend: Backend, arrays: dict[str, Any], check_finite: bool) -> None:
-    """SciPy's ``check_finite``: ValueError naming the first argument holding NaN or inf.
+def finite(op: str, backend: Backend, name: str, x: Any) -> None:
+    """SciPy's ``check_finite``: ValueError if argument ``name``, ``x`` (in an inexact
+    dtype: :func:`as_inexact`), holds NaN or inf.
 
     LAPACK given NaN/inf may loop forever (``gelsd`` in OpenBLAS), or return garbage that
-    looks like an answer, so the check comes before the call (one pass over each input;
-    a device synchronisation on GPUs).
+    looks like an answer, so the check comes before the call (one pass over the input; a
+    device synchronisation on GPUs). Callers skip it when ``check_finite`` is False, and
+    check their arguments in order, so that the first one holding NaN/inf is named.
     """
-    if not check_finite:
-        return
-    for name, x in arrays.items():
-        if x.dtype.kind in "fc" and not backend.linalg_all_finite(x):
-            raise ValueError(_non_finite(op, name, x))
+    if not backend.linalg_all_finite(x):
+        raise ValueError(_non_finite(op, name, x))
 
 
 def _non_finite(op: str, name: str, x: Any) -> str:
@@ -185,32 +184,51 @@ def guarded(
     op: str,
     backend: Backend,
     problem: str,
-    inputs: dict[str, Any],
-    call: Callable[[], Any],
-    *,
-    check: Callable[[Any], list[Any]] | None = None,
+    names: tuple[str, ...],
+    inputs: tuple[Any, ...],
+    check: Callable[[Any], tuple[Any, ...]] | None,
+    call: Callable[..., Any],
+    *args: Any,
 ) -> Any:
-    """Run ``call``; raise :class:`LinAlgError` on a library error or non-finite result.
+    """``call(*args)``; raise :class:`LinAlgError` on a library error or non-finite result.
 
-    ``inputs`` (name -> array) are the arguments; the first one is the matrix ``problem``
-    is about. On failure, an input holding NaN/inf (possible with ``check_finite=False``)
-    is named in a ValueError instead: a NaN is not a singular matrix. Messages are built
-    only on failure (formatting a dtype costs microseconds on every call). ``check`` picks
-    the outputs to test for NaN/inf (none when omitted).
+    ``inputs`` (called ``names``) are the arguments; the first one is the matrix
+    ``problem`` is about. On failure, an input holding NaN/inf (possible with
+    ``check_finite=False``) is named in a ValueError instead: a NaN is not a singular
+    matrix. Messages are built only on failure (formatting a dtype costs microseconds
+    on every call). ``check`` picks the outputs to test for NaN/inf (none when None:
+    :func:`itself`, :func:`each`, :func:`first`).
     """
     try:
-        out = call()
+        out = call(*args)
     except np.linalg.LinAlgError as exc:
-        raise _failure(op, backend, problem, inputs) from exc
+        raise _failure(op, backend, problem, names, inputs) from exc
     if check is not None:
         for x in check(out):  # a loop, not all() over a generator: less to set up per call
             if not backend.linalg_all_finite(x):
-                raise _failure(op, backend, problem, inputs)
+                raise _failure(op, backend, problem, names, inputs)
     return out
 
 
-def _failure(op: str, backend: Backend, problem: str, inputs: dict[str, Any]) -> Exception:
-    for name, x in inputs.items():
+def itself(out: Any) -> tuple[Any, ...]:
+    """The result of an operation that returns one array, for :func:`guarded`."""
+    return (out,)
+
+
+def each(out: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Every array of a result tuple, for :func:`guarded`."""
+    return out
+
+
+def first(out: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The first array of a result tuple, for :func:`guarded`."""
+    return out[:1]
+
+
+def _failure(
+    op: str, backend: Backend, problem: str, names: tuple[str, ...], inputs: tuple[Any, ...]
+) -> Exception:
+    for name, x in zip(names, inputs, strict=True):
         if x.dtype.kind in "fc" and not backend.linalg_all_finite(x):
             return ValueError(_non_finite(op, name, x))
-    return LinAlgError(f"{op}: {problem} ({describe(next(iter(inputs.values())))})")
+    return LinAlgError(f"{op}: {problem} ({describe(inputs[0])})")

@@ -50,6 +50,8 @@ def kind(op: str, assume_a: Any) -> str:
 def effective(xp: Any, a: Any, kind: str, lower: bool, transposed: bool) -> tuple[Any, str]:
     """``(matrix, method)``: what the solver reads for structure ``kind``, transposed if
     asked (``a.T``, not the conjugate transpose, as SciPy)."""
+    if kind == "gen":  # the common case first
+        return (xp.swapaxes(a, -1, -2) if transposed else a), "gen"
     if kind == "diagonal":
         return a, "diagonal"
     if kind == "pos":
@@ -101,8 +103,8 @@ def warn_ill_conditioned(op: str, backend: Backend, rcond: Any, dtype: np.dtype)
     """SciPy's ``LinAlgWarning`` where a matrix's reciprocal condition number is below
     ``eps`` of ``dtype`` (NaN counts as ill-conditioned)."""
     eps = _EPS.get(dtype) or _EPS.setdefault(dtype, float(np.finfo(dtype).eps))
-    if type(rcond) is np.ndarray and rcond.ndim == 0:  # one host matrix: no array operation
-        if float(rcond) >= eps:  # NaN is not
+    if type(rcond) is float:  # one host matrix: no array operation
+        if rcond >= eps:  # NaN is not
             return
     elif bool((rcond >= eps).all()):
         return

@@ -9,7 +9,6 @@ dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -46,10 +45,6 @@ _PROBLEM = {
 }
 
 
-def _finite(out: Any) -> list[Any]:
-    return [out]
-
-
 # NumPy operands give the active backend's array; others (CuPy, Dask) what the inputs are,
 # which checkers may not know.
 @overload
@@ -75,7 +70,7 @@ def solve(
 
 
 # (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
-# structure) where a and b pass the checks unchanged
+# structure, whether either is empty) where a and b pass the checks unchanged
 _SOLVE = _plans.table()
 
 
@@ -157,8 +152,9 @@ def solve(
     [1.0, 1.0]
     """
     op = "gk.linalg.solve"
-    shape_of_b = (type(b), getattr(b, "dtype", None), getattr(b, "shape", None))
-    plan, key = plan_for(_SOLVE, op, a, *shape_of_b, assume_a)
+    plan, key = plan_for(
+        _SOLVE, op, a, type(b), getattr(b, "dtype", None), getattr(b, "shape", None), assume_a
+    )
     if plan is None:
         since = _plans.generation()
         given = (a, b)
@@ -167,21 +163,24 @@ def solve(
         _checks.square(op, "a", a)
         a, b, squeeze = _checks.rhs(op, backend.xp, a, b)
         a, b = _checks.as_inexact(backend.xp, a, b)
-        keep(_SOLVE, key, since, (backend, kind), backend, given, (a, b))
+        empty = a.size == 0 or b.size == 0
+        keep(_SOLVE, key, since, (backend, kind, empty), backend, given, (a, b))
     else:  # a and b as they came: no broadcast, no cast
-        (backend, kind), squeeze = plan, False
+        (backend, kind, empty), squeeze = plan, False
     xp = backend.xp
-    _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
-    if a.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+    if check_finite:
+        _checks.finite(op, backend, "a", a)
+        _checks.finite(op, backend, "b", b)
+    if empty:  # nothing to solve (LAPACK refuses n = 0), as SciPy
         x = xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
     m, method = _structure.effective(xp, a, kind, lower, transposed)
     if method == "diagonal":
-        run = functools.partial(_structure.solve_diagonal, xp, m, b)
+        call, args = _structure.solve_diagonal, (xp, m, b)
     else:
-        run = functools.partial(backend.linalg_solve_rcond, m, b, method)
+        call, args = backend.linalg_solve_rcond, (m, b, method)
     x, rcond = _checks.guarded(
-        op, backend, _PROBLEM[method], {"a": a, "b": b}, run, check=lambda out: [out[0]]
+        op, backend, _PROBLEM[method], ("a", "b"), (a, b), _checks.first, call, *args
     )
     _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
     return x[..., 0] if squeeze else x
@@ -242,8 +241,9 @@ def lstsq(
     ([1.0, 1.0], 2)
     """
     op = "gk.linalg.lstsq"
-    shape_of_b = (type(b), getattr(b, "dtype", None), getattr(b, "shape", None))
-    backend, key = plan_for(_LSTSQ, op, a, *shape_of_b)
+    backend, key = plan_for(
+        _LSTSQ, op, a, type(b), getattr(b, "dtype", None), getattr(b, "shape", None)
+    )
     if backend is None:
         since = _plans.generation()
         given = (a, b)
@@ -255,13 +255,20 @@ def lstsq(
             )
         a, b = _checks.as_inexact(backend.xp, a, b)
         keep(_LSTSQ, key, since, backend, backend, given, (a, b))
-    _checks.finite(op, backend, {"a": a, "b": b}, check_finite)
+    if check_finite:
+        _checks.finite(op, backend, "a", a)
+        _checks.finite(op, backend, "b", b)
     x, res, rank, s = _checks.guarded(
         op,
         backend,
         "the SVD of 'a' did not converge",
-        {"a": a, "b": b},
-        lambda: backend.linalg_lstsq(a, b, rcond),
+        ("a", "b"),
+        (a, b),
+        None,
+        backend.linalg_lstsq,
+        a,
+        b,
+        rcond,
     )
     return x, res, int(rank), s
 
@@ -313,14 +320,10 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.inv(np.array([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.5, 0.0], [0.0, 0.25]]
     """
-    backend, a = _matrix_input("gk.linalg.inv", a, check_finite)
+    op = "gk.linalg.inv"
+    backend, a = _matrix_input(op, a, check_finite)
     return _checks.guarded(
-        "gk.linalg.inv",
-        backend,
-        "matrix 'a' is singular",
-        {"a": a},
-        lambda: backend.linalg_inv(a),
-        check=_finite,
+        op, backend, "matrix 'a' is singular", ("a",), (a,), _checks.itself, backend.linalg_inv, a
     )
 
 
@@ -342,7 +345,8 @@ def _matrix_input(
         shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
         keep(_MATRIX, key, since, backend, backend, (given,), (a,))
-    _checks.finite(op, backend, {"a": a}, check_finite)
+    if check_finite:
+        _checks.finite(op, backend, "a", a)
     return backend, a
 
 
@@ -423,7 +427,8 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     (-1.0, 921.034)
     """
     backend, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
-    return SlogdetResult(*backend.linalg_slogdet(a))
+    out = backend.linalg_slogdet(a)
+    return out if type(out) is SlogdetResult else SlogdetResult(*out)
 
 
 @operation("gk.linalg.cholesky")
@@ -462,14 +467,17 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     >>> gk.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     """
-    backend, a = _matrix_input("gk.linalg.cholesky", a, check_finite)
+    op = "gk.linalg.cholesky"
+    backend, a = _matrix_input(op, a, check_finite)
     return _checks.guarded(
-        "gk.linalg.cholesky",
+        op,
         backend,
         "matrix 'a' is not positive definite",
-        {"a": a},
-        lambda: backend.linalg_cholesky(a),
-        check=_finite,
+        ("a",),
+        (a,),
+        _checks.itself,
+        backend.linalg_cholesky,
+        a,
     )
 
 
@@ -523,27 +531,48 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
             raise ValueError(f"{op}: a tuple 'c' must be (c, lower), got {len(c)} items")
         c, lower = c
         reject(op, c=c)  # a sharded or Dask factor, as refused outside the tuple
-    backend, (c, b) = _checks.place(op, (c, b), ("c", "b"))
+    plan, key = plan_for(
+        _CHO_SOLVE, op, c, type(b), getattr(b, "dtype", None), getattr(b, "shape", None)
+    )
+    if plan is None:
+        since = _plans.generation()
+        given = (c, b)
+        backend, (c, b) = _checks.place(op, (c, b), ("c", "b"))
+        _checks.square(op, "c", c)
+        c, b, squeeze = _checks.rhs(op, backend.xp, c, b)
+        c, b = _checks.as_inexact(backend.xp, c, b)
+        empty = c.size == 0 or b.size == 0
+        keep(_CHO_SOLVE, key, since, (backend, empty), backend, given, (c, b))
+    else:  # c and b as they came: no broadcast, no cast
+        (backend, empty), squeeze = plan, False
     xp = backend.xp
-    _checks.square(op, "c", c)
-    c, b, squeeze = _checks.rhs(op, xp, c, b)
-    c, b = _checks.as_inexact(xp, c, b)
-    _checks.finite(op, backend, {"c": c, "b": b}, check_finite)
-    if c.size == 0 or b.size == 0:  # nothing to solve (LAPACK refuses n = 0)
+    if check_finite:
+        _checks.finite(op, backend, "c", c)
+        _checks.finite(op, backend, "b", b)
+    if empty:  # nothing to solve (LAPACK refuses n = 0)
         x = xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
-    # the backends read a lower factor: an upper one U gives L = U^H (its other
-    # triangle, which cho_factor leaves unspecified, is never read)
-    lower_factor = xp.tril(c) if lower else xp.conj(xp.swapaxes(xp.triu(c), -1, -2))
+    # the backends read the lower triangle of a lower factor: an upper one U gives
+    # L = U^H, whose lower triangle is U's upper (the other triangle, which cho_factor
+    # leaves unspecified, is never read)
+    lower_factor = c if lower else xp.conj(xp.swapaxes(c, -1, -2))
     x = _checks.guarded(
         op,
         backend,
         "factor 'c' is singular",
-        {"c": c, "b": b},
-        lambda: backend.linalg_cho_solve(lower_factor, b),
-        check=_finite,
+        ("c", "b"),
+        (c, b),
+        _checks.itself,
+        backend.linalg_cho_solve,
+        lower_factor,
+        b,
     )
     return x[..., 0] if squeeze else x
+
+
+# (operation, selected backend, c's and b's types, dtypes and shapes) -> (backend, whether
+# either is empty) where c and b pass the checks unchanged
+_CHO_SOLVE = _plans.table()
 
 
 @overload
@@ -598,7 +627,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
         raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = backend.linalg_qr(a, mode)
-    return out if mode == "r" else QRResult(*out)
+    return out if mode == "r" or type(out) is QRResult else QRResult(*out)
 
 
 @operation("gk.linalg.eigh")
@@ -649,15 +678,18 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     if UPLO not in ("L", "U"):
         raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
     backend, a = _matrix_input(op, a, check_finite)
-    w, v = _checks.guarded(
+    out = _checks.guarded(
         op,
         backend,
         "the eigensolver did not converge for 'a'",
-        {"a": a},
-        lambda: backend.linalg_eigh(a, UPLO),
-        check=list,
+        ("a",),
+        (a,),
+        _checks.each,
+        backend.linalg_eigh,
+        a,
+        UPLO,
     )
-    return EighResult(w, v)
+    return out if type(out) is EighResult else EighResult(*out)
 
 
 @overload
@@ -727,11 +759,15 @@ def svd(
         op,
         backend,
         "the SVD of 'a' did not converge",
-        {"a": a},
-        lambda: backend.linalg_svd(a, full_matrices, compute_uv),
-        check=(lambda out: list(out) if compute_uv else [out]),
+        ("a",),
+        (a,),
+        _checks.each if compute_uv else _checks.itself,
+        backend.linalg_svd,
+        a,
+        full_matrices,
+        compute_uv,
     )
-    return SVDResult(*out) if compute_uv else out
+    return out if not compute_uv or type(out) is SVDResult else SVDResult(*out)
 
 
 @operation("gk.linalg.norm")
@@ -788,9 +824,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         x = x.astype(np.float32)
     if not rescued:
         out = backend.linalg_norm(x, ord, axis, keepdims)
-    else:
-        with np.errstate(over="ignore"):  # an overflowing square is rescued, not an overflow
-            out = backend.linalg_norm(x, ord, axis, keepdims)
+    else:  # an overflowing power is rescued, not an overflow to report
+        out = backend.linalg_norm_quiet(x, ord, axis, keepdims)
         out = _norm_range.rescue(
             backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out, axes,
             keepdims,

@@ -7,6 +7,7 @@ A backend overrides what its library does faster (Cholesky solves, sparse matric
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,8 @@ class LinalgOps:
 
     def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
         """``(x, rcond)``: :meth:`linalg_solve` and the reciprocal 1-norm condition number
-        of each matrix (shape ``a.shape[:-2]``), for SciPy's ill-conditioning warning.
+        of each matrix (shape ``a.shape[:-2]``; a Python float may stand for one host
+        matrix's), for SciPy's ill-conditioning warning.
 
         ``"pos"`` means the Hermitian matrix whose lower triangle ``a`` holds. Here rcond
         is exact, from the inverse (about twice the cost of the solve); a backend with
@@ -71,16 +73,18 @@ class LinalgOps:
         return self.xp.linalg.det(a)
 
     def linalg_slogdet(self, a: Any) -> tuple[Any, Any]:
-        sign, logabsdet = self.xp.linalg.slogdet(a)
-        return sign, logabsdet
+        """``(sign, logabsdet)``: the library's pair as it comes (NumPy's named tuple)."""
+        return self.xp.linalg.slogdet(a)
 
     def linalg_cholesky(self, a: Any) -> Any:
         """Lower Cholesky factor of a (batched) Hermitian positive-definite matrix."""
         return self.xp.linalg.cholesky(a)
 
     def linalg_cho_solve(self, c: Any, b: Any) -> Any:
-        """Solve ``(c @ c^H) x = b`` from the lower factor ``c`` (b vector only if 1-D)."""
+        """Solve ``(c @ c^H) x = b`` from the lower factor in the lower triangle of ``c``
+        (its upper triangle is not read); ``b`` is a vector only if 1-D."""
         xp = self.xp
+        c = xp.tril(c)
         ch = xp.conj(xp.swapaxes(c, -1, -2))
         return xp.linalg.solve(ch, xp.linalg.solve(c, b))
 
@@ -88,14 +92,21 @@ class LinalgOps:
         return self.xp.linalg.qr(a, mode=mode)
 
     def linalg_eigh(self, a: Any, uplo: str) -> tuple[Any, Any]:
-        w, v = self.xp.linalg.eigh(a, UPLO=uplo)
-        return w, v
+        """``(eigenvalues, eigenvectors)``: the library's pair as it comes (NumPy's named
+        tuple)."""
+        return self.xp.linalg.eigh(a, UPLO=uplo)
 
     def linalg_svd(self, a: Any, full_matrices: bool, compute_uv: bool) -> Any:
         return self.xp.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
     def linalg_norm(self, x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
         return self.xp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+    def linalg_norm_quiet(self, x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
+        """:meth:`linalg_norm` where a power that overflows is not reported (no NumPy
+        overflow warning): the front-end recomputes a norm that came out 0 or inf."""
+        with np.errstate(over="ignore"):
+            return self.linalg_norm(x, ord, axis, keepdims)
 
     def linalg_all_finite(self, x: Any) -> bool:
         """Whether every entry of ``x`` is finite (a device sync on GPUs)."""
@@ -104,9 +115,7 @@ class LinalgOps:
     # -- operators for the Krylov solvers ---------------------------------------------------
     def linalg_is_sparse(self, a: Any) -> bool:
         """Whether ``a`` is this backend's sparse matrix type (SciPy's on host backends)."""
-        import scipy.sparse
-
-        return not getattr(self, "is_device", False) and scipy.sparse.issparse(a)
+        return not getattr(self, "is_device", False) and _scipy_sparse().issparse(a)
 
     def linalg_to_sparse(self, a: Any) -> Any:
         """A host ``scipy.sparse`` CSR matrix as this backend's sparse matrix."""
@@ -114,9 +123,7 @@ class LinalgOps:
 
     def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
         """``csr_matrix(arg1, shape, dtype, copy)`` of this backend's sparse module."""
-        import scipy.sparse
-
-        return scipy.sparse.csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
+        return _scipy_sparse().csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         """The vector space the Krylov loops of ``gk.linalg`` run in for ``dtype`` vectors.
@@ -138,6 +145,15 @@ class LinalgOps:
         if matvec is not None:  # scipy / cupyx LinearOperator
             return matvec
         return a.dot
+
+
+@functools.cache
+def _scipy_sparse() -> Any:
+    """``scipy.sparse``, imported on first use (``import gpukit`` does not load it) and
+    then without an import statement's look-ups on every call."""
+    import scipy.sparse
+
+    return scipy.sparse
 
 
 def _norm1(xp: Any, a: Any) -> Any:
