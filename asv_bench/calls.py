@@ -105,6 +105,11 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             ),
             ("fft.hfft2 4x4", lambda: gk.fft.hfft2(c4x4), lambda: peer_fft.hfft2(c4x4)),
             ("fft.ihfftn 4x4", lambda: gk.fft.ihfftn(r4x4), lambda: peer_fft.ihfftn(r4x4)),
+            (
+                "linalg.solve 4x4, its LAPACK calls",
+                lambda: gk.linalg.solve(spd, b4),
+                _lapack_solve(spd, b4),
+            ),
         ]
         out += _host_rows(rng, spd, b4)
     else:  # host inputs reaching a device backend: the implicit transfer
@@ -116,6 +121,24 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             )
         )
     return out
+
+
+def _lapack_solve(a: np.ndarray, b: np.ndarray) -> Callable[[], object]:
+    """The LAPACK calls ``gk.linalg.solve`` makes on the host for one C-ordered matrix
+    (``getrf``, ``lange``, ``gecon``, ``getrs`` on ``a.T``, SciPy's wrappers): the
+    ``numpy.linalg.solve`` row's difference includes the condition estimate behind the
+    LinAlgWarning, which SciPy makes too and NumPy does not; this row's is gpukit's own."""
+    from scipy.linalg import lapack
+
+    getrf, lange, gecon, getrs = lapack.get_lapack_funcs(("getrf", "lange", "gecon", "getrs"), (a,))
+    t = a.T
+
+    def peer() -> object:
+        lu, piv, _ = getrf(t)
+        gecon(lu, lange("I", t), norm="I")
+        return getrs(lu, piv, b, trans=1)[0]
+
+    return peer
 
 
 def _host_rows(
