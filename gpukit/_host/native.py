@@ -32,6 +32,7 @@ from . import build_native, parallel
 __all__ = [
     "ACTIVATIONS",
     "adam",
+    "address",
     "available",
     "bias_act",
     "bias_act_grad",
@@ -126,6 +127,30 @@ def takes(*arrays: np.ndarray | None) -> bool:
     return True
 
 
+_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+
+
+def address(a: np.ndarray) -> int:
+    """The address of ``a``'s first element, for a C routine called through ctypes.
+
+    Taken through the buffer protocol where ``a`` is writeable, C-contiguous and not empty
+    (``a.ctypes.data`` builds a Python object of NumPy's per call, several times the
+    cost), else from ``a.ctypes.data``. The caller keeps ``a`` alive while the routine
+    runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(4.0)
+    >>> address(a) == a.ctypes.data and address(a[1:]) == a.ctypes.data + 8
+    True
+    """
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError):  # read-only, strided, or no byte to point at
+        return a.ctypes.data
+
+
 def _fn(name: str, dtype: np.dtype) -> Any:
     return getattr(_library(), name + _SUFFIX[dtype])
 
@@ -159,7 +184,7 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     if b is None and rows > 1:  # nothing per column: one long row
         rows, cols = 1, rows * cols
         bias = _negative_zeros(y.dtype, cols)
-    xp, bp, yp = x.ctypes.data, bias.ctypes.data, y.ctypes.data
+    xp, bp, yp = address(x), address(bias), address(y)
     code, size = ACTIVATIONS.index(name), y.dtype.itemsize
     if _small(rows * cols):
         fn(xp, bp, yp, rows, cols, cols, code, slope)
@@ -195,14 +220,14 @@ def bias_act_grad(
     rows, cols = g.shape
     fn = _fn("gk_bias_act_grad", gx.dtype)
     bias = _negative_zeros(gx.dtype, cols) if b is None else b
-    gp, vp, bp, op = g.ctypes.data, v.ctypes.data, bias.ctypes.data, gx.ctypes.data
+    gp, vp, bp, op = address(g), address(v), address(bias), address(gx)
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
 
     def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
         """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
         o = (r0 * cols + c0) * size
-        a = None if acc is None else acc.ctypes.data + (k * cols + c0) * 8
-        part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data  # the kernel's, sums or not
+        a = None if acc is None else address(acc) + (k * cols + c0) * 8
+        part = address(parallel.scratch(gx.dtype, 1, nc)[0])  # the kernel's, sums or not
         fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
 
     if _small(rows * cols):
@@ -225,8 +250,8 @@ def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndar
     in the kernel's argument order ``matrix, per_row..., matrix`` as xent and xent_grad
     take them."""
     fn = _fn(name, matrices[0].dtype)
-    (m0, m1), size = (a.ctypes.data for a in matrices), matrices[0].dtype.itemsize
-    rowwise = [(a.ctypes.data, a.dtype.itemsize) for a in per_row]
+    (m0, m1), size = (address(a) for a in matrices), matrices[0].dtype.itemsize
+    rowwise = [(address(a), a.dtype.itemsize) for a in per_row]
     if _small(rows * cols):
         fn(m0, *(p for p, _ in rowwise), m1, rows, cols, eps)
         return
@@ -259,7 +284,7 @@ def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any
     follow the length. An element's result does not depend on the span it falls in."""
     first = arrays[0]
     fn, n, size = _fn(name, first.dtype), first.size, first.dtype.itemsize
-    ptrs = [None if a is None else a.ctypes.data for a in arrays]
+    ptrs = [None if a is None else address(a) for a in arrays]
     if _small(n):
         fn(*ptrs, n, *scalars)
         return
