@@ -113,7 +113,7 @@ def disabled() -> Iterator[None]:
 def takes(*arrays: np.ndarray | None) -> bool:
     """Whether the compiled kernels take these arrays: in use, one dtype (float32 or
     float64, native byte order), C-contiguous and aligned (None: an absent argument)."""
-    if not available():
+    if _off.get() or _library() is None:
         return False
     dtype = None
     for a in arrays:
@@ -121,8 +121,12 @@ def takes(*arrays: np.ndarray | None) -> bool:
             continue
         if dtype is None:
             dtype = a.dtype
+            if dtype not in _SUFFIX:
+                return False
+        elif a.dtype != dtype:
+            return False
         f = a.flags
-        if a.dtype != dtype or dtype not in _SUFFIX or not (f.c_contiguous and f.aligned):
+        if not (f.c_contiguous and f.aligned):
             return False
     return True
 
@@ -151,8 +155,15 @@ def address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
+_fns: dict[tuple[str, np.dtype], Any] = {}
+
+
 def _fn(name: str, dtype: np.dtype) -> Any:
-    return getattr(_library(), name + _SUFFIX[dtype])
+    try:
+        return _fns[name, dtype]
+    except KeyError:
+        fn = _fns[name, dtype] = getattr(_library(), name + _SUFFIX[dtype])
+        return fn
 
 
 def _negative_zeros(dtype: np.dtype, n: int) -> np.ndarray:
