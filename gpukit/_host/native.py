@@ -166,13 +166,16 @@ def _fn(name: str, dtype: np.dtype) -> Any:
         return fn
 
 
-def _negative_zeros(dtype: np.dtype, n: int) -> np.ndarray:
-    """A bias of -0.0 (x + -0.0 is x, signed zeros too) for a call without one."""
-    key = ("nz", dtype)
+def _kept(kind: str, dtype: np.dtype, n: int) -> int:
+    """The address of this thread's array of at least ``n`` elements of ``dtype`` kept
+    under ``kind``: ``"nz"``, -0.0 everywhere (the bias of a call without one: x + -0.0
+    is x, signed zeros too), or ``"part"``, scratch (the backward kernel's partial sums)."""
+    key = (kind, dtype)
     have = _local.__dict__.get(key)
-    if have is None or have.size < n:
-        have = _local.__dict__[key] = np.full(max(n, 1024), -0.0, dtype)
-    return have
+    if have is None or have[0].size < n:
+        a = np.full(max(n, 1024), -0.0, dtype) if kind == "nz" else np.empty(max(n, 1024), dtype)
+        have = _local.__dict__[key] = (a, address(a))
+    return have[1]
 
 
 def _columns_first(rows: int, cols: int) -> bool:
@@ -191,11 +194,10 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     """``y = act(x + b)`` for C-contiguous 2-D ``x`` and ``y`` (``y`` may be ``x``)."""
     rows, cols = x.shape
     fn = _fn("gk_bias_act", y.dtype)
-    bias = _negative_zeros(y.dtype, cols) if b is None else b
     if b is None and rows > 1:  # nothing per column: one long row
         rows, cols = 1, rows * cols
-        bias = _negative_zeros(y.dtype, cols)
-    xp, bp, yp = address(x), address(bias), address(y)
+    bp = _kept("nz", y.dtype, cols) if b is None else address(b)
+    xp, yp = address(x), address(y)
     code, size = ACTIVATIONS.index(name), y.dtype.itemsize
     if _small(rows * cols):
         fn(xp, bp, yp, rows, cols, cols, code, slope)
@@ -230,15 +232,15 @@ def bias_act_grad(
     arrays (``gx`` may be ``g``); returns its column sums if ``want_bias``."""
     rows, cols = g.shape
     fn = _fn("gk_bias_act_grad", gx.dtype)
-    bias = _negative_zeros(gx.dtype, cols) if b is None else b
-    gp, vp, bp, op = address(g), address(v), address(bias), address(gx)
+    bp = _kept("nz", gx.dtype, cols) if b is None else address(b)
+    gp, vp, op = address(g), address(v), address(gx)
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
 
     def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
         """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
         o = (r0 * cols + c0) * size
         a = None if acc is None else address(acc) + (k * cols + c0) * 8
-        part = address(parallel.scratch(gx.dtype, 1, nc)[0])  # the kernel's, sums or not
+        part = _kept("part", gx.dtype, nc)  # the kernel's, sums or not
         fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
 
     if _small(rows * cols):
@@ -251,7 +253,10 @@ def bias_act_grad(
         threads = parallel.plan(rows, cols)
         acc = np.zeros((threads, cols)) if want_bias else None
         parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
-    return None if acc is None else acc.sum(axis=0).astype(gx.dtype)
+    if acc is None:
+        return None
+    # one row of sums needs no reduction (a reduction call costs more than this pass)
+    return (acc[0] if acc.shape[0] == 1 else acc.sum(axis=0)).astype(gx.dtype)
 
 
 def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndarray, ...],
