@@ -195,4 +195,56 @@ def _host_rows(
         ),
         ("nn.Linear 4x8 forward", lambda: layer(x), lambda: x @ w.T + lb),
         ("optim.SGD step 64", sgd.step, numpy_sgd),
+        *_kernel_rows(rng, x, bias, labels),
+    ]
+
+
+def _kernel_rows(
+    rng: Any, x: np.ndarray, bias: np.ndarray, labels: np.ndarray
+) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The backward kernels and the Adam update, each against the NumPy code doing the
+    same work (its own copies of the updated arrays)."""
+    gy = rng.standard_normal(x.shape).astype(np.float32)
+    probs = rng.random(x.shape).astype(np.float32)
+    probs /= probs.sum(axis=1, keepdims=True)
+    grad_loss = np.full(x.shape[0], 1.0 / x.shape[0], np.float32)
+    rows = np.arange(x.shape[0])
+    p, g = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    m, v = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    pp, pm, pv = p.copy(), m.copy(), v.copy()
+    b1, b2, lr, eps = 0.9, 0.999, 1e-9, 1e-8
+
+    def numpy_bias_relu_backward() -> object:
+        gz = gy * (x + bias > 0)
+        return gz, gz.sum(axis=0)
+
+    def numpy_xent_backward() -> object:
+        out = probs.copy()
+        out[rows, labels] -= 1
+        out *= grad_loss[:, None]
+        return out
+
+    def numpy_adam() -> None:  # step 1, as the gpukit call
+        pm.__imul__(b1)
+        pm.__iadd__((1 - b1) * g)
+        pv.__imul__(b2)
+        pv.__iadd__((1 - b2) * g * g)
+        pp.__isub__(lr / (1 - b1) * pm / (np.sqrt(pv) / np.sqrt(1 - b2) + eps))
+
+    return [
+        (
+            "kernels.bias_activation_backward 4x8 relu",
+            lambda: gk.kernels.bias_activation_backward(gy, x, bias, "relu"),
+            numpy_bias_relu_backward,
+        ),
+        (
+            "kernels.softmax_cross_entropy_backward 4x8",
+            lambda: gk.kernels.softmax_cross_entropy_backward(probs, labels, grad_loss),
+            numpy_xent_backward,
+        ),
+        (
+            "kernels.adam_update 64",
+            lambda: gk.kernels.adam_update(p, g, m, v, step=1, lr=lr),
+            numpy_adam,
+        ),
     ]

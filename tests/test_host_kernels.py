@@ -303,6 +303,7 @@ def _adam64(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled):
 
 
 SGD_CASES = {
+    "plain": {"lr": 0.1},  # ufuncs on up to 1K elements, BLAS axpy above
     "wd": {"lr": 0.1, "weight_decay": 0.05},
     "momentum_first": {"lr": 0.1, "momentum": 0.9, "first_step": True},
     "momentum": {"lr": 0.1, "momentum": 0.9},
@@ -390,7 +391,7 @@ def test_non_finite_gradients_reach_the_parameters_as_in_the_formula(path, rng, 
     p0[rng.permutation(n)[:10]] = np.repeat([np.inf, -np.inf], 5)
     v0 = rng.random(n).astype(dtype)
     g = _nonfinite(rng, n, dtype)
-    for case in ("wd", "nesterov", "dampening_wd"):
+    for case in ("plain", "wd", "nesterov", "dampening_wd"):
         cfg, args = _sgd_args(case)
         p, buf = p0.copy(), m0.copy()
         keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "first_step")
@@ -445,6 +446,18 @@ def test_updates_do_not_depend_on_the_split(path, rng, dtype):
         one = run()
     for a, b in zip(many, one, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_address_is_the_first_element_s_for_every_kind_of_array(dtype):
+    """native.address: the buffer protocol's address where it serves (writeable,
+    C-contiguous, not empty), ``a.ctypes.data`` otherwise; the same number either way."""
+    base = np.arange(12, dtype=dtype)
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    raw = np.zeros(8 * 13, np.uint8)[1:-7].view(dtype)  # not aligned
+    for a in (base, base[3:], base.reshape(3, 4)[1:], base[::2], base.reshape(3, 4).T,
+              frozen, frozen[5:], base[:0], raw):  # fmt: skip
+        assert native.address(a) == a.ctypes.data
 
 
 def test_compiled_updates_allocate_nothing(rng, dtype):

@@ -685,3 +685,43 @@ def test_numpy_sgd_update_makes_no_temporary(rng, dtype):
     b64 = g.astype(np.float64)
     want = p0 - 0.1 * b64 - 0.1 * b64 - 0.1 * (0.9 * b64 + 0.5 * b64) - 0.1 * b64
     assert rel_err(p, want) < _tol(np.dtype(dtype))
+
+
+def test_warm_updates_still_refuse_strided_and_read_only_arrays(rng):
+    """Contiguity and writeability are read from one flags object per updated array; after
+    warm calls (their placement planned) each refusal still fires, naming the argument,
+    and the refused call changes nothing."""
+    p, g, m, v = (rng.standard_normal(8) for _ in range(4))
+    v = np.abs(v)
+    with gk.use_backend("numpy"):
+        for _ in range(3):
+            gk.kernels.sgd_update(p, g, m, lr=0.1, momentum=0.9)
+            gk.kernels.adam_update(p, g, m, v, step=1, lr=0.1)
+        before = [a.copy() for a in (p, m, v)]
+        strided = np.zeros(16)[::2]
+        frozen = v.copy()
+        frozen.flags.writeable = False
+        refused = [
+            (lambda: gk.kernels.sgd_update(strided, g, lr=0.1), "param .*C-contiguous"),
+            (
+                lambda: gk.kernels.sgd_update(p, g, strided, lr=0.1, momentum=0.9),
+                "momentum_buffer .*C-contiguous",
+            ),
+            (
+                lambda: gk.kernels.adam_update(p, g, strided, v, step=2, lr=0.1),
+                "exp_avg .*C-contiguous",
+            ),
+            (
+                lambda: gk.kernels.adam_update(p, g, m, frozen, step=2, lr=0.1),
+                "exp_avg_sq is updated in place but is read-only",
+            ),
+            (
+                lambda: gk.kernels.adam_update(p, g, m, m, step=2, lr=0.1),
+                "exp_avg and exp_avg_sq overlap in memory",
+            ),
+        ]
+        for call, match in refused:
+            with pytest.raises(ValueError, match=match):
+                call()
+    for got, want in zip((p, m, v), before, strict=True):
+        assert np.array_equal(got, want)

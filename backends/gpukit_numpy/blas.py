@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from gpukit._host.native import address
+
 __all__ = ["axpy"]
 
 Axpy = Callable[[float, np.ndarray, np.ndarray], None]
@@ -61,20 +63,11 @@ def _library() -> ctypes.CDLL | None:
         return None
 
 
-def _address(a: np.ndarray) -> int:
-    """The address of ``a``'s first element: through the buffer protocol where ``a`` is
-    writeable and not empty (a fraction of what ``a.ctypes`` costs), else ``a.ctypes``."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except (TypeError, ValueError):  # read-only, or no byte to point at
-        return a.ctypes.data
-
-
 def _caller(routine: Any) -> Axpy:
     """``f(alpha, x, y)`` calling ``routine`` on chunks of fewer than ``2**31`` elements."""
 
     def call(alpha: float, x: np.ndarray, y: np.ndarray) -> None:
-        n, px, py, size = x.size, _address(x), _address(y), x.itemsize
+        n, px, py, size = x.size, address(x), address(y), x.itemsize
         for lo in range(0, n, _CHUNK):
             routine(min(_CHUNK, n - lo), alpha, px + lo * size, 1, py + lo * size, 1)
 

@@ -129,6 +129,11 @@ def _refuse_read_only(*arrays: np.ndarray | None) -> None:
             raise ValueError("output array is read-only")
 
 
+#: Elements up to which plain SGD runs two ufuncs (``g * lr`` into scratch, then
+#: ``p -= ``) rather than one BLAS ``axpy`` through ctypes, whose call costs more.
+_SMALL_SGD = 1024
+
+
 def _blas_ready(y: np.ndarray, x: np.ndarray) -> bool:
     """``x`` and ``y`` (flat, C-contiguous) suit BLAS ``axpy``: one dtype, aligned, ``y``
     writeable, apart (BLAS, unlike a ufunc, checks none of it)."""
@@ -169,6 +174,11 @@ def sgd_update(
         grad = np.ascontiguousarray(grad)
     p, g = _flat(param), _flat(grad)
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
+        if p.size <= _SMALL_SGD:
+            # a BLAS call through ctypes costs more than both ufunc passes on this few
+            # elements; the scratch block is taken before the first write
+            p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
+            return
         fused = _blas.axpy(p.dtype)
         if fused is not None and lr and _blas_ready(p, g):  # lr = 0: NaN must still reach p
             # one pass, on the BLAS threads the step's products just used: a third of the

@@ -32,6 +32,7 @@ from . import build_native, parallel
 __all__ = [
     "ACTIVATIONS",
     "adam",
+    "address",
     "available",
     "bias_act",
     "bias_act_grad",
@@ -112,7 +113,7 @@ def disabled() -> Iterator[None]:
 def takes(*arrays: np.ndarray | None) -> bool:
     """Whether the compiled kernels take these arrays: in use, one dtype (float32 or
     float64, native byte order), C-contiguous and aligned (None: an absent argument)."""
-    if not available():
+    if _off.get() or _library() is None:
         return False
     dtype = None
     for a in arrays:
@@ -120,23 +121,61 @@ def takes(*arrays: np.ndarray | None) -> bool:
             continue
         if dtype is None:
             dtype = a.dtype
+            if dtype not in _SUFFIX:
+                return False
+        elif a.dtype != dtype:
+            return False
         f = a.flags
-        if a.dtype != dtype or dtype not in _SUFFIX or not (f.c_contiguous and f.aligned):
+        if not (f.c_contiguous and f.aligned):
             return False
     return True
 
 
+_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+
+
+def address(a: np.ndarray) -> int:
+    """The address of ``a``'s first element, for a C routine called through ctypes.
+
+    Taken through the buffer protocol where ``a`` is writeable, C-contiguous and not empty
+    (``a.ctypes.data`` builds a Python object of NumPy's per call, several times the
+    cost), else from ``a.ctypes.data``. The caller keeps ``a`` alive while the routine
+    runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(4.0)
+    >>> address(a) == a.ctypes.data and address(a[1:]) == a.ctypes.data + 8
+    True
+    """
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError):  # read-only, strided, or no byte to point at
+        return a.ctypes.data
+
+
+_fns: dict[tuple[str, np.dtype], Any] = {}
+
+
 def _fn(name: str, dtype: np.dtype) -> Any:
-    return getattr(_library(), name + _SUFFIX[dtype])
+    try:
+        return _fns[name, dtype]
+    except KeyError:
+        fn = _fns[name, dtype] = getattr(_library(), name + _SUFFIX[dtype])
+        return fn
 
 
-def _negative_zeros(dtype: np.dtype, n: int) -> np.ndarray:
-    """A bias of -0.0 (x + -0.0 is x, signed zeros too) for a call without one."""
-    key = ("nz", dtype)
+def _kept(kind: str, dtype: np.dtype, n: int) -> int:
+    """The address of this thread's array of at least ``n`` elements of ``dtype`` kept
+    under ``kind``: ``"nz"``, -0.0 everywhere (the bias of a call without one: x + -0.0
+    is x, signed zeros too), or ``"part"``, scratch (the backward kernel's partial sums)."""
+    key = (kind, dtype)
     have = _local.__dict__.get(key)
-    if have is None or have.size < n:
-        have = _local.__dict__[key] = np.full(max(n, 1024), -0.0, dtype)
-    return have
+    if have is None or have[0].size < n:
+        a = np.full(max(n, 1024), -0.0, dtype) if kind == "nz" else np.empty(max(n, 1024), dtype)
+        have = _local.__dict__[key] = (a, address(a))
+    return have[1]
 
 
 def _columns_first(rows: int, cols: int) -> bool:
@@ -155,11 +194,10 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     """``y = act(x + b)`` for C-contiguous 2-D ``x`` and ``y`` (``y`` may be ``x``)."""
     rows, cols = x.shape
     fn = _fn("gk_bias_act", y.dtype)
-    bias = _negative_zeros(y.dtype, cols) if b is None else b
     if b is None and rows > 1:  # nothing per column: one long row
         rows, cols = 1, rows * cols
-        bias = _negative_zeros(y.dtype, cols)
-    xp, bp, yp = x.ctypes.data, bias.ctypes.data, y.ctypes.data
+    bp = _kept("nz", y.dtype, cols) if b is None else address(b)
+    xp, yp = address(x), address(y)
     code, size = ACTIVATIONS.index(name), y.dtype.itemsize
     if _small(rows * cols):
         fn(xp, bp, yp, rows, cols, cols, code, slope)
@@ -194,15 +232,15 @@ def bias_act_grad(
     arrays (``gx`` may be ``g``); returns its column sums if ``want_bias``."""
     rows, cols = g.shape
     fn = _fn("gk_bias_act_grad", gx.dtype)
-    bias = _negative_zeros(gx.dtype, cols) if b is None else b
-    gp, vp, bp, op = g.ctypes.data, v.ctypes.data, bias.ctypes.data, gx.ctypes.data
+    bp = _kept("nz", gx.dtype, cols) if b is None else address(b)
+    gp, vp, op = address(g), address(v), address(gx)
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
 
     def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
         """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
         o = (r0 * cols + c0) * size
-        a = None if acc is None else acc.ctypes.data + (k * cols + c0) * 8
-        part = parallel.scratch(gx.dtype, 1, nc)[0].ctypes.data  # the kernel's, sums or not
+        a = None if acc is None else address(acc) + (k * cols + c0) * 8
+        part = _kept("part", gx.dtype, nc)  # the kernel's, sums or not
         fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
 
     if _small(rows * cols):
@@ -215,7 +253,10 @@ def bias_act_grad(
         threads = parallel.plan(rows, cols)
         acc = np.zeros((threads, cols)) if want_bias else None
         parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
-    return None if acc is None else acc.sum(axis=0).astype(gx.dtype)
+    if acc is None:
+        return None
+    # one row of sums needs no reduction (a reduction call costs more than this pass)
+    return (acc[0] if acc.shape[0] == 1 else acc.sum(axis=0)).astype(gx.dtype)
 
 
 def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndarray, ...],
@@ -225,8 +266,8 @@ def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndar
     in the kernel's argument order ``matrix, per_row..., matrix`` as xent and xent_grad
     take them."""
     fn = _fn(name, matrices[0].dtype)
-    (m0, m1), size = (a.ctypes.data for a in matrices), matrices[0].dtype.itemsize
-    rowwise = [(a.ctypes.data, a.dtype.itemsize) for a in per_row]
+    (m0, m1), size = (address(a) for a in matrices), matrices[0].dtype.itemsize
+    rowwise = [(address(a), a.dtype.itemsize) for a in per_row]
     if _small(rows * cols):
         fn(m0, *(p for p, _ in rowwise), m1, rows, cols, eps)
         return
@@ -259,7 +300,7 @@ def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any
     follow the length. An element's result does not depend on the span it falls in."""
     first = arrays[0]
     fn, n, size = _fn(name, first.dtype), first.size, first.dtype.itemsize
-    ptrs = [None if a is None else a.ctypes.data for a in arrays]
+    ptrs = [None if a is None else address(a) for a in arrays]
     if _small(n):
         fn(*ptrs, n, *scalars)
         return

@@ -84,13 +84,6 @@ def check_like(op: str, x: Any, name: str, ref: Any, ref_name: str) -> None:
         )
 
 
-def check_contiguous(op: str, x: Any, name: str) -> None:
-    if not x.flags.c_contiguous:
-        raise ValueError(
-            f"{op}: {name} is updated in place and must be C-contiguous (it is a strided view)"
-        )
-
-
 def check_labels(op: str, labels: Any, n: int) -> None:
     if tuple(labels.shape) != (n,):
         raise ValueError(
@@ -149,25 +142,31 @@ def check_flag(op: str, value: Any, name: str) -> bool:
 
 
 def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> None:
-    """The arrays ``updated`` (by name) are written in place: each writeable, and no two of
-    them or of the arrays ``read`` share memory. ``None`` entries are skipped.
+    """The arrays ``updated`` (by name) are written in place: each C-contiguous and
+    writeable, and no two of them or of the arrays ``read`` share memory. ``None`` entries
+    are skipped.
 
     Checked before anything is written, so a refused call changes nothing (a read-only
     buffer found half-way would leave the others half-updated).
     """
     given = []
     for name, x in updated.items():
-        if x is not None:
-            if not getattr(x.flags, "writeable", True):  # CuPy: always
-                raise ValueError(f"{op}: {name} is updated in place but is read-only")
-            given.append((name, x))
+        if x is None:
+            continue
+        flags = x.flags  # one flags object for both reads
+        if not flags.c_contiguous:
+            raise ValueError(
+                f"{op}: {name} is updated in place and must be C-contiguous (it is a strided view)"
+            )
+        if not getattr(flags, "writeable", True):  # CuPy: always
+            raise ValueError(f"{op}: {name} is updated in place but is read-only")
+        given.append((name, x))
     for item in read.items():
         if item[1] is not None:
             given.append(item)
-    first = given[0][1]
     shares = (
         np.may_share_memory
-        if type(first) is np.ndarray
+        if type(given[0][1]) is np.ndarray
         else namespace(*(x for _, x in given)).may_share_memory
     )
     for i, (name, x) in enumerate(given):

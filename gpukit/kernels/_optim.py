@@ -9,7 +9,6 @@ from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
 from ._checks import (
     FLOATS,
-    check_contiguous,
     check_flag,
     check_like,
     check_range,
@@ -107,11 +106,9 @@ def sgd_update(
         inplace=("param", "momentum_buffer"),
         optional=("momentum_buffer",),
     )
-    check_contiguous(op, param, "param")
     check_like(op, grad, "grad", param, "param")
     if buf is not None:
         check_like(op, buf, "momentum_buffer", param, "param")
-        check_contiguous(op, buf, "momentum_buffer")
     check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
     backend.kernel("sgd_update")(
         param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first_step
@@ -211,9 +208,8 @@ def adam_update(
         inplace=("param", "exp_avg", "exp_avg_sq"),
     )
     check_like(op, grad, "grad", param, "param")
-    for arr, name in ((param, "param"), (m, "exp_avg"), (v, "exp_avg_sq")):
-        check_like(op, arr, name, param, "param")
-        check_contiguous(op, arr, name)
+    check_like(op, m, "exp_avg", param, "param")
+    check_like(op, v, "exp_avg_sq", param, "param")
     check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
     backend.kernel("adam_update")(
         param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled

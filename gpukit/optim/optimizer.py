@@ -25,6 +25,7 @@ optimizer state as they were, and is never re-run automatically.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import deque
 from collections.abc import Iterable
@@ -45,6 +46,7 @@ from ..nn.module import Module, Parameter, _place, assign, on_device_of
 from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
+_HOST = contextlib.nullcontext()
 _HALF = np.dtype(np.float16)
 #: a flat buffer (None for a parameter updated on its own) and its parameters
 _Laid = tuple[FlatBuffer | None, list[Parameter]]
@@ -643,8 +645,8 @@ def _whole(
         if grad is not p._slot[1]:
             stale.append((p._slot[1], grad))
         news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
-    if stale:
-        with on_device_of(fb.grad):
+    if stale:  # host memory has no device to make current
+        with _HOST if type(fb.grad) is _ndarray else on_device_of(fb.grad):
             for slot, grad in stale:
                 slot[...] = grad
     flats = [fb.state_buffer(name)[0] for name in names] if names else []
