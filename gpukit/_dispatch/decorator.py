@@ -27,7 +27,7 @@ _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
 )
-_plain = _PLAIN.issuperset  # over the arguments' types, in one C call
+_plain = _PLAIN.issuperset  # over the keyword arguments' types, in one C call
 
 
 def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
@@ -92,15 +92,21 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                if _plain(map(type, args)) and (not kwargs or _plain(map(type, kwargs.values()))):
-                    # the common call: the memory policy's steps inline, one call level less
-                    try:
-                        return attempt(*args, **kwargs)
-                    except Exception as exc:
-                        claimed = claim(exc)
-                        if claimed is None:
-                            raise
-                    return retry(claimed, args, kwargs)
+                # positional arguments by a loop (issuperset would first build a set of
+                # their types), keyword ones in one C call
+                for x in args:
+                    if type(x) not in _PLAIN:
+                        break
+                else:
+                    if not kwargs or _plain(map(type, kwargs.values())):
+                        # the common call: the memory policy's steps inline, one call level less
+                        try:
+                            return attempt(*args, **kwargs)
+                        except Exception as exc:
+                            claimed = claim(exc)
+                            if claimed is None:
+                                raise
+                        return retry(claimed, args, kwargs)
                 if kwargs:
                     key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
                 else:
