@@ -1941,10 +1941,13 @@ def ihfftn(
 
 
 def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
-    n = _index(name, "n", n)
+    if type(n) is not int:  # the common int needs no conversion (a bool is refused there)
+        n = _index(name, "n", n)
     if n < 1:
         raise ValueError(f"{name}: n must be at least 1, got {n}")
-    if not isinstance(d, int | float | np.integer | np.floating) or isinstance(d, bool):
+    if type(d) is not float and (  # the common float first: isinstance of a union is slow
+        not isinstance(d, int | float | np.integer | np.floating) or isinstance(d, bool)
+    ):
         raise TypeError(f"{name}: d must be a real number, got {d!r}")
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
