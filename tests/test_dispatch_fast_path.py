@@ -83,3 +83,14 @@ def test_after_warm_plain_calls_an_array_anywhere_still_leaves_the_plain_path(
             _six(*plain[:position], x, *plain[position + 1 :])
     device_array = fake_device.asarray(np.ones(2), device=1)
     assert _six(*plain[:position], device_array, *plain[position + 1 :]) == ("fakedevice", 1)
+
+
+def test_a_device_array_on_the_current_device_or_another_runs_there_and_restores(fake_device):
+    on0 = fake_device.asarray(np.ones(2), device=0)
+    on1 = fake_device.asarray(np.ones(2), device=1)
+    with fake_device.use_device(1):
+        for _ in range(3):  # warm routes: the device is still read per call
+            assert _six(on1, None, None, None, None, None) == ("fakedevice", 1)
+            assert fake_device.current_device() == 1
+            assert _six(on0, None, None, None, None, None) == ("fakedevice", 0)
+            assert fake_device.current_device() == 1

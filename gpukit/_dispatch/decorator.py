@@ -123,7 +123,10 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
                 if where is None:
                     return guarded(*args, **kwargs)
                 home = args[where] if where < len(args) else (*args, *kwargs.values())[where]
-                with backend.use_device(backend.device_of(home)):
+                device = backend.device_of(home)
+                if device == backend.current_device():  # asking is cheaper than entering
+                    return guarded(*args, **kwargs)
+                with backend.use_device(device):
                     return guarded(*args, **kwargs)
             except BackendUnavailableError as exc:
                 trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
