@@ -93,9 +93,9 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 # positional arguments by a loop (issuperset would first build a set of
-                # their types), keyword ones in one C call
+                # their types), the many None ones by identity; keyword ones in one C call
                 for x in args:
-                    if type(x) not in _PLAIN:
+                    if x is not None and type(x) not in _PLAIN:
                         break
                 else:
                     if not kwargs or _plain(map(type, kwargs.values())):
