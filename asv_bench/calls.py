@@ -115,11 +115,11 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
                 lambda: peer_fft.fft(xp.asarray(host_r16)),
             )
         )
-    out += _kernel_rows(xp, host, peer_fft, a8, r16, r4x4, c4x4)
+    out += _tiled_and_user_kernel_rows(xp, host, peer_fft, a8, r16, r4x4, c4x4)
     return out
 
 
-def _kernel_rows(
+def _tiled_and_user_kernel_rows(
     xp: Any, host: bool, peer_fft: Any, a8: Any, r16: Any, r4x4: Any, c4x4: Any
 ) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     """The tiled matmul kernel and user kernels (made once, here) against the array
