@@ -300,13 +300,13 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
         """
         key = plan = None
         if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
-            # the common s (None) and axes (None, or one int) as they are: no token is either
+            # the common s (None) and axes (None, or the public function's (axis,) of an
+            # int) as they are: no token is either
             lengths = s if s is None else token(s)
-            along = axes
-            if axes is not None and (
-                type(axes) is not tuple or len(axes) != 1 or type(axes[0]) is not int
-            ):
-                along = token(axes)
+            if one_d:
+                along = axes if type(axes[0]) is int else token(axes)
+            else:
+                along = axes if axes is None else token(axes)
             try:
                 key = (
                     name,
