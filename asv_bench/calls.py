@@ -120,6 +120,34 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
                 lambda: peer_fft.fft(xp.asarray(host_r16)),
             )
         )
+    out += _tiled_and_user_kernel_rows(xp, host, peer_fft, a8, r16, r4x4, c4x4)
+    return out
+
+
+def _tiled_and_user_kernel_rows(
+    xp: Any, host: bool, peer_fft: Any, a8: Any, r16: Any, r4x4: Any, c4x4: Any
+) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The tiled matmul kernel and user kernels (made once, here) against the array
+    library's own expressions, and the Hermitian n-d transforms left above (NumPy peers)."""
+
+    @gk.elementwise
+    def axpy(x, y):
+        return 2.0 * x + y
+
+    @gk.reduction
+    def sum_of_squares(x):
+        return sum(x * x)
+
+    out = [
+        ("kernels.matmul_tiled 8x8", lambda: gk.kernels.matmul_tiled(a8, a8), lambda: a8 @ a8),
+        ("elementwise 16 axpy", lambda: axpy(r16, r16), lambda: 2.0 * r16 + r16),
+        ("reduction 16 sum of squares", lambda: sum_of_squares(r16), lambda: xp.sum(r16 * r16)),
+    ]
+    if host:
+        out += [
+            ("fft.hfftn 4x4", lambda: gk.fft.hfftn(c4x4), lambda: peer_fft.hfftn(c4x4)),
+            ("fft.ihfft2 4x4", lambda: gk.fft.ihfft2(r4x4), lambda: peer_fft.ihfft2(r4x4)),
+        ]
     return out
 
 

@@ -31,7 +31,7 @@ from ._docstrings import paragraphs
 from ._runtime import plans as _plans
 from ._runtime.devices import check_device
 from ._runtime.plans import token
-from ._select.selection import get_backend
+from ._select.selection import active, get_backend
 
 if TYPE_CHECKING:
     from ._typing import Array, NumpyArray
@@ -247,38 +247,6 @@ def _placed(name: str, x: Any, out: Any) -> tuple[Any, Any, Any]:
 _PLANS = _plans.table()
 
 
-def _transform(
-    name: str, kind: str, x: Any, s: Any, axes: Any, norm: Any, dest: Any, workers: Any, one_d: bool
-) -> Any:
-    """Validate, transform, and write the result into ``dest`` (``out``) when given.
-
-    A call without ``out`` on an array that needs no conversion nor transfer is planned:
-    its checks and normalised arguments are kept for the next call with the same key.
-    ``dest`` is written only after the whole transform succeeded, so the out-of-memory
-    retry of :func:`gpukit._runtime.memory.operation` may run this twice.
-    """
-    key = plan = None
-    if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
-        # the common s (None) and axes (one int) as they are: no token is either of them
-        lengths = s if s is None else token(s)
-        along = axes
-        if type(axes) is not tuple or len(axes) != 1 or type(axes[0]) is not int:
-            along = token(axes)
-        plan, key = plan_for(_PLANS, name, x, lengths, along, norm, workers, type(workers))
-    if plan is None:
-        plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
-    backend, run, work, result = plan
-    if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
-        x = x.astype(work, copy=False)
-    y = run(x)
-    if y.dtype is not result:  # only where a plug-in's library upcasts
-        y = y.astype(result, copy=False)
-    if dest is None:
-        return y
-    backend.xp.copyto(dest, y, casting="same_kind")
-    return dest
-
-
 def _planned(
     key: Any,
     name: str,
@@ -322,7 +290,53 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
 
     @operation(name)
     def run(x: Any, s: Any, axes: Any, norm: Any, dest: Any, workers: Any) -> Any:
-        return _transform(name, kind, x, s, axes, norm, dest, workers, one_d)
+        """Validate, transform, and write the result into ``dest`` (``out``) when given.
+
+        A call without ``out`` on an array that needs no conversion nor transfer is
+        planned: its checks and normalised arguments are kept for the next call with the
+        same key (:func:`gpukit._dispatch.inputs.plan_for`'s, built here without its
+        call). ``dest`` is written only after the whole transform succeeded, so the
+        out-of-memory retry of :func:`gpukit._runtime.memory.operation` may run this twice.
+        """
+        key = plan = None
+        if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
+            # the common s (None) and axes (None, or the public function's (axis,) of an
+            # int) as they are: no token is either
+            lengths = s if s is None else token(s)
+            if one_d:
+                along = axes if type(axes[0]) is int else token(axes)
+            else:
+                along = axes if axes is None else token(axes)
+            try:
+                key = (
+                    name,
+                    active(),
+                    type(x),
+                    x.dtype,
+                    x.shape,
+                    lengths,
+                    along,
+                    norm,
+                    workers,
+                    type(workers),
+                )
+                plan = _PLANS[key]
+            except KeyError:
+                pass
+            except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
+                key = None
+        if plan is None:
+            plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
+        backend, transform, work, result = plan
+        if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
+            x = x.astype(work, copy=False)
+        y = transform(x)
+        if y.dtype is not result:  # only where a plug-in's library upcasts
+            y = y.astype(result, copy=False)
+        if dest is None:
+            return y
+        backend.xp.copyto(dest, y, casting="same_kind")
+        return dest
 
     declare(name, checked(name, then=lambda dtype: _work_dtype(name, kind, dtype)[1]))
     return run
@@ -1927,10 +1941,13 @@ def ihfftn(
 
 
 def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
-    n = _index(name, "n", n)
+    if type(n) is not int:  # the common int needs no conversion (a bool is refused there)
+        n = _index(name, "n", n)
     if n < 1:
         raise ValueError(f"{name}: n must be at least 1, got {n}")
-    if not isinstance(d, int | float | np.integer | np.floating) or isinstance(d, bool):
+    if type(d) is not float and (  # the common float first: isinstance of a union is slow
+        not isinstance(d, int | float | np.integer | np.floating) or isinstance(d, bool)
+    ):
         raise TypeError(f"{name}: d must be a real number, got {d!r}")
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")

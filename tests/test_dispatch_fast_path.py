@@ -61,3 +61,36 @@ def test_prepare_keeps_host_arrays_on_a_host_backend_and_moves_them_to_a_device(
     assert backend is fake_device and none is None
     assert all(fake_device.owns(v) for v in (a, b))
     np.testing.assert_array_equal(fake_device.to_numpy(a), x)
+
+
+@operation("gk.test_six")
+def _six(a, b, c, d, e, f):
+    """Where it ran: the active backend and its current device."""
+    backend = gk.get_backend()
+    return backend.name, backend.current_device()
+
+
+@pytest.mark.parametrize("position", range(6))
+def test_after_warm_plain_calls_an_array_anywhere_still_leaves_the_plain_path(
+    rng, fake_device, position
+):
+    plain = [np.ones(2), None, (1,), "s", 2, 2.5]
+    with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
+        for _ in range(3):
+            assert _six(*plain) == ("numpy", 0)
+        x = gk.shard(rng.standard_normal(8))
+        with pytest.raises(TypeError, match=r"gk\.test_six does not accept a ShardedArray"):
+            _six(*plain[:position], x, *plain[position + 1 :])
+    device_array = fake_device.asarray(np.ones(2), device=1)
+    assert _six(*plain[:position], device_array, *plain[position + 1 :]) == ("fakedevice", 1)
+
+
+def test_a_device_array_on_the_current_device_or_another_runs_there_and_restores(fake_device):
+    on0 = fake_device.asarray(np.ones(2), device=0)
+    on1 = fake_device.asarray(np.ones(2), device=1)
+    with fake_device.use_device(1):
+        for _ in range(3):  # warm routes: the device is still read per call
+            assert _six(on1, None, None, None, None, None) == ("fakedevice", 1)
+            assert fake_device.current_device() == 1
+            assert _six(on0, None, None, None, None, None) == ("fakedevice", 0)
+            assert fake_device.current_device() == 1

@@ -360,6 +360,21 @@ def test_a_warm_fft_plan_still_refuses_what_its_key_does_not_hold(rng):
     assert got.shape == (8,) and rel_err(got, np.fft.fft(x[:8])) < 1e-12
 
 
+def test_a_warm_n_dimensional_fft_plan_still_refuses_what_its_key_does_not_hold(rng):
+    x = rng.standard_normal((4, 6))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.fft.fftn(x))  # axes None: no token
+        _warm(lambda: gk.fft.fft2(x, s=(4, 6), axes=(0, 1)))
+        with pytest.raises(TypeError, match="axes must be an integer, got True"):
+            gk.fft.fft2(x, s=(4, 6), axes=(0, True))  # equal to (0, 1), not axes
+        with pytest.raises(TypeError, match=r"s must be an integer, got 6\.0"):
+            gk.fft.fft2(x, s=(4, 6.0), axes=(0, 1))
+        with pytest.raises(ValueError, match="repeats an axis"):
+            gk.fft.fftn(x, axes=(1, 1))
+        got = gk.fft.fftn(x, axes=(0,))  # one axis of a 2-d input: another plan
+    assert rel_err(got, np.fft.fftn(x, axes=(0,))) < 1e-12
+
+
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
     a, b = _spd(rng), rng.standard_normal(4)

@@ -175,13 +175,19 @@ def test_frequencies_match_numpy(backend, n, d):
     assert rel_err(gk.fft.rfftfreq(n, d), np.fft.rfftfreq(n, d)) < 1e-12
 
 
+def test_frequencies_take_numpy_integers_and_floats(backend):
+    n, d = np.int64(6), np.float64(0.5)
+    assert rel_err(gk.fft.fftfreq(n, d), np.fft.fftfreq(n, d)) < 1e-12
+    assert rel_err(gk.fft.rfftfreq(np.uint8(6), 2), np.fft.rfftfreq(6, 2.0)) < 1e-12
+
+
 @pytest.mark.parametrize(("n", "d"), [(0, 1.0), (4, 0.0)])
 def test_frequencies_reject_bad_arguments(backend, n, d):
     with pytest.raises(ValueError, match=r"gk.fft.fftfreq: (n must be at least 1|d must be)"):
         gk.fft.fftfreq(n, d)
 
 
-@pytest.mark.parametrize(("n", "d"), [(4.0, 1.0), (4, "1"), (4, 1j), (4, True)])
+@pytest.mark.parametrize(("n", "d"), [(4.0, 1.0), (True, 1.0), (4, "1"), (4, 1j), (4, True)])
 @pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
 def test_frequencies_reject_non_numbers_with_typeerror(backend, name, n, d):
     with pytest.raises(TypeError, match=rf"gk\.fft\.{name}: (n must be an integer|d must be)"):

@@ -1,13 +1,18 @@
 """FFTs on the GPU: cuFFT through ``cupyx.scipy.fft``.
 
 CuPy caches cuFFT plans per device (``cupy.fft.config.get_plan_cache()``, by default
-16 plans and no memory bound), so repeated transforms of one shape skip planning.
-``workers`` (CPU threads) has no meaning here and is ignored.
+16 plans and no memory bound), so repeated transforms of one shape skip planning; the
+front-end's plan keeps only which ``cupyx.scipy.fft`` function to call with which
+arguments, valid on every device. ``workers`` (CPU threads) has no meaning here and is
+ignored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from gpukit.backend._ops.fft import library_call
 
 
 class CupyFFT:
@@ -29,9 +34,22 @@ class CupyFFT:
         norm: str | None,
         workers: int,
     ) -> Any:
+        return self.fft_plan(kind, x.shape, s, axes, norm, workers)(x)
+
+    def fft_plan(
+        self,
+        kind: str,
+        shape: tuple[int, ...],
+        s: tuple[int, ...],
+        axes: tuple[int, ...],
+        norm: str | None,
+        workers: int,
+    ) -> Callable[[Any], Any]:
+        """The ``cupyx.scipy.fft`` function given only the arguments that differ from its
+        defaults (a cuFFT plan is CuPy's to keep: it belongs to one device)."""
         import cupyx.scipy.fft
 
-        return getattr(cupyx.scipy.fft, kind)(x, s=s, axes=axes, norm=norm)
+        return library_call(cupyx.scipy.fft, kind, shape, s, axes, norm)
 
     def fft_shift(self, x: Any, axes: tuple[int, ...], inverse: bool) -> Any:
         import cupy

@@ -7,23 +7,11 @@ own, by default, or any library registered as a ``scipy.fft`` backend (pyFFTW, m
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-# The one-axis functions of scipy.fft for the n-d kinds: the same pocketfft call, without
-# fftn's argument normalisation, which dominates a small transform.
-_ONE_AXIS = {
-    "fftn": "fft",
-    "ifftn": "ifft",
-    "rfftn": "rfft",
-    "irfftn": "irfft",
-    "hfftn": "hfft",
-    "ihfftn": "ihfft",
-}
-# Kinds whose output length defaults to the input's own (the others: 2 * (m - 1)).
-_SAME_LENGTH = frozenset({"fftn", "ifftn", "rfftn", "ihfftn"})
+from gpukit.backend._ops.fft import library_call
 
 _scipy_fft: ModuleType | None = None  # imported by the first transform, not with gpukit
 
@@ -65,29 +53,5 @@ class NumpyFFT:
         norm: str | None,
         workers: int,
     ) -> Callable[[Any], Any]:
-        """The ``scipy.fft`` function given only the arguments that differ from its
-        defaults: scipy.fft checks given lengths and axes at a cost comparable to a
-        small transform's, so lengths that need no crop or pad are left out."""
         lib = _scipy_fft or _library()
-        same = kind in _SAME_LENGTH
-        options: dict[str, Any] = {"workers": workers}
-        if norm is not None:
-            options["norm"] = norm
-        if len(axes) == 1 and kind in _ONE_AXIS:
-            (n,), (axis,) = s, axes
-            m = shape[axis]
-            if n != (m if same else 2 * (m - 1)):
-                options["n"] = n
-            if axis != len(shape) - 1:
-                options["axis"] = axis
-            fn = getattr(lib, _ONE_AXIS[kind])
-        else:
-            default = [shape[a] for a in axes]
-            if not same:
-                default[-1] = 2 * (default[-1] - 1)
-            if list(s) != default:
-                options["s"] = s
-            if axes != tuple(range(len(shape))):  # every axis is the default
-                options["axes"] = axes
-            fn = getattr(lib, kind)
-        return functools.partial(fn, **options)
+        return library_call(lib, kind, shape, s, axes, norm, workers=workers)

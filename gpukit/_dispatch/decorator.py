@@ -27,7 +27,7 @@ _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
 )
-_plain = _PLAIN.issuperset  # over the arguments' types, in one C call
+_plain = _PLAIN.issuperset  # over the keyword arguments' types, in one C call
 
 
 def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
@@ -92,33 +92,44 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                if _plain(map(type, args)) and (not kwargs or _plain(map(type, kwargs.values()))):
-                    # the common call: the memory policy's steps inline, one call level less
+                # positional arguments by a loop (issuperset would first build a set of
+                # their types), the many None ones by identity; keyword ones in one C call
+                other = False
+                for x in args:
+                    if x is not None and type(x) not in _PLAIN:
+                        other = True
+                        break
+                if other or (kwargs and not _plain(map(type, kwargs.values()))):
+                    if kwargs:
+                        key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+                    else:
+                        key = tuple(map(type, args))
                     try:
-                        return attempt(*args, **kwargs)
-                    except Exception as exc:
-                        claimed = claim(exc)
-                        if claimed is None:
-                            raise
-                    return retry(claimed, args, kwargs)
-                if kwargs:
-                    key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
-                else:
-                    key = tuple(map(type, args))
+                        plan = routes[key]
+                    except KeyError:
+                        plan = route(key, args, kwargs)
+                    if plan is not None:
+                        backend, where = plan
+                        if backend is None:
+                            return where(*args, **kwargs)
+                        if where is not None:
+                            home = (
+                                args[where]
+                                if where < len(args)
+                                else (*args, *kwargs.values())[where]
+                            )
+                            device = backend.device_of(home)
+                            if device != backend.current_device():  # asking costs less
+                                with backend.use_device(device):
+                                    return guarded(*args, **kwargs)
+                # run here: the memory policy's steps inline, one call level less
                 try:
-                    plan = routes[key]
-                except KeyError:
-                    plan = route(key, args, kwargs)
-                if plan is None:
-                    return guarded(*args, **kwargs)
-                backend, where = plan
-                if backend is None:
-                    return where(*args, **kwargs)
-                if where is None:
-                    return guarded(*args, **kwargs)
-                home = args[where] if where < len(args) else (*args, *kwargs.values())[where]
-                with backend.use_device(backend.device_of(home)):
-                    return guarded(*args, **kwargs)
+                    return attempt(*args, **kwargs)
+                except Exception as exc:
+                    claimed = claim(exc)
+                    if claimed is None:
+                        raise
+                return retry(claimed, args, kwargs)
             except BackendUnavailableError as exc:
                 trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
                 raise

@@ -9,8 +9,64 @@ engine (``scipy.fft`` with all cores, cuFFT).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
+
+#: The one-axis functions of a ``scipy.fft``-like module for the n-d kinds: the same
+#: library call, without the n-d functions' argument normalisation, which dominates a small
+#: transform.
+_ONE_AXIS = {
+    "fftn": "fft",
+    "ifftn": "ifft",
+    "rfftn": "rfft",
+    "irfftn": "irfft",
+    "hfftn": "hfft",
+    "ihfftn": "ihfft",
+}
+#: Kinds whose output length defaults to the input's own (the others: ``2 * (m - 1)``).
+_SAME_LENGTH = frozenset({"fftn", "ifftn", "rfftn", "ihfftn"})
+
+
+def library_call(
+    lib: Any,
+    kind: str,
+    shape: tuple[int, ...],
+    s: tuple[int, ...],
+    axes: tuple[int, ...],
+    norm: str | None,
+    **options: Any,
+) -> Callable[[Any], Any]:
+    """``lib``'s transform ``kind`` of arrays of ``shape`` as a function of the array alone,
+    for a module with ``scipy.fft``'s signatures (``scipy.fft``, ``cupyx.scipy.fft``).
+
+    Only the arguments that differ from the library's defaults are passed (``options``,
+    such as ``workers``, always): such a library checks given lengths and axes at a cost
+    comparable to a small transform's, and a transform along one axis takes the one-axis
+    function.
+    """
+    same = kind in _SAME_LENGTH
+    if norm is not None:
+        options["norm"] = norm
+    if len(axes) == 1 and kind in _ONE_AXIS:
+        (n,), (axis,) = s, axes
+        m = shape[axis]
+        if n != (m if same else 2 * (m - 1)):
+            options["n"] = n
+        if axis != len(shape) - 1:
+            options["axis"] = axis
+        fn = getattr(lib, _ONE_AXIS[kind])
+    else:
+        default = [shape[a] for a in axes]
+        if not same:
+            default[-1] = 2 * (default[-1] - 1)
+        if list(s) != default:
+            options["s"] = s
+        if axes != tuple(range(len(shape))):  # every axis is the default
+            options["axes"] = axes
+        fn = getattr(lib, kind)
+    return functools.partial(fn, **options)
+
 
 #: The Hermitian transforms and the real transform each is computed with.
 HERMITIAN = {"hfftn": "irfftn", "ihfftn": "rfftn"}
