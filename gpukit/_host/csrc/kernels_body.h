@@ -52,7 +52,7 @@ static inline T SFX(derivative)(T z, int act, T slope) {
     case GK_RELU: return z > 0 ? (T)1 : (T)0;
     case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
     case GK_GELU: /* Phi(z) + z phi(z) */
-        return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z);
+        return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z, (T)1);
     case GK_GELU_TANH: { /* s + 2 z s (1 - s) k (1 + 3 c z^2), s = sigmoid(2 k (z + c z^3)) */
         T s = SFX(gelu_tanh_gate)(z);
         return s + (T)(2 * 0.7978845608028654) * z * s * ((T)1 - s) *
@@ -63,14 +63,14 @@ static inline T SFX(derivative)(T z, int act, T slope) {
         return s * ((T)1 + z * ((T)1 - s));
     }
     case GK_SIGMOID: { /* s (1 - s) = e / (1 + e)^2, e = exp(-|z|): no 1 - s to cancel */
-        T e = EXP_LOW(-FABS(z));
+        T e = EXP_LOW(-FABS(z), (T)1);
         T d = (T)1 + e;
         return e / (d * d);
     }
     case GK_TANH: { /* 1 - tanh^2 = 4 e / (1 + e)^2, e = exp(-2|z|) */
-        T e = EXP_LOW((T)-2 * FABS(z));
-        T d = (T)1 + e;
-        return (T)4 * e / (d * d);
+        T e4 = EXP_LOW((T)-2 * FABS(z), (T)4);
+        T d = e4 * (T)0.25 + (T)1;
+        return e4 / (d * d);
     }
     default: return (T)1;
     }
@@ -202,14 +202,14 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent)(const T *x, const int64_t *labels, T *loss
         if (smoothing != 0.0) {
             _Pragma("omp simd reduction(+ : s, zs)") for (ptrdiff_t j = 0; j < cols; ++j) {
                 T z = xr[j] - m;
-                T e = EXP_LOW(z);
+                T e = EXP_LOW(z, (T)1);
                 pr[j] = e;
                 s += e;
                 zs += z * k;
             }
         } else {
             _Pragma("omp simd reduction(+ : s)") for (ptrdiff_t j = 0; j < cols; ++j) {
-                T e = EXP_LOW(xr[j] - m);
+                T e = EXP_LOW(xr[j] - m, (T)1);
                 pr[j] = e;
                 s += e;
             }
