@@ -11,9 +11,12 @@
     for (ptrdiff_t i = 0; i < rows; ++i) {                                    \
         const T *xr = x + i * ld;                                             \
         T *yr = y + i * ld;                                                   \
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {            \
-            T z = xr[j] + b[j];                                               \
-            yr[j] = (EXPR);                                                   \
+        ptrdiff_t h = cheap ? gk_head(yr, sizeof(T), cols) : 0;               \
+        for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {       \
+            _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {         \
+                T z = xr[j] + b[j];                                           \
+                yr[j] = (EXPR);                                               \
+            }                                                                 \
         }                                                                     \
     }                                                                         \
     break
@@ -32,6 +35,7 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
                                           ptrdiff_t cols, ptrdiff_t ld, int act,
                                           double slope_) {
     const T slope = (T)slope_;
+    const int cheap = act <= GK_LEAKY_RELU;
     switch (act) {
     case GK_IDENTITY: GK_FORWARD(z);
     case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0);
@@ -106,11 +110,14 @@ static inline T SFX(derivative_of_output)(T y, int act) {
         for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
             const T *gr = g + i * ld, *vr = v + i * ld;                       \
             T *or_ = gx + i * ld;                                             \
+            ptrdiff_t h = cheap ? gk_head(or_, sizeof(T), cols) : 0;          \
             (void)vr;                                                         \
-            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
-                T o = gr[j] * (D);                                            \
-                or_[j] = o;                                                   \
-                part[j] += o;                                                 \
+            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {   \
+                _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {     \
+                    T o = gr[j] * (D);                                        \
+                    or_[j] = o;                                               \
+                    part[j] += o;                                             \
+                }                                                             \
             }                                                                 \
         }                                                                     \
         if (acc) {                                                            \
@@ -131,18 +138,24 @@ static inline void SFX(copy_sum)(const T *g, T *gx, double *acc, T *part, ptrdif
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;
         const T *g0 = g + i0 * ld;
         T *o0 = gx + i0 * ld;
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
-            T e = g0[j];
-            o0[j] = e;
-            part[j] = e;
+        ptrdiff_t h = gk_head(o0, sizeof(T), cols);
+        for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {
+            _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {
+                T e = g0[j];
+                o0[j] = e;
+                part[j] = e;
+            }
         }
         for (ptrdiff_t i = i0 + 1; i < i1; ++i) {
             const T *gr = g + i * ld;
             T *or_ = gx + i * ld;
-            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
-                T e = gr[j];
-                or_[j] = e;
-                part[j] += e;
+            h = gk_head(or_, sizeof(T), cols);
+            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {
+                _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {
+                    T e = gr[j];
+                    or_[j] = e;
+                    part[j] += e;
+                }
             }
         }
         _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) acc[j] += (double)part[j];
@@ -156,6 +169,7 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
                                                double slope_, int of_output) {
     const T slope = (T)slope_;
+    const int cheap = of_output || act <= GK_LEAKY_RELU;
     if (acc && (act == GK_IDENTITY || (of_output && act != GK_RELU && act != GK_SIGMOID &&
                                        act != GK_TANH))) {
         SFX(copy_sum)(g, gx, acc, part, rows, cols, ld);
@@ -257,23 +271,28 @@ GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *p, const T *g, T *buf, ptrdiff_t n, doub
     const T lr = (T)lr_, mu = (T)momentum_, damp1 = (T)(1.0 - dampening_);
     const T wd = (T)weight_decay_;
     const int decay = weight_decay_ != 0.0;
+    const ptrdiff_t h = gk_head(p, sizeof(T), n);
     if (buf == NULL) {
-        _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-            T d = decay ? g[i] + wd * p[i] : g[i];
-            p[i] = p[i] - lr * d;
+        for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+            _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+                T d = decay ? g[i] + wd * p[i] : g[i];
+                p[i] = p[i] - lr * d;
+            }
         }
         return;
     }
-    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-        /* every load before the stores: the buffers often start at the same offset in
-         * a page (NumPy's large arrays all do), and a load issued after a store to the
-         * same page offset may wait on it as if it were the same address */
-        T pi = p[i], bi = buf[i];
-        T d = decay ? g[i] + wd * pi : g[i];
-        T b = first_step ? d : mu * bi + damp1 * d;
-        T s = nesterov ? d + mu * b : b;
-        buf[i] = b;
-        p[i] = pi - lr * s;
+    for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+        _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+            /* every load before the stores: the buffers often start at the same offset
+             * in a page (NumPy's large arrays all do), and a load issued after a store to
+             * the same page offset may wait on it as if it were the same address */
+            T pi = p[i], bi = buf[i];
+            T d = decay ? g[i] + wd * pi : g[i];
+            T b = first_step ? d : mu * bi + damp1 * d;
+            T s = nesterov ? d + mu * b : b;
+            buf[i] = b;
+            p[i] = pi - lr * s;
+        }
     }
 }
 
@@ -289,13 +308,16 @@ GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
     const T l2 = (T)l2_, decay = (T)decay_, step_size = (T)step_size_;
     const T inv_bc2 = (T)inv_bc2_;
     const int add_l2 = l2_ != 0.0;
-    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-        T pi = p[i];
-        T gi = add_l2 ? g[i] + l2 * pi : g[i];
-        T mi = m[i] + omb1 * (gi - m[i]);
-        T vi = beta2 * v[i] + omb2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
+    const ptrdiff_t h = gk_head(p, sizeof(T), n);
+    for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+        _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+            T pi = p[i];
+            T gi = add_l2 ? g[i] + l2 * pi : g[i];
+            T mi = m[i] + omb1 * (gi - m[i]);
+            T vi = beta2 * v[i] + omb2 * (gi * gi);
+            m[i] = mi;
+            v[i] = vi;
+            p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
+        }
     }
 }
