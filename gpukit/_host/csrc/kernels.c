@@ -48,12 +48,13 @@
 GK_EXPORT const char *gk_source_hash(void) { return GK_SOURCE_HASH; }
 
 /* Elements of size bytes before p's next 64-byte boundary, at most n. The loops bound
- * by memory (the "cheap" activations, the updates) run their vector loop over [0, head)
- * and then [head, n): the second span's stores, and the loads of arrays at the same
- * offset (NumPy's large arrays all start 16 bytes into a page), then never straddle two
- * cache lines. One compiled loop serves both spans, so an element's result does not
- * depend on where a span starts. The loops bound by arithmetic start at 0: their head
- * would run in the scalar remainder loop, which costs them more than the straddling. */
+ * by memory (identity, ReLU, leaky ReLU, the gradients from the output, the updates) run
+ * their vector loop over [0, head) and then [head, n): the second span's stores, and the
+ * loads of arrays at the same offset (NumPy's large arrays all start 16 bytes into a
+ * page), then never straddle two cache lines. One compiled loop serves both spans, so an
+ * element's result does not depend on where a span starts. The loops bound by arithmetic
+ * run once from 0: their head would run in the scalar remainder loop, which costs them
+ * more than the straddling. */
 static inline ptrdiff_t gk_head(const void *p, size_t size, ptrdiff_t n) {
     ptrdiff_t h = (ptrdiff_t)(((64 - ((uintptr_t)p & 63)) & 63) / size);
     return h < n ? h : n;

@@ -6,17 +6,24 @@
  * never again, so the loops are vectorised as free of dependences ("omp simd",
  * -fopenmp-simd: no OpenMP run time, no threads of its own). */
 
-/* one pass over the rows: z = x + b, y = EXPR(z) */
-#define GK_FORWARD(EXPR)                                                      \
+/* one pass over the rows: z = x + b, y = EXPR(z); ALIGN (a constant): from the output
+ * row's first 64-byte boundary (gk_head) */
+#define GK_FORWARD_COLS(EXPR, J0, J1)                                         \
+    _Pragma("omp simd") for (ptrdiff_t j = (J0); j < (J1); ++j) {             \
+        T z = xr[j] + b[j];                                                   \
+        yr[j] = (EXPR);                                                       \
+    }
+#define GK_FORWARD(EXPR, ALIGN)                                               \
     for (ptrdiff_t i = 0; i < rows; ++i) {                                    \
         const T *xr = x + i * ld;                                             \
         T *yr = y + i * ld;                                                   \
-        ptrdiff_t h = cheap ? gk_head(yr, sizeof(T), cols) : 0;               \
-        for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {       \
-            _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {         \
-                T z = xr[j] + b[j];                                           \
-                yr[j] = (EXPR);                                               \
+        if (ALIGN) {                                                          \
+            ptrdiff_t h = gk_head(yr, sizeof(T), cols);                       \
+            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {   \
+                GK_FORWARD_COLS(EXPR, j0, j1)                                 \
             }                                                                 \
+        } else {                                                              \
+            GK_FORWARD_COLS(EXPR, 0, cols)                                    \
         }                                                                     \
     }                                                                         \
     break
@@ -35,20 +42,20 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
                                           ptrdiff_t cols, ptrdiff_t ld, int act,
                                           double slope_) {
     const T slope = (T)slope_;
-    const int cheap = act <= GK_LEAKY_RELU;
     switch (act) {
-    case GK_IDENTITY: GK_FORWARD(z);
-    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0);
-    case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope);
-    case GK_GELU: GK_FORWARD(z * PHI(z));
-    case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z));
-    case GK_SILU: GK_FORWARD(z * SFX(sigmoid)(z));
-    case GK_SIGMOID: GK_FORWARD(SFX(sigmoid)(z));
-    case GK_TANH: GK_FORWARD(TANH(z));
+    case GK_IDENTITY: GK_FORWARD(z, 1);
+    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0, 1);
+    case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope, 1);
+    case GK_GELU: GK_FORWARD(z * PHI(z), 0);
+    case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z), 0);
+    case GK_SILU: GK_FORWARD(z * SFX(sigmoid)(z), 0);
+    case GK_SIGMOID: GK_FORWARD(SFX(sigmoid)(z), 0);
+    case GK_TANH: GK_FORWARD(TANH(z), 0);
     default: break;
     }
 }
 #undef GK_FORWARD
+#undef GK_FORWARD_COLS
 
 /* act'(z) for the backward pass */
 static inline T SFX(derivative)(T z, int act, T slope) {
@@ -103,21 +110,27 @@ static inline T SFX(derivative_of_output)(T y, int act) {
  * computed in one loop only, whatever the sums: every variant of a loop is compiled on
  * its own (contractions into FMA included), and gx must not depend on which rows a
  * thread was given, nor on whether the bias gradient is wanted. */
-#define GK_BACKWARD(D)                                                        \
+#define GK_BACKWARD_COLS(D, J0, J1)                                           \
+    _Pragma("omp simd") for (ptrdiff_t j = (J0); j < (J1); ++j) {             \
+        T o = gr[j] * (D);                                                    \
+        or_[j] = o;                                                           \
+        part[j] += o;                                                         \
+    }
+#define GK_BACKWARD(D, ALIGN)                                                 \
     for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
         memset(part, 0, (size_t)cols * sizeof(T));                            \
         for (ptrdiff_t i = i0; i < i1; ++i) {                                 \
             const T *gr = g + i * ld, *vr = v + i * ld;                       \
             T *or_ = gx + i * ld;                                             \
-            ptrdiff_t h = cheap ? gk_head(or_, sizeof(T), cols) : 0;          \
             (void)vr;                                                         \
-            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {   \
-                _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {     \
-                    T o = gr[j] * (D);                                        \
-                    or_[j] = o;                                               \
-                    part[j] += o;                                             \
+            if (ALIGN) {                                                      \
+                ptrdiff_t h = gk_head(or_, sizeof(T), cols);                  \
+                for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) { \
+                    GK_BACKWARD_COLS(D, j0, j1)                               \
                 }                                                             \
+            } else {                                                          \
+                GK_BACKWARD_COLS(D, 0, cols)                                  \
             }                                                                 \
         }                                                                     \
         if (acc) {                                                            \
@@ -169,7 +182,6 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
                                                double slope_, int of_output) {
     const T slope = (T)slope_;
-    const int cheap = of_output || act <= GK_LEAKY_RELU;
     if (acc && (act == GK_IDENTITY || (of_output && act != GK_RELU && act != GK_SIGMOID &&
                                        act != GK_TANH))) {
         SFX(copy_sum)(g, gx, acc, part, rows, cols, ld);
@@ -177,26 +189,27 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
     }
     if (of_output) {
         switch (act) {
-        case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU));
-        case GK_SIGMOID: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_SIGMOID));
-        case GK_TANH: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_TANH));
-        default: GK_BACKWARD((T)1);
+        case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU), 1);
+        case GK_SIGMOID: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_SIGMOID), 1);
+        case GK_TANH: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_TANH), 1);
+        default: GK_BACKWARD((T)1, 1);
         }
         return;
     }
     switch (act) {
-    case GK_IDENTITY: GK_BACKWARD((T)1);
-    case GK_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_RELU, slope));
-    case GK_LEAKY_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_LEAKY_RELU, slope));
-    case GK_GELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU, slope));
-    case GK_GELU_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU_TANH, slope));
-    case GK_SILU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SILU, slope));
-    case GK_SIGMOID: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SIGMOID, slope));
-    case GK_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_TANH, slope));
+    case GK_IDENTITY: GK_BACKWARD((T)1, 1);
+    case GK_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_RELU, slope), 1);
+    case GK_LEAKY_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_LEAKY_RELU, slope), 1);
+    case GK_GELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU, slope), 0);
+    case GK_GELU_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU_TANH, slope), 0);
+    case GK_SILU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SILU, slope), 0);
+    case GK_SIGMOID: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SIGMOID, slope), 0);
+    case GK_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_TANH, slope), 0);
     default: break;
     }
 }
 #undef GK_BACKWARD
+#undef GK_BACKWARD_COLS
 
 /* Softmax cross-entropy, row by row: with z = x - max(x) (exact where it matters),
  * p = exp(z) / sum exp(z) and loss = log sum exp(z) - (1 - eps) z[label]
