@@ -7,7 +7,7 @@
  *
  * The transcendental functions are gpukit's own, written branch-free so that the
  * compiler vectorises each loop (libm's are scalar calls): exp by range reduction and a
- * Taylor polynomial, the normal CDF through erfc(a) = t exp(P(u) - a^2), tanh by its
+ * polynomial, the normal CDF through erfc(a) = t exp(P(u) - a^2), tanh by its
  * series near 0 and 1 - 2 / (exp(2|x|) + 1) beyond. tools/host_kernel_coefficients.py
  * derives the float64 tables and measures every table's truncation error;
  * docs/kernels.rst gives the accuracy. Built by hatch_build.py
@@ -47,6 +47,19 @@
 #endif
 GK_EXPORT const char *gk_source_hash(void) { return GK_SOURCE_HASH; }
 
+/* Elements of size bytes before p's next 64-byte boundary, at most n. The loops bound
+ * by memory (identity, ReLU, leaky ReLU, the gradients from the output, the updates) run
+ * their vector loop over [0, head) and then [head, n): the second span's stores, and the
+ * loads of arrays at the same offset (NumPy's large arrays all start 16 bytes into a
+ * page), then never straddle two cache lines. One compiled loop serves both spans, so an
+ * element's result does not depend on where a span starts. The loops bound by arithmetic
+ * run once from 0: their head would run in the scalar remainder loop, which costs them
+ * more than the straddling. */
+static inline ptrdiff_t gk_head(const void *p, size_t size, ptrdiff_t n) {
+    ptrdiff_t h = (ptrdiff_t)(((64 - ((uintptr_t)p & 63)) & 63) / size);
+    return h < n ? h : n;
+}
+
 /* the activations, numbered as native.ACTIVATIONS lists them */
 enum { GK_IDENTITY, GK_RELU, GK_LEAKY_RELU, GK_GELU, GK_GELU_TANH, GK_SILU, GK_SIGMOID, GK_TANH };
 
@@ -61,21 +74,23 @@ static inline uint64_t bits_f64(double f) { uint64_t u; memcpy(&u, &f, 8); retur
  * a normal number, so that results down to the smallest subnormal round once; x is
  * clamped first where the result has long overflowed or underflowed (NaN passes). For
  * x <= 40 (exp_low: every argument of the derivatives, erfc and the softmax, all <= 0),
- * one factor 2^(n + 64), normal for every n the clamped x gives, then the constant
- * 2^-64, which rounds the same results once: four operations fewer. */
+ * one factor 2^(n + 64), normal for every n the clamped x gives, and the polynomial's
+ * coefficients times 2^-64 and the power of two the caller scales the result by (exact:
+ * p stays far above the subnormals): the one product p 2^(n + 64) then rounds the
+ * scaled exp(x) once, with no multiplication after it. */
 #define SHIFT32 12582912.0f
-static inline float exp_poly_f32(float x, float *n_out) {
+static inline float exp_poly_f32(float x, float *n_out, float scale) {
     float n = (x * 1.44269504088896341f + SHIFT32) - SHIFT32;
     float r = x - n * 0.693145751953125f;
     r = r - n * 1.428606765330187e-06f;
     /* degree 6, least squares in relative terms on [-ln2/2, ln2/2]: 1.7e-8 */
-    float p = 0.0013859291076446763f;
-    p = p * r + 0.008374763974940129f;
-    p = p * r + 0.04166772432093334f;
-    p = p * r + 0.16666420945132074f;
-    p = p * r + 0.4999999535099416f;
-    p = p * r + 1.0000000360921262f;
-    p = p * r + 1.0f;
+    float p = 0.0013859291076446763f * scale;
+    p = p * r + 0.008374763974940129f * scale;
+    p = p * r + 0.04166772432093334f * scale;
+    p = p * r + 0.16666420945132074f * scale;
+    p = p * r + 0.4999999535099416f * scale;
+    p = p * r + 1.0000000360921262f * scale;
+    p = p * r + scale;
     *n_out = n;
     return p;
 }
@@ -83,40 +98,40 @@ static inline float exp_poly_f32(float x, float *n_out) {
 static inline float exp_f32(float x) {
     x = x < -104.0f ? -104.0f : x;
     x = x > 89.0f ? 89.0f : x;
-    float n, p = exp_poly_f32(x, &n);
+    float n, p = exp_poly_f32(x, &n, 1.0f);
     float n1 = (n * 0.5f + SHIFT32) - SHIFT32, n2 = n - n1;
     float s1 = f32_bits(bits_f32(n1 + (SHIFT32 + 127.0f)) << 23);
     float s2 = f32_bits(bits_f32(n2 + (SHIFT32 + 127.0f)) << 23);
     return p * s1 * s2;
 }
 
-static inline float exp_low_f32(float x) {
-    x = x < -104.0f ? -104.0f : x;
-    float n, p = exp_poly_f32(x, &n);
-    float s = f32_bits(bits_f32(n + (SHIFT32 + 127.0f + 64.0f)) << 23);
-    return p * s * 5.42101086242752217e-20f; /* 2^-64 */
+/* scale exp(x), scale a power of two from 2^-2 to 4 (a constant where inlined); x is
+ * clamped where 4 exp(x) is below half the smallest subnormal */
+static inline float exp_low_f32(float x, float scale) {
+    x = x < -106.0f ? -106.0f : x;
+    float n, p = exp_poly_f32(x, &n, scale * 5.42101086242752217e-20f); /* 2^-64 */
+    return p * f32_bits(bits_f32(n + (SHIFT32 + 127.0f + 64.0f)) << 23);
 }
 
 #define SHIFT64 6755399441055744.0
-static inline double exp_poly_f64(double x, double *n_out) {
+static inline double exp_poly_f64(double x, double *n_out, double scale) {
     double n = (x * 1.4426950408889634074 + SHIFT64) - SHIFT64;
     double r = x - n * 6.93147180369123816490e-01;
     r = r - n * 1.90821492927058770002e-10;
-    /* Taylor to r^13: 4e-18 relative at |r| = ln2/2 */
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    /* 1 + r + r^2 q(r), q of degree 9 (Chebyshev fit): 1.6e-17 relative on
+     * [-ln2/2, ln2/2] with the coefficients in float64 */
+    double p = 2.5100375832561234e-08 * scale;
+    p = p * r + 2.7620075879983367e-07 * scale;
+    p = p * r + 2.7557268480310024e-06 * scale;
+    p = p * r + 2.4801521322368692e-05 * scale;
+    p = p * r + 0.00019841269863040545 * scale;
+    p = p * r + 0.0013888888917196719 * scale;
+    p = p * r + 0.008333333333330065 * scale;
+    p = p * r + 0.041666666666624164 * scale;
+    p = p * r + 0.16666666666666669 * scale;
+    p = p * r + 0.5000000000000001 * scale;
+    p = p * r + scale;
+    p = p * r + scale;
     *n_out = n;
     return p;
 }
@@ -124,18 +139,17 @@ static inline double exp_poly_f64(double x, double *n_out) {
 static inline double exp_f64(double x) {
     x = x < -746.0 ? -746.0 : x;
     x = x > 710.0 ? 710.0 : x;
-    double n, p = exp_poly_f64(x, &n);
+    double n, p = exp_poly_f64(x, &n, 1.0);
     double n1 = (n * 0.5 + SHIFT64) - SHIFT64, n2 = n - n1;
     double s1 = f64_bits(bits_f64(n1 + (SHIFT64 + 1023.0)) << 52);
     double s2 = f64_bits(bits_f64(n2 + (SHIFT64 + 1023.0)) << 52);
     return p * s1 * s2;
 }
 
-static inline double exp_low_f64(double x) {
-    x = x < -746.0 ? -746.0 : x;
-    double n, p = exp_poly_f64(x, &n);
-    double s = f64_bits(bits_f64(n + (SHIFT64 + 1023.0 + 64.0)) << 52);
-    return p * s * 5.42101086242752217e-20; /* 2^-64 */
+static inline double exp_low_f64(double x, double scale) {
+    x = x < -748.0 ? -748.0 : x;
+    double n, p = exp_poly_f64(x, &n, scale * 5.42101086242752217e-20); /* 2^-64 */
+    return p * f64_bits(bits_f64(n + (SHIFT64 + 1023.0 + 64.0)) << 52);
 }
 
 /* Phi(z), the normal CDF: erfc(a) / 2 for z < 0 and 1 - erfc(a) / 2 for z >= 0,
@@ -151,13 +165,13 @@ static const float ERFC32[10] = {
 static inline float phi_f32(float z) {
     float a = fabsf(z) * 0.70710678118654752f;
     a = a > 16.0f ? 16.0f : a; /* erfc(16) has long underflowed; u stays finite */
-    float t = 2.0f / (2.0f + a);
-    float u = a * t * 0.5f;
+    float th = 1.0f / (2.0f + a); /* t / 2 */
+    float u = a * th;
     float p = ERFC32[9];
     GK_UNROLL for (int k = 8; k >= 0; --k) p = p * u + ERFC32[k];
     float h = 0.5f * z * z;
-    float e = t * exp_low_f32(p - h);
-    return z >= 0.0f ? 1.0f - 0.5f * e : 0.5f * e;
+    float q = th * exp_low_f32(p - h, 1.0f); /* erfc(a) / 2 */
+    return z >= 0.0f ? 1.0f - q : q;
 }
 
 /* float64: P a polynomial of degree 27 in x = 2 u - 1 over all of a >= 0 (u in [0, 1)),
@@ -181,8 +195,8 @@ static inline double phi_f64(double z) {
     double x = a * t - 1.0;
     double p = ERFC64[27];
     GK_UNROLL for (int k = 26; k >= 0; --k) p = p * x + ERFC64[k];
-    double e = t * exp_low_f64(p - 0.5 * z * z);
-    return z >= 0.0 ? 1.0 - 0.5 * e : 0.5 * e;
+    double q = t * exp_low_f64(p - 0.5 * z * z, 0.5); /* erfc(a) / 2 */
+    return z >= 0.0 ? 1.0 - q : q;
 }
 
 /* tanh: x + x^3 Q(x^2) (its Taylor series, truncated 2e-19 (float64) and 2e-9 (float32)

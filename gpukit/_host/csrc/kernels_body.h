@@ -6,14 +6,24 @@
  * never again, so the loops are vectorised as free of dependences ("omp simd",
  * -fopenmp-simd: no OpenMP run time, no threads of its own). */
 
-/* one pass over the rows: z = x + b, y = EXPR(z) */
-#define GK_FORWARD(EXPR)                                                      \
+/* one pass over the rows: z = x + b, y = EXPR(z); ALIGN (a constant): from the output
+ * row's first 64-byte boundary (gk_head) */
+#define GK_FORWARD_COLS(EXPR, J0, J1)                                         \
+    _Pragma("omp simd") for (ptrdiff_t j = (J0); j < (J1); ++j) {             \
+        T z = xr[j] + b[j];                                                   \
+        yr[j] = (EXPR);                                                       \
+    }
+#define GK_FORWARD(EXPR, ALIGN)                                               \
     for (ptrdiff_t i = 0; i < rows; ++i) {                                    \
         const T *xr = x + i * ld;                                             \
         T *yr = y + i * ld;                                                   \
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {            \
-            T z = xr[j] + b[j];                                               \
-            yr[j] = (EXPR);                                                   \
+        if (ALIGN) {                                                          \
+            ptrdiff_t h = gk_head(yr, sizeof(T), cols);                       \
+            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {   \
+                GK_FORWARD_COLS(EXPR, j0, j1)                                 \
+            }                                                                 \
+        } else {                                                              \
+            GK_FORWARD_COLS(EXPR, 0, cols)                                    \
         }                                                                     \
     }                                                                         \
     break
@@ -33,18 +43,19 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
                                           double slope_) {
     const T slope = (T)slope_;
     switch (act) {
-    case GK_IDENTITY: GK_FORWARD(z);
-    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0);
-    case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope);
-    case GK_GELU: GK_FORWARD(z * PHI(z));
-    case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z));
-    case GK_SILU: GK_FORWARD(z * SFX(sigmoid)(z));
-    case GK_SIGMOID: GK_FORWARD(SFX(sigmoid)(z));
-    case GK_TANH: GK_FORWARD(TANH(z));
+    case GK_IDENTITY: GK_FORWARD(z, 1);
+    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0, 1);
+    case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope, 1);
+    case GK_GELU: GK_FORWARD(z * PHI(z), 0);
+    case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z), 0);
+    case GK_SILU: GK_FORWARD(z * SFX(sigmoid)(z), 0);
+    case GK_SIGMOID: GK_FORWARD(SFX(sigmoid)(z), 0);
+    case GK_TANH: GK_FORWARD(TANH(z), 0);
     default: break;
     }
 }
 #undef GK_FORWARD
+#undef GK_FORWARD_COLS
 
 /* act'(z) for the backward pass */
 static inline T SFX(derivative)(T z, int act, T slope) {
@@ -52,7 +63,7 @@ static inline T SFX(derivative)(T z, int act, T slope) {
     case GK_RELU: return z > 0 ? (T)1 : (T)0;
     case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
     case GK_GELU: /* Phi(z) + z phi(z) */
-        return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z);
+        return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z, (T)1);
     case GK_GELU_TANH: { /* s + 2 z s (1 - s) k (1 + 3 c z^2), s = sigmoid(2 k (z + c z^3)) */
         T s = SFX(gelu_tanh_gate)(z);
         return s + (T)(2 * 0.7978845608028654) * z * s * ((T)1 - s) *
@@ -63,14 +74,14 @@ static inline T SFX(derivative)(T z, int act, T slope) {
         return s * ((T)1 + z * ((T)1 - s));
     }
     case GK_SIGMOID: { /* s (1 - s) = e / (1 + e)^2, e = exp(-|z|): no 1 - s to cancel */
-        T e = EXP_LOW(-FABS(z));
+        T e = EXP_LOW(-FABS(z), (T)1);
         T d = (T)1 + e;
         return e / (d * d);
     }
     case GK_TANH: { /* 1 - tanh^2 = 4 e / (1 + e)^2, e = exp(-2|z|) */
-        T e = EXP_LOW((T)-2 * FABS(z));
-        T d = (T)1 + e;
-        return (T)4 * e / (d * d);
+        T e4 = EXP_LOW((T)-2 * FABS(z), (T)4);
+        T d = e4 * (T)0.25 + (T)1;
+        return e4 / (d * d);
     }
     default: return (T)1;
     }
@@ -99,7 +110,13 @@ static inline T SFX(derivative_of_output)(T y, int act) {
  * computed in one loop only, whatever the sums: every variant of a loop is compiled on
  * its own (contractions into FMA included), and gx must not depend on which rows a
  * thread was given, nor on whether the bias gradient is wanted. */
-#define GK_BACKWARD(D)                                                        \
+#define GK_BACKWARD_COLS(D, J0, J1)                                           \
+    _Pragma("omp simd") for (ptrdiff_t j = (J0); j < (J1); ++j) {             \
+        T o = gr[j] * (D);                                                    \
+        or_[j] = o;                                                           \
+        part[j] += o;                                                         \
+    }
+#define GK_BACKWARD(D, ALIGN)                                                 \
     for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {                    \
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;     \
         memset(part, 0, (size_t)cols * sizeof(T));                            \
@@ -107,10 +124,13 @@ static inline T SFX(derivative_of_output)(T y, int act) {
             const T *gr = g + i * ld, *vr = v + i * ld;                       \
             T *or_ = gx + i * ld;                                             \
             (void)vr;                                                         \
-            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {        \
-                T o = gr[j] * (D);                                            \
-                or_[j] = o;                                                   \
-                part[j] += o;                                                 \
+            if (ALIGN) {                                                      \
+                ptrdiff_t h = gk_head(or_, sizeof(T), cols);                  \
+                for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) { \
+                    GK_BACKWARD_COLS(D, j0, j1)                               \
+                }                                                             \
+            } else {                                                          \
+                GK_BACKWARD_COLS(D, 0, cols)                                  \
             }                                                                 \
         }                                                                     \
         if (acc) {                                                            \
@@ -131,18 +151,24 @@ static inline void SFX(copy_sum)(const T *g, T *gx, double *acc, T *part, ptrdif
         ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;
         const T *g0 = g + i0 * ld;
         T *o0 = gx + i0 * ld;
-        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
-            T e = g0[j];
-            o0[j] = e;
-            part[j] = e;
+        ptrdiff_t h = gk_head(o0, sizeof(T), cols);
+        for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {
+            _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {
+                T e = g0[j];
+                o0[j] = e;
+                part[j] = e;
+            }
         }
         for (ptrdiff_t i = i0 + 1; i < i1; ++i) {
             const T *gr = g + i * ld;
             T *or_ = gx + i * ld;
-            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) {
-                T e = gr[j];
-                or_[j] = e;
-                part[j] += e;
+            h = gk_head(or_, sizeof(T), cols);
+            for (ptrdiff_t j0 = 0, j1 = h; j0 < cols; j0 = j1, j1 = cols) {
+                _Pragma("omp simd") for (ptrdiff_t j = j0; j < j1; ++j) {
+                    T e = gr[j];
+                    or_[j] = e;
+                    part[j] += e;
+                }
             }
         }
         _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) acc[j] += (double)part[j];
@@ -163,26 +189,27 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
     }
     if (of_output) {
         switch (act) {
-        case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU));
-        case GK_SIGMOID: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_SIGMOID));
-        case GK_TANH: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_TANH));
-        default: GK_BACKWARD((T)1);
+        case GK_RELU: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_RELU), 1);
+        case GK_SIGMOID: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_SIGMOID), 1);
+        case GK_TANH: GK_BACKWARD(SFX(derivative_of_output)(vr[j], GK_TANH), 1);
+        default: GK_BACKWARD((T)1, 1);
         }
         return;
     }
     switch (act) {
-    case GK_IDENTITY: GK_BACKWARD((T)1);
-    case GK_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_RELU, slope));
-    case GK_LEAKY_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_LEAKY_RELU, slope));
-    case GK_GELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU, slope));
-    case GK_GELU_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU_TANH, slope));
-    case GK_SILU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SILU, slope));
-    case GK_SIGMOID: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SIGMOID, slope));
-    case GK_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_TANH, slope));
+    case GK_IDENTITY: GK_BACKWARD((T)1, 1);
+    case GK_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_RELU, slope), 1);
+    case GK_LEAKY_RELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_LEAKY_RELU, slope), 1);
+    case GK_GELU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU, slope), 0);
+    case GK_GELU_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_GELU_TANH, slope), 0);
+    case GK_SILU: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SILU, slope), 0);
+    case GK_SIGMOID: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_SIGMOID, slope), 0);
+    case GK_TANH: GK_BACKWARD(SFX(derivative)(vr[j] + b[j], GK_TANH, slope), 0);
     default: break;
     }
 }
 #undef GK_BACKWARD
+#undef GK_BACKWARD_COLS
 
 /* Softmax cross-entropy, row by row: with z = x - max(x) (exact where it matters),
  * p = exp(z) / sum exp(z) and loss = log sum exp(z) - (1 - eps) z[label]
@@ -202,14 +229,14 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent)(const T *x, const int64_t *labels, T *loss
         if (smoothing != 0.0) {
             _Pragma("omp simd reduction(+ : s, zs)") for (ptrdiff_t j = 0; j < cols; ++j) {
                 T z = xr[j] - m;
-                T e = EXP_LOW(z);
+                T e = EXP_LOW(z, (T)1);
                 pr[j] = e;
                 s += e;
                 zs += z * k;
             }
         } else {
             _Pragma("omp simd reduction(+ : s)") for (ptrdiff_t j = 0; j < cols; ++j) {
-                T e = EXP_LOW(xr[j] - m);
+                T e = EXP_LOW(xr[j] - m, (T)1);
                 pr[j] = e;
                 s += e;
             }
@@ -257,23 +284,28 @@ GK_EXPORT GK_KERNEL void SFX(gk_sgd)(T *p, const T *g, T *buf, ptrdiff_t n, doub
     const T lr = (T)lr_, mu = (T)momentum_, damp1 = (T)(1.0 - dampening_);
     const T wd = (T)weight_decay_;
     const int decay = weight_decay_ != 0.0;
+    const ptrdiff_t h = gk_head(p, sizeof(T), n);
     if (buf == NULL) {
-        _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-            T d = decay ? g[i] + wd * p[i] : g[i];
-            p[i] = p[i] - lr * d;
+        for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+            _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+                T d = decay ? g[i] + wd * p[i] : g[i];
+                p[i] = p[i] - lr * d;
+            }
         }
         return;
     }
-    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-        /* every load before the stores: the buffers often start at the same offset in
-         * a page (NumPy's large arrays all do), and a load issued after a store to the
-         * same page offset may wait on it as if it were the same address */
-        T pi = p[i], bi = buf[i];
-        T d = decay ? g[i] + wd * pi : g[i];
-        T b = first_step ? d : mu * bi + damp1 * d;
-        T s = nesterov ? d + mu * b : b;
-        buf[i] = b;
-        p[i] = pi - lr * s;
+    for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+        _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+            /* every load before the stores: the buffers often start at the same offset
+             * in a page (NumPy's large arrays all do), and a load issued after a store to
+             * the same page offset may wait on it as if it were the same address */
+            T pi = p[i], bi = buf[i];
+            T d = decay ? g[i] + wd * pi : g[i];
+            T b = first_step ? d : mu * bi + damp1 * d;
+            T s = nesterov ? d + mu * b : b;
+            buf[i] = b;
+            p[i] = pi - lr * s;
+        }
     }
 }
 
@@ -289,13 +321,16 @@ GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
     const T l2 = (T)l2_, decay = (T)decay_, step_size = (T)step_size_;
     const T inv_bc2 = (T)inv_bc2_;
     const int add_l2 = l2_ != 0.0;
-    _Pragma("omp simd") for (ptrdiff_t i = 0; i < n; ++i) {
-        T pi = p[i];
-        T gi = add_l2 ? g[i] + l2 * pi : g[i];
-        T mi = m[i] + omb1 * (gi - m[i]);
-        T vi = beta2 * v[i] + omb2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
+    const ptrdiff_t h = gk_head(p, sizeof(T), n);
+    for (ptrdiff_t i0 = 0, i1 = h; i0 < n; i0 = i1, i1 = n) {
+        _Pragma("omp simd") for (ptrdiff_t i = i0; i < i1; ++i) {
+            T pi = p[i];
+            T gi = add_l2 ? g[i] + l2 * pi : g[i];
+            T mi = m[i] + omb1 * (gi - m[i]);
+            T vi = beta2 * v[i] + omb2 * (gi * gi);
+            m[i] = mi;
+            v[i] = vi;
+            p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
+        }
     }
 }
