@@ -169,6 +169,30 @@ def test_reductions_match_float64_reference(backend, xp, rng, dtype, axis):
     assert rel_err(_np(got), np.sum(np.log1p(u.astype(np.float64)), axis=axis)) < 1e-10
 
 
+def test_kernels_from_many_threads_match_references(backend, xp):
+    # the evaluation programs are kept per (backend, kernel, dtype) and shared by threads:
+    # every thread's first and later calls, in both dtypes, give its own right answer
+    import concurrent.futures
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        dtype = DTYPES[seed % 2]
+        errors = []
+        for _ in range(20):
+            x = rng.uniform(-1, 3, (9, 65)).astype(dtype)
+            w = rng.uniform(0, 3, 65).astype(dtype)
+            errors.append(
+                rel_err(_np(blend(xp.asarray(x), xp.asarray(w), -0.25)), _blend_ref(x, w, -0.25))
+            )
+            got = weighted_norm(xp.asarray(x), xp.asarray(w), axis=1)
+            ref = np.sqrt(np.sum(w.astype(np.float64) * x.astype(np.float64) ** 2, axis=1))
+            errors.append(rel_err(_np(got), ref))
+        return max(errors) < TOL[np.dtype(dtype)]
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(16)))
+
+
 @pytest.mark.parametrize(
     ("source", "construct"),
     [

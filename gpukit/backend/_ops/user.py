@@ -10,6 +10,7 @@ overrides them with one generated kernel launch.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +76,10 @@ class UserKernelOps:
         a, b = (self._compile(n, dtype) for n in node[-2:])
         return lambda env: fn(a(env), b(env))
 
+    # Kept per (backend, body, dtype): building the closures cost more than evaluating a
+    # small kernel. lru_cache is thread-safe; backends and parsed bodies live as long as
+    # their kernels, and the bound keeps a process that makes kernels in a loop in check.
+    @functools.lru_cache(maxsize=256)  # noqa: B019
     def _program(self, body: Body, dtype: np.dtype) -> Callable[[list[Any]], Any]:
         lets = [(name, self._compile(e, dtype)) for name, e in body.lets]
         result = self._compile(body.result, dtype)
@@ -87,6 +92,10 @@ class UserKernelOps:
             return result(env)
 
         return run
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - as _program
+    def _final(self, node: Node, dtype: np.dtype) -> Callable[[dict[str, Any]], Any]:
+        return self._compile(node, dtype)
 
     def user_elementwise(
         self, body: Body, args: list[Any], shape: tuple[int, ...], out_dtype: np.dtype
@@ -119,7 +128,7 @@ class UserKernelOps:
     ) -> Any:
         """``body.final(reducer(body.map(*args)))`` over ``axis`` (every axis when None)."""
         mapped = self._program(body.map, out_dtype)
-        final = self._compile(body.final, out_dtype)
+        final = self._final(body.final, out_dtype)
         xp = self.xp
         with np.errstate(all="ignore"):
             m = xp.broadcast_to(xp.asarray(mapped(args)), shape)
