@@ -153,25 +153,28 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     for name, x in updated.items():
         if x is None:
             continue
-        flags = x.flags  # one flags object for both reads
+        flags = x.flags  # one flags object for all reads
         if not flags.c_contiguous:
             raise ValueError(
                 f"{op}: {name} is updated in place and must be C-contiguous (it is a strided view)"
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-        given.append((name, x))
-    for item in read.items():
-        if item[1] is not None:
-            given.append(item)
+        given.append((name, x, type(x) is np.ndarray and flags.owndata))
+    for name, x in read.items():
+        if x is not None:
+            given.append((name, x, type(x) is np.ndarray and x.flags.owndata))
     shares = (
         np.may_share_memory
         if type(given[0][1]) is np.ndarray
-        else namespace(*(x for _, x in given)).may_share_memory
+        else namespace(*(x for _, x, _ in given)).may_share_memory
     )
-    for i, (name, x) in enumerate(given):
-        for other, y in given[i + 1 :]:
-            if shares(x, y):
+    for i, (name, x, owner) in enumerate(given):
+        for other, y, other_owner in given[i + 1 :]:
+            # two NumPy arrays that each allocated their own memory share it only if they
+            # are one array (np.may_share_memory compares their bounds, at several times
+            # the cost)
+            if (x is y and x.size > 0) if owner and other_owner else shares(x, y):
                 raise ValueError(
                     f"{op}: {name} and {other} overlap in memory; each must be an array of "
                     "its own (an in-place update reading and writing the same memory "
