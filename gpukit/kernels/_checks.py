@@ -149,7 +149,8 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     Checked before anything is written, so a refused call changes nothing (a read-only
     buffer found half-way would leave the others half-updated).
     """
-    given = []
+    arrays = []
+    owned = True  # every array a NumPy array that allocated its own memory
     for name, x in updated.items():
         if x is None:
             continue
@@ -160,21 +161,25 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-        given.append((name, x, type(x) is np.ndarray and flags.owndata))
-    for name, x in read.items():
+        owned = owned and type(x) is np.ndarray and flags.owndata
+        arrays.append(x)
+    for x in read.values():
         if x is not None:
-            given.append((name, x, type(x) is np.ndarray and x.flags.owndata))
+            owned = owned and type(x) is np.ndarray and x.flags.owndata
+            arrays.append(x)
+    if owned and len(set(map(id, arrays))) == len(arrays):
+        # arrays that each allocated their own memory share none unless they are one
+        # array (np.may_share_memory compares bounds, several times the cost per pair)
+        return
+    given = [(name, x) for name, x in (*updated.items(), *read.items()) if x is not None]
     shares = (
         np.may_share_memory
         if type(given[0][1]) is np.ndarray
-        else namespace(*(x for _, x, _ in given)).may_share_memory
+        else namespace(*(x for _, x in given)).may_share_memory
     )
-    for i, (name, x, owner) in enumerate(given):
-        for other, y, other_owner in given[i + 1 :]:
-            # two NumPy arrays that each allocated their own memory share it only if they
-            # are one array (np.may_share_memory compares their bounds, at several times
-            # the cost)
-            if (x is y and x.size > 0) if owner and other_owner else shares(x, y):
+    for i, (name, x) in enumerate(given):
+        for other, y in given[i + 1 :]:
+            if shares(x, y):
                 raise ValueError(
                     f"{op}: {name} and {other} overlap in memory; each must be an array of "
                     "its own (an in-place update reading and writing the same memory "
