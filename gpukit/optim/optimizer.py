@@ -611,8 +611,7 @@ def _step(opt: Optimizer) -> None:
             if fb is not None and len(ready) == len(members):
                 counts = set(map(count_of, map(state.get, members)))
                 if len(counts) == 1:
-                    grads = [g for _, g in ready]
-                    launches.append(_whole(opt, fb, grads, counts.pop(), names, hyper))
+                    launches.append(_whole(opt, fb, ready, counts.pop(), names, hyper))
                     continue
             for p, grad in ready:
                 index = -1 if fb is None else fb.params.index(p)
@@ -636,15 +635,16 @@ def _step(opt: Optimizer) -> None:
 def _whole(
     opt: Optimizer,
     fb: FlatBuffer,
-    grads: list[Any],
+    ready: list[tuple[Parameter, Any]],
     count: int,
     names: tuple[str, ...],
     hyper: tuple[Any, ...],
 ) -> tuple[Any, ...]:
-    """The launch updating every parameter of ``fb``: gradients not already in their
-    slots (set by hand, accumulated over passes) are copied there first."""
+    """The launch updating every parameter of ``fb``, given each with its checked
+    gradient in ``fb``'s order: gradients not already in their slots (set by hand,
+    accumulated over passes) are copied there first."""
     stale, news = [], []
-    for i, (p, grad) in enumerate(zip(fb.params, grads, strict=True)):
+    for i, (p, grad) in enumerate(ready):
         slot = p._slot[1]
         if grad is not slot:
             stale.append((slot, grad))
