@@ -243,7 +243,7 @@ def adam_update(
         grad = np.ascontiguousarray(grad)
     step_size = lr / (1.0 - beta1**step)
     denom_scale = math.sqrt(1.0 - beta2**step)
-    flat = tuple(_flat(a) for a in (param, grad, exp_avg, exp_avg_sq))
+    flat = tuple(map(_flat, (param, grad, exp_avg, exp_avg_sq)))
     if _native.takes(*flat):
         l2 = 0.0 if decoupled else weight_decay
         decay = 1.0 - lr * weight_decay if decoupled else 1.0
