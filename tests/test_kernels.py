@@ -687,6 +687,45 @@ def test_numpy_sgd_update_makes_no_temporary(rng, dtype):
     assert rel_err(p, want) < _tol(np.dtype(dtype))
 
 
+def test_warm_updates_refuse_overlap_of_owning_arrays_and_of_views(rng):
+    """Arrays that each own their memory are told apart without NumPy's bounds test; after
+    warm calls an array passed twice, overlapping views of one buffer and a read-only view
+    of the parameter are still refused, naming both arguments, and the refused call changes
+    nothing; adjacent views of one buffer are accepted and updated as a float64 reference."""
+    p, g, m, v = (rng.standard_normal(8) for _ in range(4))
+    v = np.abs(v)
+    with gk.use_backend("numpy"):
+        for _ in range(3):
+            gk.kernels.sgd_update(p, g, lr=0.1)
+            gk.kernels.adam_update(p, g, m, v, step=1, lr=0.1)
+        before = [a.copy() for a in (p, m, v)]
+        flat = np.zeros(16)
+        seen = p.view()
+        seen.flags.writeable = False
+        refused = [
+            (lambda: gk.kernels.sgd_update(p, p, lr=0.1), "param and grad"),
+            (
+                lambda: gk.kernels.sgd_update(p, g, p, lr=0.1, momentum=0.9),
+                "param and momentum_buffer",
+            ),
+            (
+                lambda: gk.kernels.sgd_update(flat[:8], flat[4:12], lr=0.1),
+                "param and grad",
+            ),
+            (lambda: gk.kernels.adam_update(p, seen, m, v, step=2, lr=0.1), "param and grad"),
+            (lambda: gk.kernels.adam_update(p, g, m, p, step=2, lr=0.1), "param and exp_avg_sq"),
+            (lambda: gk.kernels.adam_update(p, g, v, v, step=2, lr=0.1), "exp_avg and exp_avg_sq"),
+        ]
+        for call, match in refused:
+            with pytest.raises(ValueError, match=match + " overlap in memory"):
+                call()
+        for got, want in zip((p, m, v), before, strict=True):
+            assert np.array_equal(got, want)
+        flat[:8], flat[8:] = p, g
+        gk.kernels.sgd_update(flat[:8], flat[8:], lr=0.25)
+    assert rel_err(flat[:8], p.astype(np.float64) - 0.25 * g) < 1e-12
+
+
 def test_warm_updates_still_refuse_strided_and_read_only_arrays(rng):
     """Contiguity and writeability are read from one flags object per updated array; after
     warm calls (their placement planned) each refusal still fires, naming the argument,

@@ -352,3 +352,95 @@ def test_flat_buffers_keep_what_users_rely_on(backend, rng):
     step([rng.standard_normal(s) for s in shapes])
     for p, want in zip(params, ref.values, strict=True):
         assert rel_err(gk.to_numpy(p.data), want) < F64
+
+
+@pytest.mark.parametrize("cls", ["SGD", "Adam", "AdamW"])
+def test_hyperparameters_changed_between_steps_take_effect(backend, rng, cls):
+    """A scheduler's new lr, then a user's, and a user's new momentum, dampening, betas,
+    eps or weight decay, assigned to ``param_groups`` between warm steps, are used by the
+    next step, as in torch.optim (float64)."""
+    torch = oracle("torch")
+    init = [rng.standard_normal(s) for s in [(4, 3), (3,)]]
+    kwargs = {"lr": 0.1, "momentum": 0.9} if cls == "SGD" else {"lr": 0.05}
+    params = [gk.nn.Parameter(gk.asarray(a.copy())) for a in init]
+    t_params = [torch.tensor(a, requires_grad=True) for a in init]
+    opts = [getattr(gk.optim, cls)(params, **kwargs), getattr(torch.optim, cls)(t_params, **kwargs)]
+    scheds = [
+        gk.optim.StepLR(opts[0], 2, gamma=0.5),
+        torch.optim.lr_scheduler.StepLR(opts[1], 2, 0.5),
+    ]
+    changes = (
+        [{"momentum": 0.5}, {"dampening": 0.25}, {"weight_decay": 0.1}]
+        if cls == "SGD"
+        else [{"betas": (0.5, 0.9)}, {"eps": 1e-3}, {"weight_decay": 0.2}]
+    )
+    for step in range(10):
+        grads = [rng.standard_normal(a.shape) for a in init]
+        for p, tp, g in zip(params, t_params, grads, strict=True):
+            p.grad = gk.asarray(g)
+            tp.grad = torch.from_numpy(g)
+        for opt, sched in zip(opts, scheds, strict=True):
+            opt.step()
+            if step < 7:
+                sched.step()
+            else:  # the scheduler stopped: lr set by hand (schedulers chain differently)
+                opt.param_groups[0]["lr"] = 0.3 / (step - 5)
+            if step % 2 and step // 2 < len(changes):  # by hand, after warm steps
+                opt.param_groups[0].update(changes[step // 2])
+    for p, tp in zip(params, t_params, strict=True):
+        assert rel_err(p.data, tp.detach().numpy()) < F64
+
+
+def test_warm_steps_still_refuse_bad_gradients_and_frozen_parameters(rng):
+    """After warm steps (one launch over the flat buffer, its kernel kept), each refusal
+    of a step still fires and changes nothing: a gradient of another shape or dtype, the
+    parameter's own array, a read-only parameter, a learning rate made negative."""
+    params = [gk.nn.Parameter(rng.standard_normal(s)) for s in [(3, 4), (5,)]]
+    opt = gk.optim.Adam(params, lr=0.1)
+    for _ in range(3):
+        for p in params:
+            p.grad = rng.standard_normal(p.shape)
+        opt.step()
+    before = [p.data.copy() for p in params]
+    state = {k: v.copy() for k, v in opt.state[params[0]].items() if k != "step"}
+    steps = opt.state[params[0]]["step"]
+    good = params[1].grad
+    for grad, error, match in (
+        (np.ones(4), ValueError, r"shape \(3, 4\) has a gradient of shape \(4,\)"),
+        (np.ones((3, 4), np.float32), TypeError, "dtype float64 has a gradient of dtype float32"),
+        (params[0].data, ValueError, "gradient is the parameter's own array"),
+    ):
+        params[0].grad = grad
+        with pytest.raises(error, match=match):
+            opt.step()
+    params[0].grad = np.ones((3, 4))
+    params[0].data.flags.writeable = False  # its view in the buffer, frozen in place
+    with pytest.raises(ValueError, match="writeable C-contiguous"):
+        opt.step()
+    params[0].data.flags.writeable = True
+    opt.param_groups[0]["lr"] = -0.5
+    with pytest.raises(ValueError, match="lr must be >= 0"):
+        opt.step()
+    assert params[1].grad is good
+    for p, b in zip(params, before, strict=True):
+        assert np.array_equal(p.data, b)
+    assert opt.state[params[0]]["step"] == steps
+    for k, v in state.items():
+        assert np.array_equal(opt.state[params[0]][k], v)
+
+
+def test_numpy_sgd_kernel_refuses_a_read_only_parameter_warm(rng):
+    """The numpy plain-SGD kernel (what a step runs) refuses a read-only parameter before
+    writing, on a warm call too, for the small one-pass path and the others alike."""
+    from gpukit.kernels._direct import kernel
+
+    for n, momentum in ((8, 0.0), (8, 0.9), (4096, 0.0)):
+        p, g, buf = (rng.standard_normal(n) for _ in range(3))
+        sgd = kernel(p, "sgd_update")
+        for _ in range(2):
+            sgd(p, g, buf, 0.1, momentum, 0.0, False, 0.0, False)
+        frozen = p.copy()
+        frozen.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            sgd(frozen, g, buf, 0.1, momentum, 0.0, False, 0.0, False)
+        assert np.array_equal(frozen, p)

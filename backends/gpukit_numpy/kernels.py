@@ -169,14 +169,14 @@ def sgd_update(
     """
     if status is not None and status[0]:
         return
-    _refuse_read_only(param, momentum_buffer)
     if not grad.flags.c_contiguous:  # a strided gradient is copied before any write
         grad = np.ascontiguousarray(grad)
     p, g = _flat(param), _flat(grad)
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
         if p.size <= _SMALL_SGD:
             # a BLAS call through ctypes costs more than both ufunc passes on this few
-            # elements; the scratch block is taken before the first write
+            # elements; the scratch block is taken before the first write, and the one
+            # pass writing p refuses a read-only p before writing
             p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
             return
         fused = _blas.axpy(p.dtype)
@@ -185,6 +185,7 @@ def sgd_update(
             # two ufunc passes' time on a 784x256 float32 weight inside a training step
             fused(-lr, g, p)
             return
+    _refuse_read_only(param, momentum_buffer)
     buf = _flat(momentum_buffer) if momentum else None
     if _native.takes(p, g, buf):
         _native.sgd(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, first_step)
@@ -242,7 +243,7 @@ def adam_update(
         grad = np.ascontiguousarray(grad)
     step_size = lr / (1.0 - beta1**step)
     denom_scale = math.sqrt(1.0 - beta2**step)
-    flat = tuple(_flat(a) for a in (param, grad, exp_avg, exp_avg_sq))
+    flat = tuple(map(_flat, (param, grad, exp_avg, exp_avg_sq)))
     if _native.takes(*flat):
         l2 = 0.0 if decoupled else weight_decay
         decay = 1.0 - lr * weight_decay if decoupled else 1.0

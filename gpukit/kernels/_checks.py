@@ -149,21 +149,29 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     Checked before anything is written, so a refused call changes nothing (a read-only
     buffer found half-way would leave the others half-updated).
     """
-    given = []
+    arrays = []
+    owned = True  # every array a NumPy array that allocated its own memory
     for name, x in updated.items():
         if x is None:
             continue
-        flags = x.flags  # one flags object for both reads
+        flags = x.flags  # one flags object for all reads
         if not flags.c_contiguous:
             raise ValueError(
                 f"{op}: {name} is updated in place and must be C-contiguous (it is a strided view)"
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-        given.append((name, x))
-    for item in read.items():
-        if item[1] is not None:
-            given.append(item)
+        owned = owned and type(x) is np.ndarray and flags.owndata
+        arrays.append(x)
+    for x in read.values():
+        if x is not None:
+            owned = owned and type(x) is np.ndarray and x.flags.owndata
+            arrays.append(x)
+    if owned and len(set(map(id, arrays))) == len(arrays):
+        # arrays that each allocated their own memory share none unless they are one
+        # array (np.may_share_memory compares bounds, several times the cost per pair)
+        return
+    given = [(name, x) for name, x in (*updated.items(), *read.items()) if x is not None]
     shares = (
         np.may_share_memory
         if type(given[0][1]) is np.ndarray

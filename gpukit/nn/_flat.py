@@ -71,9 +71,13 @@ class FlatBuffer:
     state : dict of str to (array, list of array)
         Flat optimizer state buffers (``exp_avg``...) and their views, made by
         :meth:`state_buffer`.
+    kept : dict
+        What an optimizer derives from the buffer's array type and device (its update
+        kernel), kept for the buffer's lifetime: a buffer never moves (a moved parameter
+        gets a new buffer, :meth:`rebuilt`).
     """
 
-    __slots__ = ("data", "grad", "params", "segments", "state", "views")
+    __slots__ = ("data", "grad", "kept", "params", "segments", "state", "views")
 
     def __init__(self, params: Sequence[Parameter]) -> None:
         self.params = list(params)
@@ -93,6 +97,7 @@ class FlatBuffer:
             for p, view in zip(self.params, self.views, strict=True):
                 view[...] = p.data
         self.state: dict[str, tuple[Any, list[Any]]] = {}
+        self.kept: dict[str, Any] = {}
 
     def attach(self) -> FlatBuffer:
         """Make each parameter's ``data`` its view and its gradient slot this buffer's.

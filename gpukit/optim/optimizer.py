@@ -25,7 +25,6 @@ optimizer state as they were, and is never re-run automatically.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections import deque
 from collections.abc import Iterable
@@ -46,7 +45,6 @@ from ..nn.module import Module, Parameter, _place, assign, on_device_of
 from ._graphed import DeviceUpdate
 
 _ndarray = np.ndarray
-_HOST = contextlib.nullcontext()
 _HALF = np.dtype(np.float16)
 #: a flat buffer (None for a parameter updated on its own) and its parameters
 _Laid = tuple[FlatBuffer | None, list[Parameter]]
@@ -599,25 +597,29 @@ def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
 @operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
-    opt._reconcile()
+    if opt._log:  # a device step logged (none on the host)
+        opt._reconcile()
     launches = []
+    op, state, count_of = opt._op, opt.state, opt._count
     for k, group in enumerate(opt.param_groups):
         hyper = opt._hyper(group)
         names = opt._arrays(hyper)
         for fb, members in opt._layout(k):
-            ready = [(p, _gradient(opt._op, p)) for p in members if p.grad is not None]
+            ready = [(p, _gradient(op, p)) for p in members if p.grad is not None]
             if not ready:
                 continue
-            counts = {opt._count(opt.state.get(p)) for p, _ in ready}
-            if fb is not None and len(ready) == len(members) and len(counts) == 1:
-                launches.append(_whole(opt, fb, [g for _, g in ready], counts.pop(), names, hyper))
-                continue
+            if fb is not None and len(ready) == len(members):
+                counts = set(map(count_of, map(state.get, members)))
+                if len(counts) == 1:
+                    launches.append(_whole(opt, fb, ready, counts.pop(), names, hyper))
+                    continue
             for p, grad in ready:
                 index = -1 if fb is None else fb.params.index(p)
                 arrays = opt._views(p, fb, index, names)
                 count = opt._count(opt.state.get(p))
                 args = opt._args(p.data, grad, arrays, count, hyper)
-                launches.append(_launch(opt, args, [(p, opt._new_state(count, arrays), count)]))
+                target = _target(p.data, opt._kernel)
+                launches.append(_launch(target, args, [(p, opt._new_state(count, arrays), count)]))
     for kernel, args, back, news, st in launches:
         kernel(*args)
         for half, wide in back:
@@ -633,37 +635,59 @@ def _step(opt: Optimizer) -> None:
 def _whole(
     opt: Optimizer,
     fb: FlatBuffer,
-    grads: list[Any],
+    ready: list[tuple[Parameter, Any]],
     count: int,
     names: tuple[str, ...],
     hyper: tuple[Any, ...],
 ) -> tuple[Any, ...]:
-    """The launch updating every parameter of ``fb``: gradients not already in their
-    slots (set by hand, accumulated over passes) are copied there first."""
+    """The launch updating every parameter of ``fb``, given each with its checked
+    gradient in ``fb``'s order: gradients not already in their slots (set by hand,
+    accumulated over passes) are copied there first."""
     stale, news = [], []
-    for i, (p, grad) in enumerate(zip(fb.params, grads, strict=True)):
-        if grad is not p._slot[1]:
-            stale.append((p._slot[1], grad))
-        news.append((p, opt._new_state(count, opt._views(p, fb, i, names)), count))
-    if stale:  # host memory has no device to make current
-        with _HOST if type(fb.grad) is _ndarray else on_device_of(fb.grad):
-            for slot, grad in stale:
-                slot[...] = grad
+    for i, (p, grad) in enumerate(ready):
+        slot = p._slot[1]
+        if grad is not slot:
+            stale.append((slot, grad))
+        # without state arrays (plain SGD) a parameter's state is not touched
+        new = opt._new_state(count, opt._views(p, fb, i, names)) if names else None
+        news.append((p, new, count))
+    if stale:
+        if type(fb.grad) is _ndarray:  # host memory has no device to make current
+            _fill(stale)
+        else:
+            with on_device_of(fb.grad):
+                _fill(stale)
     flats = [fb.state_buffer(name)[0] for name in names] if names else []
-    return _launch(opt, opt._args(fb.data, fb.grad, flats, count, hyper), news)
+    target = fb.kept.get(opt._kernel)
+    if target is None:  # the buffer's array type and device are its own for its lifetime
+        target = fb.kept[opt._kernel] = _target(fb.data, opt._kernel)
+    return _launch(target, opt._args(fb.data, fb.grad, flats, count, hyper), news)
 
 
-def _launch(opt: Optimizer, args: tuple[Any, ...], news: list[Any]) -> tuple[Any, ...]:
-    """``(kernel, args, write-back, new states, status)``: float16 widened, the device's
-    status appended (a device update is skipped while it holds an error)."""
-    data = args[0]
+def _fill(pairs: list[tuple[Any, Any]]) -> None:
+    """Copy each gradient into its slot."""
+    for slot, grad in pairs:
+        slot[...] = grad
+
+
+def _target(data: Any, name: str) -> tuple[Any, _status.Status | None]:
+    """The kernel ``name`` updating ``data``, and its device's status (None on the host)."""
     owner = _dispatch.owner_of(data)
     st = None
     if owner is not None and owner.is_device:
         st = _status.status(owner, owner.device_of(data))
-    args, back = _widened(args) if data.dtype == _HALF else (args, ())
+    return _kernel(data, name), st
+
+
+def _launch(
+    target: tuple[Any, _status.Status | None], args: tuple[Any, ...], news: list[Any]
+) -> tuple[Any, ...]:
+    """``(kernel, args, write-back, new states, status)``: float16 widened, the device's
+    status appended (a device update is skipped while it holds an error)."""
+    kernel, st = target
+    args, back = _widened(args) if args[0].dtype == _HALF else (args, ())
     guard = None if st is None else st.buffer
-    return _kernel(data, opt._kernel), (*args, guard), back, news, st
+    return kernel, (*args, guard), back, news, st
 
 
 def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, Any]]]:
