@@ -4,6 +4,7 @@ from several caller threads at once, nested, failing, and in the caller's contex
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -83,6 +84,35 @@ def test_an_error_in_a_worker_s_span_reaches_the_caller_and_the_workers_go_on():
     for _ in range(3):
         with pytest.raises(KeyError, match="span 1"):
             parallel.run(work, 4, threads=2)
+    out = np.full(10, -1)
+    assert _fill(out, 2) == [5, 5] and np.array_equal(out, [0] * 5 + [1] * 5)
+
+
+def test_an_interrupted_wait_retires_the_worker_it_did_not_join(monkeypatch):
+    """A caller interrupted while waiting (KeyboardInterrupt) leaves its span running on
+    the worker; that worker's end signal is not mistaken for a later run's."""
+    release = threading.Event()
+
+    def work(k: int, lo: int, hi: int) -> int:
+        if k == 1:
+            release.wait(30)
+        return -k
+
+    stale = parallel._helpers(1)[0]
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(parallel._Worker, "join", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            parallel.run(work, 2, threads=2)
+    assert stale not in parallel._workers
+    release.set()
+    for _ in range(30_000):  # until the stale span has signalled its end
+        if not stale._done.locked():
+            break
+        time.sleep(0.001)
     out = np.full(10, -1)
     assert _fill(out, 2) == [5, 5] and np.array_equal(out, [0] * 5 + [1] * 5)
 
