@@ -521,3 +521,69 @@ def test_optimizers_with_groups_schedules_and_saved_state_match_torch(path, rng)
             t_sched.step()
         for p, tp in zip(params, t_params, strict=True):
             assert rel_err(p.data, tp.detach().numpy()) < TOL[np.dtype(np.float64)], cls
+
+
+# -- where the compiled kernels split: native.thresholds() ----------------------------------
+def _threshold_shapes(least: int) -> list[tuple[tuple[int, int], bool]]:
+    """Shapes just below and at ``least`` elements, split by rows (64 columns) and by
+    columns (one row), each with whether it reaches ``least``."""
+    cols = 64
+    return [
+        (((least - 1) // cols, cols), False),
+        ((-(-least // cols), cols), True),
+        ((1, least - 1), False),
+        ((1, least), True),
+    ]
+
+
+@pytest.mark.parametrize("activation", ACTS)
+def test_kernels_split_from_their_thresholds_with_the_same_results(
+    rng, dtype, activation, monkeypatch
+):
+    """Each compiled kernel runs on one thread below its threshold and on several from
+    it, by rows or by columns; either way its elements match the float64 formula and
+    are the same on one thread, and its bias gradient matches the formula."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    from gpukit._host import parallel
+
+    spans = []
+    real_run = parallel.run
+
+    def counted(*args, **kwargs):
+        out = real_run(*args, **kwargs)
+        spans.append(len(out))
+        return out
+
+    monkeypatch.setattr(parallel, "run", counted)
+    f, df = FORMULAS[activation]
+    name = np.dtype(dtype).name
+    least = native.thresholds()
+    for way in ("forward", "backward"):
+        for shape, splits in _threshold_shapes(least[activation, way, name]):
+            x = with_tails(rng, shape, dtype)
+            b = rng.standard_normal(shape[1]).astype(dtype)
+            gy = rng.standard_normal(shape).astype(dtype)
+            z = x.astype(np.float64) + b
+
+            def compute(x=x, b=b, gy=gy, way=way):
+                spans.clear()
+                if way == "forward":
+                    return activations.bias_activate(x, b, np.empty_like(x), activation, 0.2), None
+                return activations.gradient(gy, x, activation, 0.2, bias=b, want_bias=True)
+
+            out, gb = compute()
+            threads = max(spans, default=1)
+            with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+                one, gb_one = compute()
+            assert max(spans, default=1) == 1
+            if parallel.n_threads() > 1:
+                assert (threads > 1) == splits, (way, shape, threads)
+            with np.errstate(over="ignore", invalid="ignore"):
+                want = f(z) if way == "forward" else gy * df(z)
+            assert rel_err(out, want) < _tol(dtype), (way, shape)
+            assert np.array_equal(out, one, equal_nan=True), (way, shape)
+            if way == "backward":
+                assert rel_err(gb, want.sum(axis=0)) < _tol(dtype), (way, shape)
+                assert rel_err(gb_one, want.sum(axis=0)) < _tol(dtype), (way, shape)

@@ -39,6 +39,7 @@ __all__ = [
     "disabled",
     "sgd",
     "takes",
+    "thresholds",
     "xent",
 ]
 
@@ -178,16 +179,64 @@ def _kept(kind: str, dtype: np.dtype, n: int) -> int:
     return have[1]
 
 
-def _columns_first(rows: int, cols: int) -> bool:
+#: Each activation's single-thread time per element relative to the memory-bound pass
+#: parallel.PARALLEL_MIN is set for (float32 identity forward), as (float32 forward,
+#: float32 backward, float64 forward, float64 backward): a pass splits over the threads
+#: from PARALLEL_MIN / weight elements, once its work outweighs the hand-off. Medians
+#: of seven runs of ``python -m tools.host_split_costs`` (rows of 256 columns, the
+#: backward with the bias gradient), rounded down; the record in docs/benchmarks
+#: (2026-11-26-host-split-thresholds.md) has them.
+_WEIGHTS = {
+    "identity": (1, 1, 1, 2),
+    "relu": (1, 1, 1, 3),
+    "leaky_relu": (1, 1, 1, 3),
+    "gelu": (6, 8, 25, 32),
+    "gelu_tanh": (4, 5, 10, 13),
+    "silu": (3, 5, 9, 12),
+    "sigmoid": (3, 3, 8, 8),
+    "tanh": (4, 3, 13, 9),
+}
+
+
+def _weight(name: str, dtype: np.dtype, backward: bool, of_output: bool = False) -> int:
+    """``name``'s cost per element for :func:`parallel.plan`; a gradient from the
+    activation's output is a memory-bound pass, as ReLU's."""
+    if of_output:
+        name = "relu"
+    return _WEIGHTS[name][2 * (dtype.itemsize == 8) + backward]
+
+
+def thresholds() -> dict[tuple[str, str, str], int]:
+    """The fewest elements each kernel splits over the host threads, by (activation,
+    ``"forward"``/``"backward"``, dtype name): what :func:`bias_act` and
+    :func:`bias_act_grad` decide from.
+
+    Examples
+    --------
+    >>> t = thresholds()
+    >>> t["gelu", "forward", "float32"] < t["relu", "forward", "float32"]
+    True
+    """
+    least = parallel.PARALLEL_MIN
+    return {
+        (name, way, dtype.name): -(-least // _weight(name, dtype, way == "backward"))
+        for name in ACTIVATIONS
+        for way in ("forward", "backward")
+        for dtype in _SUFFIX
+    }
+
+
+def _columns_first(rows: int, cols: int, weight: float = 1) -> bool:
     """Split a rows x cols pass over columns rather than rows: too few rows for the
     threads (a 1-D input is one row)."""
-    return rows < 2 * parallel.n_threads() and parallel.plan(cols, rows) > 1
+    return rows < 2 * parallel.n_threads() and parallel.plan(cols, rows, weight) > 1
 
 
-def _small(n: int) -> bool:
-    """Whether ``n`` elements are one thread's work, decided before asking how many
-    threads there are (a threadpoolctl query costs more than the pass itself)."""
-    return n < parallel.PARALLEL_MIN
+def _small(n: int, weight: float = 1) -> bool:
+    """Whether ``n`` elements of a pass of ``weight`` (:func:`parallel.plan`) are one
+    thread's work, decided before asking how many threads there are (a threadpoolctl
+    query costs more than the pass itself)."""
+    return n * weight < parallel.PARALLEL_MIN
 
 
 def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slope: float) -> None:
@@ -199,23 +248,24 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     bp = _kept("nz", y.dtype, cols) if b is None else address(b)
     xp, yp = address(x), address(y)
     code, size = ACTIVATIONS.index(name), y.dtype.itemsize
-    if _small(rows * cols):
+    weight = _weight(name, y.dtype, False)
+    if _small(rows * cols, weight):
         fn(xp, bp, yp, rows, cols, cols, code, slope)
         return
-    if _columns_first(rows, cols):
+    if _columns_first(rows, cols, weight):
 
         def by_columns(_k: int, lo: int, hi: int) -> None:
             o = lo * size
             fn(xp + o, bp + o, yp + o, rows, hi - lo, cols, code, slope)
 
-        parallel.run(by_columns, cols, rows)
+        parallel.run(by_columns, cols, rows, weight=weight)
         return
 
     def by_rows(_k: int, lo: int, hi: int) -> None:
         o = lo * cols * size
         fn(xp + o, bp, yp + o, hi - lo, cols, cols, code, slope)
 
-    parallel.run(by_rows, rows, cols)
+    parallel.run(by_rows, rows, cols, weight=weight)
 
 
 def bias_act_grad(
@@ -235,6 +285,7 @@ def bias_act_grad(
     bp = _kept("nz", gx.dtype, cols) if b is None else address(b)
     gp, vp, op = address(g), address(v), address(gx)
     code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
+    weight = _weight(name, gx.dtype, True, of_output)
 
     def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
         """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
@@ -243,14 +294,16 @@ def bias_act_grad(
         part = _kept("part", gx.dtype, nc)  # the kernel's, sums or not
         fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
 
-    if _small(rows * cols):
+    # a column's sum is one span's (by columns) or one row of acc per span, added in
+    # span order (by rows): the same for a given number of threads, however they run
+    if _small(rows * cols, weight):
         acc = np.zeros((1, cols)) if want_bias else None
         call(0, 0, 0, rows, cols)
-    elif _columns_first(rows, cols):
+    elif _columns_first(rows, cols, weight):
         acc = np.zeros((1, cols)) if want_bias else None
-        parallel.run(lambda _k, lo, hi: call(0, lo, 0, rows, hi - lo), cols, rows)
+        parallel.run(lambda _k, lo, hi: call(0, lo, 0, rows, hi - lo), cols, rows, weight=weight)
     else:
-        threads = parallel.plan(rows, cols)
+        threads = parallel.plan(rows, cols, weight)
         acc = np.zeros((threads, cols)) if want_bias else None
         parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
     if acc is None:
