@@ -643,3 +643,17 @@ def test_operation_runs_on_its_inputs_device(cupy_backend, rng, name):
     else:
         assert rel_err(got, want) < 1e-5, name
     cupy_backend.synchronize()
+
+
+def test_bias_activation_backward_refuses_an_output_on_another_device(cupy_backend, rng):
+    """``output=`` is placed with the other arrays: on another device, the same
+    DeviceMismatchError as any argument; on the inputs' device, the derivative's source."""
+    g, x = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    b = rng.standard_normal(4)
+    y = np.tanh(x + b)
+    with pytest.raises(gk.DeviceMismatchError, match="argument 'output' is on"):
+        gk.kernels.bias_activation_backward(
+            on1(g), on1(x), on1(b), "tanh", output=gk.asarray(y, device=0)
+        )
+    gx, _ = gk.kernels.bias_activation_backward(on1(g), on1(x), on1(b), "tanh", output=on1(y))
+    assert gx.device.id == 1 and rel_err(gx, g * (1 - y * y)) < 1e-12

@@ -309,6 +309,22 @@ def test_bias_activation_forward_and_backward(client, rng):
     assert rel_err(got_b.result(timeout=TIMEOUT), ref_x.sum(axis=0)) < TOL[np.dtype(np.float64)]
 
 
+def test_bias_activation_backward_from_the_output(client, rng):
+    """``output=``: the derivative from the chunks of the forward result (chunked unlike x)."""
+    x, dx = _chunked(rng, (7, 6), (3, 4))
+    g, dg = _chunked(rng, (7, 6), (4, 2))
+    bias = rng.standard_normal(6)
+    y = 1.0 / (1.0 + np.exp(-(x + bias)))
+    dy = da.from_array(y, chunks=(2, 3))
+    grad_x, grad_b = gk.kernels.bias_activation_backward(dg, dx, bias, "sigmoid", output=dy)
+    ref_x = g * y * (1.0 - y)
+    got_x, got_b = client.compute([grad_x, grad_b], sync=False)
+    assert rel_err(got_x.result(timeout=TIMEOUT), ref_x) < TOL[np.dtype(np.float64)]
+    assert rel_err(got_b.result(timeout=TIMEOUT), ref_x.sum(axis=0)) < TOL[np.dtype(np.float64)]
+    with pytest.raises(ValueError, match="output has shape"):
+        gk.kernels.bias_activation_backward(dg, dx, bias, "sigmoid", output=dy[:3])
+
+
 def test_softmax_cross_entropy_row_chunks(client, rng):
     logits, dl = _chunked(rng, (9, 5), (4, 5))
     labels = rng.integers(0, 5, 9)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -174,6 +175,63 @@ def test_bias_activation_over_many_blockswith_tails(backend, rng, dtype, activat
     assert rel_err(y, want_y) < _tol(dtype)
     assert rel_err(gx, want_gx) < _tol(dtype)
     assert rel_err(gb, want_gx.sum(axis=0)) < _tol(dtype)
+
+
+#: act'(z) written with y = act(z), in float64, where the derivative is a function of y.
+OF_OUTPUT = {
+    "identity": lambda y: np.ones_like(y),
+    "relu": lambda y: (y > 0).astype(float),
+    "sigmoid": lambda y: y * (1 - y),
+    "tanh": lambda y: 1 - y * y,
+}
+
+
+@pytest.mark.parametrize("host", ["compiled", "ufuncs"])
+@pytest.mark.parametrize("activation", gk.kernels.ACTIVATIONS)
+def test_bias_activation_backward_from_the_output(backend, rng, dtype, activation, host):
+    """``output=``: the derivative written with the forward result where it is a function
+    of it, on the tails too; ``output`` checked and not used for the others. On the host,
+    the compiled kernels and their NumPy-ufunc twins alike."""
+    from gpukit._host import native
+
+    if host == "ufuncs" and backend.name != "numpy":
+        pytest.skip("the NumPy-ufunc kernels are the numpy backend's")
+    x = with_tails(rng, (389, 347), dtype)
+    b = rng.standard_normal(347).astype(dtype)
+    b[:60] = 0  # keep the subnormals and signed zeros of these columns in z
+    gy = rng.standard_normal(x.shape).astype(dtype)
+    gy[::7] *= -0.0  # signed zero incoming gradients: the signs of the products
+    df = _gelu_tanh_derivative if activation == "gelu_tanh" else FORMULAS[activation][1]
+    z = flushed(x, backend).astype(np.float64) + b
+    with np.errstate(over="ignore"):
+        want_x = gy * df(z)  # the true gradient
+    y = gk.kernels.bias_activation(x, b, activation, negative_slope=0.2)
+    # any array of x's shape in (-1, 1): shows whether the output is read
+    other = gk.asarray(np.tanh(rng.standard_normal(x.shape)).astype(dtype))
+    with native.disabled() if host == "ufuncs" else contextlib.nullcontext():
+        plain = gk.kernels.bias_activation_backward(gy, x, b, activation, negative_slope=0.2)
+        kept = gk.kernels.bias_activation_backward(
+            gy, x, b, activation, negative_slope=0.2, output=y
+        )
+        odd = gk.kernels.bias_activation_backward(
+            gy, x, b, activation, negative_slope=0.2, output=other
+        )
+    plain, kept, odd = ([gk.to_numpy(a) for a in pair] for pair in (plain, kept, odd))
+    assert kept[0].dtype == kept[1].dtype == dtype and kept[1].shape == b.shape
+    if activation not in OF_OUTPUT:
+        for got in (kept, odd):
+            assert np.array_equal(got[0], plain[0]) and np.array_equal(got[1], plain[1])
+        return
+    d = OF_OUTPUT[activation]
+    for out, (gx, gb) in ((y, kept), (other, odd)):
+        want = gy * d(flushed(gk.to_numpy(out), backend).astype(np.float64))
+        assert rel_err(gx, want) < _tol(dtype)
+        assert rel_err(gb, want.sum(axis=0)) < _tol(dtype)
+    # from the output kept by the forward pass: the true gradient, in norm
+    assert rel_err(kept[0], want_x) < _tol(dtype)
+    if activation in ("identity", "relu"):  # exactly the x path's, signed zeros included
+        assert np.array_equal(kept[0], plain[0])
+        assert np.array_equal(np.signbit(kept[0]), np.signbit(plain[0]))
 
 
 def test_gelu_is_accurate_element_by_element_over_its_range(backend, dtype):
@@ -519,6 +577,18 @@ BAD_CALLS = [
     ("bias_activation_backward",
      lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "nope"), V,
      "activation must be one of"),
+    ("bias_activation_backward",
+     lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "sigmoid", output=np.ones(2)),
+     V, r"output has shape \(2,\) but x has shape \(3,\)"),
+    ("bias_activation_backward",  # checked even where it is not used
+     lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "gelu", output=np.ones(2)),
+     V, r"output has shape \(2,\)"),
+    ("bias_activation_backward",
+     lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "tanh", output=F32), T,
+     "output has dtype float32 but x has dtype float64"),
+    ("bias_activation_backward",
+     lambda: gk.kernels.bias_activation_backward(F64, F64, F64, "relu", output=F64 > 0), T,
+     "argument 'output' has dtype bool; expected float32 or float64"),
     ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr=-1.0), V, "lr must be >= 0"),
     ("sgd_update", lambda: gk.kernels.sgd_update(F64, F64, lr="0.1"), T,
      "lr must be a real number"),

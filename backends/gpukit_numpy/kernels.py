@@ -49,10 +49,17 @@ def bias_activation_backward(
     activation: str,
     negative_slope: float,
     grad_bias_out: np.ndarray | None = None,
+    output: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference of :func:`gpukit.kernels.bias_activation_backward`; the bias gradient
-    in ``grad_bias_out`` when given (an optimizer's flat gradient buffer)."""
-    gz, gb = gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    in ``grad_bias_out`` when given (an optimizer's flat gradient buffer); the derivative
+    from the forward ``output`` when given (an activation of ``FROM_OUTPUT`` only)."""
+    if output is None:
+        gz, gb = gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
+    else:
+        gz, gb = gradient(
+            grad_y, output, activation, negative_slope, of_output=True, want_bias=True
+        )
     if grad_bias_out is not None:
         np.copyto(grad_bias_out, gb)
         gb = grad_bias_out

@@ -3,7 +3,8 @@
 The asv suite (``asv_bench/bench_kernels.py``: ``HostVsTorch`` times, ``HostVsTorchRatio``
 same-run ratios, which ``python -m tools.peers`` prints) times the same pairs: bias + each
 activation forward (``act(x + b)``) and backward (input and bias gradients, against
-PyTorch's backward from what its autograd saves), softmax cross-entropy forward and
+PyTorch's backward from what its autograd saves; gpukit is given the same: the forward
+output, ``output=``, where PyTorch's backward reads it), softmax cross-entropy forward and
 backward, and the SGD-momentum, Adam and AdamW updates (against ``torch.optim`` with
 ``fused=True``, its fastest CPU path). gk.kernels run on the active backend (the numpy
 one for these comparisons). :func:`unfused_bias_gelu` is the expression a NumPy or CuPy
@@ -32,6 +33,10 @@ KERNELS = (
     "xent_backward",
     *OPTIMIZERS,
 )
+
+
+#: The activations whose PyTorch backward reads the output autograd saved (``torch_act``).
+_READS_OUTPUT = ("relu", "sigmoid", "tanh")
 
 
 def torch_act(torch, name: str) -> tuple[Callable, Callable]:
@@ -72,7 +77,9 @@ def _pair_bias(torch, kernel: str, n: int, dtype) -> tuple[Callable, Callable]:
         gz = bwd(tg, tz, ty)
         return gz, gz.sum(0)
 
-    return (lambda: gk.kernels.bias_activation_backward(gy, x, b, act), peer)
+    # where PyTorch's backward reads the output it saved, gpukit is given it too
+    y = ty.numpy() if act in _READS_OUTPUT else None
+    return (lambda: gk.kernels.bias_activation_backward(gy, x, b, act, output=y), peer)
 
 
 def _pair_xent(torch, kernel: str, n: int, dtype) -> tuple[Callable, Callable]:

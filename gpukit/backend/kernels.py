@@ -36,6 +36,9 @@ ACTIVATIONS: tuple[str, ...] = (
     "tanh",
 )
 
+#: The ``ACT`` numbers of the activations whose derivative is a function of their output
+#: (identity, relu, sigmoid, tanh): ``bias_act_backward``'s ``OF_OUTPUT`` variants.
+_OF_OUTPUT = tuple(ACTIVATIONS.index(a) for a in ("identity", "relu", "sigmoid", "tanh"))
 _CTYPES = {"float32": "float", "float64": "double"}
 _LABELS = ("int", "long long")
 
@@ -115,12 +118,14 @@ KERNELS: dict[str, KernelSpec] = {
             "computes both only if the threads of a column add their values together, "
             "through shared memory, which CuPy's kernel types cannot express",
             "bias_act.cu",
-            _each("bias_act_backward<{T}, {A}>", A=tuple(range(len(ACTIVATIONS)))),
+            _each("bias_act_backward<{T}, {A}, 0>", A=tuple(range(len(ACTIVATIONS))))
+            + _each("bias_act_backward<{T}, {A}, 1>", A=_OF_OUTPUT),
             ("float32", "float64"),
             "256-thread blocks, each owning strips of 32 columns (strips grid-strided): "
             "its 8 warps walk down the rows, each thread sums its column in double, the "
             "warps' sums meet in shared memory in a fixed order",
-            "recomputes x + bias, the derivative, grad_x and the bias gradient in one "
+            "recomputes x + bias (or reads the forward output instead, for identity, relu, "
+            "sigmoid and tanh), the derivative, grad_x and the bias gradient in one "
             "pass: reads grad_y and x, writes grad_x (3 arrays), where the unfused "
             "expression moves 8 or more and a separate column sum rereads grad_x",
         ),

@@ -88,28 +88,43 @@ def bias_activation(
     )
 
 
-def _backward_chunk(grad_y: Any, x: Any, bias: Any, **kwargs: Any) -> tuple[Any, Any]:
-    grad_x, grad_bias = gk_kernels.bias_activation_backward(grad_y, x, bias, **kwargs)
+def _backward_chunk(
+    grad_y: Any, x: Any, bias: Any, output: Any = None, **kwargs: Any
+) -> tuple[Any, Any]:
+    grad_x, grad_bias = gk_kernels.bias_activation_backward(
+        grad_y, x, bias, output=output, **kwargs
+    )
     return grad_x, grad_bias.reshape((1,) * (x.ndim - 1) + grad_bias.shape)
 
 
 @implements("gk.kernels.bias_activation_backward", "dask")
 def bias_activation_backward(
-    grad_y: Any, x: Any, bias: Any, activation: str, *, negative_slope: float = 0.01
+    grad_y: Any,
+    x: Any,
+    bias: Any,
+    activation: str,
+    *,
+    negative_slope: float = 0.01,
+    output: Any = None,
 ) -> tuple[Any, Any]:
     op = "gk.kernels.bias_activation_backward"
     _check_activation(op, activation)
-    names = ("grad_y", "x", "bias")
-    expected, checked, arrays = _prepare(
-        op, {"grad_y": grad_y, "x": x, "bias": bias}, dict.fromkeys(names, FLOATS)
-    )
-    grad_y, x, bias = (arrays[n] for n in names)
+    given = {"grad_y": grad_y, "x": x, "bias": bias}
+    if output is not None:
+        given["output"] = output
+    names = tuple(given)
+    expected, checked, arrays = _prepare(op, given, dict.fromkeys(names, FLOATS))
+    grad_y, x, bias = (arrays[n] for n in names[:3])
     _check(op, x, bias)
     check_like(op, grad_y, "grad_y", x, "x")
     fn = functools.partial(_backward_chunk, activation=activation, negative_slope=negative_slope)
     ind = tuple(range(x.ndim))
-    pair = _pair(op, fn, expected, names, checked, ind, grad_y, ind, x, ind, bias, ind[-1:])
-    like = next(a for a, c in zip((grad_y, x, bias), checked, strict=True) if c)
+    args = [grad_y, ind, x, ind, bias, ind[-1:]]
+    if output is not None:
+        check_like(op, arrays["output"], "output", x, "x")
+        args += [arrays["output"], ind]
+    pair = _pair(op, fn, expected, names, checked, ind, *args)
+    like = next(a for a, c in zip(arrays.values(), checked, strict=True) if c)
     grad_x = _pick(pair, 0, like, x.dtype)
     partial_chunks = (*((1,) * n for n in pair.numblocks[:-1]), pair.chunks[-1])
     partials = _pick(pair, 1, like, x.dtype, chunks=partial_chunks)

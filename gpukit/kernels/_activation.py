@@ -6,6 +6,7 @@ from typing import Any
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._host.activations import FROM_OUTPUT
 from ..backend.kernels import ACTIVATIONS
 from ._checks import FLOATS, check_like, place
 
@@ -83,12 +84,18 @@ def bias_activation(
 
 @operation("gk.kernels.bias_activation_backward")
 def bias_activation_backward(
-    grad_y: Any, x: Any, bias: Any, activation: str, *, negative_slope: float = 0.01
+    grad_y: Any,
+    x: Any,
+    bias: Any,
+    activation: str,
+    *,
+    negative_slope: float = 0.01,
+    output: Any = None,
 ) -> tuple[Any, Any]:
     """Gradients of :func:`bias_activation` in one pass over ``grad_y`` and ``x``.
 
-    ``z = x + bias`` is recomputed inside the kernel (nothing is saved from the
-    forward pass but ``x``).
+    ``z = x + bias`` is recomputed inside the kernel, or, given the forward ``output``
+    and an activation whose derivative is a function of its output, not at all.
 
     Parameters
     ----------
@@ -102,6 +109,21 @@ def bias_activation_backward(
         As in :func:`bias_activation`.
     negative_slope : float
         Slope of ``leaky_relu`` for negative inputs.
+    output : array, shape and dtype of ``x``, optional
+        The forward result ``y = act(x + bias)``, as the caller kept it. For
+        ``"identity"``, ``"relu"``, ``"sigmoid"`` and ``"tanh"`` the derivative is
+        computed from it (``1``, ``y > 0``, ``y (1 - y)``, ``1 - y**2``, as PyTorch's
+        autograd computes these from the output it saved): one read of ``y`` instead of
+        ``x`` and ``bias``, and no exponential. For the other activations the derivative
+        is not a function of ``y`` (GELU's and SiLU's are not one-to-one in it), so
+        ``output`` is checked and then not used, the gradient coming from ``x`` as
+        without it, as PyTorch's GELU backward ignores a saved output: code that passes
+        ``y`` keeps working when a configuration switches the activation. From ``y``,
+        sigmoid's and tanh's gradients carry ``y``'s rounding: where ``y`` rounds to
+        1 (``z`` above about 17 for sigmoid, 9 for tanh, in float32) the gradient is 0,
+        where from ``x`` it is the tiny true value. ReLU's gradient is the same from
+        either (``y > 0`` exactly where ``z > 0``; ``grad_y * 0`` keeps the sign of
+        ``grad_y``'s zero products, -0.0 included).
 
     Returns
     -------
@@ -113,9 +135,14 @@ def bias_activation_backward(
     Raises
     ------
     ValueError
-        As :func:`bias_activation`, or ``grad_y`` not of ``x``'s shape.
+        As :func:`bias_activation`, or ``grad_y`` or ``output`` not of ``x``'s shape.
     TypeError
-        As :func:`bias_activation`, or ``grad_y`` not of ``x``'s dtype.
+        As :func:`bias_activation`, or ``grad_y`` or ``output`` not of ``x``'s dtype.
+
+    See Also
+    --------
+    bias_activation : The forward pass, whose result is ``output``.
+    gpukit.nn.Sigmoid, gpukit.nn.Tanh : Layers that keep their output for the backward pass.
 
     Examples
     --------
@@ -128,15 +155,29 @@ def bias_activation_backward(
            [1., 0.]])
     >>> gb
     array([1., 1.])
+
+    With the forward result kept, sigmoid's gradient is ``y (1 - y)``:
+
+    >>> b = np.zeros(2)
+    >>> y = gk.kernels.bias_activation(x, b, "sigmoid")
+    >>> gx, gb = gk.kernels.bias_activation_backward(np.ones_like(x), x, b, "sigmoid", output=y)
+    >>> bool(np.allclose(gx, y * (1 - y)))
+    True
     """
     op = "gk.kernels.bias_activation_backward"
     _check_activation(op, activation)
-    names = ("grad_y", "x", "bias")
-    backend, (grad_y, x, bias) = place(op, (grad_y, x, bias), names, (FLOATS,) * 3)
+    names = ("grad_y", "x", "bias", "output")
+    backend, (grad_y, x, bias, output) = place(
+        op, (grad_y, x, bias, output), names, (FLOATS,) * 4, optional=("output",)
+    )
     _check(op, x, bias)
     check_like(op, grad_y, "grad_y", x, "x")
+    if output is not None:
+        check_like(op, output, "output", x, "x")
+        if activation not in FROM_OUTPUT:
+            output = None  # checked, then not used: see the docstring
     return backend.kernel("bias_activation_backward")(
-        grad_y, x, bias, activation, float(negative_slope)
+        grad_y, x, bias, activation, float(negative_slope), None, output
     )
 
 

@@ -64,10 +64,12 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 
 @_on_inputs_device
 def bias_activation_backward(
-    grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None
+    grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None, output=None
 ):
+    # output (an activation of FROM_OUTPUT only): the derivative is read from it, in x's place
+    of_output = output is not None
     grad_y = cupy.ascontiguousarray(grad_y)
-    x = cupy.ascontiguousarray(x)
+    x = cupy.ascontiguousarray(output if of_output else x)
     bias = cupy.ascontiguousarray(bias)
     grad_x = cupy.empty(x.shape, dtype=x.dtype)
     # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
@@ -77,7 +79,8 @@ def bias_activation_backward(
     if c:
         kernel = function(
             _BIAS_ACT,
-            f"bias_act_backward<{ctype(x.dtype)}, {ACTIVATIONS.index(activation)}>",
+            f"bias_act_backward<{ctype(x.dtype)}, {ACTIVATIONS.index(activation)}, "
+            f"{int(of_output)}>",
         )
         strips = -(-c // 32)
         kernel(

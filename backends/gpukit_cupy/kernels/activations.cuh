@@ -60,4 +60,14 @@ __device__ __forceinline__ T act_derivative(T z, T slope) {
   return T(1);
 }
 
+// The same from the activation's output y, for the activations whose derivative is a
+// function of it (gpukit._host.activations.FROM_OUTPUT: identity, relu, sigmoid, tanh)
+template <typename T, int ACT>
+__device__ __forceinline__ T act_derivative_of_output(T y) {
+  if (ACT == 1) return y > T(0) ? T(1) : T(0);
+  if (ACT == 6) return y * (T(1) - y);
+  if (ACT == 7) return T(1) - y * y;
+  return T(1);
+}
+
 #endif  // GK_ACTIVATIONS_CUH
