@@ -1,10 +1,9 @@
 """The host threads of gpukit/_host/parallel.py: spans handed to the workers and back,
-from several caller threads at once, nested, failing, and in the caller's context."""
+from several caller threads at once, failing, and in the caller's context."""
 
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -61,20 +60,6 @@ def test_spans_cover_their_ranges_from_many_callers_at_once():
     assert _in_threads(caller, 4) == [True] * 4
 
 
-def test_a_span_may_run_spans_of_its_own():
-    """A span that calls run (the workers busy with its own caller's spans) runs the
-    inner spans itself rather than wait for threads that wait for it."""
-    inner = np.full((3, 50), -1)
-
-    def outer(k: int, lo: int, hi: int) -> int:
-        for row in range(lo, hi):
-            _fill(inner[row], 2)
-        return k
-
-    assert parallel.run(outer, 3, threads=3) == [0, 1, 2]
-    assert np.array_equal(inner, np.repeat([[0] * 25 + [1] * 25], 3, axis=0))
-
-
 def test_an_error_in_a_worker_s_span_reaches_the_caller_and_the_workers_go_on():
     def work(k: int, lo: int, hi: int) -> int:
         if k == 1:
@@ -84,35 +69,6 @@ def test_an_error_in_a_worker_s_span_reaches_the_caller_and_the_workers_go_on():
     for _ in range(3):
         with pytest.raises(KeyError, match="span 1"):
             parallel.run(work, 4, threads=2)
-    out = np.full(10, -1)
-    assert _fill(out, 2) == [5, 5] and np.array_equal(out, [0] * 5 + [1] * 5)
-
-
-def test_an_interrupted_wait_retires_the_worker_it_did_not_join(monkeypatch):
-    """A caller interrupted while waiting (KeyboardInterrupt) leaves its span running on
-    the worker; that worker's end signal is not mistaken for a later run's."""
-    release = threading.Event()
-
-    def work(k: int, lo: int, hi: int) -> int:
-        if k == 1:
-            release.wait(30)
-        return -k
-
-    stale = parallel._helpers(1)[0]
-
-    def interrupted(self):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(parallel._Worker, "join", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            parallel.run(work, 2, threads=2)
-    assert stale not in parallel._workers
-    release.set()
-    for _ in range(30_000):  # until the stale span has signalled its end
-        if not stale._done.locked():
-            break
-        time.sleep(0.001)
     out = np.full(10, -1)
     assert _fill(out, 2) == [5, 5] and np.array_equal(out, [0] * 5 + [1] * 5)
 

@@ -5,8 +5,8 @@ cross-entropy) are gpukit's compiled C loops (``gpukit/_host/native.py``), or ch
 NumPy ufuncs where no compiled library was built. Run whole-array, one core does all of
 it (and a ufunc chain streams the data through memory once per ufunc). :func:`run`
 splits the work into blocks of about :data:`BLOCK` elements, so a chain's temporaries
-stay in the core's cache, and hands contiguous runs of blocks to a few persistent host
-threads (the C loops and NumPy's ufunc loops on plain float arrays release the GIL).
+stay in the core's cache, and hands contiguous runs of blocks to a small persistent pool
+of threads (the C loops and NumPy's ufunc loops on plain float arrays release the GIL).
 
 The thread count is the BLAS library's own: these passes run between BLAS calls,
 never during one, so they use the cores BLAS was given and no more. A
@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -44,12 +45,16 @@ __all__ = [
 BLOCK = 1 << 18
 
 #: Below this many elements of a memory-bound pass (``weight`` 1 in :func:`plan`) one
-#: thread does the work: handing a span to another thread and waiting for it costs
-#: ~10-20 us, about one such pass's time over 128K float32 elements.
+#: thread does the work: handing a block to the pool and waiting for it costs ~20-40 us,
+#: the time of a few passes over 64K float32 elements. (A lock hand-off of half the cost
+#: was tried and dropped: with another library's threads spinning on the same cores,
+#: large passes took 5-8x their time in most runs; docs/benchmarks record
+#: 2026-11-26-idle-three-runs.md.)
 PARALLEL_MIN = 1 << 17
 
 _lock = threading.Lock()
 _local = threading.local()
+_pool: ThreadPoolExecutor | None = None
 _blas: list[Any] | None = None
 
 
@@ -99,81 +104,26 @@ def n_threads() -> int:
     return n
 
 
-class _Worker:
-    """A host thread that runs one span at a time, handed over through two locks: the
-    cheapest wake-up Python offers (a ``ThreadPoolExecutor``'s queue, future and waiter
-    cost about twice as much per hand-off; the record of issue 32's split thresholds in
-    docs/benchmarks has the figures)."""
-
-    def __init__(self, name: str) -> None:
-        self._go, self._done = threading.Lock(), threading.Lock()
-        self._go.acquire()
-        self._done.acquire()
-        self._task: tuple[Any, ...] = ()
-        self._outcome: tuple[Any, BaseException | None] = (None, None)
-        threading.Thread(target=self._loop, name=name, daemon=True).start()
-
-    def start(self, work: Callable[[int, int, int], Any], k: int, lo: int, hi: int) -> None:
-        self._task = (contextvars.copy_context(), work, k, lo, hi)
-        self._go.release()
-
-    def join(self) -> tuple[Any, BaseException | None]:
-        """The span's result and the error it raised, once it has ended."""
-        self._done.acquire()
-        outcome, self._outcome = self._outcome, (None, None)
-        return outcome
-
-    def _loop(self) -> None:
-        while True:
-            self._go.acquire()
-            (context, work, k, lo, hi), self._task = self._task, ()
-            try:
-                self._outcome = (context.run(work, k, lo, hi), None)
-            except BaseException as error:  # handed to the caller, raised there
-                self._outcome = (None, error)
-            self._done.release()
-
-
-#: The workers, created on first use; whoever holds _claim hands spans to them.
-_workers: list[_Worker] = []
-_claim = threading.Lock()
-
-
-def _join(helpers: list[_Worker]) -> list[tuple[Any, BaseException | None]]:
-    """Each helper's outcome, once all have ended."""
-    outcomes = []
-    try:
-        for worker in helpers:
-            outcomes.append(worker.join())
-    except BaseException:
-        # interrupted (KeyboardInterrupt): the spans not joined still run and will signal
-        # ends that no later hand-off may mistake for its own, so their threads serve no
-        # more
-        with _lock:
-            for worker in helpers[len(outcomes) :]:
-                if worker in _workers:
-                    _workers.remove(worker)
-        raise
-    return outcomes
-
-
-def _helpers(count: int) -> list[_Worker]:
-    with _lock:
-        while len(_workers) < count:
-            _workers.append(_Worker(f"gpukit-host-{len(_workers)}"))
-        return _workers[:count]
-
-
-def _forget_workers() -> None:
-    """In a forked child the workers' threads do not exist: start new ones on first use
-    (the old ones would be handed spans that no thread ever runs)."""
-    global _lock, _claim
-    _workers.clear()
-    _lock, _claim = threading.Lock(), threading.Lock()
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool on first use
+    (the old one would queue work that no thread ever runs)."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_workers)
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(
+                    max_workers=max(1, _CORES - 1), thread_name_prefix="gpukit-host"
+                )
+    return _pool
 
 
 def plan(n: int, per_item: int = 1, weight: float = 1.0) -> int:
@@ -203,36 +153,27 @@ def run(
     ``threads`` defaults to :func:`plan` (``per_item``: the elements one index stands
     for, a row's length; ``weight``: the pass's cost per element); a caller that
     prepares something per span (scratch memory allocated before any write) takes it
-    from :func:`plan` first. The caller's thread does the first span and the host
-    workers the others; each runs in a copy of the caller's context (NumPy's
-    ``errstate`` included). While another caller's spans hold the workers (a second
-    thread of the user's, or ``work`` itself calling :func:`run`), the caller runs every
-    span itself, in order: the same spans, so the same results. ``work`` walks its span
-    in blocks (:func:`spans`), so that its temporaries stay in cache.
+    from :func:`plan` first. The caller's thread
+    does the first span and the pool the others; each runs in a copy of the caller's
+    context (NumPy's ``errstate`` included). ``work`` walks its span in blocks
+    (:func:`spans`), so that its temporaries stay in cache.
     """
     threads = threads or plan(n, per_item, weight)
     if threads == 1:
         return [work(0, 0, n)]
     bounds = [n * k // threads for k in range(threads + 1)]
-    if not _claim.acquire(blocking=False):
-        return [work(k, bounds[k], bounds[k + 1]) for k in range(threads)]
+    pool = _executor()
+    futures = [
+        pool.submit(contextvars.copy_context().run, work, k, bounds[k], bounds[k + 1])
+        for k in range(1, threads)
+    ]
     try:
-        helpers = _helpers(threads - 1)
-        for k, worker in enumerate(helpers, 1):
-            worker.start(work, k, bounds[k], bounds[k + 1])
-        try:
-            first = work(0, bounds[0], bounds[1])
-        finally:
-            # the spans write into the caller's arrays: none may still run once this
-            # returns or raises, or an error would leave writes landing after the caller
-            # saw it
-            outcomes = _join(helpers)
+        first = work(0, bounds[0], bounds[1])
     finally:
-        _claim.release()
-    for _, error in outcomes:
-        if error is not None:
-            raise error
-    return [first] + [result for result, _ in outcomes]
+        # the spans write into the caller's arrays: none may still run once this returns
+        # or raises, or an error would leave writes landing after the caller saw it
+        wait(futures)
+    return [first] + [f.result() for f in futures]
 
 
 def spans(lo: int, hi: int, item_bytes: int) -> range:
