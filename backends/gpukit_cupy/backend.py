@@ -138,6 +138,9 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
     # CuPy compiles every kernel, its own and gpukit's, with -ftz=true
     # (cupy/cuda/compiler.py, _compile_with_cache_cuda)
     flushes_single_subnormals = True
+    # cuSOLVER's getrf given a NaN returned finite values on an H200
+    # (docs/benchmarks/2026-11-26-h200.md)
+    lu_spreads_nan = False
 
     def __init__(self) -> None:
         self.xp = cupy

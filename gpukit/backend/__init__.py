@@ -82,12 +82,18 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
         ``True`` when the backend's kernels read and write single-precision (float32,
         complex64) subnormals as zeros of the same sign (CUDA's flush-to-zero mode);
         double precision keeps them on every backend (docs/numerics.rst).
+    lu_spreads_nan : bool
+        ``True`` when the backend's LU factorisation (behind ``solve``, ``inv``) turns a
+        NaN or inf in the matrix into NaN in its result, as LAPACK's does. cuSOLVER's
+        may return finite values instead, so that with ``check_finite=False`` a
+        non-finite matrix can give a finite, meaningless answer (docs/linalg.rst).
     """
 
     name: str = "abstract"
     xp: ModuleType
     is_device: bool = False
     flushes_single_subnormals: bool = False
+    lu_spreads_nan: bool = True
 
     # -- array placement: every backend implements these ------------------------------------
     def owns(self, x: Any) -> bool:

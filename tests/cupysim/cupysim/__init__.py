@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .config import config
 from .cost import GPUS, Estimate, estimate
-from .errors import StreamHazard
+from .errors import StreamHazard, UndefinedResult
 from .launchcheck import launch_check_only
 from .placement import DevicePlacementError
 from .records import clear_tf32_requests, tf32_requests
@@ -22,6 +22,7 @@ __all__ = [
     "StreamHazard",
     "Summary",
     "Trace",
+    "UndefinedResult",
     "clear_tf32_requests",
     "config",
     "estimate",

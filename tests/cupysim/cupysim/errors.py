@@ -362,6 +362,20 @@ class OutOfMemoryError(MemoryError):
 OutOfMemoryError.__module__ = "cupy.cuda.memory"
 
 
+class UndefinedResult(RuntimeError):
+    """A library routine was given input its result is undefined for.
+
+    Raised by the simulator where the real library returns values nobody can predict (not a
+    CuPy exception: on a GPU the call returns quietly). cuSOLVER's LU factorisation
+    (``getrf``) given NaN or inf: on an H200 (CuPy 14.2, CUDA 13.2; record
+    docs/benchmarks/2026-11-26-h200.md) ``cupy.linalg.inv`` of a 4x4 float64 matrix holding
+    one NaN returned *finite* values, with devInfo 0 under ``cupyx.errstate(linalg='raise')``,
+    where LAPACK's spread the NaN. The simulator cannot know those values, so it refuses
+    rather than guess (NumPy's NaN would let code that needs the NaN pass here and fail on
+    the GPU).
+    """
+
+
 class StreamHazard(RuntimeError):
     """Memory accessed on one stream while another stream's access is not ordered before it.
 

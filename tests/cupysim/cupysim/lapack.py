@@ -15,7 +15,7 @@ import scipy.linalg.lapack as lapack
 from cupy._core import core
 
 from . import devices, placement, streams
-from .solver import _config_linalg, _message, _prefix
+from .solver import _config_linalg, _message, _prefix, refuse_undefined
 
 
 def assert_cupy_array(*arrays) -> None:
@@ -55,6 +55,7 @@ def _check(routine: str, info: list[int]) -> None:
 def getrf_getrs(a, b) -> None:
     t = _prefix(a.dtype)
     info = [0]
+    refuse_undefined(t + "getrf", a._np)
 
     def body():
         lu, piv, inf = getattr(lapack, t + "getrf")(a._np)

@@ -16,6 +16,7 @@ import numpy as np
 from cupy._core import core
 
 from . import devices, libs, streams
+from .errors import UndefinedResult
 from .runtime import check_peer_access
 
 
@@ -46,6 +47,20 @@ def _info(routine: str, mats: list[np.ndarray]) -> list[int]:
             else:
                 out.append(1)
     return out
+
+
+def refuse_undefined(routine: str, a: np.ndarray) -> None:
+    """UndefinedResult when the LU routine ``routine`` (``getrf``, ``getrfBatched``) is
+    given a matrix ``a`` holding NaN or inf: cuSOLVER's ``getrf`` then returned finite
+    values on an H200 (cupysim.errors.UndefinedResult), which no model can reproduce. The
+    batched cuBLAS routine was not observed; it is held to the same rule rather than
+    assumed to spread the NaN as LAPACK does."""
+    if a.dtype.kind in "fc" and not np.isfinite(a).all():
+        raise UndefinedResult(
+            f"{routine} given a matrix holding NaN or inf (shape {a.shape}): on a GPU the "
+            "result is undefined (finite values, devInfo 0, on an H200); check the input "
+            "first (the simulator cannot know the values)"
+        )
 
 
 def _message(routine: str, library: str, info: list[int]) -> str:
@@ -95,19 +110,27 @@ def routine(
         dev = devices.current()
         for x in found:
             check_peer_access(x, dev)
+        mats = [v for v in a if isinstance(v, np.ndarray) and v.ndim >= 2][:1]
+        if cusolver is not None and mats:
+            tmpl = batched if (mats[0].ndim > 2 and batched) else cusolver
+            if "getrf" in tmpl:
+                refuse_undefined(tmpl.format(t=_prefix(mats[0].dtype)), mats[0])
         try:
             res = npfn(*a, **k)
             failed = False
         except np.linalg.LinAlgError:
             if cusolver is None:
                 raise
-            failed = True
+            # cuSOLVER's potrf does not test for NaN: given one it factors on and writes
+            # NaN with devInfo 0 (seen on an H200, record 2026-11-26-h200), where LAPACK
+            # (NumPy's) reports a failure
+            spread = "potrf" in cusolver and mats and not np.isfinite(np.tril(mats[0])).all()
+            failed = not spread
             res = _nan_like(npfn(*[_stand_in(v) for v in a], **k))
         if cusolver is not None and _config_linalg() == "raise":
             # CuPy reads devInfo back: a synchronisation of the current stream
             streams.synchronize(streams.current(dev))
             if failed:
-                mats = [v for v in a if isinstance(v, np.ndarray) and v.ndim >= 2][:1]
                 stacked = mats and mats[0].ndim > 2
                 tmpl = batched if (stacked and batched) else cusolver
                 routine_name = tmpl.format(t=_prefix(mats[0].dtype if mats else "d"))

@@ -41,6 +41,37 @@ def test_singular_matrix_is_silent_by_default_and_raises_under_errstate(cp):
             cp.linalg.cholesky(-cp.eye(2))
 
 
+def test_lu_of_a_non_finite_matrix_is_undefined_and_cholesky_spreads_nan(cp):
+    """On an H200, cuSOLVER's getrf given a NaN returned finite values with devInfo 0, and
+    potrf wrote NaN with devInfo 0 (docs/benchmarks/2026-11-26-h200.md): the LU routines
+    refuse what they cannot know; Cholesky gives NaN and raises nothing, even under
+    errstate."""
+    import cupyx
+    import cupyx.lapack
+    import cupyx.scipy.linalg
+    from cupysim import UndefinedResult
+
+    bad = np.eye(3)
+    bad[1, 1] = np.nan
+    calls = [
+        lambda: cp.linalg.inv(cp.asarray(bad)),
+        lambda: cp.linalg.solve(cp.asarray(bad), cp.ones(3)),
+        lambda: cp.linalg.inv(cp.asarray(np.stack([bad, bad]))),
+        lambda: cupyx.lapack.gesv(cp.asarray(bad, order="F"), cp.ones((3, 1), order="F")),
+        lambda: cupyx.scipy.linalg.lu_factor(cp.asarray(bad), check_finite=False),
+    ]
+    for call in calls:
+        with pytest.raises(UndefinedResult, match=r"getrf(Batched)? given a matrix holding NaN"):
+            call()
+    with cupyx.errstate(linalg="raise"):
+        assert np.isnan(cp.linalg.cholesky(cp.asarray(bad)).get()).any()
+        upper = np.eye(3)
+        upper[0, 2] = np.nan  # not read: the factor of the identity
+        np.testing.assert_array_equal(cp.linalg.cholesky(cp.asarray(upper)).get(), np.eye(3))
+        with pytest.raises(np.linalg.LinAlgError, match="dpotrf"):
+            cp.linalg.cholesky(-cp.eye(2))
+
+
 def test_lapack_posv_and_potrs(cp, rng):
     import cupyx.lapack
 

@@ -29,6 +29,7 @@ def _getrf(a, overwrite_a=False, check_finite=True):
         raise NotImplementedError("Only float32, float64, complex64 and complex128 are supported.")
     if check_finite and a.dtype.kind == "f" and not _np.isfinite(a).all():
         raise ValueError("array must not contain infs or NaNs")
+    _solver.refuse_undefined(_solver._prefix(a.dtype) + "getrf", a)
     (getrf,) = _sl.get_lapack_funcs(("getrf",), (a,))
     lu, piv, info = getrf(a)
     if info > 0:
