@@ -181,11 +181,18 @@ def test_the_condition_estimate_bounds_the_exact_norm_as_lapack_does(rng, dtype,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "estimated"])
 @pytest.mark.parametrize("assume_a", ["gen", "pos"])
-def test_cupy_rcond_is_lapacks_estimate(cupy_backend, rng, assume_a):
+def test_cupy_rcond_is_lapacks_estimate(cupy_backend, rng, monkeypatch, assume_a, exact):
     """The CuPy backend's rcond (LinAlgWarning's) agrees with SciPy's xGECON/xPOCON within
-    the estimators' factor, without forming the inverse."""
+    the estimators' factor: exact from the inverse up to EXACT_RCOND_MAX, above it the
+    estimate, without forming the inverse."""
     import cupy
+
+    import gpukit_cupy.linalg
+
+    if not exact:
+        monkeypatch.setattr(gpukit_cupy.linalg, "EXACT_RCOND_MAX", 29)
 
     a = conditioned(rng, 30, 1e8, hermitian=assume_a == "pos")
     if assume_a == "pos":
@@ -197,8 +204,13 @@ def test_cupy_rcond_is_lapacks_estimate(cupy_backend, rng, assume_a):
     else:
         want, _ = lapack(sl.cholesky(a, lower=True), anorm, uplo="L")
     x, rcond = cupy_backend.linalg_solve_rcond(cupy.asarray(a), cupy.ones((30, 1)), assume_a)
-    assert rel_err(x, np.linalg.solve(a, np.ones((30, 1)))) < 1e-12 / rcond.get()
+    assert rel_err(x, np.linalg.solve(a, np.ones((30, 1)))) < 1e-12 / float(rcond)
     assert want / 3 <= float(rcond) <= want * 3
+    truth = 1 / (anorm * np.abs(np.linalg.inv(a)).sum(axis=0).max())
+    if exact:
+        assert abs(float(rcond) / truth - 1) < 1e-6
+    else:  # the estimate of ||inv(A)|| is a lower bound: rcond at or above the truth
+        assert float(rcond) >= truth * (1 - 1e-6)
 
 
 def hilbert(rng, n):

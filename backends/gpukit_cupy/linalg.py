@@ -16,6 +16,12 @@ import numpy as np
 
 from gpukit.backend._ops.linalg import LinalgOps, hermitian_norm1, norm1_inverse_estimate
 
+#: Up to this order rcond is exact, from the inverse the factors give in one solve with
+#: n right-hand sides: on a GPU that solve is parallel work, where the estimate's dozen
+#: single-vector solves are each a chain of dependent steps and a host round trip.
+#: Measured on an H200 (docs/benchmarks/2026-11-26-h200.md).
+EXACT_RCOND_MAX = 2048
+
 
 @contextlib.contextmanager
 def _raising() -> Iterator[None]:
@@ -48,8 +54,9 @@ class CupyLinalg(LinalgOps):
             return super().linalg_solve(a, b, assume_a)
 
     def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
-        """cuSOLVER has no xGECON: rcond is estimated as LAPACK does, from the factors
-        already made for the solve (a stack keeps the exact rcond from the inverse)."""
+        """cuSOLVER has no xGECON: rcond comes from the factors already made for the
+        solve, exact from the inverse up to :data:`EXACT_RCOND_MAX`, estimated as LAPACK
+        does above it (a stack keeps the exact rcond from the inverse)."""
         if a.ndim != 2:
             return super().linalg_solve_rcond(a, b, assume_a)
         import cupyx.scipy.linalg
@@ -75,11 +82,15 @@ class CupyLinalg(LinalgOps):
             # at an exactly zero pivot lu_factor warns (CuPy's RuntimeWarning) and x holds
             # inf or NaN, which the front-end reports as LinAlgError
             x = solve(b, False)
+            n = a.shape[0]
+            if n <= EXACT_RCOND_MAX:  # rcond stays on the device: one read, the caller's
+                inverse = solve(xp.eye(n, dtype=a.dtype), False)
+                return x, 1 / (anorm * xp.abs(inverse).sum(axis=0).max())
 
             def host_solve(v: np.ndarray, adjoint: bool) -> np.ndarray:
                 return xp.asnumpy(solve(xp.asarray(v.astype(a.dtype)), adjoint))
 
-            inverse = norm1_inverse_estimate(host_solve, a.shape[0])
+            inverse = norm1_inverse_estimate(host_solve, n)
         return x, 1 / (anorm * inverse)
 
     def linalg_inv(self, a: Any) -> Any:
