@@ -160,3 +160,15 @@ def test_fft_of_a_size_seen_creates_no_plan_and_copies_nothing():
     assert s.h2d_copies + s.d2h_copies + s.d2d_copies + s.peer_copies == 0
     assert s.device_ops == 1  # the transform itself: no copy or cast kernel first
     assert s.syncs == 0 and s.pool_misses == 0
+
+
+# -- a dense solve ---------------------------------------------------------------------------
+def test_solve_reads_back_only_its_verdicts():
+    """``solve`` of one 1000x1000 matrix: its condition number from the inverse the factors
+    give (no host vectors: the estimate's solves went through the host), and five reads:
+    ``a`` finite, CuPy's two reads of getrf's devInfo, ``x`` finite, rcond above eps."""
+    s = cost("solve_1000")
+    assert s.h2d_copies == 0
+    assert s.d2h_bytes <= s.d2h_copies * 8  # flags and scalars, never a vector
+    assert s.syncs <= 5
+    assert s.pool_misses == 0
