@@ -1,11 +1,19 @@
 """Probe: where gk.linalg's time goes on a real GPU (cProfile, 300 warm calls each)."""
-import cProfile, pstats, io
-import numpy as np, cupy
+
+import cProfile
+import io
+import pstats
+
+import cupy
+import numpy as np
 from cupyx.profiler import benchmark
+
 import gpukit as gk
 
 rng = np.random.default_rng(1)
-m = rng.standard_normal((4, 4)); a = cupy.asarray(m @ m.T + 4 * np.eye(4)); b = cupy.asarray(rng.standard_normal(4))
+m = rng.standard_normal((4, 4))
+a = cupy.asarray(m @ m.T + 4 * np.eye(4))
+b = cupy.asarray(rng.standard_normal(4))
 v = cupy.asarray(rng.standard_normal(1024))
 x = cupy.asarray(rng.standard_normal((4, 4)))
 calls = {
@@ -22,13 +30,19 @@ calls = {
 }
 for name, fn in calls.items():
     r = benchmark(fn, n_repeat=300, n_warmup=30)
-    print(f"{name:22s} cpu {r.cpu_times.mean()*1e6:8.1f} us  gpu {r.gpu_times.mean()*1e6:8.1f} us", flush=True)
+    print(
+        f"{name:22s} cpu {r.cpu_times.mean() * 1e6:8.1f} us  gpu {r.gpu_times.mean() * 1e6:8.1f} us",
+        flush=True,
+    )
 for name in ("gk.linalg.solve", "gk.linalg.cholesky", "gk.linalg.norm", "gk.matmul"):
     fn = calls[name]
-    pr = cProfile.Profile(); pr.enable()
+    pr = cProfile.Profile()
+    pr.enable()
     for _ in range(300):
         fn()
-    cupy.cuda.Device().synchronize(); pr.disable()
+    cupy.cuda.Device().synchronize()
+    pr.disable()
     for key in ("tottime", "cumtime"):
-        s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats(key).print_stats(20)
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats(key).print_stats(20)
         print(f"==== {name} by {key}\n" + "\n".join(s.getvalue().splitlines()[4:30]), flush=True)
