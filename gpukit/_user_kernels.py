@@ -21,7 +21,10 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import declare
+from ._dispatch.inputs import keep, plan_for_all
 from ._dispatch.kinds import kind_of
+from ._runtime import plans as _plans
+from ._runtime.plans import token
 from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction, replace
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
@@ -29,6 +32,9 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 #: The dtypes a kernel computes in; ``"T"`` binds to one of them at each call.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DtypeSpec = str | type | np.dtype | None
+# (kernel, active backend, each argument's type, dtype and shape[, axis, keepdims]) -> the
+# plan of _Kernel._plan: a warm call's checks, placement and dtype binding, done
+_PLANS = _plans.table()
 
 
 def _dtype_spec(what: str, value: Any, argument: str) -> np.dtype | None:
@@ -105,10 +111,22 @@ class _Kernel:
     def _out(self, values: list[Any], scalar: list[bool]) -> np.dtype:
         return self._bind(values, scalar) if self.out_dtype is None else self.out_dtype
 
-    def _place(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[int, ...], np.dtype]:
-        """Check, place and cast ``args``: (backend, arguments, broadcast shape, out dtype)."""
+    def _plan(
+        self, args: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], list[Any], list[Any], list[Any]]:
+        """Check and place ``args``: ``(plan, values, arrays, placed)``.
+
+        ``plan`` is ``(backend, conversions, broadcast shape, out dtype)``: what every call
+        with arguments of these types, dtypes and shapes decides alike. ``conversions``
+        are ``(position, convert)`` for the values not in their parameter's dtype (every
+        scalar, by value; arrays by a cast). ``values`` are the arguments on the backend,
+        ``arrays`` the array arguments as given and ``placed`` as the checks and
+        :func:`prepare` made them (:func:`gpukit._dispatch.inputs.keep` keeps the plan
+        when they are the same objects).
+        """
         op, params = self.op, self.params
         checked, scalar = self._check(args)
+        given = [a for a, s in zip(args, scalar, strict=True) if not s]
         arrays = [a for a, s in zip(checked, scalar, strict=True) if not s]
         names = tuple(n for n, s in zip(params, scalar, strict=True) if not s)
         backend, placed = prepare(*arrays, names=names)
@@ -116,26 +134,45 @@ class _Kernel:
         it = iter(placed)
         values = [a if s else next(it) for a, s in zip(checked, scalar, strict=True)]
         t = self._bind(values, scalar)
-        cast = []
-        for a, s, n, spec in zip(values, scalar, params, self.in_dtypes, strict=True):
+        conversions: list[tuple[int, Callable[[Any], Any]]] = []
+        for i, (a, s, n, spec) in enumerate(
+            zip(values, scalar, params, self.in_dtypes, strict=True)
+        ):
             dt = t if spec is None else spec
             if s:
-                cast.append(dt.type(a))
-                continue
-            if not np.can_cast(a.dtype, dt, "safe"):
+                conversions.append((i, dt.type))
+            elif not np.can_cast(a.dtype, dt, "safe"):
                 raise TypeError(
                     f"{op}: argument {n!r} has dtype {a.dtype}, which the kernel's {dt} "
                     f"parameter cannot hold without loss; convert it ({n}.astype('{dt}')) "
                     "or declare the parameter wider"
                 )
-            cast.append(a.astype(dt, copy=False))
+            elif a.dtype != dt:
+                conversions.append((i, operator.methodcaller("astype", dt)))
         shapes = [tuple(a.shape) for a in placed]
         try:
             shape = np.broadcast_shapes(*shapes)
         except ValueError:
             seen = ", ".join(f"{n} {s}" for n, s in zip(names, shapes, strict=True))
             raise ValueError(f"{op}: the arguments' shapes do not broadcast: {seen}") from None
-        return backend, cast, shape, self._out(values, scalar)
+        plan = (backend, tuple(conversions), shape, self._out(values, scalar))
+        return plan, values, given, placed
+
+    def _planned(self, args: tuple[Any, ...], *options: Any) -> tuple[tuple[Any, ...], list[Any]]:
+        """``(plan, values)``: :meth:`_plan`'s plan of ``args`` and ``options`` (a
+        reduction's axis and keepdims), made once for arguments of the same types, dtypes
+        and shapes (:func:`gpukit._dispatch.inputs.plan_for_all`), and the arguments
+        converted to their parameters' dtypes."""
+        plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
+        if plan is None:
+            since = _plans.generation()
+            plan, values, arrays, placed = self._plan(args, *options)
+            keep(_PLANS, key, since, plan, plan[0], arrays, placed)
+        else:  # the arrays as they came: the plan was kept only for those prepare keeps
+            values = list(args)
+        for i, convert in plan[1]:
+            values[i] = convert(values[i])
+        return plan, values
 
     def _bind(self, values: list[Any], scalar: list[bool]) -> np.dtype:
         """The dtype ``"T"`` stands for: the promoted dtype of its arguments, in float32 or
@@ -226,6 +263,24 @@ class ReductionKernel(_Kernel):
     def __repr__(self) -> str:
         return f"<gk.reduction {self._body.name}({', '.join(self.params)}) by {self.reducer}>"
 
+    def _plan(
+        self, args: tuple[Any, ...], axis: Any = None, keepdims: Any = False
+    ) -> tuple[tuple[Any, ...], list[Any], list[Any], list[Any]]:
+        """:meth:`_Kernel._plan`'s, with the axes reduced (non-negative ints, or None for
+        all) and keepdims (a bool) appended to the plan."""
+        plan, values, arrays, placed = super()._plan(args)
+        op, shape = self.op, plan[2]
+        axes = reduction_axes(op, axis, len(shape))
+        if not isinstance(keepdims, bool | np.bool_):
+            raise TypeError(f"{op}: keepdims must be a bool, got {keepdims!r}")
+        reduced = shape if axes is None else [shape[a] for a in axes]
+        if self.reducer in ("max", "min") and 0 in reduced:
+            raise ValueError(
+                f"{op}: a {self.reducer} over zero elements (shape {shape}, axis {axis!r}) "
+                "has no value"
+            )
+        return (*plan, axes, bool(keepdims)), values, arrays, placed
+
     @functools.cached_property
     def pieces(self) -> tuple[ReductionKernel, ElementwiseKernel]:
         """This reduction split for data on several devices: the reduction without its
@@ -239,10 +294,10 @@ class ReductionKernel(_Kernel):
         return partial, ElementwiseKernel(fn, final, "T", out)
 
 
-@operation("gk.elementwise")
+@operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
-    backend, cast, shape, out = kernel._place(args)
-    return backend.user_elementwise(kernel._body, cast, shape, out)
+    (backend, _, shape, out), values = kernel._planned(args)
+    return backend.user_elementwise(kernel._body, values, shape, out)
 
 
 _declare("gk.elementwise")
@@ -267,22 +322,12 @@ def reduction_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-@operation("gk.reduction")
+@operation("gk.reduction", plain=(ReductionKernel,))
 def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
-    backend, cast, shape, out = kernel._place(args)
-    op = kernel.op
-    axes = reduction_axes(op, axis, len(shape))
-    if not isinstance(keepdims, bool | np.bool_):
-        raise TypeError(f"{op}: keepdims must be a bool, got {keepdims!r}")
-    reduced = shape if axes is None else [shape[a] for a in axes]
-    if kernel.reducer in ("max", "min") and 0 in reduced:
-        raise ValueError(
-            f"{op}: a {kernel.reducer} over zero elements (shape {shape}, axis {axis!r}) has "
-            "no value"
-        )
-    return backend.user_reduction(kernel._reduction, cast, shape, out, axes, bool(keepdims))
+    (backend, _, shape, out, axes, keepdims), values = kernel._planned(args, axis, keepdims)
+    return backend.user_reduction(kernel._reduction, values, shape, out, axes, keepdims)
 
 
 _declare("gk.reduction")

@@ -11,6 +11,7 @@ import pytest
 import scipy.special
 
 import gpukit as gk
+from gpukit._runtime import plans
 from gpukit._select import registry
 from gpukit.errors import KernelSyntaxError
 
@@ -269,6 +270,83 @@ def test_call_errors_are_the_same_on_every_backend(backend, xp):
         largest_gap(xp.ones((0, 3)), 1.0)
     empty = weighted_norm(xp.ones((0, 3)), 1.0, axis=0)
     np.testing.assert_array_equal(_np(empty), np.zeros(3))
+
+
+def _raised(call):
+    with pytest.raises(Exception) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def _same_errors_warm_as_cold(warm, failing):
+    """Each failing call raises the same exception type and message with no plan kept
+    (cold) as after the valid calls ``warm`` kept theirs for the same kernels."""
+    plans.forget()
+    cold = [_raised(call) for call in failing]
+    for call in warm:
+        call(), call()  # the second call runs on the kept plan
+    assert [_raised(call) for call in failing] == cold
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
+    # the warm call skips the checks its plan made for these argument types, dtypes and
+    # shapes; any other call (another count, dtype, kind, shape, axis) is checked afresh
+    @gk.elementwise(in_dtypes=("float32", "T"), out_dtype="float32")
+    def fixed(x, y):
+        return x * y
+
+    x, w = xp.ones((3, 4), dtype=np.float32), xp.ones(4, dtype=np.float32)
+    f64 = xp.ones(3, dtype=np.float64)
+    warm = [
+        lambda: blend(x, w, 0.5),
+        lambda: softplus(x),
+        lambda: softplus(f64),
+        lambda: fixed(w, w),
+        lambda: fixed(w, f64[:1]),
+        lambda: weighted_norm(x, w, axis=0),
+        lambda: weighted_norm(x, x, axis=0),
+        lambda: largest_gap(xp.ones((2, 3)), 1.0, axis=0),
+    ]
+    failing = [
+        lambda: blend(x, w),  # the argument count
+        lambda: blend(x, w, 0.5, 0.5),
+        lambda: blend(x, xp.ones(5, dtype=np.float32), 0.5),  # shapes do not broadcast
+        lambda: softplus(xp.ones(3, dtype=np.complex128)),  # dtypes refused
+        lambda: softplus(xp.ones(3, dtype=np.float16)),
+        lambda: softplus(np.array(["a"])),
+        lambda: fixed(f64, w),  # float64 into a float32 parameter
+        lambda: softplus(None),  # foreign array types
+        lambda: softplus(np.ma.masked_array([1.0, 2.0], mask=[0, 1])),
+        lambda: softplus(np.matrix([[1.0, 2.0]])),
+        lambda: weighted_norm(x, w, axis=2),  # reduction axes
+        lambda: weighted_norm(x, w, axis=(0, -2)),
+        lambda: weighted_norm(x, w, axis=0.5),
+        lambda: weighted_norm(x, w, axis=0, keepdims=1),
+        lambda: largest_gap(xp.ones((0, 3)), 1.0, axis=0),  # max over nothing
+    ]
+    _same_errors_warm_as_cold(warm, failing)
+
+
+def test_a_warm_kernel_still_compares_devices():
+    with gk.use_backend(NumpyBackend(2)):
+        on0, on1 = (gk.asarray(np.ones(3), device=d) for d in (0, 1))
+        _same_errors_warm_as_cold(
+            [lambda: blend(on0, on0, 1.0), lambda: weighted_norm(on1, on1)],
+            [lambda: blend(on0, on1, 1.0), lambda: weighted_norm(on1, on0)],
+        )
+
+
+def test_a_warm_kernel_still_guards_transfers(cupy_backend):
+    import cupy
+
+    x = cupy.ones(4)
+    blend(x, x, 1.0), weighted_norm(x, x)
+    with gk.transfer_guard("disallow"):
+        _same_errors_warm_as_cold(
+            [lambda: blend(x, x, 1.0), lambda: weighted_norm(x, x)],
+            [lambda: blend(x, np.ones(4), 1.0), lambda: weighted_norm(np.ones(4), x)],
+        )
 
 
 @pytest.mark.parametrize("devices", [1, 3])

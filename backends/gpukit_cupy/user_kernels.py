@@ -5,11 +5,13 @@ the kernel's preamble, typed as NumPy types the same expression: a parameter has
 bound dtype, a literal the output dtype, an operation the wider of its operands (so
 ``float32`` stays ``float32`` and a ``float64`` operand widens, on both backends).
 Names are renamed (``p0``, ``v0``), so no user name meets a C keyword or CuPy's own.
-Kernels are built once per tree and dtypes; CuPy compiles on the first launch.
+Kernels are built once per tree and dtypes (kept in the tree's ``translations``); CuPy
+compiles on the first launch.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from functools import cache
 from typing import Any
@@ -203,6 +205,21 @@ def _reduction(body: ReductionBody, dtypes: tuple[str, ...], out: str) -> Any:
     )
 
 
+def _built(backend: Any, body: Any, args: list[Any], out_dtype: np.dtype, build: Any) -> Any:
+    """``build``'s kernel of ``body`` for these arguments' dtypes, kept in the body's
+    translations: a warm call looks it up by dtypes, without hashing the tree."""
+    key = (backend, out_dtype, *map(_dtype, args))
+    try:
+        return body.translations[key]
+    except KeyError:
+        dtypes = tuple(np.dtype(a.dtype).name for a in args)
+        kernel = body.translations[key] = build(body, dtypes, out_dtype.name)
+        return kernel
+
+
+_dtype = operator.attrgetter("dtype")
+
+
 class CupyUserKernels:
     """``user_elementwise`` / ``user_reduction``: one generated kernel launch each."""
 
@@ -211,8 +228,7 @@ class CupyUserKernels:
     ) -> Any:
         import cupy
 
-        dtypes = tuple(np.dtype(a.dtype).name for a in args)
-        kernel = _elementwise(body, dtypes, out_dtype.name)
+        kernel = _built(self, body, args, out_dtype, _elementwise)
         out = cupy.empty(shape, dtype=out_dtype)
         kernel(*args, out)
         return out
@@ -228,8 +244,7 @@ class CupyUserKernels:
     ) -> Any:
         import cupy
 
-        dtypes = tuple(np.dtype(a.dtype).name for a in args)
-        kernel = _reduction(body, dtypes, out_dtype.name)
+        kernel = _built(self, body, args, out_dtype, _reduction)
         # broadcast first: the reduction's axes are the broadcast shape's
         full = [cupy.broadcast_to(a, shape) if isinstance(a, cupy.ndarray) else a for a in args]
         return kernel(*full, axis=axis, keepdims=keepdims)

@@ -21,16 +21,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Exact types that are never a registered array kind nor a device array: a call whose
 # arguments are all of these (NumPy arrays, Python and NumPy scalars, strings, None,
-# containers) needs no route, one set look-up per argument (cheaper than building the
-# key of a planned route). Containers are not looked into by either search.
+# containers, and an operation's own ``plain`` types) needs no route, one set look-up per
+# argument (cheaper than building the key of a planned route). Containers are not looked
+# into by either search.
 _PLAIN = frozenset(
     {np.ndarray, int, float, complex, bool, str, type(None), tuple, list, dict, slice}
     | {np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG"}
 )
-_plain = _PLAIN.issuperset  # over the keyword arguments' types, in one C call
 
 
-def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Callable[[F], F]:
+def operation(
+    name: str, *, native: tuple[str, ...] = (), plain: tuple[type, ...] = (), **policy: Any
+) -> Callable[[F], F]:
     """Make ``fn`` the public operation ``name``.
 
     A call with an argument of a registered array kind (a :class:`gpukit.ShardedArray`,
@@ -49,6 +51,9 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
     native : tuple of str, optional
         Array kinds ``fn`` accepts itself (``("sharded",)`` for the ``gk.sharding``
         functions and the Krylov solvers, which run on sharded operands as they are).
+    plain : tuple of type, optional
+        Types of arguments of ``fn``'s own that are never an array kind nor a device
+        array (a user kernel): a call with them and host arrays needs no route.
     **policy
         Keyword arguments of :func:`gpukit._runtime.memory.operation`.
 
@@ -69,6 +74,8 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
 
     def decorate(fn: F) -> F:
         guarded = memory.Policy(name, fn, **policy)
+        plain_types = _PLAIN.union(plain)
+        all_plain = plain_types.issuperset
         attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
         # argument types (keyword names after the positional types) -> route: None (run
         # here), (None, implementation) of an array kind, or (backend, position of the
@@ -96,10 +103,10 @@ def operation(name: str, *, native: tuple[str, ...] = (), **policy: Any) -> Call
                 # their types), the many None ones by identity; keyword ones in one C call
                 other = False
                 for x in args:
-                    if x is not None and type(x) not in _PLAIN:
+                    if x is not None and type(x) not in plain_types:
                         other = True
                         break
-                if other or (kwargs and not _plain(map(type, kwargs.values()))):
+                if other or (kwargs and not all_plain(map(type, kwargs.values()))):
                     if kwargs:
                         key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
                     else:

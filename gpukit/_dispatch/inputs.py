@@ -34,6 +34,7 @@ __all__ = [
     "keep_placed",
     "placed",
     "plan_for",
+    "plan_for_all",
     "prepare",
     "to_numpy",
     "untouched",
@@ -155,6 +156,24 @@ def plan_for(plans: dict[Any, Any], op: str, x: Any, *static: Any) -> tuple[Any,
         return None, None
 
 
+def plan_for_all(
+    plans: dict[Any, Any], op: Any, args: Sequence[Any], *static: Any
+) -> tuple[Any, Any]:
+    """:func:`plan_for` over several arguments, arrays or scalars (each argument's type,
+    and its dtype and shape when it has them), for front-ends whose arguments are all
+    alike (``gk.elementwise`` kernels): ``(plan, key)``, key None when not keyable."""
+    parts = [op, active()]
+    for x in args:  # a loop, not a comprehension: no function frame per call
+        parts += (type(x), getattr(x, "dtype", None), getattr(x, "shape", None))
+    try:
+        key = (*parts, *static)
+        return plans[key], key
+    except KeyError:
+        return None, key
+    except TypeError:  # an unhashable dtype, shape or argument
+        return None, None
+
+
 def keep(
     plans: dict[Any, Any],
     key: Any,
@@ -164,10 +183,11 @@ def keep(
     given: Sequence[Any],
     out: Sequence[Any],
 ) -> None:
-    """Keep ``plan`` under ``key`` (from :func:`plan_for` or :func:`placed`, read before
-    generation ``since``) when the front-end's checks handed every array of ``given``
-    back as ``out`` unchanged on ``backend``, where :func:`prepare` leaves any arrays of
-    those types (no transfer, one device): a warm call then needs neither."""
+    """Keep ``plan`` under ``key`` (from :func:`plan_for`, :func:`plan_for_all` or
+    :func:`placed`, read before generation ``since``) when the front-end's checks handed
+    every array of ``given`` back as ``out`` unchanged on ``backend``, where
+    :func:`prepare` leaves any arrays of those types (no transfer, one device): a warm
+    call then needs neither."""
     if key is None or key[1] is None:
         return
     for x, y in zip(given, out, strict=True):

@@ -25,7 +25,7 @@ import inspect
 import math
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KernelSyntaxError
@@ -107,12 +107,19 @@ class Body:
         Local assignments, each an expression of the parameters and earlier locals.
     result : node
         The returned expression.
+    translations : dict
+        What backends made of this body, keyed as each likes (its own backend object
+        first): it lives as long as the kernel, and a warm call looks it up without
+        hashing the tree.
     """
 
     name: str
     params: tuple[str, ...]
     lets: tuple[tuple[str, Node], ...]
     result: Node
+    translations: dict[Any, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
 
 @dataclass(frozen=True)
@@ -128,11 +135,16 @@ class ReductionBody:
     final : node
         The returned expression of ``("reduced",)`` and constants (``("reduced",)`` when
         the reduced value is returned as it is).
+    translations : dict
+        As :attr:`Body.translations`.
     """
 
     map: Body
     reducer: str
     final: Node
+    translations: dict[Any, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
 
 class _Parser:

@@ -6,6 +6,10 @@ each parameter's dtype and cast the arguments to it; these methods only translat
 tree into calls of ``self.xp``'s ufuncs. Elementwise kernels are evaluated in blocks of
 rows, so the temporaries of a long expression stay in cache. A device backend
 overrides them with one generated kernel launch.
+
+The translation is a generated Python function, one ufunc call a line (as the CuPy
+backend generates CUDA C): a small kernel then costs its ufunc calls and one function
+call, not one closure call per node of its tree.
 """
 
 from __future__ import annotations
@@ -23,9 +27,75 @@ from ..userkernel import REDUCERS, Body, Node, ReductionBody
 #: expression's temporaries (128 KiB each) within a core's L2 cache.
 BLOCK = 1 << 14
 
+_F = Callable[..., Any]
 
-#: The reduced value's name in a reduction's environment (no Python identifier).
-_REDUCED = "<reduced>"
+
+def _quiet(fn: _F) -> _F:
+    """``fn`` under ``numpy.errstate(all="ignore")``: inf and nan are results, as on a GPU."""
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        # NumPy 2's errstate decorator keeps its state per call: one call level, thread safe
+        return np.errstate(all="ignore")(fn)
+
+    @functools.wraps(fn)
+    def quiet(*args: Any, **kwargs: Any) -> Any:  # NumPy 1's shares it between threads
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet
+
+
+class _Source:
+    """A kernel tree as the lines of a Python function: ``tK = ufunc(a, b)`` per operation
+    (no nesting, however deep the tree), names renamed (``p0`` parameters, ``v0`` locals,
+    ``r`` the reduced value), ufuncs and literals (in ``dtype``) bound as globals."""
+
+    def __init__(self, ufunc: Callable[[str], _F], dtype: np.dtype) -> None:
+        self.ufunc, self.dtype = ufunc, dtype
+        self.names: dict[str, str] = {}
+        self.globals: dict[str, Any] = {}
+        self.functions: dict[str, str] = {}
+        self.lines: list[str] = []
+
+    def _function(self, name: str) -> str:
+        if name not in self.functions:
+            self.functions[name] = self._bind(self.ufunc(name))
+        return self.functions[name]
+
+    def _bind(self, value: Any) -> str:
+        name = f"g{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def operand(self, node: Node) -> str:
+        """The name holding ``node``'s value, after the lines computing it."""
+        tag = node[0]
+        if tag == "num":
+            return self._bind(self.dtype.type(node[1]))
+        if tag == "var":
+            return self.names[node[1]]
+        if tag == "reduced":
+            return "r"
+        if tag == "call":
+            fn, args = self._function(node[1]), [self.operand(a) for a in node[2]]
+        elif tag == "where":
+            fn, args = self._function("where"), [self.operand(n) for n in node[1:]]
+        elif tag in ("neg", "not"):
+            fn = self._function("negative" if tag == "neg" else "logical_not")
+            args = [self.operand(node[1])]
+        else:
+            fn = self._function(_BINARY[node[1] if tag in ("bin", "cmp") else tag])
+            args = [self.operand(n) for n in node[-2:]]
+        temp = f"t{len(self.lines)}"
+        self.lines.append(f"    {temp} = {fn}({', '.join(args)})")
+        return temp
+
+    def function(self, signature: str, result: Node, label: str) -> _F:
+        """The function ``def signature:`` of the lines so far, returning ``result``."""
+        ret = self.operand(result)
+        source = "\n".join([f"def {signature}:", *self.lines, f"    return {ret}"])
+        scope = dict(self.globals)
+        exec(compile(source, f"<{label}>", "exec"), scope)  # generated names only, no user text
+        return scope[signature.partition("(")[0]]
 
 
 class UserKernelOps:
@@ -44,79 +114,72 @@ class UserKernelOps:
             return self.special_function(name)
         return getattr(self.xp, name)  # the kernel language uses NumPy's names
 
-    def _compile(self, node: Node, dtype: np.dtype) -> Callable[[dict[str, Any]], Any]:
-        """``node`` as a function of the environment (name -> array); literals in ``dtype``."""
-        xp, tag = self.xp, node[0]
-        if tag == "num":
-            value = dtype.type(node[1])
-            return lambda env: value
-        if tag == "var":
-            name = node[1]
-            return lambda env: env[name]
-        if tag == "reduced":
-            return lambda env: env[_REDUCED]
-        if tag == "call":
-            fn = self._ufunc(node[1])
-            args = [self._compile(a, dtype) for a in node[2]]
-            if len(args) == 1:
-                (a,) = args
-                return lambda env: fn(a(env))
-            return lambda env: fn(*(a(env) for a in args))
-        if tag == "where":
-            c, a, b = (self._compile(n, dtype) for n in node[1:])
-            return lambda env: xp.where(c(env), a(env), b(env))
-        if tag == "neg":
-            a = self._compile(node[1], dtype)
-            return lambda env: xp.negative(a(env))
-        if tag == "not":
-            a = self._compile(node[1], dtype)
-            return lambda env: xp.logical_not(a(env))
-        op = node[1] if tag in ("bin", "cmp") else tag
-        fn = getattr(xp, _BINARY[op])
-        a, b = (self._compile(n, dtype) for n in node[-2:])
-        return lambda env: fn(a(env), b(env))
+    # Kept in the body's translations, per backend and dtype: generating the function
+    # costs more than evaluating a small kernel. Two threads may both make one (the last
+    # is kept; both are right).
+    def _program(self, body: Body, dtype: np.dtype) -> tuple[_F, bool]:
+        """``(run, fresh)``: ``run(args)`` evaluates ``body`` (literals in ``dtype``);
+        ``fresh`` when its result is an operation's, a new array no argument shares."""
+        try:
+            return body.translations[self, dtype]
+        except KeyError:
+            pass
+        source = _Source(self._ufunc, dtype)
+        source.names.update({name: f"p{i}" for i, name in enumerate(body.params)})
+        source.lines.append(f"    ({''.join(f'p{i}, ' for i in range(len(body.params)))}) = args")
+        for j, (name, expr) in enumerate(body.lets):
+            source.lines.append(f"    v{j} = {source.operand(expr)}")
+            source.names[name] = f"v{j}"  # after its expression: x = -x reads the old x
+        run = source.function("run(args)", body.result, f"gk.elementwise {body.name}")
+        program = body.translations[self, dtype] = run, body.result[0] not in ("num", "var")
+        return program
 
-    # Kept per (backend, body, dtype): building the closures cost more than evaluating a
-    # small kernel. lru_cache is thread-safe; backends and parsed bodies live as long as
-    # their kernels, and the bound keeps a process that makes kernels in a loop in check.
-    @functools.lru_cache(maxsize=256)  # noqa: B019
-    def _program(self, body: Body, dtype: np.dtype) -> Callable[[list[Any]], Any]:
-        lets = [(name, self._compile(e, dtype)) for name, e in body.lets]
-        result = self._compile(body.result, dtype)
-        params = body.params
+    def _reducer(self, body: ReductionBody, dtype: np.dtype) -> tuple[_F, _F, _F | None]:
+        """``(map, reduce, final)`` of ``body``, kept as :meth:`_program`'s; ``final`` None
+        when it returns the reduced value as it is."""
+        try:
+            return body.translations[self, dtype]
+        except KeyError:
+            pass
+        final = None
+        if body.final[0] != "reduced":
+            source = _Source(self._ufunc, dtype)
+            final = source.function("final(r)", body.final, f"gk.reduction {body.map.name}")
+        reduce = getattr(self.xp, REDUCERS[body.reducer][0])
+        program = self._program(body.map, dtype)[0], reduce, final
+        body.translations[self, dtype] = program
+        return program
 
-        def run(args: list[Any]) -> Any:
-            env = dict(zip(params, args, strict=True))
-            for name, fn in lets:
-                env[name] = fn(env)
-            return result(env)
-
-        return run
-
-    @functools.lru_cache(maxsize=256)  # noqa: B019 - as _program
-    def _final(self, node: Node, dtype: np.dtype) -> Callable[[dict[str, Any]], Any]:
-        return self._compile(node, dtype)
-
+    @_quiet
     def user_elementwise(
         self, body: Body, args: list[Any], shape: tuple[int, ...], out_dtype: np.dtype
     ) -> Any:
         """``body`` applied elementwise to ``args`` (each cast to its parameter's dtype and
-        broadcastable to ``shape``), as an array of ``shape`` and ``out_dtype``."""
-        run = self._program(body, out_dtype)
-        out = self.xp.empty(shape, dtype=out_dtype)
-        if out.size == 0:
+        broadcastable to ``shape``), as a C-contiguous array of ``shape`` and ``out_dtype``."""
+        run, fresh = self._program(body, out_dtype)
+        xp = self.xp
+        if math.prod(shape) <= BLOCK:  # one block
+            result = run(args)
+            if (
+                fresh
+                and type(result) is xp.ndarray
+                and result.shape == shape
+                and result.dtype == out_dtype
+                and result.flags.c_contiguous
+            ):
+                return result  # already the output: no copy into a new array
+            out = xp.empty(shape, dtype=out_dtype)
+            out[...] = result
             return out
         rows = max(1, BLOCK // max(1, math.prod(shape[1:])))
-        with np.errstate(all="ignore"):  # inf and nan are results, as on a GPU
-            if not shape or rows >= shape[0]:
-                out[...] = run(args)
-                return out
-            full = [self.xp.broadcast_to(a, shape) if hasattr(a, "ndim") else a for a in args]
-            for start in range(0, shape[0], rows):
-                block = slice(start, start + rows)
-                out[block] = run([a[block] if hasattr(a, "ndim") else a for a in full])
+        out = xp.empty(shape, dtype=out_dtype)
+        full = [xp.broadcast_to(a, shape) if hasattr(a, "ndim") else a for a in args]
+        for start in range(0, shape[0], rows):
+            block = slice(start, start + rows)
+            out[block] = run([a[block] if hasattr(a, "ndim") else a for a in full])
         return out
 
+    @_quiet
     def user_reduction(
         self,
         body: ReductionBody,
@@ -127,13 +190,14 @@ class UserKernelOps:
         keepdims: bool,
     ) -> Any:
         """``body.final(reducer(body.map(*args)))`` over ``axis`` (every axis when None)."""
-        mapped = self._program(body.map, out_dtype)
-        final = self._final(body.final, out_dtype)
+        mapped, reduce, final = self._reducer(body, out_dtype)
         xp = self.xp
-        with np.errstate(all="ignore"):
-            m = xp.broadcast_to(xp.asarray(mapped(args)), shape)
-            reduced = getattr(xp, REDUCERS[body.reducer][0])(m, axis=axis, keepdims=keepdims)
-            out = final({_REDUCED: reduced})
+        m = xp.asarray(mapped(args))
+        if m.shape != shape:  # a mapped expression of fewer than every argument
+            m = xp.broadcast_to(m, shape)
+        out = reduce(m, axis=axis, keepdims=keepdims)
+        if final is not None:
+            out = final(out)
         return xp.asarray(out).astype(out_dtype, copy=False)
 
 
