@@ -121,7 +121,9 @@ def _build() -> list[tuple[str, str, Run]]:
     # One long column of rows: 1000003 one-class rows, grid-strided over the blocks.
     out.append(("softmax_cross_entropy", "1000003x1-eps0.0", _xent(1000003, 1, 0.0, False)))
     out.append(("softmax_cross_entropy_backward", "1000003x1-eps0.1", _xent(1000003, 1, 0.1, True)))
-    for m, k, n in ((1, 1, 1), (7, 5, 3), (1001, 999, 1003), (3, 1000003, 1)):
+    # each tile of matmul_tiled on 132 multiprocessors: 32x32, 64x64, 32x32 down a long k,
+    # 128x128
+    for m, k, n in ((1, 1, 1), (7, 5, 3), (1001, 999, 1003), (3, 1000003, 1), (1537, 64, 1601)):
         out.append(("matmul_tiled", f"{m}x{k}x{n}", _matmul(m, k, n)))
     return out
 

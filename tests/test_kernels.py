@@ -541,7 +541,10 @@ def test_softmax_cross_entropy_is_stable_and_marks_bad_labels(backend, dtype):
     assert np.isnan(grad[2]).all() and np.isfinite(grad[:2]).all()
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 3, 7), (130, 70, 129)])
+# on a GPU of 132 multiprocessors (an H100, an H200, the simulator's): the 32x32 tile, then
+# the 64x64 one (256 tiles of 64) and the 128x128 one (169 tiles of 128)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (5, 3, 7), (130, 70, 129), (1001, 33, 1003),
+                                   (1537, 17, 1601)])  # fmt: skip
 def test_matmul_tiled_matches_formula(backend, rng, shape):
     m, k, n = shape
     a = rng.standard_normal((m, k)).astype(np.float32)

@@ -185,10 +185,14 @@ KERNELS: dict[str, KernelSpec] = {
             _RAW,
             "threads of a block share tiles of A and B through shared memory and barriers",
             "matmul_tiled.cu",
-            ("matmul_tiled<128, 128, 8, 8, 8>", "matmul_tiled<64, 64, 8, 4, 4>"),
+            (
+                "matmul_tiled<128, 128, 8, 8, 8>",
+                "matmul_tiled<64, 64, 32, 4, 4>",
+                "matmul_tiled<32, 32, 32, 2, 2>",
+            ),
             ("float32",),
             "a flat grid of BMxBN output tiles, columns fastest (gridDim.x: any row count; "
-            "128x128 tiles, or 64x64 for small outputs), "
+            "128x128 tiles, or 64x64 and 32x32 with deeper k steps for small outputs), "
             "256 threads each computing a TMxTN register block from BK-deep shared-memory "
             "tiles of A (stored transposed) and B",
             "nothing: a teaching reference for tiling and register blocking, benchmarked "
