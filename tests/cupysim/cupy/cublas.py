@@ -103,7 +103,35 @@ def dot(x, y, out=None):
 
 
 def nrm2(x, out=None):
-    return _routine("nrm2", [x], lambda u: _numpy.linalg.norm(u), out)
+    """cublas.py ``nrm2``: a 1-D array of the four BLAS dtypes; the norm in the real dtype.
+
+    cuBLAS scales as it sums (on an H200, 1,024 entries of 1e30 in float32 gave 3.2e31, not
+    inf), so the values are SciPy's BLAS ``nrm2``'s; but there it returned 2.2e-44 for
+    1,024 float32 entries of 1e-40 (3.2e-39 exactly) and 3.3e-315 for float64 entries of
+    1e-310 (docs/benchmarks/2026-11-26-h200.md): a subnormal entry is refused rather than
+    given a value that cannot be predicted (cupysim.UndefinedResult).
+    """
+    if x.ndim != 1:
+        raise ValueError(f"x must be a 1D array (actual: {x.ndim})")
+    if x.dtype.char not in "fdFD":
+        raise TypeError("invalid dtype")
+    from cupysim.errors import UndefinedResult
+    from scipy.linalg import blas
+
+    def norm(u):
+        tiny = _numpy.finfo(u.dtype).tiny
+        mag = _numpy.abs(u)
+        if ((mag != 0) & (mag < tiny)).any():
+            raise UndefinedResult(
+                "cuBLAS nrm2 given subnormal entries: on an H200 the norm came out orders of "
+                "magnitude too small; the simulator cannot know the value"
+            )
+        if not u.size:
+            return _numpy.zeros((), u.real.dtype)
+        fn = {"f": blas.snrm2, "d": blas.dnrm2, "F": blas.scnrm2, "D": blas.dznrm2}
+        return _numpy.asarray(fn[u.dtype.char](u), dtype=u.real.dtype)
+
+    return _routine("nrm2", [x], norm, out)
 
 
 def scal(a, x):

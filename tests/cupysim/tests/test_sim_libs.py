@@ -72,6 +72,25 @@ def test_lu_of_a_non_finite_matrix_is_undefined_and_cholesky_spreads_nan(cp):
             cp.linalg.cholesky(-cp.eye(2))
 
 
+def test_nrm2_scales_as_cublas_and_refuses_subnormals(cp):
+    """cuBLAS's nrm2 on an H200: 1,024 float32 entries of 1e30 give 3.2e31 (no overflow),
+    1e-30 give 3.2e-29; subnormal entries gave values orders of magnitude off."""
+    import cupy.cublas
+    from cupysim import UndefinedResult
+
+    huge = cupy.cublas.nrm2(cp.full(1024, 1e30, dtype=np.float32))
+    assert huge.dtype == np.float32 and huge.shape == ()
+    np.testing.assert_allclose(float(huge), 3.2e31, rtol=1e-6)
+    np.testing.assert_allclose(float(cupy.cublas.nrm2(cp.full(1024, 1e-30))), 3.2e-29)
+    assert np.isinf(float(cupy.cublas.nrm2(cp.asarray([1.0, -np.inf]))))
+    assert np.isnan(float(cupy.cublas.nrm2(cp.asarray([np.inf, np.nan]))))
+    assert cupy.cublas.nrm2(cp.zeros(0, dtype=np.complex64)).dtype == np.float32
+    with pytest.raises(UndefinedResult, match="subnormal"):
+        cupy.cublas.nrm2(cp.full(8, 1e-310))
+    with pytest.raises(ValueError, match="1D"):
+        cupy.cublas.nrm2(cp.ones((2, 2)))
+
+
 def test_lapack_posv_and_potrs(cp, rng):
     import cupyx.lapack
 
