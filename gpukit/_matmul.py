@@ -27,21 +27,29 @@ _host: Any = object()
 
 
 def _shape_problem(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str | None:
-    """Why ``a @ b`` is undefined for these shapes (NumPy's rules), or None when it is fine."""
+    """Why ``a @ b`` is undefined for these shapes (NumPy's rules), or None when it is fine.
+
+    The message is formatted only for a problem: a warm call on device arrays, which has
+    no fast path, would otherwise pay for it every time."""
+    if a_shape and b_shape:
+        k_b = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
+        if a_shape[-1] == k_b:
+            if len(a_shape) <= 2 and len(b_shape) <= 2:  # no batch dimensions
+                return None
+            try:
+                np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+                return None
+            except ValueError:
+                pass
     where = f"gk.matmul: a has shape {a_shape} and b has shape {b_shape}"
     if not a_shape or not b_shape:
         return f"{where}; both need at least one dimension (use * for scalars)"
-    k_b = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
     if a_shape[-1] != k_b:
         return (
             f"{where}; the contracted dimensions differ: a.shape[-1] = {a_shape[-1]}, "
             f"b.shape[{-2 if len(b_shape) > 1 else -1}] = {k_b}"
         )
-    try:
-        np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
-    except ValueError:
-        return f"{where}; the batch dimensions {a_shape[:-2]} and {b_shape[:-2]} do not broadcast"
-    return None
+    return f"{where}; the batch dimensions {a_shape[:-2]} and {b_shape[:-2]} do not broadcast"
 
 
 def check_precision(precision: Any) -> None:
