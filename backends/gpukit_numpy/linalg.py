@@ -52,11 +52,13 @@ def _own(name: str, dtype: np.dtype):
     return _lapack(name, dtype) if found is None else getattr(found, name)
 
 
-def _lookup(entries: int):
-    """The lookup of LAPACK routines for a call whose largest argument has ``entries``
-    entries: ``_own`` past :data:`_ONE_THREAD`, else ``_lapack``. One lookup serves all
-    the calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
-    return _own if entries > _ONE_THREAD else _lapack
+def _lookup(a: np.ndarray, b: np.ndarray | None = None):
+    """The lookup of LAPACK routines for a call on ``a`` (and ``b``): ``_own`` where one
+    has more than :data:`_ONE_THREAD` entries, else ``_lapack``. One lookup serves all the
+    calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
+    if a.size > _ONE_THREAD or (b is not None and b.size > _ONE_THREAD):
+        return _own
+    return _lapack
 
 
 @functools.cache
@@ -86,7 +88,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
     own time (n=1024, one thread; that of an upper factor at 0.03x)."""
     m, lower = _fortran(a, lower=True)
     # the upper triangle of a real a.T gives U = L.T
-    c, info = _lookup(a.size)("potrf", a.dtype)(m, lower=lower, clean=clean)
+    c, info = _lookup(a)("potrf", a.dtype)(m, lower=lower, clean=clean)
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
@@ -96,7 +98,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, lower = _fortran(c, lower=True)
-    x, info = _lookup(max(c.size, b.size))("potrs", c.dtype)(m, b, lower=lower)
+    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower=lower)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
@@ -126,7 +128,7 @@ def _lu_solve_rcond(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
     """
     t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
-    lapack = _lookup(max(a.size, b.size))
+    lapack = _lookup(a, b)
     lu, piv, info = lapack("getrf", a.dtype)(t)
     if info > 0:
         raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
@@ -145,9 +147,10 @@ def _hermitian_norm1(a: np.ndarray) -> float:
     costs more than the whole solve for small matrices). Past :data:`_ONE_THREAD`
     entries, LAPACK's ``lansy``/``lanhe`` in NumPy's library, which need no ``|a|``.
     """
-    own = numpy_lapack(a.dtype) if a.size > _ONE_THREAD else None
-    if own is not None:
-        return own.norm1_hermitian(a)
+    if a.size > _ONE_THREAD:
+        own = numpy_lapack(a.dtype)
+        if own is not None:
+            return own.norm1_hermitian(a)
     t = np.abs(a)
     if a.dtype.kind == "c":  # LAPACK reads the real part of a Hermitian diagonal
         np.fill_diagonal(t, np.abs(a.diagonal().real))
@@ -160,7 +163,7 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
 def _pocon(c: np.ndarray, anorm: float) -> float:
     m, lower = _fortran(c, lower=True)
-    rcond, _ = _lookup(c.size)("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
+    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
     return rcond
 
 
