@@ -75,6 +75,26 @@ class Solve:
     track_solve_gflops.unit = "GFLOP/s"
 
 
+class MatmulThenSolve:
+    """``gk.matmul`` then ``gk.linalg.solve``, alternating, as a user's loop does: the
+    product leaves NumPy's BLAS threads spinning while the solve starts, which on the host
+    must run on the same thread pool (NumPy's LAPACK) rather than wake another library's
+    to fight them for the cores (docs/linalg.rst, "Which library the host solvers call")."""
+
+    params = (BACKENDS, [256], ["gen", "pos"])
+    param_names = ("backend", "n", "assume_a")
+
+    def setup(self, backend, n, assume_a):
+        self.backend = use(backend)
+        self.a, self.b = _spd(self.backend, n, "float64")
+        self.v = common.random(self.backend, (n, n), "float64")
+
+    def time_matmul_then_solve(self, backend, n, assume_a):
+        gk.matmul(self.v, self.v)
+        gk.linalg.solve(self.a, self.b, assume_a=assume_a)
+        sync(self.backend)
+
+
 class SolvePeers:
     """The raw libraries on the same inputs: numpy.linalg, scipy.linalg, cupy, torch."""
 

@@ -7,7 +7,9 @@ tests record what each LAPACK routine receives, for every memory layout, structu
 option, and assert that it is a Fortran-ordered view of the caller's matrix (of the
 factor, for the routines that read one), and that a solve holds one matrix of memory
 besides its input, without timing anything; the solutions are compared with float64
-references.
+references. Each runs through SciPy's wrappers (the small matrices here) and through
+NumPy's own LAPACK (gpukit_numpy.lapack, which takes every size when the threshold is 0),
+which wraps its routines to be called the same way.
 """
 
 from __future__ import annotations
@@ -37,24 +39,35 @@ def numpy_backend():
         yield
 
 
-@pytest.fixture
-def lapack(monkeypatch):
-    """name -> ``(args, result)`` of each call of a LAPACK routine by gpukit_numpy.linalg."""
+@pytest.fixture(params=["scipy", "numpy"])
+def lapack(request, monkeypatch):
+    """name -> ``(args, result)`` of each call of a LAPACK routine by gpukit_numpy.linalg,
+    through SciPy's wrappers or, for ``numpy``, NumPy's library, where a call that went to
+    SciPy's instead is recorded as ``"scipy <name>"`` and fails the test."""
     calls = defaultdict(list)
-    lookup = linalg._lapack
+    own = request.param == "numpy"
+    if own:
+        if linalg.numpy_lapack(np.dtype(np.float64)) is None:
+            pytest.skip("NumPy's library has no LAPACK under a known name")
+        monkeypatch.setattr(linalg, "_ONE_THREAD", 0)
 
-    def recording(name, dtype):
-        routine = lookup(name, dtype)
+    def recorder(lookup, prefix):
+        def recording(name, dtype):
+            routine = lookup(name, dtype)
 
-        def call(*args, **kwargs):
-            result = routine(*args, **kwargs)
-            calls[name].append((args, result))
-            return result
+            def call(*args, **kwargs):
+                result = routine(*args, **kwargs)
+                calls[prefix + name].append((args, result))
+                return result
 
-        return call
+            return call
 
-    monkeypatch.setattr(linalg, "_lapack", recording)
-    return calls
+        return recording
+
+    monkeypatch.setattr(linalg, "_lapack", recorder(linalg._lapack, "scipy " if own else ""))
+    monkeypatch.setattr(linalg, "_own", recorder(linalg._own, ""))
+    yield calls
+    assert not [name for name in calls if name.startswith("scipy ")]
 
 
 def _in_order(x, order):

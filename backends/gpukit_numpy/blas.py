@@ -7,16 +7,14 @@ OpenBLAS of their own whose thread pool, woken right after a NumPy product, figh
 still-spinning pool for the cores: an SGD step of a small MLP took 10.5 ms instead of
 0.26 ms on a 2-core machine. NumPy's own routine runs on the pool that is already awake.
 
-NumPy's extension module links its BLAS, and ``dlsym`` on that module's handle searches
-the libraries it depends on, so the routine is found by name without knowing where the
-library lies. The names tried are those of the BLAS builds NumPy's wheels and common
-builds use: scipy-openblas64 (NumPy 2 wheels), OpenBLAS with a ``64_`` suffix (NumPy 1
-wheels), MKL's ILP64 ``_64`` names, and plain ``cblas_?axpy``. Integer arguments are passed
-as 64-bit and every call covers fewer than ``2**31`` elements, which reads the same to an
-LP64 and an ILP64 routine on 64-bit platforms (32-bit ones get no routine). Before first
-use a routine is checked on a small problem with an exact answer; where no name resolves
-(Windows, where symbols are not searched through a library's dependencies; a BLAS whose
-names differ) or the check fails, :func:`axpy` returns None and callers keep their
+The routine is found by name in NumPy's own library (:mod:`._library`). The names
+tried are those of the BLAS builds NumPy's wheels and common builds use: scipy-openblas64
+(NumPy 2 wheels), OpenBLAS with a ``64_`` suffix (NumPy 1 wheels), MKL's ILP64 ``_64``
+names, and plain ``cblas_?axpy``. Integer arguments are passed as 64-bit and every call
+covers fewer than ``2**31`` elements, which reads the same to an LP64 and an ILP64
+routine on 64-bit platforms (32-bit ones get no routine). Before first use a routine is
+checked on a small problem with an exact answer; where no name resolves (Windows; a BLAS
+whose names differ) or the check fails, :func:`axpy` returns None and callers keep their
 ufuncs. OpenBLAS skips the update when ``alpha`` is 0, so a NaN in ``x`` then leaves
 ``y`` as it was, where ``y + 0 * x`` would be NaN: callers pass a nonzero ``alpha``.
 """
@@ -24,14 +22,14 @@ ufuncs. OpenBLAS skips the update when ``alpha`` is 0, so a NaN in ``x`` then le
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from gpukit._host.native import address
+
+from ._library import PerDtype, library, routine
 
 __all__ = ["axpy"]
 
@@ -43,24 +41,6 @@ _LETTER = {
     np.dtype(np.float64): ("d", ctypes.c_double),
 }
 _CHUNK = 1 << 30  # elements per call: below 2**31, whatever the routine's integer width
-_found: dict[np.dtype, Axpy | None] = {}
-_lock = threading.Lock()
-if hasattr(os, "register_at_fork"):  # not on Windows
-    # held across fork, so that a child never inherits it taken by a thread it does not have
-    os.register_at_fork(
-        before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
-    )
-
-
-def _library() -> ctypes.CDLL | None:
-    try:
-        from numpy._core import _multiarray_umath as module
-    except ImportError:  # NumPy 1.x
-        from numpy.core import _multiarray_umath as module
-    try:
-        return ctypes.CDLL(module.__file__)
-    except OSError:
-        return None
 
 
 def _caller(routine: Any) -> Axpy:
@@ -79,22 +59,25 @@ def _bind(dtype: np.dtype) -> Axpy | None:
     letter, scalar = _LETTER[dtype]
     # 64-bit integer arguments read right by an LP64 routine only where they travel in
     # 64-bit registers: not on 32-bit platforms
-    lib = _library() if ctypes.sizeof(ctypes.c_void_p) == 8 else None
+    lib = library() if ctypes.sizeof(ctypes.c_void_p) == 8 else None
     if lib is None:
         return None
     for pattern in _NAMES:
-        routine = getattr(lib, pattern.format(letter), None)
-        if routine is None:
+        found = routine(lib, [pattern.format(letter)])
+        if found is None:
             continue
-        routine.argtypes = [ctypes.c_int64, scalar, ctypes.c_void_p, ctypes.c_int64]
-        routine.argtypes += [ctypes.c_void_p, ctypes.c_int64]
-        routine.restype = None
-        call = _caller(routine)
+        found.argtypes = [ctypes.c_int64, scalar, ctypes.c_void_p, ctypes.c_int64]
+        found.argtypes += [ctypes.c_void_p, ctypes.c_int64]
+        found.restype = None
+        call = _caller(found)
         y = np.ones(5, dtype=dtype)
         call(0.5, np.arange(5, dtype=dtype), y)  # exact in binary: a wrong binding shows
         if np.array_equal(y, np.arange(2, 7, dtype=dtype) * 0.5):
             return call
     return None
+
+
+_bound = PerDtype(_bind)
 
 
 def axpy(dtype: np.dtype) -> Axpy | None:
@@ -119,13 +102,4 @@ def axpy(dtype: np.dtype) -> Axpy | None:
     [1.0, 3.0, 5.0]
     """
     dtype = np.dtype(dtype)
-    try:
-        return _found[dtype]
-    except KeyError:
-        pass
-    if dtype not in _LETTER:
-        return None
-    with _lock:  # bound once per process, whichever thread asks first
-        if dtype not in _found:
-            _found[dtype] = _bind(dtype)
-        return _found[dtype]
+    return _bound(dtype) if dtype in _LETTER else None

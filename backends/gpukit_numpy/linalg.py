@@ -1,5 +1,5 @@
 """NumPy/SciPy linear algebra: LAPACK Cholesky (potrf/potrs) where it beats numpy.linalg,
-and SciPy's condition estimates.
+and LAPACK's condition estimates.
 
 ``numpy.linalg.solve`` is the fastest general path here (1.2-1.7x faster than
 ``scipy.linalg.solve``, which checks and copies more). ``gk.linalg.solve`` also needs the
@@ -9,6 +9,13 @@ the estimate costs about a fifth of the factorisation); a stack keeps numpy.lina
 batched solve and the exact value from the inverse (the default of ``LinalgOps``).
 LAPACK ``info`` codes are re-raised as ``numpy.linalg.LinAlgError``, which the front-end
 turns into ``gk.LinAlgError``.
+
+The LAPACK calls of solve, cholesky and cho_solve go to NumPy's own library
+(:mod:`.lapack`) once an argument has more than :data:`_ONE_THREAD` entries, so that
+they run on the thread pool NumPy's products use rather than on SciPy's, which would
+fight NumPy's still-spinning threads for the cores; smaller calls, and every call where
+NumPy's library has no LAPACK under a known name, go through SciPy's wrappers, called
+the same way.
 """
 
 from __future__ import annotations
@@ -20,13 +27,38 @@ import numpy as np
 
 from gpukit.backend._ops.linalg import LinalgOps
 
+from .lapack import routines as numpy_lapack
+
+#: Up to this many entries in each argument, a LAPACK call goes through SciPy's wrappers:
+#: OpenBLAS makes such a call on the calling thread, waking no pool (alternating with a
+#: 256x256 gk.matmul, a 64x64 solve took no longer than alone, a 128x128 one 10x), and
+#: f2py's wrappers cost less per call than ctypes (a 4x4 solve's four calls: 3.4 us
+#: against 7 us on one core).
+_ONE_THREAD = 64 * 64
+
 
 @functools.cache
 def _lapack(name: str, dtype: np.dtype):
-    """The LAPACK routine ``name`` for ``dtype`` (looked up once: it costs microseconds)."""
+    """SciPy's LAPACK routine ``name`` for ``dtype`` (looked up once: it costs microseconds)."""
     from scipy.linalg import lapack
 
     return lapack.get_lapack_funcs((name,), dtype=dtype)[0]
+
+
+def _own(name: str, dtype: np.dtype):
+    """NumPy's LAPACK routine ``name`` for ``dtype``, called as SciPy's is, or SciPy's
+    where NumPy's library has none (for any routine of ``dtype``)."""
+    found = numpy_lapack(dtype)
+    return _lapack(name, dtype) if found is None else getattr(found, name)
+
+
+def _lookup(a: np.ndarray, b: np.ndarray | None = None):
+    """The lookup of LAPACK routines for a call on ``a`` (and ``b``): ``_own`` where one
+    has more than :data:`_ONE_THREAD` entries, else ``_lapack``. One lookup serves all the
+    calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
+    if a.size > _ONE_THREAD or (b is not None and b.size > _ONE_THREAD):
+        return _own
+    return _lapack
 
 
 @functools.cache
@@ -56,7 +88,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
     own time (n=1024, one thread; that of an upper factor at 0.03x)."""
     m, lower = _fortran(a, lower=True)
     # the upper triangle of a real a.T gives U = L.T
-    c, info = _lapack("potrf", a.dtype)(m, lower=lower, overwrite_a=False, clean=clean)
+    c, info = _lookup(a)("potrf", a.dtype)(m, lower=lower, clean=clean)
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
@@ -66,7 +98,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, lower = _fortran(c, lower=True)
-    x, info = _lapack("potrs", c.dtype)(m, b, lower=lower, overwrite_b=False)
+    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower=lower)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
@@ -96,11 +128,12 @@ def _lu_solve_rcond(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
     """
     t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
-    lu, piv, info = _lapack("getrf", a.dtype)(t)
+    lapack = _lookup(a, b)
+    lu, piv, info = lapack("getrf", a.dtype)(t)
     if info > 0:
         raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-    rcond, _ = _lapack("gecon", a.dtype)(lu, _lapack("lange", a.dtype)(norm, t), norm=norm)
-    x, info = _lapack("getrs", a.dtype)(lu, piv, b, trans=trans)
+    rcond, _ = lapack("gecon", a.dtype)(lu, lapack("lange", a.dtype)(norm, t), norm=norm)
+    x, info = lapack("getrs", a.dtype)(lu, piv, b, trans=trans)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of getrs")
     return x, rcond
@@ -111,8 +144,13 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
     H is Hermitian, so its largest column sum is its largest row sum, ``max(|H| @ 1)``:
     one BLAS ``symv`` on ``|a|`` reading only its lower triangle (``numpy.tril`` alone
-    costs more than the whole solve for small matrices).
+    costs more than the whole solve for small matrices). Past :data:`_ONE_THREAD`
+    entries, LAPACK's ``lansy``/``lanhe`` in NumPy's library, which need no ``|a|``.
     """
+    if a.size > _ONE_THREAD:
+        own = numpy_lapack(a.dtype)
+        if own is not None:
+            return own.norm1_hermitian(a)
     t = np.abs(a)
     if a.dtype.kind == "c":  # LAPACK reads the real part of a Hermitian diagonal
         np.fill_diagonal(t, np.abs(a.diagonal().real))
@@ -125,7 +163,7 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
 def _pocon(c: np.ndarray, anorm: float) -> float:
     m, lower = _fortran(c, lower=True)
-    rcond, _ = _lapack("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
+    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
     return rcond
 
 
