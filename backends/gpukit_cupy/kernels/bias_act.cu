@@ -26,7 +26,7 @@ __global__ void bias_act_backward(const T* __restrict__ grad_y, const T* __restr
   const int col = threadIdx.x % GK_STRIP, warp = threadIdx.x / GK_STRIP;
   const int warps = blockDim.x / GK_STRIP;
   const gk_index chunk = (rows + gridDim.y - 1) / gridDim.y;
-  const gk_index first = blockIdx.y * chunk;
+  const gk_index first = (gk_index)blockIdx.y * chunk;
   const gk_index end = first + chunk < rows ? first + chunk : rows;
   for (gk_index strip = blockIdx.x; strip * GK_STRIP < c; strip += gridDim.x) {
     const gk_index j = strip * GK_STRIP + col;
@@ -49,7 +49,7 @@ __global__ void bias_act_backward(const T* __restrict__ grad_y, const T* __restr
       if (gridDim.y == 1)
         grad_bias[j] = (T)sum;
       else
-        part[blockIdx.y * c + j] = sum;
+        part[(gk_index)blockIdx.y * c + j] = sum;
     }
     __syncthreads();  // the next strip overwrites the partial sums
   }
@@ -59,14 +59,14 @@ __global__ void bias_act_backward(const T* __restrict__ grad_y, const T* __restr
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x * gridDim.y - 1;
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == (gk_index)gridDim.x * gridDim.y - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
   const volatile double* sums = part;
   for (gk_index j = threadIdx.x; j < c; j += blockDim.x) {
     double total = 0.0;
-    for (unsigned int k = 0; k < gridDim.y; ++k) total += sums[k * c + j];
+    for (unsigned int k = 0; k < gridDim.y; ++k) total += sums[(gk_index)k * c + j];
     grad_bias[j] = (T)total;
   }
   if (threadIdx.x == 0) *ticket = 0u;
