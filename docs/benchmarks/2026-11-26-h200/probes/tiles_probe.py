@@ -38,16 +38,17 @@ for m, k, n in SHAPES:
     row = [f"{m}x{k}x{n}:"]
     t = benchmark(lambda: cupy.matmul(a, b), n_repeat=200, n_warmup=20).gpu_times.mean() * 1e6
     row.append(f"cuBLAS {t:6.1f}")
-    for cfg, name in zip(CONFIGS, names):
+    for cfg, name in zip(CONFIGS, names, strict=True):
         bm, bn, bk, tm, tn = cfg
         fn = mod.get_function(name)
         c = cupy.empty((m, n), np.float32)
         grid = (-(-n // bn) * -(-m // bm),)
-        call = lambda: fn(
-            grid, ((bm // tm) * (bn // tn),), (a, b, c, np.int64(m), np.int64(n), np.int64(k))
-        )
+
+        def call():
+            fn(grid, ((bm // tm) * (bn // tn),), (a, b, c, np.int64(m), np.int64(n), np.int64(k)))
+
         call()
         err = float(cupy.linalg.norm(c - ref) / cupy.linalg.norm(ref))
         t = benchmark(call, n_repeat=200, n_warmup=20).gpu_times.mean() * 1e6
-        row.append(f"{cfg} {t:6.1f}{'' if err < 1e-5 else ' ERR %.1e' % err}")
+        row.append(f"{cfg} {t:6.1f}{'' if err < 1e-5 else f' ERR {err:.1e}'}")
     print("  ".join(row), flush=True)
