@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -88,24 +89,40 @@ def ceilings() -> dict[str, float]:
     return rates
 
 
-def _per_unit(run, lo: int, hi: int, sync) -> float:
-    """Seconds per unit of ``run(k)`` in steady state: (median of ``run(hi)`` - median of
-    ``run(lo)``) / (hi - lo), host clock around a device synchronisation, so launch
-    overhead and host syncs are in it (CUDA events would hide the host's share)."""
-    import time
+def _per_unit(
+    run, lo: int, hi: int, sync, pairs: int = 9, clock=None
+) -> tuple[float, float, float]:
+    """Seconds per unit of ``run(k)`` in steady state, host clock around a device
+    synchronisation (so launch overhead and host syncs are in it; CUDA events would hide
+    the host's share): ``(median, q1, q3)`` of ``(t(hi) - t(lo)) / (hi - lo)`` over
+    ``pairs`` interleaved pairs of runs.
 
+    Interleaved pairs, not the difference of two medians: on a machine whose speed moves
+    between the two series (a VM), a difference of medians came out negative
+    (2026-11-26-h200.md); a pair's runs see the same machine, and the quartiles say how
+    far the pairs agree."""
+    clock = clock or time.perf_counter
     run(hi)  # warm up: kernels compiled, plans made, the pool grown
     sync()
 
     def timed(k: int) -> float:
-        start = time.perf_counter()
+        start = clock()
         run(k)
         sync()
-        return time.perf_counter() - start
+        return clock() - start
 
-    t_lo = sorted(timed(lo) for _ in range(7))[3]
-    t_hi = sorted(timed(hi) for _ in range(7))[3]
-    return (t_hi - t_lo) / (hi - lo)
+    slopes = []
+    for _ in range(pairs):
+        t_lo = timed(lo)
+        slopes.append((timed(hi) - t_lo) / (hi - lo))
+    slopes.sort()
+    return slopes[pairs // 2], slopes[pairs // 4], slopes[(3 * pairs) // 4]
+
+
+def _row(key: str, span: tuple[float, float, float]) -> dict[str, float | list[float]]:
+    """``{key: median, key_quartiles: [q1, q3]}`` in microseconds."""
+    median, q1, q3 = (v * 1e6 for v in span)
+    return {key: median, f"{key}_quartiles": [q1, q3]}
 
 
 def cost() -> dict[str, dict[str, float | str]]:
@@ -129,7 +146,7 @@ def cost() -> dict[str, dict[str, float | str]]:
         lo, hi = gpu_cost.SPAN.get(name, gpu_cost.DEFAULT_SPAN)
         hi = lo + 4 * (hi - lo)  # a longer span than the counts' for a steadier time
         row: dict[str, float | str] = {"unit": unit}
-        row["us_per_unit"] = _per_unit(run, lo, hi, gk.synchronize) * 1e6
+        row.update(_row("us_per_unit", _per_unit(run, lo, hi, gk.synchronize)))
         if name in gpu_cost.PEERS:
             peer, make = gpu_cost.PEERS[name]
             try:
@@ -138,7 +155,8 @@ def cost() -> dict[str, dict[str, float | str]]:
                     import torch
 
                     sync = torch.cuda.synchronize
-                row["peer"], row["peer_us_per_unit"] = peer, _per_unit(make(), lo, hi, sync) * 1e6
+                row["peer"] = peer
+                row.update(_row("peer_us_per_unit", _per_unit(make(), lo, hi, sync)))
             except Exception as exc:  # a peer missing here must not lose gpukit's row
                 row["peer"] = f"{peer}: {type(exc).__name__}: {exc}"
         results[name] = row
@@ -203,12 +221,24 @@ def _cost(out: Path) -> list[str]:
         if "unit" not in r:
             rows.append(f"| {name} | {r['skipped']} | | |")
             continue
-        peer = f"{r['peer_us_per_unit']:,.1f} us" if "peer_us_per_unit" in r else ""
+        peer = _timing(r, "peer_us_per_unit") if "peer_us_per_unit" in r else ""
         rows.append(
-            f"| {name} | {r['us_per_unit']:,.1f} us per {r['unit']} | {r.get('peer', '')} "
+            f"| {name} | {_timing(r, 'us_per_unit')} per {r['unit']} | {r.get('peer', '')} "
             f"| {peer} |"
         )
     return rows
+
+
+def _timing(row: dict, key: str) -> str:
+    """``median us (q1-q3)``, marked unstable where the pairs' middle half spans more than
+    half the median or crosses zero (a cost.json of an older lane has no quartiles)."""
+    median = row[key]
+    quartiles = row.get(f"{key}_quartiles")
+    if quartiles is None:
+        return f"{median:,.1f} us"
+    q1, q3 = quartiles
+    unstable = q1 <= 0 or median <= 0 or (q3 - q1) > 0.5 * median
+    return f"{median:,.1f} us ({q1:,.1f}-{q3:,.1f}){' unstable' if unstable else ''}"
 
 
 def summary(out: Path) -> str:
