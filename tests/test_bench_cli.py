@@ -11,6 +11,7 @@ import importlib
 import json
 import statistics
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -299,3 +300,19 @@ def _report(rows: list[dict]) -> dict:
     ceilings = {"cpu": {"GB/s": 1.0, "GFLOP/s": 0.5, "measured_by": {"GB/s": "numpy",
                 "GFLOP/s": "numpy"}}}  # fmt: skip
     return {"quick": True, "machine": machine, "ceilings": ceilings, "results": rows, "skipped": []}
+
+
+def test_blocks_are_sized_from_a_warm_call(monkeypatch):
+    """The first call (plans, compilation) is not what a block's size comes from: on a
+    clock where it takes 100 s and every later one 1 s, a 10 s block holds 10 calls."""
+    from gpukit._bench import timing
+
+    clock = {"now": 0.0, "calls": 0}
+
+    def fn():
+        clock["now"] += 100.0 if clock["calls"] == 0 else 1.0
+        clock["calls"] += 1
+
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
+    assert timing.calibrate(fn, lambda: None, timing.Budget(block=10.0, rounds=3, idle=0.0)) == 10
+    assert clock["calls"] == 2
