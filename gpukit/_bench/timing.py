@@ -90,8 +90,9 @@ def calibrate(fn: Callable[[], object], sync: Callable[[], None], budget: Budget
     """Calls per block of ``fn``, from a warm call: the first one (plans, caches,
     compilation, pools) is untimed. Sized from a cold call, a block of a call that is cold
     once per block (gpukit's plans go when a runner's backend scope is entered) held one
-    or two calls, so the blocks timed mostly cold calls: 0.3-0.4 ms against 45 us for
-    ``gk.fft.fft2`` of 8x128x128 on an H200."""
+    or two calls and the blocks timed mostly cold calls (the likely reason ``gk.fft.fft2``
+    of 8x128x128 read 0.3-0.4 ms in the H200 lane's quick benchmark against 45 us in a
+    probe)."""
     fn()
     sync()
     t0 = time.perf_counter()
