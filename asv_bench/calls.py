@@ -8,6 +8,7 @@ comparison measure the same calls.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -112,6 +113,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             ),
         ]
         out += _host_rows(rng, spd, b4)
+        out += _layer_rows(rng)
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(
             (
@@ -276,3 +278,82 @@ def _kernel_rows(
             numpy_adam,
         ),
     ]
+
+
+def _layer_rows(rng: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The ``gk.nn`` layers and losses without parameters, and the Adam steps, on 4x8
+    float32 (64 parameters), each against the NumPy/SciPy code computing the same."""
+    from scipy.special import erfc
+
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    t = rng.random((4, 8)).astype(np.float32)
+    labels = rng.integers(0, 8, 4)
+    draw = np.random.default_rng(0)
+    norm = gk.nn.LayerNorm(8)
+    w, b = norm.weight.data, norm.bias.data
+    dropout = gk.nn.Dropout(0.5, seed=0)
+    f = np.float32
+    rows = [
+        ("nn.ReLU forward 4x8", gk.nn.ReLU(), lambda: np.maximum(x, f(0))),
+        ("nn.LeakyReLU forward 4x8", gk.nn.LeakyReLU(), lambda: np.where(x > 0, x, f(0.01) * x)),
+        ("nn.Sigmoid forward 4x8", gk.nn.Sigmoid(), lambda: 1 / (1 + np.exp(-x))),
+        ("nn.Tanh forward 4x8", gk.nn.Tanh(), lambda: np.tanh(x)),
+        ("nn.SiLU forward 4x8", gk.nn.SiLU(), lambda: x / (1 + np.exp(-x))),
+        ("nn.GELU forward 4x8", gk.nn.GELU(), lambda: x * erfc(x * f(-(0.5**0.5))) * f(0.5)),
+    ]
+    out: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+        (label, functools.partial(layer, x), peer) for label, layer, peer in rows
+    ]
+
+    def numpy_softmax() -> object:
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def numpy_layer_norm() -> object:
+        mean = x.mean(axis=-1, keepdims=True)
+        return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + f(1e-5)) * w + b
+
+    def numpy_dropout() -> object:
+        return x * (draw.random(x.shape, dtype=f) >= f(0.5)) * f(2)
+
+    def numpy_cross_entropy() -> object:
+        shifted = x - x.max(axis=1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        return -logp[np.arange(4), labels].mean()
+
+    def numpy_bce() -> object:
+        return np.mean(np.maximum(x, 0) - x * t + np.log1p(np.exp(-np.abs(x))))
+
+    mse, xent, bce = gk.nn.MSELoss(), gk.nn.CrossEntropyLoss(), gk.nn.BCEWithLogitsLoss()
+    softmax = gk.nn.Softmax()
+    out += [
+        ("nn.Softmax forward 4x8", lambda: softmax(x), numpy_softmax),
+        ("nn.LayerNorm forward 4x8", lambda: norm(x), numpy_layer_norm),
+        ("nn.Dropout forward 4x8, training", lambda: dropout(x), numpy_dropout),
+        ("nn.MSELoss 4x8", lambda: mse(x, t), lambda: np.mean((x - t) ** 2)),
+        ("nn.CrossEntropyLoss 4x8", lambda: xent(x, labels), numpy_cross_entropy),
+        ("nn.BCEWithLogitsLoss 4x8", lambda: bce(x, t), numpy_bce),
+    ]
+    return out + [_adam_row(rng, decoupled) for decoupled in (False, True)]
+
+
+def _adam_row(rng: Any, decoupled: bool) -> tuple[str, Callable[[], object], Callable[[], object]]:
+    """An ``optim.Adam`` (or ``AdamW``) step on one 64-element parameter against the NumPy
+    code of the same update (its own copies of the arrays)."""
+    p, g = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    param = gk.nn.Parameter(p.copy())
+    param.grad = g
+    lr, b1, b2, eps, decay = 1e-9, 0.9, 0.999, 1e-8, 1e-2
+    opt = (gk.optim.AdamW if decoupled else gk.optim.Adam)([param], lr=lr)
+    m, v = np.zeros_like(p), np.zeros_like(p)
+
+    def numpy_step() -> None:  # step 1's bias corrections, as every call of the row
+        if decoupled:
+            p.__imul__(1 - lr * decay)
+        m.__imul__(b1)
+        m.__iadd__((1 - b1) * g)
+        v.__imul__(b2)
+        v.__iadd__((1 - b2) * g * g)
+        p.__isub__(lr / (1 - b1) * m / (np.sqrt(v) / np.sqrt(1 - b2) + eps))
+
+    return (f"optim.{'AdamW' if decoupled else 'Adam'} step 64", opt.step, numpy_step)
