@@ -309,6 +309,19 @@ def test_module_structure_repr_and_modes():
     assert all(m.training for m in model.modules())
 
 
+def test_a_model_lives_where_its_first_parameter_does():
+    """``model(x)`` places and types ``x`` by the first parameter in ``parameters()`` order
+    (own parameters first, then each sub-module's, depth first), parameterless layers
+    first in the model included."""
+    inner = gk.nn.Sequential(gk.nn.ReLU(), gk.nn.Linear(3, 4, dtype="float64"))
+    model = gk.nn.Sequential(gk.nn.Tanh(), inner, gk.nn.Linear(4, 2))
+    for m in (model, inner, gk.nn.ReLU(), gk.nn.Linear(2, 2)):
+        first = next(iter(m.parameters()), None)
+        assert m._anchor() is first
+    with pytest.raises(TypeError, match="parameters are float64"):  # the first Linear's
+        model(np.ones((2, 3), dtype=np.float32))
+
+
 def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="approximate"):
         gk.nn.GELU("fast")

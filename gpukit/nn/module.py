@@ -220,10 +220,18 @@ class Module:
 
     def _anchor(self) -> Parameter | None:
         """The first parameter: where the module lives and its dtype."""
-        for value in vars(self).values():  # a layer's own, without a generator per call
+        # _iter_parameters' order, without its generators (three a call, most of the cost
+        # of calling a layer that has no parameters)
+        own = vars(self).values()
+        for value in own:
             if isinstance(value, Parameter):
                 return value
-        return next(self._iter_parameters(), None)
+        for value in own:
+            if isinstance(value, Module):
+                found = value._anchor()
+                if found is not None:
+                    return found
+        return None
 
     # -- structure ---------------------------------------------------------------------------
     def named_children(self) -> Iterator[tuple[str, Module]]:
