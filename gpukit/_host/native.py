@@ -172,7 +172,8 @@ def ready(a: np.ndarray, misaligned: int, write: bool = False) -> int | None:
     --------
     >>> import numpy as np
     >>> a = np.arange(4.0)
-    >>> ready(a, 7) == a.ctypes.data, ready(a[::2], 7), ready(a.view(np.uint8)[1:9], 0)
+    >>> unaligned = a.view(np.uint8)[1:9].view(np.float64)
+    >>> ready(a, 7) == a.ctypes.data, ready(a[::2], 7), ready(unaligned, 7)
     (True, None, None)
     """
     try:
