@@ -863,3 +863,132 @@ def test_warm_updates_still_refuse_strided_and_read_only_arrays(rng):
                 call()
     for got, want in zip((p, m, v), before, strict=True):
         assert np.array_equal(got, want)
+
+
+def _raised(call):
+    with pytest.raises(Exception) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def _same_errors_warm_as_cold(warm, failing):
+    """Each failing call raises the same exception type and message with no plan kept
+    (cold) as after the valid calls ``warm`` kept theirs for the same kernels."""
+    from gpukit._runtime import plans
+
+    plans.forget()
+    cold = [_raised(call) for call in failing]
+    for call in warm:
+        call(), call()  # the second call runs on the kept plan
+    assert [_raised(call) for call in failing] == cold
+
+
+def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
+    # a warm call skips the checks its plan made for these types, dtypes, shapes and
+    # options; the checks of values (hyper-parameters, in-place layouts, overlap) stay
+    f4 = np.float32
+    x, b, gy = xp.ones((4, 8), f4), xp.ones(8, f4), xp.ones((4, 8), f4)
+    labels, gl = xp.zeros(4, dtype=np.int64), xp.full(4, 0.25, f4)
+    p, g, m, v = (xp.ones(64, f4) for _ in range(4))
+    ro = np.ones(64, f4)
+    ro.flags.writeable = False
+    k = gk.kernels
+    warm = [
+        lambda: k.bias_activation(x, b, "relu"),
+        lambda: k.bias_activation_backward(gy, x, b, "relu"),
+        lambda: k.bias_activation_backward(gy, x, b, "relu", output=x),
+        lambda: k.softmax_cross_entropy(x, labels),
+        lambda: k.softmax_cross_entropy_backward(x, labels, gl),
+        lambda: k.sgd_update(p, g, lr=0.0),
+        lambda: k.sgd_update(p, g, m, lr=0.0, momentum=0.5),
+        lambda: k.adam_update(p, g, m, v, step=1, lr=0.0),
+    ]
+    failing = [
+        lambda: k.bias_activation(x, b, "nope"),  # options
+        lambda: k.bias_activation(x, b, ["relu"]),
+        lambda: k.bias_activation(x, b, "relu", negative_slope="a"),
+        lambda: k.bias_activation(x, xp.ones(4, f4), "relu"),  # shapes, dtypes
+        lambda: k.bias_activation(x, xp.ones(8), "relu"),
+        lambda: k.bias_activation(xp.ones((4, 8), dtype=np.int32), b, "relu"),
+        lambda: k.bias_activation_backward(xp.ones((2, 8), f4), x, b, "relu"),
+        lambda: k.bias_activation_backward(gy, x, b, "relu", output=xp.ones((4, 8))),
+        lambda: k.bias_activation_backward(gy, x, b, "gelu_x", output=x),
+        lambda: k.softmax_cross_entropy(x, labels, label_smoothing=1.5),
+        lambda: k.softmax_cross_entropy(x, labels, label_smoothing="a"),
+        lambda: k.softmax_cross_entropy(x, xp.zeros(4, f4)),
+        lambda: k.softmax_cross_entropy(x[0], labels),
+        lambda: k.softmax_cross_entropy_backward(x, labels, xp.ones(4)),
+        lambda: k.softmax_cross_entropy_backward(x, labels, gl, label_smoothing=-0.1),
+        lambda: k.sgd_update(p, g, lr=-1.0),  # hyper-parameters
+        lambda: k.sgd_update(p, g, lr=math.nan),
+        lambda: k.sgd_update(p, g, lr=0.0, nesterov=1),
+        lambda: k.sgd_update(p, g, lr=0.0, momentum=0.5),
+        lambda: k.sgd_update(p, g, m, lr=0.0, momentum=0.5, dampening=0.1, nesterov=True),
+        lambda: k.sgd_update(p, p, lr=0.0),  # overlap, layout, writeability
+        lambda: k.sgd_update(p, g, p, lr=0.0, momentum=0.5),
+        lambda: k.sgd_update(xp.ones(128, f4)[::2], g, lr=0.0),
+        lambda: k.sgd_update(ro, np.ones(64, f4), lr=0.0),
+        lambda: k.sgd_update(p, xp.ones(63, f4), lr=0.0),
+        lambda: k.sgd_update(p.tolist(), g, lr=0.0),
+        lambda: k.adam_update(p, g, m, v, step=0, lr=0.0),
+        lambda: k.adam_update(p, g, m, v, step=1.0, lr=0.0),
+        lambda: k.adam_update(p, g, m, v, step=1, lr=0.0, beta1=1.0),
+        lambda: k.adam_update(p, g, m, m, step=1, lr=0.0),
+        lambda: k.adam_update(p, g, m, xp.ones(64), step=1, lr=0.0),
+        lambda: k.adam_update(
+            ro, np.ones(64, f4), np.ones(64, f4), np.ones(64, f4), step=1, lr=0.0
+        ),
+    ]
+    _same_errors_warm_as_cold(warm, failing)
+
+
+def test_a_warm_kernel_takes_any_layout_of_its_arrays(rng):
+    # a plan is kept for types, dtypes and shapes: strided, read-only and unaligned
+    # arrays of those still compute what a cold call computes, from the arrays given
+    from gpukit._runtime import plans
+
+    def unaligned(a):
+        raw = np.empty(a.nbytes + 1, np.uint8)[1:].view(a.dtype).reshape(a.shape)
+        raw[...] = a
+        return raw
+
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    variants = [np.asfortranarray(x), unaligned(x), x.copy()]
+    variants[-1].flags.writeable = False
+    k = gk.kernels
+    for make in (  # on the host, the only backend whose kernels see these layouts
+        lambda a: k.bias_activation(a, b, "leaky_relu", negative_slope=0.2),
+        lambda a: k.bias_activation_backward(a, a, b, "silu"),
+        lambda a: k.softmax_cross_entropy(a, np.arange(4) % 8),
+    ):
+        with gk.use_backend("numpy"):
+            expected = []
+            for a in variants:  # each planned afresh
+                plans.forget()
+                expected.append(make(a))
+            make(x), make(x)  # the plan of a plain C-contiguous array
+            results = [make(a) for a in variants]
+        for got, want in zip(results, expected, strict=True):
+            for u, w in zip(
+                *(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True
+            ):
+                np.testing.assert_array_equal(u, w)
+
+
+def test_a_warm_kernel_still_guards_transfers(cupy_backend):
+    import cupy
+
+    x, b = cupy.ones((4, 8), np.float32), cupy.ones(8, np.float32)
+    p, g = cupy.ones(64, np.float32), cupy.ones(64, np.float32)
+    with gk.transfer_guard("disallow"):
+        _same_errors_warm_as_cold(
+            [
+                lambda: gk.kernels.bias_activation(x, b, "relu"),
+                lambda: gk.kernels.sgd_update(p, g, lr=0.0),
+            ],
+            [
+                lambda: gk.kernels.bias_activation(x, np.ones(8, np.float32), "relu"),
+                lambda: gk.kernels.sgd_update(p, np.ones(64, np.float32), lr=0.0),
+            ],
+        )

@@ -42,6 +42,31 @@ def bias_activation(
     return bias_activate(x, bias, np.empty_like(x, order="C"), activation, negative_slope)
 
 
+def _bind_bias_activation(
+    x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+) -> Callable[..., np.ndarray]:
+    """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans): the
+    compiled kernel bound once where one call on one thread computes it."""
+    c = x.shape[-1]
+    planned = None
+    if type(x) is np.ndarray and type(bias) is np.ndarray:
+        planned = _native.plan_bias_act(x.size // max(c, 1), c, x.dtype, activation)
+    if planned is None:
+        return bias_activation
+    shape, dtype, empty = x.shape, x.dtype, np.empty
+
+    def run(x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float) -> Any:
+        y = empty(shape, dtype)
+        if planned(x, bias, y, negative_slope):
+            return y
+        return bias_activate(x, bias, y, activation, negative_slope)
+
+    return run
+
+
+bias_activation.bind = _bind_bias_activation  # type: ignore[attr-defined]
+
+
 def bias_activation_backward(
     grad_y: np.ndarray,
     x: np.ndarray,
@@ -64,6 +89,53 @@ def bias_activation_backward(
         np.copyto(grad_bias_out, gb)
         gb = grad_bias_out
     return gz, gb
+
+
+def _bind_bias_activation_backward(
+    grad_y: np.ndarray,
+    x: np.ndarray,
+    bias: np.ndarray,
+    activation: str,
+    negative_slope: float,
+    grad_bias_out: np.ndarray | None = None,
+    output: np.ndarray | None = None,
+) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """:func:`bias_activation_backward` planned as :func:`_bind_bias_activation`."""
+    v = x if output is None else output
+    c = v.shape[-1]
+    planned = None
+    if grad_bias_out is None and all(type(a) is np.ndarray for a in (grad_y, v, bias)):
+        of_output = output is not None
+        rows = v.size // max(c, 1)
+        planned = _native.plan_bias_act_grad(rows, c, v.dtype, activation, of_output, not of_output)
+    if planned is None:
+        return bias_activation_backward
+    shape, dtype, empty = v.shape, v.dtype, np.empty
+
+    def run(
+        grad_y: np.ndarray,
+        x: np.ndarray,
+        bias: np.ndarray,
+        activation: str,
+        negative_slope: float,
+        grad_bias_out: None = None,
+        output: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        gz = empty(shape, dtype)
+        if output is None:
+            gb = planned(grad_y, x, bias, gz, negative_slope)
+        else:
+            gb = planned(grad_y, output, None, gz, negative_slope)
+        if gb is None:
+            return bias_activation_backward(
+                grad_y, x, bias, activation, negative_slope, None, output
+            )
+        return gz, gb
+
+    return run
+
+
+bias_activation_backward.bind = _bind_bias_activation_backward  # type: ignore[attr-defined]
 
 
 #: Elements per round of an update, and the scratch blocks' size: large enough that a
@@ -154,6 +226,14 @@ def _blas_ready(y: np.ndarray, x: np.ndarray) -> bool:
     )
 
 
+def _small_sgd(p: np.ndarray, g: np.ndarray, lr: float) -> None:
+    """Plain SGD on flat ``p`` of at most :data:`_SMALL_SGD` elements: a BLAS call through
+    ctypes costs more than both ufunc passes on this few elements; the scratch block is
+    taken before the first write, and the one pass writing ``p`` refuses a read-only
+    ``p`` before writing."""
+    p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
+
+
 def sgd_update(
     param: np.ndarray,
     grad: np.ndarray,
@@ -181,10 +261,7 @@ def sgd_update(
     p, g = _flat(param), _flat(grad)
     if not (momentum or weight_decay):  # plain SGD, the common step: no per-block bookkeeping
         if p.size <= _SMALL_SGD:
-            # a BLAS call through ctypes costs more than both ufunc passes on this few
-            # elements; the scratch block is taken before the first write, and the one
-            # pass writing p refuses a read-only p before writing
-            p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
+            _small_sgd(p, g, lr)
             return
         fused = _blas.axpy(p.dtype)
         if fused is not None and lr and _blas_ready(p, g):  # lr = 0: NaN must still reach p
@@ -223,6 +300,62 @@ def sgd_update(
     _update(block, (param, grad, momentum_buffer), param.dtype)
 
 
+def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
+    """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans): plain
+    SGD on a small parameter as two ufunc passes, the other steps in the compiled kernel,
+    each bound once where one call on one thread computes it."""
+    if type(param) is not np.ndarray or type(args[0]) is not np.ndarray:
+        return sgd_update
+    n = param.size
+    if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
+        return sgd_update
+    flat = param.ndim != 1
+    planned = _native.plan_elementwise("gk_sgd", n, param.dtype, (True, False, True))
+
+    def run(
+        param: np.ndarray,
+        grad: np.ndarray,
+        momentum_buffer: np.ndarray | None,
+        lr: float,
+        momentum: float,
+        dampening: float,
+        nesterov: bool,
+        weight_decay: float,
+        first_step: bool,
+        status: np.ndarray | None = None,
+    ) -> None:
+        if status is None or not status[0]:
+            if not (momentum or weight_decay):
+                _small_sgd(*((param.reshape(-1), grad.reshape(-1)) if flat else (param, grad)), lr)
+                return
+            buf = momentum_buffer if momentum else None
+            flags = int(nesterov), int(first_step)
+            if planned is not None and planned(
+                (param, grad, buf), lr, momentum, dampening, weight_decay, *flags
+            ):
+                return
+        sgd_update(
+            param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
+            first_step, status,
+        )  # fmt: skip
+
+    return run
+
+
+sgd_update.bind = _bind_sgd_update  # type: ignore[attr-defined]
+
+
+def _adam_factors(
+    step: int, lr: float, beta1: float, beta2: float, weight_decay: float, decoupled: bool
+) -> tuple[float, float, float, float]:
+    """Adam's ``(step_size, denom_scale, l2, decay)`` for step ``step``: ``lr`` over the
+    first moment's bias correction, the square root of the second's, the weight decay
+    added to the gradient (Adam) and the parameter's factor (AdamW)."""
+    l2 = 0.0 if decoupled else weight_decay
+    decay = 1.0 - lr * weight_decay if decoupled else 1.0
+    return lr / (1.0 - beta1**step), math.sqrt(1.0 - beta2**step), l2, decay
+
+
 def adam_update(
     param: np.ndarray,
     grad: np.ndarray,
@@ -248,12 +381,11 @@ def adam_update(
     _refuse_read_only(param, exp_avg, exp_avg_sq)
     if not grad.flags.c_contiguous:
         grad = np.ascontiguousarray(grad)
-    step_size = lr / (1.0 - beta1**step)
-    denom_scale = math.sqrt(1.0 - beta2**step)
+    step_size, denom_scale, l2, decay = _adam_factors(
+        step, lr, beta1, beta2, weight_decay, decoupled
+    )
     flat = tuple(map(_flat, (param, grad, exp_avg, exp_avg_sq)))
     if _native.takes(*flat):
-        l2 = 0.0 if decoupled else weight_decay
-        decay = 1.0 - lr * weight_decay if decoupled else 1.0
         _native.adam(*flat, step_size, 1.0 / denom_scale, beta1, beta2, eps, l2, decay)
         return
     # p -= step_size m / (sqrt(v) / denom_scale + eps), with step_size folded into the
@@ -287,6 +419,53 @@ def adam_update(
         p -= t
 
     _update(block, (param, grad, exp_avg, exp_avg_sq), param.dtype)
+
+
+def _bind_adam_update(
+    param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, exp_avg_sq: np.ndarray, *args: Any
+) -> Callable[..., None]:
+    """:func:`adam_update` planned as :func:`_bind_sgd_update`: the compiled kernel bound
+    once."""
+    planned = None
+    if all(type(a) is np.ndarray for a in (param, grad, exp_avg, exp_avg_sq)):
+        planned = _native.plan_elementwise(
+            "gk_adam", param.size, param.dtype, (True, False, True, True)
+        )
+    if planned is None:
+        return adam_update
+
+    def run(
+        param: np.ndarray,
+        grad: np.ndarray,
+        exp_avg: np.ndarray,
+        exp_avg_sq: np.ndarray,
+        step: int,
+        lr: float,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        weight_decay: float,
+        decoupled: bool,
+        status: np.ndarray | None = None,
+    ) -> None:
+        if status is None or not status[0]:
+            step_size, denom_scale, l2, decay = _adam_factors(
+                step, lr, beta1, beta2, weight_decay, decoupled
+            )
+            scalars = _native.adam_scalars(
+                step_size, 1.0 / denom_scale, beta1, beta2, eps, l2, decay
+            )
+            if planned((param, grad, exp_avg, exp_avg_sq), *scalars):
+                return
+        adam_update(
+            param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
+            decoupled, status,
+        )  # fmt: skip
+
+    return run
+
+
+adam_update.bind = _bind_adam_update  # type: ignore[attr-defined]
 
 
 def _label_pick(a: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -405,6 +584,69 @@ def softmax_cross_entropy_backward(
 
     _row_blocks(block, n, c, g.itemsize)
     return g
+
+
+def _bind_rows(name: str, matrix: np.ndarray, labels: np.ndarray) -> Any:
+    """The compiled row kernel ``name`` planned for a plain ``matrix`` and int64 ``labels``
+    like these (:func:`gpukit._host.native.plan_rows`), or None for the general path."""
+    if type(matrix) is not np.ndarray or type(labels) is not np.ndarray:
+        return None
+    if labels.dtype != np.int64:  # converted by the general path
+        return None
+    return _native.plan_rows(name, *matrix.shape, matrix.dtype)
+
+
+def _bind_softmax_cross_entropy(
+    logits: np.ndarray, labels: np.ndarray, *args: Any
+) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """:func:`softmax_cross_entropy` planned for arrays like these (gpukit.kernels' plans):
+    the compiled kernel bound once where one call on one thread computes it."""
+    planned = _bind_rows("gk_xent", logits, labels)
+    if planned is None:
+        return softmax_cross_entropy
+    (n, c), dtype, empty = logits.shape, logits.dtype, np.empty
+
+    def run(
+        logits: np.ndarray,
+        labels: np.ndarray,
+        label_smoothing: float,
+        status: np.ndarray | None = None,
+        serial: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if status is None:
+            probs, loss = empty((n, c), dtype), empty(n, dtype)
+            if planned(logits, labels, loss, probs, label_smoothing):
+                return loss, probs
+        return softmax_cross_entropy(logits, labels, label_smoothing, status, serial)
+
+    return run
+
+
+softmax_cross_entropy.bind = _bind_softmax_cross_entropy  # type: ignore[attr-defined]
+
+
+def _bind_softmax_cross_entropy_backward(
+    probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, label_smoothing: float
+) -> Callable[..., np.ndarray]:
+    """:func:`softmax_cross_entropy_backward` planned as
+    :func:`_bind_softmax_cross_entropy`."""
+    planned = _bind_rows("gk_xent_grad", probs, labels)
+    if planned is None or type(grad_loss) is not np.ndarray or grad_loss.dtype != probs.dtype:
+        return softmax_cross_entropy_backward
+    shape, dtype, empty = probs.shape, probs.dtype, np.empty
+
+    def run(
+        probs: np.ndarray, labels: np.ndarray, grad_loss: np.ndarray, label_smoothing: float
+    ) -> np.ndarray:
+        g = empty(shape, dtype)
+        if planned(probs, labels, grad_loss, g, label_smoothing):
+            return g
+        return softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing)
+
+    return run
+
+
+softmax_cross_entropy_backward.bind = _bind_softmax_cross_entropy_backward  # type: ignore[attr-defined]
 
 
 def softmax_cross_entropy_train(

@@ -32,11 +32,17 @@ from . import build_native, parallel
 __all__ = [
     "ACTIVATIONS",
     "adam",
+    "adam_scalars",
     "address",
     "available",
     "bias_act",
     "bias_act_grad",
     "disabled",
+    "plan_bias_act",
+    "plan_bias_act_grad",
+    "plan_elementwise",
+    "plan_rows",
+    "ready",
     "sgd",
     "takes",
     "thresholds",
@@ -156,6 +162,38 @@ def address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
+def ready(a: np.ndarray, misaligned: int, write: bool = False) -> int | None:
+    """``a``'s address where the compiled kernels take it, else None: C-contiguous, not
+    empty, aligned (no bit of ``misaligned``, its dtype's alignment less one, set in the
+    address) and, for ``write``, writeable. What :func:`takes` and :func:`address` decide
+    together, for a planned call (``plan_*``) whose dtypes and shapes are known.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.arange(4.0)
+    >>> unaligned = a.view(np.uint8)[1:9].view(np.float64)
+    >>> ready(a, 7) == a.ctypes.data, ready(a[::2], 7), ready(unaligned, 7)
+    (True, None, None)
+    """
+    try:
+        p = _addressof(_from_buffer(a))  # writeable and C-contiguous, or it raises
+    except (TypeError, ValueError):
+        if write:
+            return None
+        f = a.flags
+        if not (f.c_contiguous and a.size):
+            return None
+        p = a.ctypes.data
+    return None if p & misaligned else p
+
+
+def _planned(dtype: np.dtype, n: int, weight: float) -> bool:
+    """Whether a kernel on ``n`` elements of ``dtype`` can be planned as one call on one
+    thread: the library built, a dtype it takes, something to compute, one thread's work."""
+    return _library() is not None and dtype in _SUFFIX and 0 < n and _small(n, weight)
+
+
 _fns: dict[tuple[str, np.dtype], Any] = {}
 
 
@@ -268,6 +306,51 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     parallel.run(by_rows, rows, cols, weight=weight)
 
 
+def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str) -> Any:
+    """:func:`bias_act` for C-contiguous ``rows`` x ``cols`` arrays of ``dtype`` with a bias,
+    as a function ``(x, b, y, slope) -> bool`` that returns False, having done nothing,
+    where the kernels do not take the arrays (:func:`disabled`, a strided or unaligned
+    one); None where such a pass is not one call on one thread (:func:`bias_act` decides
+    each call's split)."""
+    if not _planned(dtype, rows * cols, _weight(name, dtype, False)):
+        return None
+    fn, code, mis = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name), dtype.alignment - 1
+
+    def run(x: np.ndarray, b: np.ndarray, y: np.ndarray, slope: float) -> bool:
+        xp, bp, yp = ready(x, mis), ready(b, mis), ready(y, mis, True)
+        if xp is None or bp is None or yp is None or _off.get():
+            return False
+        fn(xp, bp, yp, rows, cols, cols, code, slope)
+        return True
+
+    return run
+
+
+def plan_bias_act_grad(
+    rows: int, cols: int, dtype: np.dtype, name: str, of_output: bool, bias: bool
+) -> Any:
+    """:func:`bias_act_grad` with the bias gradient for C-contiguous ``rows`` x ``cols``
+    arrays of ``dtype`` (``bias``: whether one is given), as a function
+    ``(g, v, b, gx, slope)`` returning the bias gradient, or None, having done nothing,
+    where the kernels do not take the arrays; None as :func:`plan_bias_act`."""
+    if not _planned(dtype, rows * cols, _weight(name, dtype, True, of_output)):
+        return None
+    fn, code, mis = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name), dtype.alignment - 1
+    flag, zeros = int(of_output), np.zeros
+
+    def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
+        gp, vp, op = ready(g, mis), ready(v, mis), ready(gx, mis, True)
+        bp = ready(b, mis) if bias else _kept("nz", dtype, cols)
+        if gp is None or vp is None or op is None or bp is None or _off.get():
+            return None
+        acc = zeros(cols)
+        part = _kept("part", dtype, cols)
+        fn(gp, vp, bp, op, address(acc), part, rows, cols, cols, code, slope, flag)
+        return acc.astype(dtype)
+
+    return run
+
+
 def bias_act_grad(
     g: np.ndarray,
     v: np.ndarray,
@@ -332,6 +415,28 @@ def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndar
     parallel.run(work, rows, cols)
 
 
+def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
+    """:func:`xent` (``name`` ``"gk_xent"``) or :func:`xent_grad` (``"gk_xent_grad"``) for
+    C-contiguous arrays of ``rows`` x ``cols`` elements of ``dtype``, as a function
+    ``(m0, labels, per_row, m1, eps) -> bool`` (``labels`` int64) that returns False,
+    having done nothing, where the kernels do not take the arrays; None as
+    :func:`plan_bias_act`."""
+    if not _planned(dtype, rows * cols, 1):
+        return None
+    fn, mis = _fn(name, dtype), dtype.alignment - 1
+
+    def run(m0: np.ndarray, labels: np.ndarray, per_row: np.ndarray, m1: np.ndarray,
+            eps: float) -> bool:  # fmt: skip
+        p0, p1, pl = ready(m0, mis), ready(m1, mis, True), ready(labels, 7)
+        pr = ready(per_row, mis, name == "gk_xent")  # xent writes the loss, xent_grad reads
+        if p0 is None or p1 is None or pl is None or pr is None or _off.get():
+            return False
+        fn(p0, pl, pr, p1, rows, cols, eps)
+        return True
+
+    return run
+
+
 def xent(
     logits: np.ndarray, labels: np.ndarray, loss: np.ndarray, probs: np.ndarray, eps: float
 ) -> None:
@@ -363,6 +468,32 @@ def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any
         fn(*(None if q is None else q + o for q in ptrs), hi - lo, *scalars)
 
     parallel.run(span, n)
+
+
+def plan_elementwise(name: str, n: int, dtype: np.dtype, writes: tuple[bool, ...]) -> Any:
+    """Kernel ``name`` (``"gk_sgd"``, ``"gk_adam"``) over flat C-contiguous arrays of ``n``
+    elements of ``dtype``, the ones ``writes`` marks written, as a function
+    ``(arrays, *scalars) -> bool`` (None: an absent array) that returns False, having done
+    nothing, where the kernels do not take the arrays; None as :func:`plan_bias_act`."""
+    if not _planned(dtype, n, 1):
+        return None
+    fn, mis = _fn(name, dtype), dtype.alignment - 1
+    steps = tuple(zip(range(len(writes)), writes, strict=True))
+
+    def run(arrays: tuple[np.ndarray | None, ...], *scalars: Any) -> bool:
+        ptrs = [None] * len(steps)
+        for i, write in steps:
+            a = arrays[i]
+            if a is not None:
+                p = ptrs[i] = ready(a, mis, write)
+                if p is None:
+                    return False
+        if _off.get():
+            return False
+        fn(*ptrs, n, *scalars)
+        return True
+
+    return run
 
 
 def sgd(
@@ -399,6 +530,13 @@ def adam(
     ``inv_bc2 = 1 / sqrt(1 - beta2**t)``, ``l2`` added to the gradient times the
     parameter (Adam's weight decay), ``decay`` the parameter's factor (AdamW's
     ``1 - lr * weight_decay``; 1 for Adam)."""
-    arrays = (param, grad, exp_avg, exp_avg_sq)
-    moments = (1.0 - beta1, beta2, 1.0 - beta2, eps)
-    _elementwise("gk_adam", arrays, *moments, l2, decay, step_size, inv_bc2)
+    scalars = adam_scalars(step_size, inv_bc2, beta1, beta2, eps, l2, decay)
+    _elementwise("gk_adam", (param, grad, exp_avg, exp_avg_sq), *scalars)
+
+
+def adam_scalars(
+    step_size: float, inv_bc2: float, beta1: float, beta2: float, eps: float, l2: float,
+    decay: float,
+) -> tuple[float, ...]:  # fmt: skip
+    """The scalar arguments of the ``gk_adam`` kernel, in its order, from :func:`adam`'s."""
+    return 1.0 - beta1, beta2, 1.0 - beta2, eps, l2, decay, step_size, inv_bc2

@@ -7,8 +7,13 @@ from typing import Any
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
 from .._host.activations import FROM_OUTPUT
+from .._runtime import plans as _plans
+from .._select.selection import active
 from ..backend.kernels import ACTIVATIONS
-from ._checks import FLOATS, check_like, place
+from ._checks import FLOATS, PLANS, bind, check_like, place
+
+_FORWARD = "gk.kernels.bias_activation"
+_BACKWARD = "gk.kernels.bias_activation_backward"
 
 
 def _check_activation(op: str, activation: str) -> None:
@@ -75,11 +80,30 @@ def bias_activation(
     array([[0. , 1. ],
            [2.5, 0. ]])
     """
-    op = "gk.kernels.bias_activation"
+    try:
+        key = (
+            _FORWARD, active(), type(x), x.dtype, x.shape, type(bias), bias.dtype, bias.shape,
+            activation,
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, x, bias = _plan_forward(key, x, bias, activation, negative_slope)
+    except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
+        run, x, bias = _plan_forward(None, x, bias, activation, negative_slope)
+    return run(x, bias, activation, float(negative_slope))
+
+
+def _plan_forward(key: Any, x: Any, bias: Any, activation: str, slope: Any) -> tuple[Any, Any, Any]:
+    """:func:`bias_activation`'s checks and placement: its kernel (kept under ``key``) and
+    arrays."""
+    since, op = _plans.generation(), _FORWARD
     _check_activation(op, activation)
-    backend, (x, bias) = place(op, (x, bias), ("x", "bias"), (FLOATS, FLOATS))
-    _check(op, x, bias)
-    return backend.kernel("bias_activation")(x, bias, activation, float(negative_slope))
+    backend, (px, pb) = place(op, (x, bias), ("x", "bias"), (FLOATS, FLOATS))
+    _check(op, px, pb)
+    run = bind(
+        key, since, backend, "bias_activation", (x, bias), (px, pb), (px, pb, activation, slope)
+    )
+    return run, px, pb
 
 
 @operation("gk.kernels.bias_activation_backward")
@@ -164,21 +188,42 @@ def bias_activation_backward(
     >>> bool(np.allclose(gx, y * (1 - y)))
     True
     """
-    op = "gk.kernels.bias_activation_backward"
+    arrays = (grad_y, x, bias, output)
+    try:
+        key = (
+            _BACKWARD, active(), type(grad_y), grad_y.dtype, grad_y.shape, type(x), x.dtype,
+            x.shape, type(bias), bias.dtype, bias.shape, type(output),
+            None if output is None else (output.dtype, output.shape), activation,
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, arrays = _plan_backward(key, arrays, activation, negative_slope)
+    except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
+        run, arrays = _plan_backward(None, arrays, activation, negative_slope)
+    grad_y, x, bias, output = arrays
+    if output is not None and activation not in FROM_OUTPUT:
+        output = None  # checked, then not used: see the docstring
+    return run(grad_y, x, bias, activation, float(negative_slope), None, output)
+
+
+def _plan_backward(
+    key: Any, arrays: tuple[Any, ...], activation: str, slope: Any
+) -> tuple[Any, Any]:
+    """:func:`bias_activation_backward`'s checks and placement: its kernel (kept under
+    ``key``) and arrays."""
+    since, op = _plans.generation(), _BACKWARD
     _check_activation(op, activation)
     names = ("grad_y", "x", "bias", "output")
-    backend, (grad_y, x, bias, output) = place(
-        op, (grad_y, x, bias, output), names, (FLOATS,) * 4, optional=("output",)
-    )
+    backend, placed = place(op, arrays, names, (FLOATS,) * 4, optional=("output",))
+    grad_y, x, bias, output = placed
     _check(op, x, bias)
     check_like(op, grad_y, "grad_y", x, "x")
     if output is not None:
         check_like(op, output, "output", x, "x")
         if activation not in FROM_OUTPUT:
-            output = None  # checked, then not used: see the docstring
-    return backend.kernel("bias_activation_backward")(
-        grad_y, x, bias, activation, float(negative_slope), None, output
-    )
+            output = None
+    args = (grad_y, x, bias, activation, slope, None, output)
+    return bind(key, since, backend, "bias_activation_backward", arrays, placed, args), placed
 
 
 for _op, _arg in (

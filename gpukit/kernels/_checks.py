@@ -1,10 +1,18 @@
-"""Argument checks shared by the ``gk.kernels`` front-ends.
+"""Argument checks shared by the ``gk.kernels`` front-ends, and their plans.
 
 Every check runs before any backend is called, so each backend raises the same
 exception with the same message, prefixed with the operation (``gk.kernels.<name>:``):
 ``TypeError`` for a dtype that is not accepted (the rule of every numerical front-end,
 :mod:`gpukit._dispatch.dtypes`) or a hyper-parameter that is not a number, ``ValueError`` for
 shapes, layouts, overlapping arrays and hyper-parameter values (non-finite included).
+
+A front-end's first call with given array types, dtypes and shapes and given options
+(the activation, whether an optional array is given) keeps a *plan* in :data:`PLANS`
+(:mod:`gpukit._runtime.plans`, emptied when the registry changes), keyed by those and
+the active backend: the backend's kernel, bound to such arguments by :func:`bind`. A
+warm call looks it up and skips the checks that follow from the key alone (dtypes,
+shapes, placement); the checks of values (hyper-parameters, and the layout, writeability
+and overlap of arrays updated in place) run on every call, before the kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._dispatch import dtypes as _dtypes
-from .._dispatch.inputs import keep_placed, placed, prepare
+from .._dispatch.inputs import keep, keep_placed, placed, prepare
 from .._runtime import plans as _plans
 from .._runtime.placement import namespace
 from ..backend import Backend
@@ -68,6 +76,39 @@ def place(
             )
     keep_placed(key, since, backend, arrays, out)
     return backend, out
+
+
+#: (operation, active backend, the arrays' types, dtypes and shapes, the options) -> the
+#: backend's kernel bound to such arguments (:func:`bind`)
+PLANS = _plans.table()
+
+
+def bind(
+    key: Any,
+    since: int,
+    backend: Backend,
+    name: str,
+    given: Sequence[Any],
+    placed: Sequence[Any],
+    args: Sequence[Any],
+) -> Any:
+    """The kernel ``name`` of ``backend`` for a call with the kernel arguments ``args``
+    (the arrays as :func:`place` returned them, the numbers as given, unchecked), kept in
+    :data:`PLANS` under ``key`` (None: not keyable; read before generation ``since``) when
+    ``place`` handed the arrays ``given`` back as ``placed``, untouched.
+
+    A backend's kernel may carry ``bind(*args)``: the kernel specialised to arguments of
+    the types, dtypes and shapes of ``args``'s arrays, the same ``None`` ones and the same
+    strings, taking the same arguments (numbers change from call to call: ``bind`` does
+    not read them). What depends on values (layouts, the compiled kernels switched off
+    in a context) stays in what it returns, and the front-end's checks of values run
+    before it on every call.
+    """
+    kernel = backend.kernel(name)
+    binder = getattr(kernel, "bind", None)
+    run = kernel if binder is None else binder(*args)
+    keep(PLANS, key, since, run, backend, given, placed)
+    return run
 
 
 def check_like(op: str, x: Any, name: str, ref: Any, ref_name: str) -> None:

@@ -6,7 +6,12 @@ from typing import Any
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
-from ._checks import FLOATS, INTEGERS, check_labels, check_range, place
+from .._runtime import plans as _plans
+from .._select.selection import active
+from ._checks import FLOATS, INTEGERS, PLANS, bind, check_labels, check_range, place
+
+_FORWARD = "gk.kernels.softmax_cross_entropy"
+_BACKWARD = "gk.kernels.softmax_cross_entropy_backward"
 
 
 def _check_logits(op: str, x: Any, name: str) -> None:
@@ -77,13 +82,30 @@ def softmax_cross_entropy(
     >>> loss.round(6), probs
     (array([0.287682]), array([[0.25, 0.75]]))
     """
-    op = "gk.kernels.softmax_cross_entropy"
-    smoothing = check_range(op, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
-    names = ("logits", "labels")
-    backend, (logits, labels) = place(op, (logits, labels), names, (FLOATS, INTEGERS))
+    smoothing = check_range(_FORWARD, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
+    try:
+        key = (
+            _FORWARD, active(), type(logits), logits.dtype, logits.shape, type(labels),
+            labels.dtype, labels.shape,
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, logits, labels = _plan_forward(key, logits, labels, smoothing)
+    except AttributeError:  # not keyable: a list
+        run, logits, labels = _plan_forward(None, logits, labels, smoothing)
+    return run(logits, labels, smoothing)
+
+
+def _plan_forward(key: Any, logits: Any, labels: Any, smoothing: float) -> tuple[Any, Any, Any]:
+    """:func:`softmax_cross_entropy`'s checks and placement: its kernel (kept under
+    ``key``) and arrays."""
+    since, op, given = _plans.generation(), _FORWARD, (logits, labels)
+    backend, placed = place(op, given, ("logits", "labels"), (FLOATS, INTEGERS))
+    logits, labels = placed
     _check_logits(op, logits, "logits")
     check_labels(op, labels, logits.shape[0])
-    return backend.kernel("softmax_cross_entropy")(logits, labels, smoothing)
+    args = (logits, labels, smoothing)
+    return bind(key, since, backend, "softmax_cross_entropy", given, placed, args), *placed
 
 
 @operation("gk.kernels.softmax_cross_entropy_backward")
@@ -126,15 +148,33 @@ def softmax_cross_entropy_backward(
     >>> gk.kernels.softmax_cross_entropy_backward(probs, np.array([1]), np.array([1.0]))
     array([[ 0.25, -0.25]])
     """
-    op = "gk.kernels.softmax_cross_entropy_backward"
-    smoothing = check_range(op, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
+    smoothing = check_range(_BACKWARD, label_smoothing, "label_smoothing", 0.0, 1.0, hi_open=False)
+    arrays = (probs, labels, grad_loss)
+    try:
+        key = (
+            _BACKWARD, active(), type(probs), probs.dtype, probs.shape, type(labels),
+            labels.dtype, labels.shape, type(grad_loss), grad_loss.dtype, grad_loss.shape,
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, arrays = _plan_backward(key, arrays, smoothing)
+    except AttributeError:  # not keyable: a list
+        run, arrays = _plan_backward(None, arrays, smoothing)
+    return run(*arrays, smoothing)
+
+
+def _plan_backward(key: Any, arrays: tuple[Any, ...], smoothing: float) -> tuple[Any, Any]:
+    """:func:`softmax_cross_entropy_backward`'s checks and placement: its kernel (kept
+    under ``key``) and arrays."""
+    since, op = _plans.generation(), _BACKWARD
     names = ("probs", "labels", "grad_loss")
-    accepted = (FLOATS, INTEGERS, FLOATS)
-    backend, (probs, labels, grad_loss) = place(op, (probs, labels, grad_loss), names, accepted)
+    backend, placed = place(op, arrays, names, (FLOATS, INTEGERS, FLOATS))
+    probs, labels, grad_loss = placed
     _check_logits(op, probs, "probs")
     check_labels(op, labels, probs.shape[0])
     check_grad_loss(op, grad_loss, probs)
-    return backend.kernel("softmax_cross_entropy_backward")(probs, labels, grad_loss, smoothing)
+    args = (*placed, smoothing)
+    return bind(key, since, backend, "softmax_cross_entropy_backward", arrays, placed, args), placed
 
 
 for _op, _arg in (

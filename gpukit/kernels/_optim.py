@@ -7,14 +7,21 @@ from typing import Any
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._runtime import plans as _plans
+from .._select.selection import active
 from ._checks import (
     FLOATS,
+    PLANS,
+    bind,
     check_flag,
     check_like,
     check_range,
     check_updatable,
     place,
 )
+
+_SGD = "gk.kernels.sgd_update"
+_ADAM = "gk.kernels.adam_update"
 
 
 @operation("gk.kernels.sgd_update", inplace=True)
@@ -83,7 +90,7 @@ def sgd_update(
     >>> p, buf
     (array([0.5, 2.5]), array([ 1., -1.]))
     """
-    op = "gk.kernels.sgd_update"
+    op = _SGD
     lr = check_range(op, lr, "lr", 0.0)
     momentum = check_range(op, momentum, "momentum", 0.0)
     dampening = check_range(op, dampening, "dampening", 0.0)
@@ -97,22 +104,41 @@ def sgd_update(
         )
     if momentum and momentum_buffer is None:
         raise ValueError(f"{op}: momentum_buffer is required when momentum != 0")
-    names = ("param", "grad", "momentum_buffer")
-    backend, (param, grad, buf) = place(
+    buf = momentum_buffer if momentum else None
+    arrays = (param, grad, buf)
+    try:
+        key = (
+            op, active(), type(param), param.dtype, param.shape, type(grad), grad.dtype,
+            grad.shape, type(buf), None if buf is None else (buf.dtype, buf.shape),
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, arrays = _plan_sgd(key, arrays)
+    except AttributeError:  # not keyable: a list
+        run, arrays = _plan_sgd(None, arrays)
+    param, grad, buf = arrays
+    check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
+    run(param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first_step)
+
+
+def _plan_sgd(key: Any, arrays: tuple[Any, ...]) -> tuple[Any, Any]:
+    """:func:`sgd_update`'s checks of dtypes, shapes and placement: its kernel (kept under
+    ``key``) and arrays."""
+    since, op = _plans.generation(), _SGD
+    backend, placed = place(
         op,
-        (param, grad, momentum_buffer if momentum else None),
-        names,
+        arrays,
+        ("param", "grad", "momentum_buffer"),
         (FLOATS,) * 3,
         inplace=("param", "momentum_buffer"),
         optional=("momentum_buffer",),
     )
+    param, grad, buf = placed
     check_like(op, grad, "grad", param, "param")
     if buf is not None:
         check_like(op, buf, "momentum_buffer", param, "param")
-    check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
-    backend.kernel("sgd_update")(
-        param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first_step
-    )
+    args = (*placed, 0.0, 0.0, 0.0, False, 0.0, False)
+    return bind(key, since, backend, "sgd_update", arrays, placed, args), placed
 
 
 @operation("gk.kernels.adam_update", inplace=True)
@@ -182,7 +208,7 @@ def adam_update(
     >>> p.round(6)
     array([0.9, 2.1])
     """
-    op = "gk.kernels.adam_update"
+    op = _ADAM
     try:
         if isinstance(step, bool):
             raise TypeError
@@ -199,21 +225,40 @@ def adam_update(
     eps = check_range(op, eps, "eps", 0.0)
     weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
     decoupled = check_flag(op, decoupled, "decoupled")
-    names = ("param", "grad", "exp_avg", "exp_avg_sq")
-    backend, (param, grad, m, v) = place(
+    arrays = (param, grad, exp_avg, exp_avg_sq)
+    try:
+        key = (
+            op, active(), type(param), param.dtype, param.shape, type(grad), grad.dtype,
+            grad.shape, type(exp_avg), exp_avg.dtype, exp_avg.shape, type(exp_avg_sq),
+            exp_avg_sq.dtype, exp_avg_sq.shape,
+        )  # fmt: skip
+        run = PLANS[key]
+    except KeyError:
+        run, arrays = _plan_adam(key, arrays)
+    except AttributeError:  # not keyable: a list
+        run, arrays = _plan_adam(None, arrays)
+    param, grad, m, v = arrays
+    check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
+    run(param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled)
+
+
+def _plan_adam(key: Any, arrays: tuple[Any, ...]) -> tuple[Any, Any]:
+    """:func:`adam_update`'s checks of dtypes, shapes and placement: its kernel (kept under
+    ``key``) and arrays."""
+    since, op = _plans.generation(), _ADAM
+    backend, placed = place(
         op,
-        (param, grad, exp_avg, exp_avg_sq),
-        names,
+        arrays,
+        ("param", "grad", "exp_avg", "exp_avg_sq"),
         (FLOATS,) * 4,
         inplace=("param", "exp_avg", "exp_avg_sq"),
     )
+    param, grad, m, v = placed
     check_like(op, grad, "grad", param, "param")
     check_like(op, m, "exp_avg", param, "param")
     check_like(op, v, "exp_avg_sq", param, "param")
-    check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
-    backend.kernel("adam_update")(
-        param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled
-    )
+    args = (*placed, 1, 0.0, 0.0, 0.0, 0.0, 0.0, False)
+    return bind(key, since, backend, "adam_update", arrays, placed, args), placed
 
 
 # host data given to a device backend is refused: a copy of it would be updated instead
