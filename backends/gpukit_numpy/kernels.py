@@ -231,7 +231,18 @@ def _small_sgd(p: np.ndarray, g: np.ndarray, lr: float) -> None:
     ctypes costs more than both ufunc passes on this few elements; the scratch block is
     taken before the first write, and the one pass writing ``p`` refuses a read-only
     ``p`` before writing."""
-    p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
+    p -= np.multiply(g, lr, _small_scratch(p.dtype, p.shape))
+
+
+def _small_scratch(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The calling thread's first scratch block (:func:`_workspace`) as an array of
+    ``shape`` (at most a block), kept per thread under ``(dtype, shape)``."""
+    cache = _scratch.__dict__
+    found = cache.get((dtype, shape))
+    if found is None:
+        n = math.prod(shape)
+        found = cache[dtype, shape] = _workspace(dtype)[0][0][:n].reshape(shape)
+    return found
 
 
 def sgd_update(
@@ -309,8 +320,9 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     n = param.size
     if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
         return sgd_update
-    flat = param.ndim != 1
     planned = _native.plan_elementwise("gk_sgd", n, param.dtype, (True, False, True))
+    # _small_sgd's pass, with the scratch looked up in one step
+    key, dtype, shape, multiply = (param.dtype, param.shape), param.dtype, param.shape, np.multiply
 
     def run(
         param: np.ndarray,
@@ -326,7 +338,10 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     ) -> None:
         if status is None or not status[0]:
             if not (momentum or weight_decay):
-                _small_sgd(*((param.reshape(-1), grad.reshape(-1)) if flat else (param, grad)), lr)
+                scratch = _scratch.__dict__.get(key)
+                if scratch is None:
+                    scratch = _small_scratch(dtype, shape)
+                param -= multiply(grad, lr, scratch)
                 return
             buf = momentum_buffer if momentum else None
             flags = int(nesterov), int(first_step)
