@@ -694,8 +694,8 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     """The launches of a step laid out as the one that kept ``warm``: one per flat buffer,
     with its bound kernel. None, having changed nothing but gradient slots, where
     anything differs (a group or parameter added or replaced, a ``data`` replaced, a
-    gradient missing, of another array type, dtype or shape or the parameter's own
-    array, a read-only parameter, state loaded, step counts that differ): the full step
+    gradient missing, strided, of another array type, dtype or shape or the parameter's
+    own array, a read-only parameter, state loaded, step counts that differ): the full step
     then checks again and raises what it raises. The hyper-parameters are read (the
     learning rate checked) each step, as there. An update without state arrays (plain
     SGD) does not read the step count: it is not looked up."""
@@ -721,7 +721,7 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                 if grad is not slot:
                     if type(grad) is not _ndarray or grad.dtype != dtype or grad.shape != shape:
                         return None
-                    if grad is view:
+                    if grad is view or not grad.flags.c_contiguous:  # copied there first
                         return None
                     stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
                 if arrays:  # its state arrays must still be its views (loaded ones are not)
