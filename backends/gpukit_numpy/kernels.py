@@ -43,14 +43,16 @@ def bias_activation(
 
 
 def _bind_bias_activation(
-    x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+    x: np.ndarray, bias: np.ndarray | None, activation: str, negative_slope: float
 ) -> Callable[..., np.ndarray]:
-    """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans): the
-    compiled kernel bound once where one call on one thread computes it."""
-    c = x.shape[-1]
+    """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans; a
+    ``bias`` of None: gpukit.nn's activation layers): the compiled kernel bound once
+    where one call on one thread computes it."""
+    c = x.shape[-1] if x.ndim else 1
     planned = None
-    if type(x) is np.ndarray and type(bias) is np.ndarray:
-        planned = _native.plan_bias_act(x.size // max(c, 1), c, x.dtype, activation)
+    if type(x) is np.ndarray and (bias is None or type(bias) is np.ndarray):
+        rows = x.size // max(c, 1)
+        planned = _native.plan_bias_act(rows, c, x.dtype, activation, bias is not None)
     if planned is None:
         return bias_activation
     shape, dtype, empty = x.shape, x.dtype, np.empty
