@@ -480,3 +480,30 @@ def test_layernorm_rows_whose_sum_of_squares_overflows_on_the_host():
     want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
     assert np.allclose(y[:3], want[:3], rtol=1e-5) and np.isnan(y[3]).all()
     assert np.isfinite(g[:3]).all()
+
+
+@pytest.mark.parametrize("cls", ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU"])
+def test_warm_host_activation_layers_follow_the_kernels_switch_and_f_order(rng, cls):
+    """A host activation layer called again with an input of the same dtype and shape
+    (its kernel kept) computes the activation, with the compiled kernels switched off in
+    a context too, and of an F-ordered input (float64 references)."""
+    from scipy.special import erf
+
+    from gpukit._host import native
+
+    ref = {
+        "ReLU": lambda z: np.maximum(z, 0),
+        "LeakyReLU": lambda z: np.where(z > 0, z, 0.01 * z),
+        "Sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+        "Tanh": np.tanh,
+        "SiLU": lambda z: z / (1 + np.exp(-z)),
+        "GELU": lambda z: 0.5 * z * (1 + erf(z / np.sqrt(2))),
+    }[cls]
+    layer = getattr(gk.nn, cls)()
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    want = ref(x.astype(np.float64))
+    for _ in range(2):
+        assert rel_err(layer(x), want) < TOL[np.dtype(np.float32)]
+        with native.disabled():
+            assert rel_err(layer(x), want) < TOL[np.dtype(np.float32)]
+        assert rel_err(layer(np.asfortranarray(x)), want) < TOL[np.dtype(np.float32)]

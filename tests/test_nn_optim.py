@@ -429,6 +429,63 @@ def test_warm_steps_still_refuse_bad_gradients_and_frozen_parameters(rng):
         assert np.array_equal(opt.state[params[0]][k], v)
 
 
+def test_warm_plain_sgd_steps_refuse_and_follow_each_change(rng):
+    """Warm plain SGD steps (no state arrays: the step count is not read) still refuse a
+    gradient of another shape or dtype, the parameter's own array and a read-only
+    parameter, changing nothing; and follow a strided gradient, a gradient written into
+    its slot, a parameter without a gradient and a replaced ``data`` (float64
+    reference: ``p - lr * g``)."""
+    shapes = [(3, 4), (5,)]
+    params = [gk.nn.Parameter(rng.standard_normal(s)) for s in shapes]
+    opt = gk.optim.SGD(params, lr=0.25)
+    want = [p.data.copy() for p in params]
+
+    def step(grads):
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g
+        opt.step()
+        for w, g in zip(want, grads, strict=True):
+            if g is not None:
+                w -= 0.25 * np.asarray(g)
+
+    def frozen(p):
+        p.data.flags.writeable = False
+        return np.ones(p.shape)
+
+    for make, error, match in (
+        (lambda p: np.ones(4), ValueError, r"shape \(3, 4\) has a gradient of shape \(4,\)"),
+        (
+            lambda p: np.ones((3, 4), np.float32),
+            TypeError,
+            "float64 has a gradient of dtype float32",
+        ),
+        (lambda p: p.data, ValueError, "gradient is the parameter's own array"),
+        (frozen, ValueError, "writeable C-contiguous"),
+    ):
+        for _ in range(2):  # the second step is warm, and so is the refused one
+            step([rng.standard_normal(s) for s in shapes])
+        before = [p.data.copy() for p in params]
+        good = params[1].grad
+        params[0].grad = make(params[0])
+        with pytest.raises(error, match=match):
+            opt.step()
+        params[0].data.flags.writeable = True
+        assert params[1].grad is good
+        for p, b in zip(params, before, strict=True):
+            assert np.array_equal(p.data, b)
+    step([rng.standard_normal((3, 8))[:, ::2], rng.standard_normal(5)])  # strided
+    params[1].grad = None
+    slot = params[1]._grad_target()  # where a backward pass writes it
+    slot[...] = rng.standard_normal(5)
+    step([rng.standard_normal((3, 4)), slot])
+    step([None, rng.standard_normal(5)])
+    new = rng.standard_normal(shapes[0])
+    params[0].data, want[0] = new.copy(), new
+    step([rng.standard_normal(s) for s in shapes])
+    for p, w in zip(params, want, strict=True):
+        assert rel_err(p.data, w) < F64
+
+
 def test_numpy_sgd_kernel_refuses_a_read_only_parameter_warm(rng):
     """The numpy plain-SGD kernel (what a step runs) refuses a read-only parameter before
     writing, on a warm call too, for the small one-pass path and the others alike."""

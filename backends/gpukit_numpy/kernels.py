@@ -43,14 +43,16 @@ def bias_activation(
 
 
 def _bind_bias_activation(
-    x: np.ndarray, bias: np.ndarray, activation: str, negative_slope: float
+    x: np.ndarray, bias: np.ndarray | None, activation: str, negative_slope: float
 ) -> Callable[..., np.ndarray]:
-    """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans): the
-    compiled kernel bound once where one call on one thread computes it."""
-    c = x.shape[-1]
+    """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans; a
+    ``bias`` of None: gpukit.nn's activation layers): the compiled kernel bound once
+    where one call on one thread computes it."""
+    c = x.shape[-1] if x.ndim else 1
     planned = None
-    if type(x) is np.ndarray and type(bias) is np.ndarray:
-        planned = _native.plan_bias_act(x.size // max(c, 1), c, x.dtype, activation)
+    if type(x) is np.ndarray and (bias is None or type(bias) is np.ndarray):
+        rows = x.size // max(c, 1)
+        planned = _native.plan_bias_act(rows, c, x.dtype, activation, bias is not None)
     if planned is None:
         return bias_activation
     shape, dtype, empty = x.shape, x.dtype, np.empty
@@ -231,7 +233,18 @@ def _small_sgd(p: np.ndarray, g: np.ndarray, lr: float) -> None:
     ctypes costs more than both ufunc passes on this few elements; the scratch block is
     taken before the first write, and the one pass writing ``p`` refuses a read-only
     ``p`` before writing."""
-    p -= np.multiply(g, lr, out=_workspace(p.dtype)[0][0][: p.size])
+    p -= np.multiply(g, lr, _small_scratch(p.dtype, p.shape))
+
+
+def _small_scratch(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The calling thread's first scratch block (:func:`_workspace`) as an array of
+    ``shape`` (at most a block), kept per thread under ``(dtype, shape)``."""
+    cache = _scratch.__dict__
+    found = cache.get((dtype, shape))
+    if found is None:
+        n = math.prod(shape)
+        found = cache[dtype, shape] = _workspace(dtype)[0][0][:n].reshape(shape)
+    return found
 
 
 def sgd_update(
@@ -309,8 +322,9 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     n = param.size
     if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
         return sgd_update
-    flat = param.ndim != 1
     planned = _native.plan_elementwise("gk_sgd", n, param.dtype, (True, False, True))
+    # _small_sgd's pass, with the scratch looked up in one step
+    key, dtype, shape, multiply = (param.dtype, param.shape), param.dtype, param.shape, np.multiply
 
     def run(
         param: np.ndarray,
@@ -326,7 +340,10 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     ) -> None:
         if status is None or not status[0]:
             if not (momentum or weight_decay):
-                _small_sgd(*((param.reshape(-1), grad.reshape(-1)) if flat else (param, grad)), lr)
+                scratch = _scratch.__dict__.get(key)
+                if scratch is None:
+                    scratch = _small_scratch(dtype, shape)
+                param -= multiply(grad, lr, scratch)
                 return
             buf = momentum_buffer if momentum else None
             flags = int(nesterov), int(first_step)

@@ -306,18 +306,22 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
     parallel.run(by_rows, rows, cols, weight=weight)
 
 
-def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str) -> Any:
-    """:func:`bias_act` for C-contiguous ``rows`` x ``cols`` arrays of ``dtype`` with a bias,
-    as a function ``(x, b, y, slope) -> bool`` that returns False, having done nothing,
-    where the kernels do not take the arrays (:func:`disabled`, a strided or unaligned
-    one); None where such a pass is not one call on one thread (:func:`bias_act` decides
-    each call's split)."""
+def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool = True) -> Any:
+    """:func:`bias_act` for C-contiguous ``rows`` x ``cols`` arrays of ``dtype`` with a bias
+    (without one where not ``bias``: ``b`` is not read), as a function
+    ``(x, b, y, slope) -> bool`` that returns False, having done nothing, where the
+    kernels do not take the arrays (:func:`disabled`, a strided or unaligned one); None
+    where such a pass is not one call on one thread (:func:`bias_act` decides each
+    call's split)."""
     if not _planned(dtype, rows * cols, _weight(name, dtype, False)):
         return None
     fn, code, mis = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name), dtype.alignment - 1
+    if not bias:  # nothing per column: one long row, as bias_act
+        rows, cols = 1, rows * cols
 
-    def run(x: np.ndarray, b: np.ndarray, y: np.ndarray, slope: float) -> bool:
-        xp, bp, yp = ready(x, mis), ready(b, mis), ready(y, mis, True)
+    def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
+        xp, yp = ready(x, mis), ready(y, mis, True)
+        bp = ready(b, mis) if bias else _kept("nz", dtype, cols)
         if xp is None or bp is None or yp is None or _off.get():
             return False
         fn(xp, bp, yp, rows, cols, cols, code, slope)

@@ -13,7 +13,7 @@ from typing import Any
 from .. import _dispatch
 from .._select import registry as _registry
 
-__all__ = ["kernel"]
+__all__ = ["bound", "kernel"]
 
 _cache: dict[tuple[type, str], Any] = {}
 
@@ -26,3 +26,12 @@ def kernel(data: Any, name: str) -> Any:
         owner = _dispatch.owner_of(data) or _registry.load("numpy")
         found = _cache[key] = owner.kernel(name)
     return found
+
+
+def bound(data: Any, name: str, args: tuple[Any, ...]) -> Any:
+    """:func:`kernel` bound to arguments like ``args`` (``data`` first) where the backend's
+    kernel binds (:func:`gpukit.kernels._checks.bind`), else the kernel itself: for a
+    caller whose arrays keep their types, dtypes and shapes from call to call."""
+    found = kernel(data, name)
+    binder = getattr(found, "bind", None)
+    return found if binder is None else binder(*args)

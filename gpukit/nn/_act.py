@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import _dispatch
 from .._host.activations import FROM_OUTPUT, bias_activate, gradient
+from .._runtime import plans as _plans
 from ..kernels import ACTIVATIONS
-from ..kernels._direct import kernel
+from ..kernels._direct import bound, kernel
 
 __all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward"]
 
@@ -68,9 +69,31 @@ def forward(
     from_output = name in FROM_OUTPUT
     if bias is None and name == "identity":
         return z, (z, True)
-    out = z if overwrite and from_output and z.flags.c_contiguous else np.empty_like(z)
-    y = bias_activate(z, bias, out, name, slope)
+    if overwrite and from_output and z.flags.c_contiguous:
+        y = bias_activate(z, bias, z, name, slope)
+    else:  # a new C-contiguous output (bias_activate writes only such a one)
+        key = (
+            name,
+            z.dtype,
+            z.shape,
+            None if bias is None else (type(bias), bias.dtype, bias.shape),
+        )
+        run = _BOUND.get(key)
+        if run is None:
+            run = _bound(key, z, bias, name, slope)
+        y = run(z, bias, name, slope)
     return y, (y if from_output else z, from_output)
+
+
+#: (activation, the host input's dtype and shape, the bias's type, dtype and shape or
+#: None) -> the numpy backend's ``bias_activation`` bound to such arrays
+_BOUND = _plans.table()
+
+
+def _bound(key: Any, z: np.ndarray, bias: Any, name: str, slope: float) -> Any:
+    """The host kernel of :func:`forward` for arrays like ``z`` and ``bias``, kept."""
+    since = _plans.generation()
+    return _plans.remember(_BOUND, key, bound(z, "bias_activation", (z, bias, name, slope)), since)
 
 
 def backward(

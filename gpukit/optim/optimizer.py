@@ -29,7 +29,7 @@ import copy
 from collections import deque
 from collections.abc import Iterable
 from operator import is_
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from .._runtime import device_status as _status
 from .._runtime.memory import operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
+from ..kernels._direct import bound as _bind
 from ..kernels._direct import kernel as _kernel
 from ..nn._flat import FlatBuffer, flatten
 from ..nn.module import Module, Parameter, _place, assign, on_device_of
@@ -115,6 +116,9 @@ class Optimizer:
         # per device status: [failures seen, serial checked, (serial, [(parameter, its
         # count)]) per step not yet known to be applied]
         self._log: dict[_status.Status, list[Any]] = {}
+        # what a warm step re-checks and runs, per group (_warm_launches): set by a step
+        # that updated every parameter in one launch per host flat buffer
+        self._warm: list[_Warm] | None = None
         for group in self.param_groups:
             self._flat.append(_flattened(group["params"]))
 
@@ -599,27 +603,10 @@ def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
     if opt._log:  # a device step logged (none on the host)
         opt._reconcile()
-    launches = []
-    op, state, count_of = opt._op, opt.state, opt._count
-    for k, group in enumerate(opt.param_groups):
-        hyper = opt._hyper(group)
-        names = opt._arrays(hyper)
-        for fb, members in opt._layout(k):
-            ready = [(p, _gradient(op, p)) for p in members if p.grad is not None]
-            if not ready:
-                continue
-            if fb is not None and len(ready) == len(members):
-                counts = set(map(count_of, map(state.get, members)))
-                if len(counts) == 1:
-                    launches.append(_whole(opt, fb, ready, counts.pop(), names, hyper))
-                    continue
-            for p, grad in ready:
-                index = -1 if fb is None else fb.params.index(p)
-                arrays = opt._views(p, fb, index, names)
-                count = opt._count(opt.state.get(p))
-                args = opt._args(p.data, grad, arrays, count, hyper)
-                target = _target(p.data, opt._kernel)
-                launches.append(_launch(target, args, [(p, opt._new_state(count, arrays), count)]))
+    warm = opt._warm
+    launches = None if warm is None else _warm_launches(opt, warm)
+    if launches is None:
+        launches = _launches(opt)
     for kernel, args, back, news, st in launches:
         kernel(*args)
         for half, wide in back:
@@ -630,6 +617,130 @@ def _step(opt: Optimizer) -> None:
                 opt.state.setdefault(p, {}).update(new)
         if st is not None:
             opt._record(st, [(p, count) for p, _, count in news])
+
+
+def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
+    """Every launch of a step, each parameter's gradient checked; keeps the warm plan
+    (:func:`_warm_launches`) when each group is its host flat buffers, each updated
+    whole."""
+    opt._warm = None  # a step that raises keeps none
+    launches, warm = [], []
+    op, state, count_of = opt._op, opt.state, opt._count
+    for k, group in enumerate(opt.param_groups):
+        hyper = opt._hyper(group)
+        names = opt._arrays(hyper)
+        kept: list[tuple[Any, ...]] | None = []
+        for fb, members in opt._layout(k):
+            ready = [(p, _gradient(op, p)) for p in members if p.grad is not None]
+            if not ready:
+                kept = None
+                continue
+            if fb is not None and len(ready) == len(members):
+                counts = set(map(count_of, map(state.get, members)))
+                if len(counts) == 1:
+                    launch = _whole(opt, fb, ready, counts.pop(), names, hyper)
+                    launches.append(launch)
+                    if kept is None or type(fb.data) is not _ndarray or launch[2]:
+                        kept = None  # on a device, or widened: the full step
+                    else:
+                        kept.append(_warm_buffer(fb, opt._kernel, names, launch[1]))
+                    continue
+            kept = None
+            for p, grad in ready:
+                index = -1 if fb is None else fb.params.index(p)
+                arrays = opt._views(p, fb, index, names)
+                count = opt._count(opt.state.get(p))
+                args = opt._args(p.data, grad, arrays, count, hyper)
+                target = _target(p.data, opt._kernel)
+                launches.append(_launch(target, args, [(p, opt._new_state(count, arrays), count)]))
+        if kept is None or warm is None:
+            warm = None
+        else:
+            warm.append(_Warm(opt._flat[k][0], names, kept))
+    opt._warm = warm
+    return launches
+
+
+class _Warm(NamedTuple):
+    """A group's warm plan: its parameters as flattened, the state arrays its update
+    takes, and each host flat buffer with its kernel bound to the buffer's arrays and
+    each parameter's data view, gradient slot, shape and state views."""
+
+    params: list[Parameter]
+    names: tuple[str, ...]
+    buffers: list[tuple[FlatBuffer, Any, list[Any], list[tuple[Any, ...]]]]
+
+
+def _warm_buffer(
+    fb: FlatBuffer, kernel_name: str, names: tuple[str, ...], args: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """``fb`` laid out for :func:`_warm_launches`, with the kernel ``kernel_name`` bound to its
+    arrays (``args``: a launch's arguments), kept with ``fb``."""
+    key = ("bound", kernel_name, names)
+    kernel = fb.kept.get(key)
+    if kernel is None:
+        kernel = fb.kept[key] = _bind(fb.data, kernel_name, args)
+    views = [fb.state[name][1] for name in names]
+    members = [
+        (p, view, p._slot[1], shape, [v[i] for v in views])
+        for i, (p, view, (_, _, shape)) in enumerate(
+            zip(fb.params, fb.views, fb.segments, strict=True)
+        )
+    ]
+    return fb, kernel, [fb.state[name][0] for name in names], members
+
+
+def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] | None:
+    """The launches of a step laid out as the one that kept ``warm``: one per flat buffer,
+    with its bound kernel. None, having changed nothing but gradient slots, where
+    anything differs (a group or parameter added or replaced, a ``data`` replaced, a
+    gradient missing, strided, of another array type, dtype or shape or the parameter's
+    own array, a read-only parameter, state loaded, step counts that differ): the full step
+    then checks again and raises what it raises. The hyper-parameters are read (the
+    learning rate checked) each step, as there. An update without state arrays (plain
+    SGD) does not read the step count: it is not looked up."""
+    groups = opt.param_groups
+    if len(groups) != len(warm):
+        return None
+    launches = []
+    state, count_of, new_state = opt.state, opt._count, opt._new_state
+    for group, (flat, names, buffers) in zip(groups, warm, strict=True):
+        hyper = opt._hyper(group)
+        params = group["params"]
+        if opt._arrays(hyper) != names or len(params) != len(flat):
+            return None
+        if not all(map(is_, params, flat)):
+            return None
+        for fb, kernel, flats, members in buffers:
+            dtype, news, count = fb.data.dtype, [], 1
+            stale = None
+            for p, view, slot, shape, arrays in members:
+                grad = p.grad
+                if p.data is not view or not view.flags.writeable:
+                    return None
+                if grad is not slot:
+                    if type(grad) is not _ndarray or grad.dtype != dtype or grad.shape != shape:
+                        return None
+                    if grad is view or not grad.flags.c_contiguous:  # copied there first
+                        return None
+                    stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
+                if arrays:  # its state arrays must still be its views (loaded ones are not)
+                    have = state.get(p)
+                    c = count_of(have)
+                    if (c != count and news) or have is None:
+                        return None
+                    if not all(map(is_, map(have.get, names), arrays)):
+                        return None
+                    count = c
+                    news.append((p, new_state(c, arrays), c))
+                else:
+                    news.append((p, None, count))
+            if stale is not None:
+                for slot, grad in stale:
+                    slot[...] = grad
+            args = opt._args(fb.data, fb.grad, flats, count, hyper)
+            launches.append((kernel, (*args, None), (), news, None))
+    return launches
 
 
 def _whole(
