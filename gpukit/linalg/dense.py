@@ -366,8 +366,8 @@ def _matrix_input(
         shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
         keep(_MATRIX, key, since, backend, backend, (given,), (a,))
-    if check_finite:
-        _checks.finite(op, backend, "a", a)
+    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
+        raise ValueError(_checks.non_finite(op, "a", a))
     return backend, a
 
 
