@@ -395,6 +395,46 @@ def test_a_warm_linalg_plan_still_checks_values_and_warns(rng):
     assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
 
 
+def test_a_warm_solve_plan_still_raises_reads_any_layout_and_each_structure(rng):
+    # the plan holds the backend's prepared solver (linalg_solve_plan): a warm call with
+    # the same types, dtypes and shapes still meets a singular or non-finite a, another
+    # layout, transposed, and the structure assume_a names
+    a, b = _spd(rng), rng.standard_normal(4)
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.solve(a, b))
+        singular = a.copy()
+        singular[3] = singular[2]
+        with pytest.raises(gk.LinAlgError, match="matrix 'a' is singular"):
+            gk.linalg.solve(singular, b)
+        bad = a.copy()
+        bad[1, 2] = np.nan
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
+            gk.linalg.solve(bad, b)
+        huge = np.diag([1e-300, 1.0, 1.0, 1.0])  # x overflows: not a finite answer
+        with pytest.raises(gk.LinAlgError, match="matrix 'a' is singular"):
+            gk.linalg.solve(huge, np.full(4, 1e10))
+        for m in (np.asfortranarray(a), a[::-1, ::-1], a.T):  # another layout, one key
+            assert rel_err(gk.linalg.solve(m, b), np.linalg.solve(m, b)) < 1e-12
+        got = gk.linalg.solve(a, b, transposed=True)
+        assert rel_err(got, np.linalg.solve(a.T, b)) < 1e-12
+        upper = np.triu(a)
+        for _ in range(3):  # the upper triangle only, planned like any other structure
+            got = gk.linalg.solve(a, b, assume_a="upper triangular")
+        assert rel_err(got, np.linalg.solve(upper, b)) < 1e-12
+        for _ in range(3):
+            got = gk.linalg.solve(a, b, assume_a="pos", lower=True)
+        assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
+        not_pos = -a
+        with pytest.raises(gk.LinAlgError, match="not positive definite"):
+            gk.linalg.solve(not_pos, b, assume_a="pos")
+        d = np.diag(a).copy()
+        for _ in range(3):
+            got = gk.linalg.solve(a, b, assume_a="diagonal")
+        assert rel_err(got, b / d) < 1e-12
+        with pytest.raises(gk.LinAlgError, match="matrix 'a' is singular"):
+            gk.linalg.solve(np.diag([1.0, 0.0, 1.0, 1.0]), b, assume_a="diagonal")
+
+
 def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
     a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
     with gk.use_backend("numpy"):

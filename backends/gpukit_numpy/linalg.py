@@ -21,6 +21,7 @@ the same way.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -56,9 +57,12 @@ def _lookup(a: np.ndarray, b: np.ndarray | None = None):
     """The lookup of LAPACK routines for a call on ``a`` (and ``b``): ``_own`` where one
     has more than :data:`_ONE_THREAD` entries, else ``_lapack``. One lookup serves all the
     calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
-    if a.size > _ONE_THREAD or (b is not None and b.size > _ONE_THREAD):
-        return _own
-    return _lapack
+    return _lookup_for(a.size, 0 if b is None else b.size)
+
+
+def _lookup_for(*sizes: int):
+    """:func:`_lookup` for arguments of ``sizes`` entries."""
+    return _own if max(sizes) > _ONE_THREAD else _lapack
 
 
 @functools.cache
@@ -120,23 +124,36 @@ def _batched(fn, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _lu_solve_rcond(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-    """Solve ``a x = b`` by LU and estimate 1/cond_1(a), as ``scipy.linalg.solve``.
+def _lu_solver(lapack, dtype: np.dtype):
+    """``solve(a, b) -> (x, rcond)`` for matrices of ``dtype`` by LU with ``lapack``'s
+    routines (:func:`_lookup`), estimating 1/cond_1(a) as ``scipy.linalg.solve``.
 
     A C-ordered ``a`` is factored as ``a.T``, which it already is in Fortran order (f2py
     would copy it transposing): the infinity norm of ``a.T`` is ``a``'s 1-norm, and
     ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
+    SciPy's wrappers (small matrices) are always handed ``a.T``: asking for the layout
+    costs more than f2py's transposing copy of a Fortran-ordered ``a`` of that size.
+    The routines are looked up here, once for every call of ``solve``.
     """
-    t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
-    lapack = _lookup(a, b)
-    lu, piv, info = lapack("getrf", a.dtype)(t)
-    if info > 0:
-        raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-    rcond, _ = lapack("gecon", a.dtype)(lu, lapack("lange", a.dtype)(norm, t), norm=norm)
-    x, info = lapack("getrs", a.dtype)(lu, piv, b, trans=trans)
-    if info != 0:
-        raise ValueError(f"illegal value in argument {-info} of getrs")
-    return x, rcond
+    getrf, lange, gecon, getrs = (lapack(n, dtype) for n in ("getrf", "lange", "gecon", "getrs"))
+    small = lapack is _lapack
+
+    def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+        if small or not a.flags.f_contiguous:
+            t, trans, norm = a.T, 1, "I"
+        else:
+            t, trans, norm = a, 0, "1"
+        lu, piv, info = getrf(t)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
+        # optional arguments by position: f2py parses keywords at a cost per call
+        rcond, _ = gecon(lu, lange(norm, t), norm)
+        x, info = getrs(lu, piv, b, trans)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of getrs")
+        return x, float(rcond)
+
+    return solve
 
 
 def _hermitian_norm1(a: np.ndarray) -> float:
@@ -251,7 +268,7 @@ class NumpyLinalg(LinalgOps):
         """
         size = x.size
         if size <= _PYTHON_SUM_MAX:
-            total = sum(x.ravel().tolist())
+            total = sum((x if x.ndim == 1 else x.ravel()).tolist())
             if total - total == 0:  # NaN for a NaN, an infinity or an overflowing sum
                 return True
         elif size >= _SUM_CHECK_MIN:
@@ -294,8 +311,15 @@ class NumpyLinalg(LinalgOps):
             anorm = _hermitian_norm1(a)
             c = _potrf(a, clean=False)
             return _potrs(c, b), float(_pocon(c, anorm))
-        x, rcond = _lu_solve_rcond(a, b)
-        return x, float(rcond)
+        return _lu_solver(_lookup(a, b), a.dtype)(a, b)
+
+    def linalg_solve_plan(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Any:
+        """One general matrix: the LU solver with its LAPACK routines looked up now."""
+        if len(shape) != 2 or assume_a != "gen":
+            return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
+        return _lu_solver(_lookup_for(math.prod(shape), math.prod(rhs_shape)), dtype)
 
     def linalg_inv(self, a: Any) -> Any:
         """One small matrix by ``getrf``/``getri`` on ``a.T``: ``inv(a.T) = inv(a).T``,

@@ -35,6 +35,7 @@ __all__ = [
     "placed",
     "plan_for",
     "plan_for_all",
+    "plan_for_pair",
     "prepare",
     "to_numpy",
     "untouched",
@@ -149,6 +150,20 @@ def plan_for(plans: dict[Any, Any], op: str, x: Any, *static: Any) -> tuple[Any,
     :func:`keep` (None: ``x`` or an argument cannot be keyed)."""
     try:
         key = (op, active(), type(x), x.dtype, x.shape, *static)
+        return plans[key], key
+    except KeyError:
+        return None, key
+    except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
+        return None, None
+
+
+def plan_for_pair(plans: dict[Any, Any], op: str, x: Any, y: Any, static: Any) -> tuple[Any, Any]:
+    """:func:`plan_for` of two arrays ``x`` and ``y`` (the types, dtypes and shapes of
+    both) and one other argument ``static`` (a tuple of them, or through
+    :func:`gpukit._runtime.plans.token` where its type matters): ``(plan, key)``, key
+    None when either is not an array (a list) or ``static`` is unhashable."""
+    try:
+        key = (op, active(), type(x), x.dtype, x.shape, type(y), y.dtype, y.shape, static)
         return plans[key], key
     except KeyError:
         return None, key

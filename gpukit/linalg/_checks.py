@@ -170,10 +170,11 @@ def finite(op: str, backend: Backend, name: str, x: Any) -> None:
     check their arguments in order, so that the first one holding NaN/inf is named.
     """
     if not backend.linalg_all_finite(x):
-        raise ValueError(_non_finite(op, name, x))
+        raise ValueError(non_finite(op, name, x))
 
 
-def _non_finite(op: str, name: str, x: Any) -> str:
+def non_finite(op: str, name: str, x: Any) -> str:
+    """The message of :func:`finite`'s ValueError."""
     return (
         f"{op}: argument {name!r} holds NaN or inf ({describe(x)}); expected finite values "
         "(check_finite=False skips this check, and the result is then undefined)"
@@ -202,11 +203,11 @@ def guarded(
     try:
         out = call(*args)
     except np.linalg.LinAlgError as exc:
-        raise _failure(op, backend, problem, names, inputs) from exc
+        raise failure(op, backend, problem, names, inputs) from exc
     if check is not None:
         for x in check(out):  # a loop, not all() over a generator: less to set up per call
             if not backend.linalg_all_finite(x):
-                raise _failure(op, backend, problem, names, inputs)
+                raise failure(op, backend, problem, names, inputs)
     return out
 
 
@@ -225,10 +226,12 @@ def first(out: tuple[Any, ...]) -> tuple[Any, ...]:
     return out[:1]
 
 
-def _failure(
+def failure(
     op: str, backend: Backend, problem: str, names: tuple[str, ...], inputs: tuple[Any, ...]
 ) -> Exception:
+    """The error of a failed call (:func:`guarded`): a ValueError naming the first input
+    holding NaN or inf, else a :class:`LinAlgError` saying ``problem``."""
     for name, x in zip(names, inputs, strict=True):
         if x.dtype.kind in "fc" and not backend.linalg_all_finite(x):
-            return ValueError(_non_finite(op, name, x))
+            return ValueError(non_finite(op, name, x))
     return LinAlgError(f"{op}: {problem} ({describe(inputs[0])})")

@@ -191,7 +191,10 @@ def residual(xp: Any, matvec: Op, b: Any, x: Any, out: Any) -> Any:
 
 
 def _finite(*values: Any) -> bool:
-    return all(math.isfinite(abs(v)) for v in values)
+    for v in values:  # a loop, not all() over a generator: no generator frame per value
+        if not math.isfinite(abs(v)):
+            return False
+    return True
 
 
 def run(

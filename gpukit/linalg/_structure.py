@@ -47,6 +47,11 @@ def kind(op: str, assume_a: Any) -> str:
         raise ValueError(f"{op}: assume_a must be one of {_NAMES}; got {assume_a!r}") from None
 
 
+def method(kind: str) -> str:
+    """The method :func:`effective` gives structure ``kind``."""
+    return kind if kind in ("pos", "diagonal") else "gen"
+
+
 def effective(xp: Any, a: Any, kind: str, lower: bool, transposed: bool) -> tuple[Any, str]:
     """``(matrix, method)``: what the solver reads for structure ``kind``, transposed if
     asked (``a.T``, not the conjugate transpose, as SciPy)."""
@@ -99,25 +104,30 @@ def solve_diagonal(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
 _EPS: dict[np.dtype, float] = {}
 
 
+def eps(dtype: np.dtype) -> float:
+    """The machine epsilon of ``dtype``, below which a reciprocal condition number warns."""
+    return _EPS.get(dtype) or _EPS.setdefault(dtype, float(np.finfo(dtype).eps))
+
+
 def warn_ill_conditioned(op: str, backend: Backend, rcond: Any, dtype: np.dtype) -> None:
     """SciPy's ``LinAlgWarning`` where a matrix's reciprocal condition number is below
     ``eps`` of ``dtype`` (NaN counts as ill-conditioned)."""
-    eps = _EPS.get(dtype) or _EPS.setdefault(dtype, float(np.finfo(dtype).eps))
+    limit = eps(dtype)
     if type(rcond) is float:  # one host matrix: no array operation
-        if rcond >= eps:  # NaN is not
+        if rcond >= limit:  # NaN is not
             return
-    elif bool((rcond >= eps).all()):
+    elif bool((rcond >= limit).all()):
         return
     from scipy.linalg import LinAlgWarning
 
     rc = np.asarray(backend.to_numpy(rcond), dtype=np.float64)
-    ill = ~(rc >= eps)
+    ill = ~(rc >= limit)
     where = f" (at {_indices(np.argwhere(ill))} of the stack)" if rc.ndim else ""
     values = rc[ill]
     worst = np.nan if np.isnan(values).all() else float(np.nanmin(values))
     warn(
         f"{op}: matrix 'a' is ill-conditioned{where}: reciprocal condition number "
-        f"{worst:.3g} < eps {eps:.3g} of {dtype}; the result may be inaccurate",
+        f"{worst:.3g} < eps {limit:.3g} of {dtype}; the result may be inaccurate",
         LinAlgWarning,
     )
 

@@ -9,13 +9,14 @@ dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from .._dispatch import operation, reject
 from .._dispatch.capabilities import checked, declare
-from .._dispatch.inputs import keep, plan_for
+from .._dispatch.inputs import keep, plan_for, plan_for_pair
 from .._runtime import plans as _plans
 from .._runtime.plans import token
 from . import _checks, _docs, _norm_range, _structure
@@ -70,8 +71,17 @@ def solve(
 
 
 # (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
-# structure, whether either is empty) where a and b pass the checks unchanged
+# structure, method, solver: None when either is empty, eps of the dtype) where a and b
+# pass the checks unchanged
 _SOLVE = _plans.table()
+
+
+def _solver(backend: Any, method: str, a: Any, b: Any) -> Any:
+    """``solve(matrix, b) -> (x, rcond)`` for ``method`` on arrays like ``a`` and ``b``:
+    the backend's (:meth:`~gpukit.backend.Backend.linalg_solve_plan`), or a diagonal's."""
+    if method == "diagonal":
+        return functools.partial(_structure.solve_diagonal, backend.xp)
+    return backend.linalg_solve_plan(method, a.shape, b.shape, a.dtype)
 
 
 @operation("gk.linalg.solve")
@@ -152,9 +162,7 @@ def solve(
     [1.0, 1.0]
     """
     op = "gk.linalg.solve"
-    plan, key = plan_for(
-        _SOLVE, op, a, type(b), getattr(b, "dtype", None), getattr(b, "shape", None), assume_a
-    )
+    plan, key = plan_for_pair(_SOLVE, op, a, b, assume_a)
     if plan is None:
         since = _plans.generation()
         given = (a, b)
@@ -163,31 +171,39 @@ def solve(
         _checks.square(op, "a", a)
         a, b, squeeze = _checks.rhs(op, backend.xp, a, b)
         a, b = _checks.as_inexact(backend.xp, a, b)
-        empty = a.size == 0 or b.size == 0
-        keep(_SOLVE, key, since, (backend, kind, empty), backend, given, (a, b))
+        method = _structure.method(kind)
+        solver = None if a.size == 0 or b.size == 0 else _solver(backend, method, a, b)
+        plan = (backend, kind, method, solver, _structure.eps(a.dtype))
+        keep(_SOLVE, key, since, plan, backend, given, (a, b))
     else:  # a and b as they came: no broadcast, no cast
-        (backend, kind, empty), squeeze = plan, False
-    xp = backend.xp
-    # b is checked through x, in guarded: every entry of b (after the row permutation)
-    # reaches one entry of x as (b_k - finite terms) / nonzero pivot in the triangular
-    # solves, and nothing turns NaN or inf back into a finite number (0 * inf is NaN),
-    # so a non-finite b gives a non-finite x, and guarded names b in finite's ValueError
+        squeeze = False
+    backend, kind, method, solver, eps = plan
+    # b is checked through x: every entry of b (after the row permutation) reaches one
+    # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
+    # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
+    # non-finite b gives a non-finite x, and failure names b in finite's ValueError
     # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
     # One pass over b less, and one device synchronisation less on a GPU.
-    if check_finite:
-        _checks.finite(op, backend, "a", a)
-    if empty:  # nothing to solve (LAPACK refuses n = 0), as SciPy
-        x = xp.zeros(b.shape, dtype=b.dtype)
+    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
+        raise ValueError(_checks.non_finite(op, "a", a))
+    if solver is None:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+        x = backend.xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
-    m, method = _structure.effective(xp, a, kind, lower, transposed)
-    if method == "diagonal":
-        call, args = _structure.solve_diagonal, (xp, m, b)
-    else:
-        call, args = backend.linalg_solve_rcond, (m, b, method)
-    x, rcond = _checks.guarded(
-        op, backend, _PROBLEM[method], ("a", "b"), (a, b), _checks.first, call, *args
+    # LU reads a general matrix as it is; any other, what its structure names of it
+    m = (
+        a
+        if kind == "gen" and not transposed
+        else _structure.effective(backend.xp, a, kind, lower, transposed)[0]
     )
-    _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
+    # _checks.guarded's steps, inline: the library's error or a non-finite x is a failure
+    try:
+        x, rcond = solver(m, b)
+    except np.linalg.LinAlgError as exc:
+        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b)) from exc
+    if not backend.linalg_all_finite(x):
+        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b))
+    if type(rcond) is not float or not rcond >= eps:  # one host matrix above eps: no warning
+        _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
     return x[..., 0] if squeeze else x
 
 
@@ -350,8 +366,8 @@ def _matrix_input(
         shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
         keep(_MATRIX, key, since, backend, backend, (given,), (a,))
-    if check_finite:
-        _checks.finite(op, backend, "a", a)
+    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
+        raise ValueError(_checks.non_finite(op, "a", a))
     return backend, a
 
 

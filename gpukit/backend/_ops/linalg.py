@@ -62,6 +62,18 @@ class LinalgOps:
             return x, xp.zeros(a.shape[:-2], dtype=np.finfo(a.dtype).dtype)
         return x, 1 / (_norm1(xp, a) * _norm1(xp, inverse))
 
+    def linalg_solve_plan(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Callable[[Any, Any], tuple[Any, Any]]:
+        """:meth:`linalg_solve_rcond` of a matrix of ``shape`` and right-hand sides of
+        ``rhs_shape`` (both non-empty, of ``dtype``), as a function of the two arrays.
+
+        The front-end keeps it in its plan for the next call with the same key, so a
+        backend may settle here, once, what depends only on these arguments (which
+        library routines to call); the arrays' layout may differ from call to call.
+        """
+        return lambda a, b: self.linalg_solve_rcond(a, b, assume_a)
+
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         """Least squares as ``numpy.linalg.lstsq``: (x, residuals, rank, singular values)."""
         return self.xp.linalg.lstsq(a, b, rcond=rcond)
