@@ -26,7 +26,7 @@
  * than the Python between two kernel calls of a training step, short against a BLAS
  * call that might follow */
 #ifndef GK_SPIN_NS
-#define GK_SPIN_NS 50000
+#define GK_SPIN_NS 20000
 #endif
 #define GK_MAX_WORKERS 255
 
