@@ -26,12 +26,16 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = (HERE / "csrc" / "kernels.c", HERE / "csrc" / "kernels_body.h")
+SOURCES = tuple(HERE / "csrc" / f for f in ("kernels.c", "kernels_body.h", "pool.h"))
 LIBRARY = "_kernels.dll" if sys.platform == "win32" else "_kernels.so"
 
-# No -ffast-math: NaN, infinities and signed zeros keep their meaning. -fopenmp-simd
+# No -ffast-math: NaN, infinities and signed zeros keep their meaning. -pthread: the
+# kernels' own thread pool (csrc/pool.h). -fopenmp-simd
 # reads the sources' "omp simd" (vectorise; no OpenMP run time, no threads).
-FLAGS = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-fno-trapping-math"]
+FLAGS = [
+    "-O3", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-fno-math-errno",
+    "-fno-trapping-math",
+]  # fmt: skip
 
 
 def source_hash() -> str:

@@ -15,10 +15,13 @@
  * x86-64-v4 (AVX-512), v3 (AVX2, FMA) and the baseline, and picked at load time for the
  * CPU at hand.
  */
+#define _GNU_SOURCE /* syscall: the pool's futex */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "pool.h"
 
 #if defined(GK_CLONES)
 #define GK_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
