@@ -44,7 +44,8 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
     const T slope = (T)slope_;
     switch (act) {
     case GK_IDENTITY: GK_FORWARD(z, 1);
-    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0, 1);
+    /* NaN and -0.0 pass through, as in PyTorch (z > 0 ? z : 0 gave 0 for both) */
+    case GK_RELU: GK_FORWARD(z < 0 ? (T)0 : z, 1);
     case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope, 1);
     case GK_GELU: GK_FORWARD(z * PHI(z), 0);
     case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z), 0);
@@ -90,7 +91,7 @@ GK_EXPORT void SFX(gk_bias_act_par)(const T *x, const T *b, T *y, ptrdiff_t rows
 /* act'(z) for the backward pass */
 static inline T SFX(derivative)(T z, int act, T slope) {
     switch (act) {
-    case GK_RELU: return z > 0 ? (T)1 : (T)0;
+    case GK_RELU: return z <= 0 ? (T)0 : (T)1; /* NaN passes the gradient, as in PyTorch */
     case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
     case GK_GELU: /* Phi(z) + z phi(z) */
         return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z, (T)1);
@@ -120,7 +121,7 @@ static inline T SFX(derivative)(T z, int act, T slope) {
 /* the same from the activation's output y (identity, relu, sigmoid, tanh) */
 static inline T SFX(derivative_of_output)(T y, int act) {
     switch (act) {
-    case GK_RELU: return y > 0 ? (T)1 : (T)0;
+    case GK_RELU: return y <= 0 ? (T)0 : (T)1;
     case GK_SIGMOID: return y * ((T)1 - y);
     case GK_TANH: return (T)1 - y * y;
     default: return (T)1;
