@@ -131,18 +131,12 @@ def _lu_solver(lapack, dtype: np.dtype):
     A C-ordered ``a`` is factored as ``a.T``, which it already is in Fortran order (f2py
     would copy it transposing): the infinity norm of ``a.T`` is ``a``'s 1-norm, and
     ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
-    SciPy's wrappers (small matrices) are always handed ``a.T``: asking for the layout
-    costs more than f2py's transposing copy of a Fortran-ordered ``a`` of that size.
     The routines are looked up here, once for every call of ``solve``.
     """
     getrf, lange, gecon, getrs = (lapack(n, dtype) for n in ("getrf", "lange", "gecon", "getrs"))
-    small = lapack is _lapack
 
     def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-        if small or not a.flags.f_contiguous:
-            t, trans, norm = a.T, 1, "I"
-        else:
-            t, trans, norm = a, 0, "1"
+        t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
         lu, piv, info = getrf(t)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
