@@ -199,7 +199,7 @@ static int gk_matrix(const char *name, Py_ssize_t rows, Py_ssize_t cols, Py_ssiz
         *count = 0;
         return 0;
     }
-    if (rows - 1 > (PY_SSIZE_T_MAX - cols) / (ld ? ld : 1)) {
+    if (rows - 1 > (PY_SSIZE_T_MAX - cols) / ld) { /* ld >= cols > 0 here */
         PyErr_Format(PyExc_ValueError, "%s: %zd rows of %zd elements overflow", name, rows,
                      ld);
         return -1;
@@ -321,14 +321,14 @@ static PyObject *gk_run(const gk_kernel *k, int f64, const char *name, PyObject 
     Py_RETURN_NONE;
 }
 
-#define GK_ENTRY(NAME)                                                                    \
-    static PyObject *py_##NAME##_f32(PyObject *m, PyObject *const *args, Py_ssize_t n) {  \
-        (void)m;                                                                          \
-        return gk_run(&K_##NAME, 0, #NAME "_f32", args, n);                               \
-    }                                                                                     \
-    static PyObject *py_##NAME##_f64(PyObject *m, PyObject *const *args, Py_ssize_t n) {  \
-        (void)m;                                                                          \
-        return gk_run(&K_##NAME, 1, #NAME "_f64", args, n);                               \
+#define GK_ENTRY(NAME)                                                                   \
+    static PyObject *py_##NAME##_f32(PyObject *m, PyObject *const *args, Py_ssize_t n) { \
+        (void)m;                                                                         \
+        return gk_run(&K_##NAME, 0, "gk_" #NAME "_f32", args, n);                        \
+    }                                                                                    \
+    static PyObject *py_##NAME##_f64(PyObject *m, PyObject *const *args, Py_ssize_t n) { \
+        (void)m;                                                                         \
+        return gk_run(&K_##NAME, 1, "gk_" #NAME "_f64", args, n);                        \
     }
 GK_ENTRY(bias_act)
 GK_ENTRY(bias_act_grad)
