@@ -548,15 +548,15 @@ def test_kernels_split_from_their_thresholds_with_the_same_results(
         pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
     from gpukit._host import parallel
 
-    spans = []
-    real_run = parallel.run
+    spans = []  # the thread counts the kernels asked for (none: one thread)
+    real_plan = parallel.plan
 
     def counted(*args, **kwargs):
-        out = real_run(*args, **kwargs)
-        spans.append(len(out))
-        return out
+        threads = real_plan(*args, **kwargs)
+        spans.append(threads)
+        return threads
 
-    monkeypatch.setattr(parallel, "run", counted)
+    monkeypatch.setattr(parallel, "plan", counted)
     f, df = FORMULAS[activation]
     name = np.dtype(dtype).name
     least = native.thresholds()

@@ -157,6 +157,44 @@ def test_leaky_relu_gradient_at_nan_is_torchs_on_every_backend(backend, dtype):
         assert np.array_equal(gk.to_numpy(got), want)
 
 
+def test_relu_at_nan_and_signed_zero_is_torchs_on_every_backend(backend, dtype):
+    """``relu(z) = z < 0 ? 0 : z``: NaN and -0.0 pass through, and the gradient
+    (``grad * (z <= 0 ? 0 : 1)``) passes at NaN, as in PyTorch; in the kernels, the nn layer and
+    the host's NumPy path alike (the compiled host kernel gave 0 for NaN, +0 for -0.0)."""
+    torch = oracle("torch")
+    from gpukit._host import native
+
+    x = np.array([[np.nan, -0.0, 0.0, -1.5, 2.0]], dtype=dtype)
+    gy = np.full_like(x, -3.0)
+    tx = torch.tensor(x, requires_grad=True)
+    ty = torch.relu(tx)
+    ty.backward(torch.tensor(gy))
+    want_y, want_g = ty.detach().numpy(), tx.grad.numpy()  # [nan, -0, 0, 0, 2], [-3, 0, 0, 0, -3]
+    b = np.full(5, -0.0, dtype)  # x + -0.0 is x, signed zeros too
+
+    def same(got, want, signs=True):
+        got = gk.to_numpy(got)
+        return np.array_equal(got, want, equal_nan=True) and (
+            not signs or np.array_equal(np.signbit(got), np.signbit(want))
+        )
+
+    switches = [contextlib.nullcontext]
+    if not backend.is_device:
+        switches.append(native.disabled)
+    for switch in switches:
+        with switch():
+            y = gk.kernels.bias_activation(x, b, "relu")
+            gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "relu")
+            gx_out, _ = gk.kernels.bias_activation_backward(gy, x, b, "relu", output=y)
+            layer = gk.nn.ReLU()
+            ly = layer(gk.asarray(x))
+            lg = layer.backward(gk.asarray(gy))
+        assert same(y, want_y) and same(ly, want_y), switch
+        # grad_y * 0 keeps the product's sign (the docstring): PyTorch selects +0
+        for g in (gx, gx_out, lg):
+            assert same(g, want_g, signs=False), switch
+
+
 def test_gelu_keeps_its_relative_accuracy_in_the_tail(backend, dtype):
     """gelu(z) = z Phi(z) as 0.5 z (1 + erf(z / sqrt2)) cancels for z << 0: float32 gelu(-10)
     was 0 (true -7.6e-23) and float64 gelu(-5) 4e-11 off (the fuzz test at 6,000 examples).
@@ -299,7 +337,7 @@ def test_relu_and_leaky_relu_gradients_at_signed_zero_and_subnormals(backend, dt
     b = np.zeros(5, dtype)
     positive = 0.0 if backend.flushes_single_subnormals and dtype == np.float32 else 1.0
     gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "relu")
-    assert np.array_equal(np.abs(gk.to_numpy(gx)), [[0.0, 0.0, 3.0 * positive, 0.0, 0.0]])
+    assert np.array_equal(np.abs(gk.to_numpy(gx)), [[0.0, 0.0, 3.0 * positive, 0.0, 3.0]])
     gx, _ = gk.kernels.bias_activation_backward(gy, x, b, "leaky_relu", negative_slope=0.25)
     tiny_side = -3.0 if positive else -0.75
     want = np.array([[-0.75, -0.75, tiny_side, -0.75, -0.75]], dtype)

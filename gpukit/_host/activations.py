@@ -130,8 +130,8 @@ def _gelu_tanh_gate(z: np.ndarray, t: np.ndarray) -> None:
 
 def _forward(z: np.ndarray, name: str, slope: float, w: list[np.ndarray]) -> None:
     """``z = act(z)`` in place on a flat block; ``w``: four scratch arrays of its size."""
-    if name == "relu":
-        np.maximum(z, constant(z.dtype, 0.0, z.size), out=z)
+    if name == "relu":  # 0 where z < 0: NaN and -0.0 pass through, as in PyTorch
+        np.copyto(z, constant(z.dtype, 0.0, z.size), where=z < 0)
     elif name == "leaky_relu":
         # slope z where z < 0: for slope <= 1 it is the larger of z and slope z, else
         # the smaller (a select without a mask; NaN propagates through both)
@@ -357,8 +357,9 @@ def gradient(
             z = w[5]
             _add_bias(vb, b, tile, z.reshape(vb.shape))
         gf, of = gb.reshape(-1), ob.reshape(-1)
-        if name == "relu":  # grad where z > 0, else 0
-            np.greater(z, 0, out=w[0])
+        if name == "relu":  # 0 where z <= 0, else grad (NaN passes it, as in PyTorch)
+            np.less_equal(z, 0, out=w[0])
+            np.subtract(1, w[0], out=w[0])
         elif name == "leaky_relu":
             _leaky_derivative(z, slope, w[0])
         else:

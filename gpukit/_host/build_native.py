@@ -5,9 +5,9 @@ and ``pip install -e .``) and by hand after editing the C sources::
 
     python gpukit/_host/build_native.py
 
-``csrc/module.c`` includes the kernels and makes each a function of the module
-``gpukit._host._kernels`` (a file named for the Python that builds it, ``_kernels`` and
-``EXT_SUFFIX``), called by :mod:`gpukit._host.native`. It uses only the standard
+``csrc/module.c``, compiled with ``csrc/kernels.c``, makes each kernel a function of
+the module ``gpukit._host._kernels`` (a file named for the Python that builds it,
+``_kernels`` and ``EXT_SUFFIX``), called by :mod:`gpukit._host.native`. It uses only the standard
 library: the build runs before NumPy or gpukit can be imported. Where no C compiler
 works, or Python's headers are missing (``Python.h``: the ``python3-dev`` package on
 Debian and Ubuntu, ``python3-devel`` on Fedora), the build goes on without the module
@@ -29,16 +29,22 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: What the module is compiled from (it includes the others), and every source the
-#: module's hash covers.
+#: The module's two compilation units: its Python functions, and the kernels alone
+#: (without Python's headers, so that the compiler makes the same code of them), and
+#: every source the module's hash covers.
 MAIN = HERE / "csrc" / "module.c"
+KERNELS = HERE / "csrc" / "kernels.c"
 SOURCES = tuple(sorted((HERE / "csrc").glob("*.[ch]")))
 #: The module's file name for the Python at hand.
 MODULE = "_kernels" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
-# No -ffast-math: NaN, infinities and signed zeros keep their meaning. -fopenmp-simd
+# No -ffast-math: NaN, infinities and signed zeros keep their meaning. -pthread: the
+# kernels' own thread pool (csrc/pool.h). -fopenmp-simd
 # reads the sources' "omp simd" (vectorise; no OpenMP run time, no threads).
-FLAGS = ["-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno", "-fno-trapping-math"]
+FLAGS = [
+    "-O3", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden", "-fno-math-errno",
+    "-fno-trapping-math",
+]  # fmt: skip
 
 
 def source_hash() -> str:
@@ -95,7 +101,8 @@ def build(dest: Path, log=print, include: str | None = None) -> Path | None:
     for flags in _attempts():
         with tempfile.TemporaryDirectory() as tmp:
             tmp_out = Path(tmp) / MODULE
-            cmd = [*cc, *flags, define, f"-I{include}", "-o", str(tmp_out), str(MAIN), "-lm"]
+            units = [str(MAIN), str(KERNELS)]
+            cmd = [*cc, *flags, define, f"-I{include}", "-o", str(tmp_out), *units, "-lm"]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode == 0:
                 # replace, never overwrite in place: a running process may have it mapped

@@ -4,10 +4,10 @@ The numpy backend's bias + activation kernels (forward and backward, with the bi
 gradient), softmax cross-entropy (forward and backward) and the SGD and Adam/AdamW
 updates run here when the module was built (``hatch_build.py``: every ``pip install``
 of gpukit with a C compiler and Python's headers at hand): one pass over the data,
-vectorised, on the host threads of :mod:`gpukit._host.parallel` (the module releases
-the GIL during the call). Each kernel is a function of ``gpukit._host._kernels``
-(``csrc/module.c``) taking arrays (checked: C-contiguous, aligned, long enough,
-writable where written) or addresses (a span of a larger array, unchecked). The module
+vectorised, a large one split over the module's own threads (``csrc/pool.h``; the
+module releases the GIL during the call). Each kernel is a function of
+``gpukit._host._kernels`` (``csrc/module.c``) taking arrays (checked: C-contiguous,
+aligned, long enough, writable where written) or addresses (unchecked). The module
 is imported at the first kernel call, not with gpukit. Without it, or for what it does
 not take (a dtype other than float32/float64, a layout other than C order), the callers
 compute the same with NumPy ufuncs.
@@ -186,9 +186,9 @@ def _kept(kind: str, dtype: np.dtype, n: int) -> int:
 
 
 #: Each activation's single-thread time per element relative to the memory-bound pass
-#: parallel.PARALLEL_MIN is set for (float32 identity forward), as (float32 forward,
+#: parallel.NATIVE_MIN is set for (float32 identity forward), as (float32 forward,
 #: float32 backward, float64 forward, float64 backward): a pass splits over the threads
-#: from PARALLEL_MIN / weight elements, once its work outweighs the hand-off. Medians
+#: from NATIVE_MIN / weight elements, once its work outweighs the hand-off. Medians
 #: of seven runs of ``python -m tools.host_split_costs`` (rows of 256 columns, the
 #: backward with the bias gradient), rounded down; the record in docs/benchmarks
 #: (2026-11-26-host-split-thresholds.md) has them.
@@ -223,7 +223,7 @@ def thresholds() -> dict[tuple[str, str, str], int]:
     >>> t["gelu", "forward", "float32"] < t["relu", "forward", "float32"]
     True
     """
-    least = parallel.PARALLEL_MIN
+    least = parallel.NATIVE_MIN
     return {
         (name, way, dtype.name): -(-least // _weight(name, dtype, way == "backward"))
         for name in ACTIVATIONS
@@ -232,17 +232,19 @@ def thresholds() -> dict[tuple[str, str, str], int]:
     }
 
 
-def _columns_first(rows: int, cols: int, weight: float = 1) -> bool:
-    """Split a rows x cols pass over columns rather than rows: too few rows for the
-    threads (a 1-D input is one row)."""
-    return rows < 2 * parallel.n_threads() and parallel.plan(cols, rows, weight) > 1
+def _split(rows: int, cols: int, weight: float = 1) -> tuple[int, int]:
+    """``(threads, by_cols)`` for a rows x cols pass on the library's threads: spans of
+    columns where there are too few rows for the threads (a 1-D input is one row)."""
+    threads = parallel.plan(rows * cols, 1, weight, parallel.NATIVE_MIN)
+    by_cols = rows < 2 * threads
+    return min(threads, cols if by_cols else rows), int(by_cols)
 
 
 def _small(n: int, weight: float = 1) -> bool:
     """Whether ``n`` elements of a pass of ``weight`` (:func:`parallel.plan`) are one
     thread's work, decided before asking how many threads there are (a threadpoolctl
     query costs more than the pass itself)."""
-    return n * weight < parallel.PARALLEL_MIN
+    return n * weight < parallel.NATIVE_MIN
 
 
 def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slope: float) -> None:
@@ -253,25 +255,13 @@ def bias_act(x: np.ndarray, b: np.ndarray | None, y: np.ndarray, name: str, slop
         rows, cols = 1, rows * cols
     bp = _kept("nz", y.dtype, cols) if b is None else address(b)
     xp, yp = address(x), address(y)
-    code, size = ACTIVATIONS.index(name), y.dtype.itemsize
+    code = ACTIVATIONS.index(name)
     weight = _weight(name, y.dtype, False)
     if _small(rows * cols, weight):
         fn(xp, bp, yp, rows, cols, cols, code, slope)
         return
-    if _columns_first(rows, cols, weight):
-
-        def by_columns(_k: int, lo: int, hi: int) -> None:
-            o = lo * size
-            fn(xp + o, bp + o, yp + o, rows, hi - lo, cols, code, slope)
-
-        parallel.run(by_columns, cols, rows, weight=weight)
-        return
-
-    def by_rows(_k: int, lo: int, hi: int) -> None:
-        o = lo * cols * size
-        fn(xp + o, bp, yp + o, hi - lo, cols, cols, code, slope)
-
-    parallel.run(by_rows, rows, cols, weight=weight)
+    par = _fn("gk_bias_act_par", y.dtype)
+    par(xp, bp, yp, rows, cols, cols, code, slope, *_split(rows, cols, weight))
 
 
 def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool = True) -> Any:
@@ -342,28 +332,24 @@ def bias_act_grad(
     fn = _fn("gk_bias_act_grad", gx.dtype)
     bp = _kept("nz", gx.dtype, cols) if b is None else address(b)
     gp, vp, op = address(g), address(v), address(gx)
-    code, size, flag = ACTIVATIONS.index(name), gx.dtype.itemsize, int(of_output)
+    code, flag = ACTIVATIONS.index(name), int(of_output)
     weight = _weight(name, gx.dtype, True, of_output)
-
-    def call(k: int, c0: int, r0: int, nr: int, nc: int) -> None:
-        """Rows r0 .. r0 + nr and columns c0 .. c0 + nc, the sums into acc's row k."""
-        o = (r0 * cols + c0) * size
-        a = None if acc is None else address(acc) + (k * cols + c0) * 8
-        part = _kept("part", gx.dtype, nc)  # the kernel's, sums or not
-        fn(gp + o, vp + o, bp + c0 * size, op + o, a, part, nr, nc, cols, code, slope, flag)
-
+    args = (gp, vp, bp, op)
     # a column's sum is one span's (by columns) or one row of acc per span, added in
     # span order (by rows): the same for a given number of threads, however they run
     if _small(rows * cols, weight):
         acc = np.zeros((1, cols)) if want_bias else None
-        call(0, 0, 0, rows, cols)
-    elif _columns_first(rows, cols, weight):
-        acc = np.zeros((1, cols)) if want_bias else None
-        parallel.run(lambda _k, lo, hi: call(0, lo, 0, rows, hi - lo), cols, rows, weight=weight)
+        a = None if acc is None else address(acc)
+        part = _kept("part", gx.dtype, cols)  # the kernel's scratch, sums or not
+        fn(*args, a, part, rows, cols, cols, code, slope, flag)
     else:
-        threads = parallel.plan(rows, cols, weight)
-        acc = np.zeros((threads, cols)) if want_bias else None
-        parallel.run(lambda k, lo, hi: call(k, 0, lo, hi - lo, cols), rows, cols, threads)
+        threads, by_cols = _split(rows, cols, weight)
+        spans = 1 if by_cols else threads
+        acc = np.zeros((spans, cols)) if want_bias else None
+        a = None if acc is None else address(acc)
+        part = _kept("part", gx.dtype, spans * cols)
+        par = _fn("gk_bias_act_grad_par", gx.dtype)
+        par(*args, a, part, rows, cols, cols, code, slope, flag, threads, by_cols)
     if acc is None:
         return None
     # one row of sums needs no reduction (a reduction call costs more than this pass)
@@ -376,18 +362,12 @@ def _by_rows(name: str, matrices: tuple[np.ndarray, ...], per_row: tuple[np.ndar
     one element a row (the first matrix's dtype picks the kernel; int64 labels are 8 bytes),
     in the kernel's argument order ``matrix, per_row..., matrix`` as xent and xent_grad
     take them."""
-    fn = _fn(name, matrices[0].dtype)
-    (m0, m1), size = (address(a) for a in matrices), matrices[0].dtype.itemsize
-    rowwise = [(address(a), a.dtype.itemsize) for a in per_row]
+    dtype = matrices[0].dtype
+    args = (*(address(a) for a in (matrices[0], *per_row, matrices[1])), rows, cols, eps)
     if _small(rows * cols):
-        fn(m0, *(p for p, _ in rowwise), m1, rows, cols, eps)
+        _fn(name, dtype)(*args)
         return
-
-    def work(_k: int, lo: int, hi: int) -> None:
-        o = lo * cols * size
-        fn(m0 + o, *(p + lo * n for p, n in rowwise), m1 + o, hi - lo, cols, eps)
-
-    parallel.run(work, rows, cols)
+    _fn(name + "_par", dtype)(*args, parallel.plan(rows, cols, 1, parallel.NATIVE_MIN))
 
 
 def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
@@ -433,17 +413,13 @@ def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any
     absent one, passed as NULL), in spans of elements on the host threads; ``scalars``
     follow the length. An element's result does not depend on the span it falls in."""
     first = arrays[0]
-    fn, n, size = _fn(name, first.dtype), first.size, first.dtype.itemsize
+    n = first.size
     ptrs = [None if a is None else address(a) for a in arrays]
     if _small(n):
-        fn(*ptrs, n, *scalars)
+        _fn(name, first.dtype)(*ptrs, n, *scalars)
         return
-
-    def span(_k: int, lo: int, hi: int) -> None:
-        o = lo * size
-        fn(*(None if q is None else q + o for q in ptrs), hi - lo, *scalars)
-
-    parallel.run(span, n)
+    threads = parallel.plan(n, 1, 1, parallel.NATIVE_MIN)
+    _fn(name + "_par", first.dtype)(*ptrs, n, *scalars, threads)
 
 
 def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:

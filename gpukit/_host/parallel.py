@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "BLOCK",
+    "NATIVE_MIN",
     "PARALLEL_MIN",
     "constant",
     "max_threads",
@@ -51,6 +52,12 @@ BLOCK = 1 << 18
 #: large passes took 5-8x their time in most runs; docs/benchmarks record
 #: 2026-11-26-idle-three-runs.md.)
 PARALLEL_MIN = 1 << 17
+
+#: The same for the compiled kernels (``gpukit/_host/native.py``), which split over the
+#: library's own threads (``csrc/pool.h``): no Python in the hand-off, and a worker that
+#: ran a span in the last ~20 us starts the next within a microsecond, one asleep in a
+#: few.
+NATIVE_MIN = 1 << 15
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -126,16 +133,18 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def plan(n: int, per_item: int = 1, weight: float = 1.0) -> int:
+def plan(n: int, per_item: int = 1, weight: float = 1.0, least: int = PARALLEL_MIN) -> int:
     """The number of spans (threads) :func:`run` splits ``n`` indices of ``per_item``
-    elements into: 1 below ``PARALLEL_MIN / weight`` elements in all.
+    elements into: 1 below ``least / weight`` elements in all.
 
     ``weight``: the pass's single-thread time per element relative to the memory-bound
-    one :data:`PARALLEL_MIN` is set for (a float32 copy with a bias), so that a pass
-    splits once its work outweighs the hand-off, whatever it computes per element.
+    one ``least`` is set for (a float32 copy with a bias), so that a pass splits once its
+    work outweighs the hand-off, whatever it computes per element; ``least``:
+    :data:`PARALLEL_MIN` for :func:`run`'s threads, :data:`NATIVE_MIN` for the compiled
+    kernels' own.
     """
     threads = n_threads()
-    if threads > 1 and n * per_item * weight >= PARALLEL_MIN:
+    if threads > 1 and n * per_item * weight >= least:
         return min(threads, n)
     return 1
 

@@ -146,8 +146,9 @@ def bias_activation_backward(
         sigmoid's and tanh's gradients carry ``y``'s rounding: where ``y`` rounds to
         1 (``z`` above about 17 for sigmoid, 9 for tanh, in float32) the gradient is 0,
         where from ``x`` it is the tiny true value. ReLU's gradient is the same from
-        either (``y > 0`` exactly where ``z > 0``; ``grad_y * 0`` keeps the sign of
-        ``grad_y``'s zero products, -0.0 included).
+        either (``y <= 0`` exactly where ``z <= 0``; a NaN passes ``grad_y``, as in
+        PyTorch; ``grad_y * 0`` keeps the sign of ``grad_y``'s zero products, -0.0
+        included).
 
     Returns
     -------

@@ -44,7 +44,8 @@ def _as_float32(*arrays: Any) -> list[Any]:
 
 
 def _zeros_bias(z: Any) -> Any:
-    return _dispatch.namespace(z).zeros(z.shape[-1], dtype=z.dtype)
+    """No bias, for the fused kernels: -0.0, as ``z + -0.0`` is ``z``, signed zeros too."""
+    return _dispatch.namespace(z).full(z.shape[-1], -0.0, dtype=z.dtype)
 
 
 def forward(

@@ -33,7 +33,7 @@ __device__ __forceinline__ T act_forward(T z, T slope) {
 
 template <typename T, int ACT>
 __device__ __forceinline__ T act_derivative(T z, T slope) {
-  if (ACT == 1) return z > T(0) ? T(1) : T(0);
+  if (ACT == 1) return z <= T(0) ? T(0) : T(1);  // NaN passes the gradient, as in PyTorch
   if (ACT == 2) return z > T(0) ? T(1) : slope;  // NaN takes the slope, as in PyTorch
   if (ACT == 3) {
     const T cdf = T(0.5) * gk_erfc(z * T(-GK_SQRT1_2));
@@ -64,7 +64,7 @@ __device__ __forceinline__ T act_derivative(T z, T slope) {
 // function of it (gpukit._host.activations.FROM_OUTPUT: identity, relu, sigmoid, tanh)
 template <typename T, int ACT>
 __device__ __forceinline__ T act_derivative_of_output(T y) {
-  if (ACT == 1) return y > T(0) ? T(1) : T(0);
+  if (ACT == 1) return y <= T(0) ? T(0) : T(1);
   if (ACT == 6) return y * (T(1) - y);
   if (ACT == 7) return T(1) - y * y;
   return T(1);

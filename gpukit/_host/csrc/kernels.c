@@ -1,24 +1,30 @@
 /* gpukit's host kernels: bias + activation forward and backward (with the bias
  * gradient's column sums), softmax cross-entropy forward and backward, and the SGD and
  * Adam/AdamW updates, in float32 and float64. Each makes one pass over its rows (the
- * updates: over flat buffers). module.c includes this file into a CPython extension
- * module, whose functions gpukit/_host/native.py calls on the host threads of
- * gpukit/_host/parallel.py, one span of rows (of elements) per thread.
+ * updates: over flat buffers), a large call split into spans of rows (of elements) over
+ * the kernels' own threads (pool.h). gpukit/_host/build_native.py compiles this file
+ * beside module.c, the CPython extension module whose functions gpukit/_host/native.py
+ * calls, as a unit of its own without Python's headers: how the compiler inlines and
+ * contracts (FMA) the kernels' arithmetic depends on the unit, and their results must
+ * not.
  *
  * The transcendental functions are gpukit's own, written branch-free so that the
  * compiler vectorises each loop (libm's are scalar calls): exp by range reduction and a
  * polynomial, the normal CDF through erfc(a) = t exp(P(u) - a^2), tanh by its
  * series near 0 and 1 - 2 / (exp(2|x|) + 1) beyond. tools/host_kernel_coefficients.py
  * derives the float64 tables and measures every table's truncation error;
- * docs/kernels.rst gives the accuracy. Built with module.c by hatch_build.py
+ * docs/kernels.rst gives the accuracy. Built by hatch_build.py
  * (gpukit/_host/build_native.py): on x86-64 with GCC each kernel is cloned for
  * x86-64-v4 (AVX-512), v3 (AVX2, FMA) and the baseline, and picked at load time for the
  * CPU at hand.
  */
+#define _GNU_SOURCE /* syscall: the pool's futex */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "pool.h"
 
 #if defined(GK_CLONES)
 #define GK_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -35,9 +41,17 @@
 #define GK_UNROLL
 #endif
 
-/* the kernels stay hidden in the module (-fvisibility=hidden): Python reaches them
- * through module.c's functions */
-#define GK_EXPORT
+#if defined(_WIN32)
+#define GK_EXPORT __declspec(dllexport)
+#else
+#define GK_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* What native.py checks before using the module: the hash of these sources. */
+#ifndef GK_SOURCE_HASH
+#define GK_SOURCE_HASH "unknown"
+#endif
+GK_EXPORT const char *gk_source_hash(void) { return GK_SOURCE_HASH; }
 
 /* Elements of size bytes before p's next 64-byte boundary, at most n. The loops bound
  * by memory (identity, ReLU, leaky ReLU, the gradients from the output, the updates) run

@@ -44,7 +44,8 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
     const T slope = (T)slope_;
     switch (act) {
     case GK_IDENTITY: GK_FORWARD(z, 1);
-    case GK_RELU: GK_FORWARD(z > 0 ? z : (T)0, 1);
+    /* NaN and -0.0 pass through, as in PyTorch (z > 0 ? z : 0 gave 0 for both) */
+    case GK_RELU: GK_FORWARD(z < 0 ? (T)0 : z, 1);
     case GK_LEAKY_RELU: GK_FORWARD(z > 0 ? z : z * slope, 1);
     case GK_GELU: GK_FORWARD(z * PHI(z), 0);
     case GK_GELU_TANH: GK_FORWARD(z * SFX(gelu_tanh_gate)(z), 0);
@@ -57,10 +58,40 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
 #undef GK_FORWARD
 #undef GK_FORWARD_COLS
 
+/* The same over the pool's threads (pool.h): `threads` spans of rows, or of columns
+ * (by_cols: too few rows for the threads; b then spans with them). */
+typedef struct {
+    const T *x, *b;
+    T *y;
+    ptrdiff_t rows, cols, ld;
+    int act, by_cols;
+    double slope;
+} SFX(gk_forward_job);
+
+static void SFX(gk_forward_span)(const void *job, int k, int n) {
+    const SFX(gk_forward_job) *j = job;
+    if (j->by_cols) {
+        ptrdiff_t lo = gk_bound(j->cols, k, n), hi = gk_bound(j->cols, k + 1, n);
+        SFX(gk_bias_act)(j->x + lo, j->b + lo, j->y + lo, j->rows, hi - lo, j->ld, j->act,
+                         j->slope);
+    } else {
+        ptrdiff_t lo = gk_bound(j->rows, k, n), hi = gk_bound(j->rows, k + 1, n);
+        SFX(gk_bias_act)(j->x + lo * j->ld, j->b, j->y + lo * j->ld, hi - lo, j->cols, j->ld,
+                         j->act, j->slope);
+    }
+}
+
+GK_EXPORT void SFX(gk_bias_act_par)(const T *x, const T *b, T *y, ptrdiff_t rows,
+                                    ptrdiff_t cols, ptrdiff_t ld, int act, double slope,
+                                    int threads, int by_cols) {
+    SFX(gk_forward_job) job = {x, b, y, rows, cols, ld, act, by_cols, slope};
+    gk_parallel(SFX(gk_forward_span), &job, threads);
+}
+
 /* act'(z) for the backward pass */
 static inline T SFX(derivative)(T z, int act, T slope) {
     switch (act) {
-    case GK_RELU: return z > 0 ? (T)1 : (T)0;
+    case GK_RELU: return z <= 0 ? (T)0 : (T)1; /* NaN passes the gradient, as in PyTorch */
     case GK_LEAKY_RELU: return z > 0 ? (T)1 : slope; /* NaN takes the slope, as in PyTorch */
     case GK_GELU: /* Phi(z) + z phi(z) */
         return PHI(z) + z * (T)0.3989422804014327 * EXP_LOW((T)-0.5 * z * z, (T)1);
@@ -90,7 +121,7 @@ static inline T SFX(derivative)(T z, int act, T slope) {
 /* the same from the activation's output y (identity, relu, sigmoid, tanh) */
 static inline T SFX(derivative_of_output)(T y, int act) {
     switch (act) {
-    case GK_RELU: return y > 0 ? (T)1 : (T)0;
+    case GK_RELU: return y <= 0 ? (T)0 : (T)1;
     case GK_SIGMOID: return y * ((T)1 - y);
     case GK_TANH: return (T)1 - y * y;
     default: return (T)1;
@@ -211,6 +242,44 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
 #undef GK_BACKWARD
 #undef GK_BACKWARD_COLS
 
+/* The same over the pool's threads: `threads` spans of rows, span k's sums into row k of
+ * acc (threads x cols) and its scratch at part + k cols, or spans of columns (by_cols),
+ * the sums into acc's one row, the scratch at part + the span's first column. */
+typedef struct {
+    const T *g, *v, *b;
+    T *gx, *part;
+    double *acc;
+    ptrdiff_t rows, cols, ld;
+    int act, of_output, by_cols;
+    double slope;
+} SFX(gk_backward_job);
+
+static void SFX(gk_backward_span)(const void *job, int k, int n) {
+    const SFX(gk_backward_job) *j = job;
+    if (j->by_cols) {
+        ptrdiff_t lo = gk_bound(j->cols, k, n), hi = gk_bound(j->cols, k + 1, n);
+        SFX(gk_bias_act_grad)(j->g + lo, j->v + lo, j->b + lo, j->gx + lo,
+                              j->acc ? j->acc + lo : NULL, j->part + lo, j->rows, hi - lo,
+                              j->ld, j->act, j->slope, j->of_output);
+    } else {
+        ptrdiff_t lo = gk_bound(j->rows, k, n), hi = gk_bound(j->rows, k + 1, n);
+        ptrdiff_t o = lo * j->ld;
+        SFX(gk_bias_act_grad)(j->g + o, j->v + o, j->b, j->gx + o,
+                              j->acc ? j->acc + k * j->cols : NULL, j->part + k * j->cols,
+                              hi - lo, j->cols, j->ld, j->act, j->slope, j->of_output);
+    }
+}
+
+GK_EXPORT void SFX(gk_bias_act_grad_par)(const T *g, const T *v, const T *b, T *gx,
+                                         double *acc, T *part, ptrdiff_t rows,
+                                         ptrdiff_t cols, ptrdiff_t ld, int act,
+                                         double slope, int of_output, int threads,
+                                         int by_cols) {
+    SFX(gk_backward_job) job = {g, v, b, gx, part, acc, rows, cols, ld,
+                                act, of_output, by_cols, slope};
+    gk_parallel(SFX(gk_backward_span), &job, threads);
+}
+
 /* Softmax cross-entropy, row by row: with z = x - max(x) (exact where it matters),
  * p = exp(z) / sum exp(z) and loss = log sum exp(z) - (1 - eps) z[label]
  * - sum (eps / cols) z, each term scaled before the sum so that logits near the type's
@@ -266,6 +335,44 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent_grad)(const T *p, const int64_t *labels, co
         _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) gr[j] = (pr[j] - k) * w;
         gr[lab] = ((pr[lab] - k) - ((T)1 - (T)smoothing)) * w;
     }
+}
+
+/* Both over the pool's threads: `threads` spans of rows. */
+typedef struct {
+    const T *a;
+    const int64_t *labels;
+    T *per_row, *out;
+    ptrdiff_t rows, cols;
+    double smoothing;
+    int grad;
+} SFX(gk_xent_job);
+
+static void SFX(gk_xent_span)(const void *job, int k, int n) {
+    const SFX(gk_xent_job) *j = job;
+    ptrdiff_t lo = gk_bound(j->rows, k, n), hi = gk_bound(j->rows, k + 1, n);
+    ptrdiff_t o = lo * j->cols;
+    if (j->grad) {
+        SFX(gk_xent_grad)(j->a + o, j->labels + lo, j->per_row + lo, j->out + o, hi - lo,
+                          j->cols, j->smoothing);
+    } else {
+        SFX(gk_xent)(j->a + o, j->labels + lo, j->per_row + lo, j->out + o, hi - lo, j->cols,
+                     j->smoothing);
+    }
+}
+
+GK_EXPORT void SFX(gk_xent_par)(const T *x, const int64_t *labels, T *loss, T *p,
+                                ptrdiff_t rows, ptrdiff_t cols, double smoothing,
+                                int threads) {
+    SFX(gk_xent_job) job = {x, labels, loss, p, rows, cols, smoothing, 0};
+    gk_parallel(SFX(gk_xent_span), &job, threads);
+}
+
+GK_EXPORT void SFX(gk_xent_grad_par)(const T *p, const int64_t *labels, const T *gl, T *g,
+                                     ptrdiff_t rows, ptrdiff_t cols, double smoothing,
+                                     int threads) {
+    /* gl is only read: the job's per_row is not const for the forward's loss */
+    SFX(gk_xent_job) job = {p, labels, (T *)gl, g, rows, cols, smoothing, 1};
+    gk_parallel(SFX(gk_xent_span), &job, threads);
 }
 
 /* The optimizer updates, in place over n elements of flat buffers that do not overlap
@@ -333,4 +440,51 @@ GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
             p[i] = pi * decay - step_size * (mi / (SQRT(vi) * inv_bc2 + eps));
         }
     }
+}
+
+/* The updates over the pool's threads: `threads` spans of elements. */
+typedef struct {
+    T *p, *buf;
+    const T *g;
+    ptrdiff_t n;
+    double lr, momentum, dampening, weight_decay;
+    int nesterov, first_step;
+} SFX(gk_sgd_job);
+
+static void SFX(gk_sgd_span)(const void *job, int k, int n) {
+    const SFX(gk_sgd_job) *j = job;
+    ptrdiff_t lo = gk_bound(j->n, k, n), hi = gk_bound(j->n, k + 1, n);
+    SFX(gk_sgd)(j->p + lo, j->g + lo, j->buf ? j->buf + lo : NULL, hi - lo, j->lr,
+                j->momentum, j->dampening, j->weight_decay, j->nesterov, j->first_step);
+}
+
+GK_EXPORT void SFX(gk_sgd_par)(T *p, const T *g, T *buf, ptrdiff_t n, double lr,
+                               double momentum, double dampening, double weight_decay,
+                               int nesterov, int first_step, int threads) {
+    SFX(gk_sgd_job) job = {p, buf, g, n, lr, momentum, dampening, weight_decay, nesterov,
+                           first_step};
+    gk_parallel(SFX(gk_sgd_span), &job, threads);
+}
+
+typedef struct {
+    T *p, *m, *v;
+    const T *g;
+    ptrdiff_t n;
+    double omb1, beta2, omb2, eps, l2, decay, step_size, inv_bc2;
+} SFX(gk_adam_job);
+
+static void SFX(gk_adam_span)(const void *job, int k, int n) {
+    const SFX(gk_adam_job) *j = job;
+    ptrdiff_t lo = gk_bound(j->n, k, n), hi = gk_bound(j->n, k + 1, n);
+    SFX(gk_adam)(j->p + lo, j->g + lo, j->m + lo, j->v + lo, hi - lo, j->omb1, j->beta2,
+                 j->omb2, j->eps, j->l2, j->decay, j->step_size, j->inv_bc2);
+}
+
+GK_EXPORT void SFX(gk_adam_par)(T *p, const T *g, T *m, T *v, ptrdiff_t n, double omb1,
+                                double beta2, double omb2, double eps, double l2,
+                                double decay, double step_size, double inv_bc2,
+                                int threads) {
+    SFX(gk_adam_job) job = {p, m, v, g, n, omb1, beta2, omb2, eps, l2, decay, step_size,
+                            inv_bc2};
+    gk_parallel(SFX(gk_adam_span), &job, threads);
 }

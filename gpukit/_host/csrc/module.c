@@ -1,18 +1,19 @@
 /* gpukit's host kernels (kernels.c) as a CPython extension module, gpukit._host._kernels,
  * built by gpukit/_host/build_native.py and called by gpukit/_host/native.py.
  *
- * Each kernel is a function of the module per floating type (gk_bias_act_f32, ...), with
- * the C kernel's arguments in its order. A pointer argument is either
+ * Each kernel (kernels.c, compiled beside this file) is a function of the module per
+ * floating type (gk_bias_act_f32, ...), with the C kernel's arguments in its order. A
+ * pointer argument is either
  *   - an object with the buffer protocol (a NumPy array): its buffer, which must be
  *     C-contiguous, writable where the kernel writes it, aligned for its element type
  *     and long enough for every element the kernel touches, or ValueError is raised
  *     before the kernel runs; or
- *   - an int, an address (native.py's spans of a larger array, at an offset into it):
- *     taken as it is, aligned and not NULL, the caller's to keep in bounds;
+ *   - an int, an address (native.py's unplanned calls): taken as it is, aligned and not
+ *     NULL, the caller's to keep in bounds;
  *   - None where the kernel takes NULL (no bias gradient, no momentum buffer).
- * The GIL is released while the kernel runs, so that the host threads of
- * gpukit/_host/parallel.py run their spans at the same time. Only the documented C API
- * is used, and no NumPy header: the build runs before NumPy is installed.
+ * The GIL is released while the kernel runs, so that other Python threads go on. Only
+ * the documented C API is used, and no NumPy header: the build runs before NumPy is
+ * installed.
  *
  * A METH_FASTCALL call with its arguments converted here costs far less than a ctypes
  * call, which builds a C argument list through libffi and converts each argument through
@@ -20,12 +21,38 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include "kernels.c"
-
-#ifndef GK_SOURCE_HASH
-#define GK_SOURCE_HASH "unknown"
-#endif
+/* kernels.c's functions (compiled as a unit of its own: see there) */
+const char *gk_source_hash(void);
+#define GK_DECLARE(T, SFX)                                                                   \
+    void gk_bias_act_##SFX(const T *, const T *, T *, ptrdiff_t, ptrdiff_t, ptrdiff_t, int,   \
+                           double);                                                          \
+    void gk_bias_act_grad_##SFX(const T *, const T *, const T *, T *, double *, T *,         \
+                                ptrdiff_t, ptrdiff_t, ptrdiff_t, int, double, int);          \
+    void gk_xent_##SFX(const T *, const int64_t *, T *, T *, ptrdiff_t, ptrdiff_t, double);  \
+    void gk_xent_grad_##SFX(const T *, const int64_t *, const T *, T *, ptrdiff_t,           \
+                            ptrdiff_t, double);                                              \
+    void gk_sgd_##SFX(T *, const T *, T *, ptrdiff_t, double, double, double, double, int,   \
+                      int);                                                                  \
+    void gk_adam_##SFX(T *, const T *, T *, T *, ptrdiff_t, double, double, double, double,  \
+                       double, double, double, double);                                      \
+    void gk_bias_act_par_##SFX(const T *, const T *, T *, ptrdiff_t, ptrdiff_t, ptrdiff_t,   \
+                               int, double, int, int);                                       \
+    void gk_bias_act_grad_par_##SFX(const T *, const T *, const T *, T *, double *, T *,     \
+                                    ptrdiff_t, ptrdiff_t, ptrdiff_t, int, double, int, int,  \
+                                    int);                                                    \
+    void gk_xent_par_##SFX(const T *, const int64_t *, T *, T *, ptrdiff_t, ptrdiff_t,       \
+                           double, int);                                                     \
+    void gk_xent_grad_par_##SFX(const T *, const int64_t *, const T *, T *, ptrdiff_t,       \
+                                ptrdiff_t, double, int);                                     \
+    void gk_sgd_par_##SFX(T *, const T *, T *, ptrdiff_t, double, double, double, double,    \
+                          int, int, int);                                                    \
+    void gk_adam_par_##SFX(T *, const T *, T *, T *, ptrdiff_t, double, double, double,      \
+                           double, double, double, double, double, int);
+GK_DECLARE(float, f32)
+GK_DECLARE(double, f64)
 
 #define GK_MAX_ARGS 16
 
@@ -55,6 +82,7 @@ static void gk_release(gk_held *held) {
  *   W  an array of T it writes, or None (NULL)
  *   l  an array of int64 it reads      a  an array of double it adds to, or None
  *   n  a count (Py_ssize_t, at least 0)   i  an int   d  a double
+ *   t  a thread count (an int, at least 1: the _par kernels' spans over csrc/pool.h)
  * check: refuses (ValueError) buffers too short for the call's sizes; call: runs it on
  * the converted arguments, in float64 where f64 is set. */
 typedef struct {
@@ -153,11 +181,17 @@ static int gk_parse(const char *name, const char *sig, size_t t, PyObject *const
                 return -1;
             }
             break;
-        case 'i': {
+        case 'i':
+        case 't': {
             long v = PyLong_AsLong(o);
             if (v == -1 && PyErr_Occurred()) return -1;
             if (v < INT_MIN || v > INT_MAX) {
                 PyErr_Format(PyExc_OverflowError, "%s: argument %d (%ld) overflows a C int",
+                             name, k + 1, v);
+                return -1;
+            }
+            if (sig[k] == 't' && v < 1) {
+                PyErr_Format(PyExc_ValueError, "%s: argument %d is a thread count, got %ld",
                              name, k + 1, v);
                 return -1;
             }
@@ -223,15 +257,32 @@ static void call_bias_act(const gk_arg *a, int f64) {
     else
         gk_bias_act_f32(a[0].p, a[1].p, a[2].p, a[3].n, a[4].n, a[5].n, a[6].i, a[7].d);
 }
+/* ..., threads, by_cols: the same arrays */
+static void call_bias_act_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_bias_act_par_f64(a[0].p, a[1].p, a[2].p, a[3].n, a[4].n, a[5].n, a[6].i, a[7].d,
+                            a[8].i, a[9].i);
+    else
+        gk_bias_act_par_f32(a[0].p, a[1].p, a[2].p, a[3].n, a[4].n, a[5].n, a[6].i, a[7].d,
+                            a[8].i, a[9].i);
+}
 
-/* g, v, b, gx, acc, part, rows, cols, ld, act, slope, of_output */
-static int check_bias_act_grad(const char *name, const gk_arg *a, size_t t) {
+/* g, v, b, gx, acc, part, rows, cols, ld, act, slope, of_output; acc and part hold
+ * spans rows of cols elements (the _par kernel's, one per span) */
+static int check_grad_spans(const char *name, const gk_arg *a, size_t t, Py_ssize_t spans) {
     Py_ssize_t m, cols = a[7].n;
     if (gk_matrix(name, a[6].n, cols, a[8].n, &m)) return -1;
-    Py_ssize_t nc = m ? cols : 0;
+    Py_ssize_t nc = m ? cols : 0, sums = nc > PY_SSIZE_T_MAX / spans ? -1 : spans * nc;
+    if (sums < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd spans of %zd sums overflow", name, spans, nc);
+        return -1;
+    }
     return gk_need(name, a, 0, m, t) || gk_need(name, a, 1, m, t) ||
            gk_need(name, a, 2, nc, t) || gk_need(name, a, 3, m, t) ||
-           gk_need(name, a, 4, nc, sizeof(double)) || gk_need(name, a, 5, nc, t);
+           gk_need(name, a, 4, sums, sizeof(double)) || gk_need(name, a, 5, sums, t);
+}
+static int check_bias_act_grad(const char *name, const gk_arg *a, size_t t) {
+    return check_grad_spans(name, a, t, 1);
 }
 static void call_bias_act_grad(const gk_arg *a, int f64) {
     if (f64)
@@ -240,6 +291,19 @@ static void call_bias_act_grad(const gk_arg *a, int f64) {
     else
         gk_bias_act_grad_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].p, a[5].p, a[6].n, a[7].n,
                              a[8].n, a[9].i, a[10].d, a[11].i);
+}
+
+/* ..., threads, by_cols: spans of columns (one row of sums) or of rows (one each) */
+static int check_bias_act_grad_par(const char *name, const gk_arg *a, size_t t) {
+    return check_grad_spans(name, a, t, a[13].i ? 1 : a[12].i);
+}
+static void call_bias_act_grad_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_bias_act_grad_par_f64(a[0].p, a[1].p, a[2].p, a[3].p, a[4].p, a[5].p, a[6].n,
+                                 a[7].n, a[8].n, a[9].i, a[10].d, a[11].i, a[12].i, a[13].i);
+    else
+        gk_bias_act_grad_par_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].p, a[5].p, a[6].n,
+                                 a[7].n, a[8].n, a[9].i, a[10].d, a[11].i, a[12].i, a[13].i);
 }
 
 /* xent: x, labels, loss, p, rows, cols, smoothing; xent_grad: p, labels, gl, g, ... */
@@ -261,6 +325,18 @@ static void call_xent_grad(const gk_arg *a, int f64) {
     else
         gk_xent_grad_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].n, a[6].d);
 }
+static void call_xent_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_xent_par_f64(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].n, a[6].d, a[7].i);
+    else
+        gk_xent_par_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].n, a[6].d, a[7].i);
+}
+static void call_xent_grad_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_xent_grad_par_f64(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].n, a[6].d, a[7].i);
+    else
+        gk_xent_grad_par_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].n, a[6].d, a[7].i);
+}
 
 /* the updates: n elements of each array, n after the arrays */
 static int check_flat(const char *name, const gk_arg *a, size_t t, int arrays) {
@@ -281,6 +357,14 @@ static void call_sgd(const gk_arg *a, int f64) {
         gk_sgd_f32(a[0].p, a[1].p, a[2].p, a[3].n, a[4].d, a[5].d, a[6].d, a[7].d, a[8].i,
                    a[9].i);
 }
+static void call_sgd_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_sgd_par_f64(a[0].p, a[1].p, a[2].p, a[3].n, a[4].d, a[5].d, a[6].d, a[7].d, a[8].i,
+                       a[9].i, a[10].i);
+    else
+        gk_sgd_par_f32(a[0].p, a[1].p, a[2].p, a[3].n, a[4].d, a[5].d, a[6].d, a[7].d, a[8].i,
+                       a[9].i, a[10].i);
+}
 /* p, g, m, v, n, omb1, beta2, omb2, eps, l2, decay, step_size, inv_bc2 */
 static int check_adam(const char *name, const gk_arg *a, size_t t) {
     return check_flat(name, a, t, 4);
@@ -293,6 +377,14 @@ static void call_adam(const gk_arg *a, int f64) {
         gk_adam_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].d, a[6].d, a[7].d, a[8].d,
                     a[9].d, a[10].d, a[11].d, a[12].d);
 }
+static void call_adam_par(const gk_arg *a, int f64) {
+    if (f64)
+        gk_adam_par_f64(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].d, a[6].d, a[7].d,
+                        a[8].d, a[9].d, a[10].d, a[11].d, a[12].d, a[13].i);
+    else
+        gk_adam_par_f32(a[0].p, a[1].p, a[2].p, a[3].p, a[4].n, a[5].d, a[6].d, a[7].d,
+                        a[8].d, a[9].d, a[10].d, a[11].d, a[12].d, a[13].i);
+}
 
 static const gk_kernel K_bias_act = {"rrwnnnid", check_bias_act, call_bias_act};
 static const gk_kernel K_bias_act_grad = {"rrrwawnnnidi", check_bias_act_grad,
@@ -301,6 +393,15 @@ static const gk_kernel K_xent = {"rlwwnnd", check_rows, call_xent};
 static const gk_kernel K_xent_grad = {"rlrwnnd", check_rows, call_xent_grad};
 static const gk_kernel K_sgd = {"wrWnddddii", check_sgd, call_sgd};
 static const gk_kernel K_adam = {"wrwwndddddddd", check_adam, call_adam};
+/* each kernel's spans over the module's own threads (csrc/pool.h): the thread count
+ * last, then for the bias kernels whether the spans are of columns */
+static const gk_kernel K_bias_act_par = {"rrwnnnidti", check_bias_act, call_bias_act_par};
+static const gk_kernel K_bias_act_grad_par = {"rrrwawnnniditi", check_bias_act_grad_par,
+                                              call_bias_act_grad_par};
+static const gk_kernel K_xent_par = {"rlwwnndt", check_rows, call_xent_par};
+static const gk_kernel K_xent_grad_par = {"rlrwnndt", check_rows, call_xent_grad_par};
+static const gk_kernel K_sgd_par = {"wrWnddddiit", check_sgd, call_sgd_par};
+static const gk_kernel K_adam_par = {"wrwwnddddddddt", check_adam, call_adam_par};
 
 /* One call: the arguments converted and checked with the GIL held, the kernel run
  * without it. */
@@ -336,6 +437,12 @@ GK_ENTRY(xent)
 GK_ENTRY(xent_grad)
 GK_ENTRY(sgd)
 GK_ENTRY(adam)
+GK_ENTRY(bias_act_par)
+GK_ENTRY(bias_act_grad_par)
+GK_ENTRY(xent_par)
+GK_ENTRY(xent_grad_par)
+GK_ENTRY(sgd_par)
+GK_ENTRY(adam_par)
 
 /* address(obj): the address of obj's first element, through the buffer protocol (any
  * strides, read-only too), for gpukit's ctypes calls into BLAS and LAPACK. */
@@ -356,7 +463,8 @@ static PyObject *py_address(PyObject *m, PyObject *o) {
 
 static PyMethodDef gk_methods[] = {
     GK_METHODS(bias_act) GK_METHODS(bias_act_grad) GK_METHODS(xent) GK_METHODS(xent_grad)
-    GK_METHODS(sgd) GK_METHODS(adam)
+    GK_METHODS(sgd) GK_METHODS(adam) GK_METHODS(bias_act_par) GK_METHODS(bias_act_grad_par)
+    GK_METHODS(xent_par) GK_METHODS(xent_grad_par) GK_METHODS(sgd_par) GK_METHODS(adam_par)
     {"address", py_address, METH_O, "address(obj): the address of obj's first element."},
     {NULL, NULL, 0, NULL},
 };
@@ -371,7 +479,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&gk_module);
     if (m == NULL) return NULL;
     /* what native.py compares with the sources beside it before using the module */
-    if (PyModule_AddStringConstant(m, "gk_source_hash", GK_SOURCE_HASH) < 0) {
+    if (PyModule_AddStringConstant(m, "gk_source_hash", gk_source_hash()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

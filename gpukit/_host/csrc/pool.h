@@ -1,0 +1,188 @@
+/* gpukit's host thread pool: the spans of one kernel call run on persistent C threads,
+ * handed over without Python's GIL. A hand-off through Python threads (a future, a lock,
+ * the GIL taken by the worker and back) costs 40-45 us on the project's 2-core VM, the time
+ * of a whole 256x256 pass; here the caller writes a span into a worker's mailbox and the
+ * worker, spinning for a short while after its last span (GK_SPIN_NS), starts it within a
+ * microsecond, or is woken from a futex once it has gone to sleep (Linux; elsewhere it
+ * naps). The caller runs span 0 itself and waits for the others the same way.
+ *
+ * The thread count is the caller's, per call (gpukit/_host/parallel.py: the cores, capped
+ * by the BLAS count a threadpoolctl limit sets). One call uses the pool at a time; a call
+ * made while another holds it (another Python thread, or a span calling a kernel) runs its
+ * spans one after the other on its own thread, with the same results: every span's result
+ * depends only on its bounds. The workers spin no longer than GK_SPIN_NS after a span, so
+ * that BLAS, called next, gets the cores back within that time. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* How long a worker (and a caller waiting for its spans) spins before sleeping: longer
+ * than the Python between two kernel calls of a training step, short against a BLAS
+ * call that might follow */
+#ifndef GK_SPIN_NS
+#define GK_SPIN_NS 20000
+#endif
+#define GK_MAX_WORKERS 255
+
+typedef void (*gk_task)(const void *ctx, int k, int n);
+
+/* one a cache line, so that a worker spinning on its own does not slow the others */
+typedef struct {
+    _Alignas(64) _Atomic unsigned seq; /* bumped by the caller for each span it gives */
+    _Atomic int sleeping;              /* the worker waits in the kernel: wake it */
+    gk_task task;                      /* the span: task(ctx, k, n) */
+    const void *ctx;
+    int k, n;
+    unsigned first_seq; /* seq when the worker was started: its first span bumps it */
+} gk_mailbox;
+
+static struct {
+    pthread_mutex_t lock;      /* held by the call using the pool */
+    int workers;               /* threads started */
+    int forks_handled;         /* the fork handler is registered */
+    _Alignas(64) _Atomic unsigned left; /* spans of the current call not yet done */
+    _Atomic int caller_sleeping;
+    gk_mailbox box[GK_MAX_WORKERS];
+} gk_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static inline void gk_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static inline long long gk_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Sleep while *word == value (returns at once if it no longer is), and wake its sleepers. */
+static void gk_sleep(_Atomic unsigned *word, unsigned value) {
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
+#else
+    (void)word;
+    (void)value;
+    struct timespec nap = {0, 50000};
+    nanosleep(&nap, NULL);
+#endif
+}
+
+static void gk_wake(_Atomic unsigned *word) {
+#if defined(__linux__)
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    (void)word;
+#endif
+}
+
+/* Wait until *word != value: spin for GK_SPIN_NS, then sleep, announcing it in *sleeping
+ * (the other side wakes a sleeper only; both sides' accesses are sequentially consistent,
+ * so a change made as the waiter goes to sleep is either seen or woken). */
+static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic int *sleeping) {
+    unsigned now;
+    long long until = 0;
+    for (int i = 1;; ++i) {
+        if ((now = atomic_load(word)) != value) return now;
+        gk_relax();
+        if ((i & 255) == 0) {
+            long long t = gk_now_ns();
+            if (until == 0) {
+                until = t + GK_SPIN_NS;
+            } else if (t > until) {
+                break;
+            }
+        }
+    }
+    for (;;) {
+        atomic_store(sleeping, 1);
+        if ((now = atomic_load(word)) != value) break;
+        gk_sleep(word, value);
+        if ((now = atomic_load(word)) != value) break;
+    }
+    atomic_store(sleeping, 0);
+    return now;
+}
+
+static void *gk_worker(void *arg) {
+    gk_mailbox *box = (gk_mailbox *)arg;
+    unsigned seen = box->first_seq;
+    for (;;) {
+        seen = gk_wait_change(&box->seq, seen, &box->sleeping);
+        box->task(box->ctx, box->k, box->n);
+        if (atomic_fetch_sub(&gk_pool.left, 1) == 1 && atomic_load(&gk_pool.caller_sleeping)) {
+            gk_wake(&gk_pool.left);
+        }
+    }
+    return NULL;
+}
+
+/* In a forked child the workers do not exist (and the lock may be held by a thread that
+ * does not either): start afresh. */
+static void gk_pool_forget(void) {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    gk_pool.lock = fresh;
+    gk_pool.workers = 0;
+}
+
+/* Start workers up to `want` (the pool's lock held); the number running. */
+static int gk_pool_grow(int want) {
+    if (want > GK_MAX_WORKERS) want = GK_MAX_WORKERS;
+    if (!gk_pool.forks_handled) gk_pool.forks_handled = !pthread_atfork(NULL, NULL, gk_pool_forget);
+    while (gk_pool.workers < want) {
+        gk_mailbox *box = &gk_pool.box[gk_pool.workers];
+        pthread_attr_t attr;
+        sigset_t all, old;
+        pthread_t tid;
+        box->first_seq = atomic_load(&box->seq);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all); /* signals go to Python's threads, never a worker */
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int failed = pthread_create(&tid, &attr, gk_worker, box);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed) break;
+        ++gk_pool.workers;
+    }
+    return gk_pool.workers;
+}
+
+/* task(ctx, k, n) for k = 0 .. n - 1: k = 0 on the calling thread, the others on the
+ * pool's workers where the pool is free, else all of them here, in order. */
+static void gk_parallel(gk_task task, const void *ctx, int n) {
+    if (n <= 1 || pthread_mutex_trylock(&gk_pool.lock) != 0) {
+        for (int k = 0; k < n; ++k) task(ctx, k, n);
+        return;
+    }
+    int helpers = gk_pool_grow(n - 1);
+    atomic_store(&gk_pool.left, (unsigned)helpers);
+    for (int w = 0; w < helpers; ++w) {
+        gk_mailbox *box = &gk_pool.box[w];
+        box->task = task;
+        box->ctx = ctx;
+        box->k = w + 1;
+        box->n = n;
+        atomic_fetch_add(&box->seq, 1);
+        if (atomic_load(&box->sleeping)) gk_wake(&box->seq);
+    }
+    task(ctx, 0, n);
+    for (int k = helpers + 1; k < n; ++k) task(ctx, k, n); /* threads that did not start */
+    unsigned left = atomic_load(&gk_pool.left);
+    while (left != 0) left = gk_wait_change(&gk_pool.left, left, &gk_pool.caller_sleeping);
+    pthread_mutex_unlock(&gk_pool.lock);
+}
+
+/* The bounds of span k of n over [0, total): total k / n .. total (k + 1) / n. */
+static inline ptrdiff_t gk_bound(ptrdiff_t total, int k, int n) {
+    return total * k / n;
+}
