@@ -2,9 +2,10 @@
 
 ``gpukit/_host/build_native.py`` does the work (loaded by path: the build environment
 has no NumPy, so gpukit cannot be imported). An editable install compiles into the
-source tree, beside the C sources; a wheel gets the library as a platform-specific
-file. Without a working C compiler the build still succeeds and gpukit runs the same
-kernels as NumPy ufuncs.
+source tree, beside the C sources; a wheel gets the extension module as a file for the
+Python and platform at hand (the wheel's tags say which). Without a working C compiler
+or Python's headers the build still succeeds and gpukit runs the same kernels as NumPy
+ufuncs.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class NativeKernelsHook(BuildHookInterface):
         self._tmp = tempfile.TemporaryDirectory()
         built = native.build(Path(self._tmp.name), log)
         if built is not None:
-            build_data["force_include"][str(built)] = f"gpukit/_host/{native.LIBRARY}"
+            build_data["force_include"][str(built)] = f"gpukit/_host/{built.name}"
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
 

@@ -449,8 +449,8 @@ def test_updates_do_not_depend_on_the_split(path, rng, dtype):
 
 
 def test_address_is_the_first_element_s_for_every_kind_of_array(dtype):
-    """native.address: the buffer protocol's address where it serves (writeable,
-    C-contiguous, not empty), ``a.ctypes.data`` otherwise; the same number either way."""
+    """native.address: the module's, through the buffer protocol (any strides,
+    read-only, empty, unaligned), or ``a.ctypes.data`` without it; the same number."""
     base = np.arange(12, dtype=dtype)
     frozen = base.copy()
     frozen.flags.writeable = False

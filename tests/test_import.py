@@ -36,3 +36,15 @@ def test_import_loads_only_gpukit_and_the_standard_library_beyond_numpy(module):
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"import {module} loaded third-party modules: {proc.stdout}"
+
+
+def test_import_leaves_the_host_kernel_module_for_the_first_kernel_call():
+    """gpukit imports its compiled host kernels (gpukit._host._kernels) when a kernel
+    first runs, not with gpukit or an array."""
+    code = (
+        "import sys, gpukit as gk; gk.set_backend('numpy'); gk.asarray([1.0]);"
+        "print('gpukit._host._kernels' in sys.modules)"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -60,7 +60,7 @@ def editable_clone(tmp_path_factory):
     parent = tmp_path_factory.mktemp("parent")
     clone = parent / "gpukit"
     clone.mkdir()
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ptx", "_kernels.so")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.ptx", "_kernels*.so")
     for name in BUILD_INPUTS:
         source = ROOT / name
         if source.is_dir():
@@ -97,6 +97,13 @@ def _has_c_compiler() -> bool:
     return build_native._compiler() is not None and sys.platform != "win32"
 
 
+def _module_name() -> str:
+    """The host kernels' extension module's file name for this Python (the venv's)."""
+    from gpukit._host import build_native
+
+    return build_native.MODULE
+
+
 @pytest.mark.slow
 def test_the_editable_install_builds_the_host_kernels(editable_clone):
     """pip install -e compiles gpukit/_host/csrc beside its sources, and gpukit uses it."""
@@ -109,13 +116,13 @@ def test_the_editable_install_builds_the_host_kernels(editable_clone):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["True"]
-    assert (clone / "gpukit" / "_host" / "_kernels.so").is_file()
+    assert (clone / "gpukit" / "_host" / _module_name()).is_file()
 
 
 @pytest.mark.slow
 def test_the_wheel_carries_the_host_kernels(editable_clone, tmp_path):
-    """A wheel built here holds the compiled library and is tagged for this platform (a
-    pure-Python wheel would install without it)."""
+    """A wheel built here holds the compiled extension module and is tagged for this
+    platform (a pure-Python wheel would install without it)."""
     if not _has_c_compiler():
         pytest.skip("no C compiler: the host kernels run as NumPy ufuncs")
     _, clone, python = editable_clone
@@ -130,7 +137,7 @@ def test_the_wheel_carries_the_host_kernels(editable_clone, tmp_path):
     (wheel,) = tmp_path.glob("gpukit-*.whl")
     assert not wheel.name.endswith("-none-any.whl"), wheel.name
     with zipfile.ZipFile(wheel) as z:
-        assert "gpukit/_host/_kernels.so" in z.namelist()
+        assert f"gpukit/_host/{_module_name()}" in z.namelist()
         assert "gpukit/_host/csrc/kernels.c" in z.namelist()
 
 

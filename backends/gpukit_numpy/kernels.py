@@ -322,7 +322,7 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     n = param.size
     if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
         return sgd_update
-    planned = _native.plan_elementwise("gk_sgd", n, param.dtype, (True, False, True))
+    planned = _native.plan_elementwise("gk_sgd", n, param.dtype)
     # _small_sgd's pass, with the scratch looked up in one step
     key, dtype, shape, multiply = (param.dtype, param.shape), param.dtype, param.shape, np.multiply
 
@@ -445,9 +445,7 @@ def _bind_adam_update(
     once."""
     planned = None
     if all(type(a) is np.ndarray for a in (param, grad, exp_avg, exp_avg_sq)):
-        planned = _native.plan_elementwise(
-            "gk_adam", param.size, param.dtype, (True, False, True, True)
-        )
+        planned = _native.plan_elementwise("gk_adam", param.size, param.dtype)
     if planned is None:
         return adam_update
 

@@ -1,15 +1,18 @@
-"""Compile gpukit's host kernels (``csrc/kernels.c``) into a shared library.
+"""Compile gpukit's host kernels (``csrc/kernels.c``) into a CPython extension module.
 
 Run by the wheel build (``hatch_build.py`` at the repository's root: ``pip install .``
 and ``pip install -e .``) and by hand after editing the C sources::
 
     python gpukit/_host/build_native.py
 
-It uses only the standard library: the build runs before NumPy or gpukit can be
-imported. The library has no Python C API in it (gpukit loads it with ctypes), so one
-build serves every Python version on the machine. Where no C compiler works the build
-goes on without it and gpukit computes the same kernels with NumPy ufuncs
-(:mod:`gpukit._host.native` says which is in use).
+``csrc/module.c``, compiled with ``csrc/kernels.c``, makes each kernel a function of
+the module ``gpukit._host._kernels`` (a file named for the Python that builds it,
+``_kernels`` and ``EXT_SUFFIX``), called by :mod:`gpukit._host.native`. It uses only the standard
+library: the build runs before NumPy or gpukit can be imported. Where no C compiler
+works, or Python's headers are missing (``Python.h``: the ``python3-dev`` package on
+Debian and Ubuntu, ``python3-devel`` on Fedora), the build goes on without the module
+and gpukit computes the same kernels with NumPy ufuncs (:mod:`gpukit._host.native` says
+which is in use).
 """
 
 from __future__ import annotations
@@ -26,8 +29,14 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = tuple(HERE / "csrc" / f for f in ("kernels.c", "kernels_body.h", "pool.h"))
-LIBRARY = "_kernels.dll" if sys.platform == "win32" else "_kernels.so"
+#: The module's two compilation units: its Python functions, and the kernels alone
+#: (without Python's headers, so that the compiler makes the same code of them), and
+#: every source the module's hash covers.
+MAIN = HERE / "csrc" / "module.c"
+KERNELS = HERE / "csrc" / "kernels.c"
+SOURCES = tuple(sorted((HERE / "csrc").glob("*.[ch]")))
+#: The module's file name for the Python at hand.
+MODULE = "_kernels" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
 
 # No -ffast-math: NaN, infinities and signed zeros keep their meaning. -pthread: the
 # kernels' own thread pool (csrc/pool.h). -fopenmp-simd
@@ -39,10 +48,10 @@ FLAGS = [
 
 
 def source_hash() -> str:
-    """What the library records of the sources it was built from (gpukit checks it)."""
+    """What the module records of the sources it was built from (gpukit checks it)."""
     h = hashlib.sha256()
     for path in SOURCES:
-        h.update(path.read_bytes())
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -65,24 +74,35 @@ def _attempts() -> list[list[str]]:
         attempts.append([*FLAGS, "-fopenmp-simd", "-DGK_CLONES"])
     attempts.append([*FLAGS, "-fopenmp-simd"])
     attempts.append(FLAGS)
+    if sys.platform == "darwin":  # Python's symbols are resolved when the module loads
+        attempts = [[*a, "-undefined", "dynamic_lookup"] for a in attempts]
     return attempts
 
 
-def build(dest: Path, log=print) -> Path | None:
-    """Compile into ``dest / LIBRARY``; the library's path, or None (with the reason
-    logged) where no compiler works."""
+def build(dest: Path, log=print, include: str | None = None) -> Path | None:
+    """Compile into ``dest / MODULE``; the module's path, or None (with the reason
+    logged) where no compiler works or ``include`` (default: this Python's include
+    directory) has no ``Python.h``."""
     cc = _compiler()
     if cc is None or sys.platform == "win32":
         log("gpukit: no C compiler found; the host kernels will use NumPy ufuncs")
         return None
+    include = include or sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").is_file():
+        log(
+            f"gpukit: no Python.h in {include} (Python's headers: the python3-dev package, "
+            "or python3-devel); the host kernels will use NumPy ufuncs"
+        )
+        return None
     dest.mkdir(parents=True, exist_ok=True)
-    out = dest / LIBRARY
+    out = dest / MODULE
     define = f'-DGK_SOURCE_HASH="{source_hash()}"'
     errors = ""
     for flags in _attempts():
         with tempfile.TemporaryDirectory() as tmp:
-            tmp_out = Path(tmp) / LIBRARY
-            cmd = [*cc, *flags, define, "-o", str(tmp_out), str(SOURCES[0]), "-lm"]
+            tmp_out = Path(tmp) / MODULE
+            units = [str(MAIN), str(KERNELS)]
+            cmd = [*cc, *flags, define, f"-I{include}", "-o", str(tmp_out), *units, "-lm"]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode == 0:
                 # replace, never overwrite in place: a running process may have it mapped

@@ -1,14 +1,18 @@
-"""gpukit's compiled host kernels (``csrc/kernels.c``), loaded with ctypes.
+"""gpukit's compiled host kernels (``csrc/kernels.c``), an extension module.
 
 The numpy backend's bias + activation kernels (forward and backward, with the bias
 gradient), softmax cross-entropy (forward and backward) and the SGD and Adam/AdamW
-updates run here when the library was built (``hatch_build.py``: every ``pip install``
-of gpukit with a C compiler at hand): one pass over the data, vectorised, on the host
-threads of :mod:`gpukit._host.parallel` (ctypes releases the GIL during the call).
-Without the library, or for what it does not take (a dtype other than float32/float64,
-a layout other than C order), the callers compute the same with NumPy ufuncs.
+updates run here when the module was built (``hatch_build.py``: every ``pip install``
+of gpukit with a C compiler and Python's headers at hand): one pass over the data,
+vectorised, a large one split over the module's own threads (``csrc/pool.h``; the
+module releases the GIL during the call). Each kernel is a function of
+``gpukit._host._kernels`` (``csrc/module.c``) taking arrays (checked: C-contiguous,
+aligned, long enough, writable where written) or addresses (unchecked). The module
+is imported at the first kernel call, not with gpukit. Without it, or for what it does
+not take (a dtype other than float32/float64, a layout other than C order), the callers
+compute the same with NumPy ufuncs.
 
-A library built from other sources than the ones beside it (edited since the last
+A module built from other sources than the ones beside it (edited since the last
 build) is not used, with a warning: rebuild with ``pip install -e .`` or
 ``python gpukit/_host/build_native.py``.
 """
@@ -17,17 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import ctypes
 import threading
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import GpukitWarning
-from . import build_native, parallel
+from . import parallel
 
 __all__ = [
     "ACTIVATIONS",
@@ -42,7 +44,6 @@ __all__ = [
     "plan_bias_act_grad",
     "plan_elementwise",
     "plan_rows",
-    "ready",
     "sgd",
     "takes",
     "thresholds",
@@ -52,25 +53,6 @@ __all__ = [
 #: The activations as the C sources number them.
 ACTIVATIONS = ("identity", "relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh")
 
-_P, _N, _I, _D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_double
-_SIGNATURES = {
-    "gk_bias_act": [_P, _P, _P, _N, _N, _N, _I, _D],
-    "gk_bias_act_grad": [_P, _P, _P, _P, _P, _P, _N, _N, _N, _I, _D, _I],
-    "gk_xent": [_P, _P, _P, _P, _N, _N, _D],
-    "gk_xent_grad": [_P, _P, _P, _P, _N, _N, _D],
-    "gk_sgd": [_P, _P, _P, _N, _D, _D, _D, _D, _I, _I],
-    "gk_adam": [_P, _P, _P, _P, _N, *[_D] * 8],
-}
-# each kernel's spans over the library's own threads (csrc/pool.h): the thread count last,
-# then for the bias kernels whether the spans are of columns
-_SIGNATURES.update(
-    gk_bias_act_par=[*_SIGNATURES["gk_bias_act"], _I, _I],
-    gk_bias_act_grad_par=[*_SIGNATURES["gk_bias_act_grad"], _I, _I],
-    gk_xent_par=[*_SIGNATURES["gk_xent"], _I],
-    gk_xent_grad_par=[*_SIGNATURES["gk_xent_grad"], _I],
-    gk_sgd_par=[*_SIGNATURES["gk_sgd"], _I],
-    gk_adam_par=[*_SIGNATURES["gk_adam"], _I],
-)
 _SUFFIX = {np.dtype(np.float32): "_f32", np.dtype(np.float64): "_f64"}
 
 _lock = threading.Lock()
@@ -81,26 +63,32 @@ _local = threading.local()
 
 
 def _load() -> Any:
-    path = Path(__file__).with_name(build_native.LIBRARY)
-    if not path.exists():
+    from . import build_native
+
+    rebuild = "pip install -e . or python gpukit/_host/build_native.py"
+    try:
+        from . import _kernels
+    except ModuleNotFoundError:  # not built: no C compiler or no Python.h at install
         return None
-    lib = ctypes.CDLL(str(path))
-    lib.gk_source_hash.restype = ctypes.c_char_p
-    built_from = lib.gk_source_hash().decode()
-    if all(s.exists() for s in build_native.SOURCES) and built_from != build_native.source_hash():
+    except ImportError as e:  # not a module (the former ctypes library, _kernels.so)
         warnings.warn(
-            f"gpukit's host kernel library {path} was built from other sources than the "
-            "ones beside it; the host kernels use NumPy ufuncs until it is rebuilt "
-            "(pip install -e . or python gpukit/_host/build_native.py)",
+            f"gpukit's host kernel module could not be loaded ({e}); the host kernels use "
+            f"NumPy ufuncs until it is rebuilt ({rebuild})",
             GpukitWarning,
             stacklevel=3,
         )
         return None
-    for name, args in _SIGNATURES.items():
-        for suffix in _SUFFIX.values():
-            fn = getattr(lib, name + suffix)
-            fn.argtypes, fn.restype = args, None
-    return lib
+    sources = build_native.SOURCES
+    if sources and _kernels.gk_source_hash != build_native.source_hash():
+        warnings.warn(
+            f"gpukit's host kernel module {_kernels.__file__} was built from other sources "
+            f"than the ones beside it; the host kernels use NumPy ufuncs until it is rebuilt "
+            f"({rebuild})",
+            GpukitWarning,
+            stacklevel=3,
+        )
+        return None
+    return _kernels
 
 
 def _library() -> Any:
@@ -148,15 +136,13 @@ def takes(*arrays: np.ndarray | None) -> bool:
     return True
 
 
-_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
-
-
 def address(a: np.ndarray) -> int:
-    """The address of ``a``'s first element, for a C routine called through ctypes.
+    """The address of ``a``'s first element, for a C routine (BLAS, LAPACK, a span of a
+    compiled kernel's array).
 
-    Taken through the buffer protocol where ``a`` is writeable, C-contiguous and not empty
-    (``a.ctypes.data`` builds a Python object of NumPy's per call, several times the
-    cost), else from ``a.ctypes.data``. The caller keeps ``a`` alive while the routine
+    Taken through the buffer protocol by the compiled module (any strides, read-only
+    too), or from ``a.ctypes.data`` where it is not built (a Python object of NumPy's
+    per call, several times the cost). The caller keeps ``a`` alive while the routine
     runs.
 
     Examples
@@ -166,41 +152,13 @@ def address(a: np.ndarray) -> int:
     >>> address(a) == a.ctypes.data and address(a[1:]) == a.ctypes.data + 8
     True
     """
-    try:
-        return _addressof(_from_buffer(a))
-    except (TypeError, ValueError):  # read-only, strided, or no byte to point at
-        return a.ctypes.data
-
-
-def ready(a: np.ndarray, misaligned: int, write: bool = False) -> int | None:
-    """``a``'s address where the compiled kernels take it, else None: C-contiguous, not
-    empty, aligned (no bit of ``misaligned``, its dtype's alignment less one, set in the
-    address) and, for ``write``, writeable. What :func:`takes` and :func:`address` decide
-    together, for a planned call (``plan_*``) whose dtypes and shapes are known.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> a = np.arange(4.0)
-    >>> unaligned = a.view(np.uint8)[1:9].view(np.float64)
-    >>> ready(a, 7) == a.ctypes.data, ready(a[::2], 7), ready(unaligned, 7)
-    (True, None, None)
-    """
-    try:
-        p = _addressof(_from_buffer(a))  # writeable and C-contiguous, or it raises
-    except (TypeError, ValueError):
-        if write:
-            return None
-        f = a.flags
-        if not (f.c_contiguous and a.size):
-            return None
-        p = a.ctypes.data
-    return None if p & misaligned else p
+    lib = _lib if _loaded else _library()
+    return a.ctypes.data if lib is None else lib.address(a)
 
 
 def _planned(dtype: np.dtype, n: int, weight: float) -> bool:
     """Whether a kernel on ``n`` elements of ``dtype`` can be planned as one call on one
-    thread: the library built, a dtype it takes, something to compute, one thread's work."""
+    thread: the module built, a dtype it takes, something to compute, one thread's work."""
     return _library() is not None and dtype in _SUFFIX and 0 < n and _small(n, weight)
 
 
@@ -315,16 +273,17 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
     call's split)."""
     if not _planned(dtype, rows * cols, _weight(name, dtype, False)):
         return None
-    fn, code, mis = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name), dtype.alignment - 1
+    fn, code = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name)
     if not bias:  # nothing per column: one long row, as bias_act
         rows, cols = 1, rows * cols
 
     def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
-        xp, yp = ready(x, mis), ready(y, mis, True)
-        bp = ready(b, mis) if bias else _kept("nz", dtype, cols)
-        if xp is None or bp is None or yp is None or _off.get():
+        if _off.get():
             return False
-        fn(xp, bp, yp, rows, cols, cols, code, slope)
+        try:
+            fn(x, b if bias else _kept("nz", dtype, cols), y, rows, cols, cols, code, slope)
+        except ValueError:  # an array the kernel does not take; it did not run
+            return False
         return True
 
     return run
@@ -339,17 +298,19 @@ def plan_bias_act_grad(
     where the kernels do not take the arrays; None as :func:`plan_bias_act`."""
     if not _planned(dtype, rows * cols, _weight(name, dtype, True, of_output)):
         return None
-    fn, code, mis = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name), dtype.alignment - 1
+    fn, code = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name)
     flag, zeros = int(of_output), np.zeros
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
-        gp, vp, op = ready(g, mis), ready(v, mis), ready(gx, mis, True)
-        bp = ready(b, mis) if bias else _kept("nz", dtype, cols)
-        if gp is None or vp is None or op is None or bp is None or _off.get():
+        if _off.get():
             return None
         acc = zeros(cols)
+        bp = b if bias else _kept("nz", dtype, cols)
         part = _kept("part", dtype, cols)
-        fn(gp, vp, bp, op, address(acc), part, rows, cols, cols, code, slope, flag)
+        try:
+            fn(g, v, bp, gx, acc, part, rows, cols, cols, code, slope, flag)
+        except ValueError:  # an array the kernel does not take; it did not run
+            return None
         return acc.astype(dtype)
 
     return run
@@ -417,15 +378,16 @@ def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
     :func:`plan_bias_act`."""
     if not _planned(dtype, rows * cols, 1):
         return None
-    fn, mis = _fn(name, dtype), dtype.alignment - 1
+    fn = _fn(name, dtype)
 
     def run(m0: np.ndarray, labels: np.ndarray, per_row: np.ndarray, m1: np.ndarray,
             eps: float) -> bool:  # fmt: skip
-        p0, p1, pl = ready(m0, mis), ready(m1, mis, True), ready(labels, 7)
-        pr = ready(per_row, mis, name == "gk_xent")  # xent writes the loss, xent_grad reads
-        if p0 is None or p1 is None or pl is None or pr is None or _off.get():
+        if _off.get():
             return False
-        fn(p0, pl, pr, p1, rows, cols, eps)
+        try:
+            fn(m0, labels, per_row, m1, rows, cols, eps)
+        except ValueError:  # an array the kernel does not take; it did not run
+            return False
         return True
 
     return run
@@ -460,27 +422,22 @@ def _elementwise(name: str, arrays: tuple[np.ndarray | None, ...], *scalars: Any
     _fn(name + "_par", first.dtype)(*ptrs, n, *scalars, threads)
 
 
-def plan_elementwise(name: str, n: int, dtype: np.dtype, writes: tuple[bool, ...]) -> Any:
+def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
     """Kernel ``name`` (``"gk_sgd"``, ``"gk_adam"``) over flat C-contiguous arrays of ``n``
-    elements of ``dtype``, the ones ``writes`` marks written, as a function
-    ``(arrays, *scalars) -> bool`` (None: an absent array) that returns False, having done
-    nothing, where the kernels do not take the arrays; None as :func:`plan_bias_act`."""
+    elements of ``dtype``, as a function ``(arrays, *scalars) -> bool`` (None: an absent
+    array) that returns False, having done nothing, where the kernels do not take the
+    arrays; None as :func:`plan_bias_act`."""
     if not _planned(dtype, n, 1):
         return None
-    fn, mis = _fn(name, dtype), dtype.alignment - 1
-    steps = tuple(zip(range(len(writes)), writes, strict=True))
+    fn = _fn(name, dtype)
 
     def run(arrays: tuple[np.ndarray | None, ...], *scalars: Any) -> bool:
-        ptrs = [None] * len(steps)
-        for i, write in steps:
-            a = arrays[i]
-            if a is not None:
-                p = ptrs[i] = ready(a, mis, write)
-                if p is None:
-                    return False
         if _off.get():
             return False
-        fn(*ptrs, n, *scalars)
+        try:
+            fn(*arrays, n, *scalars)
+        except ValueError:  # an array the kernel does not take; it did not run
+            return False
         return True
 
     return run

@@ -1,9 +1,12 @@
 /* gpukit's host kernels: bias + activation forward and backward (with the bias
  * gradient's column sums), softmax cross-entropy forward and backward, and the SGD and
  * Adam/AdamW updates, in float32 and float64. Each makes one pass over its rows (the
- * updates: over flat buffers); gpukit/_host/native.py loads this library with ctypes (no
- * Python C API: one build serves every Python version) and calls it on the host threads
- * of gpukit/_host/parallel.py, one span of rows (of elements) per thread.
+ * updates: over flat buffers), a large call split into spans of rows (of elements) over
+ * the kernels' own threads (pool.h). gpukit/_host/build_native.py compiles this file
+ * beside module.c, the CPython extension module whose functions gpukit/_host/native.py
+ * calls, as a unit of its own without Python's headers: how the compiler inlines and
+ * contracts (FMA) the kernels' arithmetic depends on the unit, and their results must
+ * not.
  *
  * The transcendental functions are gpukit's own, written branch-free so that the
  * compiler vectorises each loop (libm's are scalar calls): exp by range reduction and a
@@ -44,7 +47,7 @@
 #define GK_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* What native.py checks before using the library: the hash of these sources. */
+/* What native.py checks before using the module: the hash of these sources. */
 #ifndef GK_SOURCE_HASH
 #define GK_SOURCE_HASH "unknown"
 #endif
