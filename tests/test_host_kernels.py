@@ -587,3 +587,30 @@ def test_kernels_split_from_their_thresholds_with_the_same_results(
             if way == "backward":
                 assert rel_err(gb, want.sum(axis=0)) < _tol(dtype), (way, shape)
                 assert rel_err(gb_one, want.sum(axis=0)) < _tol(dtype), (way, shape)
+
+
+def _unaligned(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``a`` starting one byte past an aligned address (as an
+    unpickled out-of-band buffer may)."""
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    out = raw[1:].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned
+    return out
+
+
+def test_cross_entropy_takes_unaligned_labels_and_weights(rng, dtype):
+    """Labels and per-row loss weights that are not aligned (a Dask process worker's
+    unpickled chunk) are copied aligned, not refused, and give the aligned result."""
+    logits = rng.standard_normal((9, 5)).astype(dtype)
+    labels = rng.integers(0, 5, 9)
+    weights = np.full(9, 1 / 9, dtype)
+    with gk.use_backend("numpy"):
+        loss, probs = gk.kernels.softmax_cross_entropy(logits, labels)
+        odd_loss, odd_probs = gk.kernels.softmax_cross_entropy(logits, _unaligned(labels))
+        g = gk.kernels.softmax_cross_entropy_backward(probs, labels, weights)
+        odd_g = gk.kernels.softmax_cross_entropy_backward(
+            probs, _unaligned(labels), _unaligned(weights)
+        )
+    assert np.array_equal(odd_loss, loss) and np.array_equal(odd_probs, probs)
+    assert np.array_equal(odd_g, g)

@@ -546,7 +546,8 @@ def softmax_cross_entropy(
     if status is not None:
         _flag_labels(status, serial, labels, c)
     if _native.takes(logits, probs):
-        _native.xent(logits, np.ascontiguousarray(labels, np.int64), loss, probs, label_smoothing)
+        # aligned too: an unpickled array (a Dask worker's) may start at any byte
+        _native.xent(logits, np.require(labels, np.int64, "CA"), loss, probs, label_smoothing)
         return loss, probs
 
     # With z = logits - max (exact where it matters, unlike adding the max back):
@@ -579,8 +580,8 @@ def softmax_cross_entropy_backward(
     labels, grad_loss = np.asarray(labels), np.asarray(grad_loss)
     g = np.empty((n, c), probs.dtype)
     if _native.takes(probs, g):
-        weights = np.ascontiguousarray(grad_loss, g.dtype)
-        lab = np.ascontiguousarray(labels, np.int64)
+        weights = np.require(grad_loss, g.dtype, "CA")  # aligned too, as in the forward
+        lab = np.require(labels, np.int64, "CA")
         _native.xent_grad(probs, lab, weights, g, label_smoothing)
         return g
 
