@@ -11,7 +11,16 @@ import gpukit as gk
 from gpukit.testing import default_rtol
 from gpukit.testing import relative_error as rel_err
 
-__all__ = ["TOL", "flushed", "oracle", "rel_err", "simulated", "terms_err", "with_tails"]
+__all__ = [
+    "TOL",
+    "flushed",
+    "oracle",
+    "rel_err",
+    "same_errors_warm_as_cold",
+    "simulated",
+    "terms_err",
+    "with_tails",
+]
 
 #: Relative-norm tolerance per dtype, the numerics contract's (docs/numerics.rst), as
 #: gpukit.testing states it; ``rel_err`` is gpukit.testing.relative_error.
@@ -66,3 +75,21 @@ def simulated() -> bool:
 def oracle(module: str):
     """Import ``module`` from the ``oracles`` extra, or skip saying how to install it."""
     return pytest.importorskip(module, reason=f'needs {module}: pip install -e ".[oracles]"')
+
+
+def _raised(call) -> tuple[type, str]:
+    with pytest.raises(Exception) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def same_errors_warm_as_cold(warm, failing) -> None:
+    """Each failing call raises the same exception type and message with no plan kept
+    (cold) as after the valid calls ``warm`` kept theirs for the same operations."""
+    from gpukit._runtime import plans
+
+    plans.forget()
+    cold = [_raised(call) for call in failing]
+    for call in warm:
+        call(), call()  # the second call runs on the kept plan
+    assert [_raised(call) for call in failing] == cold

@@ -15,7 +15,7 @@ from scipy import special
 
 import gpukit as gk
 
-from helpers import TOL, flushed, oracle, rel_err, with_tails
+from helpers import TOL, flushed, oracle, rel_err, same_errors_warm_as_cold, with_tails
 
 FLOATS = [np.float32, np.float64]
 SQ2 = math.sqrt(2.0)
@@ -903,24 +903,6 @@ def test_warm_updates_still_refuse_strided_and_read_only_arrays(rng):
         assert np.array_equal(got, want)
 
 
-def _raised(call):
-    with pytest.raises(Exception) as info:
-        call()
-    return type(info.value), str(info.value)
-
-
-def _same_errors_warm_as_cold(warm, failing):
-    """Each failing call raises the same exception type and message with no plan kept
-    (cold) as after the valid calls ``warm`` kept theirs for the same kernels."""
-    from gpukit._runtime import plans
-
-    plans.forget()
-    cold = [_raised(call) for call in failing]
-    for call in warm:
-        call(), call()  # the second call runs on the kept plan
-    assert [_raised(call) for call in failing] == cold
-
-
 def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     # a warm call skips the checks its plan made for these types, dtypes, shapes and
     # options; the checks of values (hyper-parameters, in-place layouts, overlap) stay
@@ -977,7 +959,7 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
             ro, np.ones(64, f4), np.ones(64, f4), np.ones(64, f4), step=1, lr=0.0
         ),
     ]
-    _same_errors_warm_as_cold(warm, failing)
+    same_errors_warm_as_cold(warm, failing)
 
 
 def test_a_warm_kernel_takes_any_layout_of_its_arrays(rng):
@@ -1020,7 +1002,7 @@ def test_a_warm_kernel_still_guards_transfers(cupy_backend):
     x, b = cupy.ones((4, 8), np.float32), cupy.ones(8, np.float32)
     p, g = cupy.ones(64, np.float32), cupy.ones(64, np.float32)
     with gk.transfer_guard("disallow"):
-        _same_errors_warm_as_cold(
+        same_errors_warm_as_cold(
             [
                 lambda: gk.kernels.bias_activation(x, b, "relu"),
                 lambda: gk.kernels.sgd_update(p, g, lr=0.0),

@@ -11,11 +11,10 @@ import pytest
 import scipy.special
 
 import gpukit as gk
-from gpukit._runtime import plans
 from gpukit._select import registry
 from gpukit.errors import KernelSyntaxError
 
-from helpers import TOL, rel_err, simulated
+from helpers import TOL, rel_err, same_errors_warm_as_cold, simulated
 
 DTYPES = [np.float32, np.float64]
 NumpyBackend = type(registry.load("numpy"))  # with N virtual devices: NumpyBackend(N)
@@ -272,22 +271,6 @@ def test_call_errors_are_the_same_on_every_backend(backend, xp):
     np.testing.assert_array_equal(_np(empty), np.zeros(3))
 
 
-def _raised(call):
-    with pytest.raises(Exception) as info:
-        call()
-    return type(info.value), str(info.value)
-
-
-def _same_errors_warm_as_cold(warm, failing):
-    """Each failing call raises the same exception type and message with no plan kept
-    (cold) as after the valid calls ``warm`` kept theirs for the same kernels."""
-    plans.forget()
-    cold = [_raised(call) for call in failing]
-    for call in warm:
-        call(), call()  # the second call runs on the kept plan
-    assert [_raised(call) for call in failing] == cold
-
-
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     # the warm call skips the checks its plan made for these argument types, dtypes and
@@ -325,13 +308,13 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
         lambda: weighted_norm(x, w, axis=0, keepdims=1),
         lambda: largest_gap(xp.ones((0, 3)), 1.0, axis=0),  # max over nothing
     ]
-    _same_errors_warm_as_cold(warm, failing)
+    same_errors_warm_as_cold(warm, failing)
 
 
 def test_a_warm_kernel_still_compares_devices():
     with gk.use_backend(NumpyBackend(2)):
         on0, on1 = (gk.asarray(np.ones(3), device=d) for d in (0, 1))
-        _same_errors_warm_as_cold(
+        same_errors_warm_as_cold(
             [lambda: blend(on0, on0, 1.0), lambda: weighted_norm(on1, on1)],
             [lambda: blend(on0, on1, 1.0), lambda: weighted_norm(on1, on0)],
         )
@@ -343,7 +326,7 @@ def test_a_warm_kernel_still_guards_transfers(cupy_backend):
     x = cupy.ones(4)
     blend(x, x, 1.0), weighted_norm(x, x)
     with gk.transfer_guard("disallow"):
-        _same_errors_warm_as_cold(
+        same_errors_warm_as_cold(
             [lambda: blend(x, x, 1.0), lambda: weighted_norm(x, x)],
             [lambda: blend(x, np.ones(4), 1.0), lambda: weighted_norm(np.ones(4), x)],
         )
