@@ -34,7 +34,13 @@ step "1/8 environment"
 cat "$OUT/env.txt" >&2
 
 step "2/8 importable from the checkout"
+# the host kernels' extension module for this Python (a carried checkout has none, or one
+# built for another Python): built here; without a compiler or Python's headers the NumPy
+# ufuncs stand in, which is not a failure of the lane
+"$PY" "$ROOT/gpukit/_host/build_native.py" >> "$OUT/env.txt" 2>&1
 "$PY" -c "import gpukit as gk; print(gk.__file__, gk.get_backend().name, gk.device_count())" \
+    >> "$OUT/env.txt" 2>&1 || status=1
+"$PY" -c "from gpukit._host import native; print('host kernels compiled:', native.available())" \
     >> "$OUT/env.txt" 2>&1 || status=1
 
 step "3/8 ceilings: device copy, float32 and TF32 matmul"
