@@ -170,6 +170,26 @@ def test_calls_from_many_threads_at_once_each_give_their_own_result(module, rng,
         assert list(pool.map(caller, range(4))) == [True] * 4
 
 
+def test_back_to_back_calls_on_more_threads_than_cores_each_run_every_span_once(module, rng):
+    """The pool's spans are claimed, not assigned: with more threads than cores a worker
+    often wakes after its call is over, or during the next one. Calls of two sizes, one
+    after the other, each output kept to the end: every span of every call ran once, on
+    that call's arrays (a span lost leaves NaN, a late worker writing an earlier call's
+    arrays changes a kept output)."""
+    fn = module.gk_bias_act_par_f64
+    shapes = [(3, 50_001), (7, 20_011)]
+    inputs = [(rng.standard_normal(s), rng.standard_normal(s[1])) for s in shapes]
+    want = [np.maximum(x + b, 0.0) for x, b in inputs]
+    relu = native.ACTIVATIONS.index("relu")
+    kept = []
+    for i in range(300):
+        (x, b), (rows, cols) = inputs[i % 2], shapes[i % 2]
+        y = np.full_like(x, np.nan)
+        fn(x, b, y, rows, cols, cols, relu, 0.0, 8, i % 4 < 2)
+        kept.append(y)
+    assert all(np.array_equal(y, want[i % 2]) for i, y in enumerate(kept))
+
+
 # -- the build without the module --------------------------------------------------------
 needs_cc = pytest.mark.skipif(
     build_native._compiler() is None or sys.platform == "win32", reason="no C compiler"

@@ -1,17 +1,23 @@
 /* gpukit's host thread pool: the spans of one kernel call run on persistent C threads,
  * handed over without Python's GIL. A hand-off through Python threads (a future, a lock,
  * the GIL taken by the worker and back) costs 40-45 us on the project's 2-core VM, the time
- * of a whole 256x256 pass; here the caller writes a span into a worker's mailbox and the
- * worker, spinning for a short while after its last span (GK_SPIN_NS), starts it within a
- * microsecond, or is woken from a futex once it has gone to sleep (Linux; elsewhere it
- * naps). The caller runs span 0 itself and waits for the others the same way.
+ * of a whole 256x256 pass; here the caller posts the call and bumps each worker's mailbox,
+ * and a worker, spinning for a short while after its last span (GK_SPIN_NS), starts within
+ * a microsecond, or is woken from a futex once it has gone to sleep (Linux; elsewhere it
+ * naps).
+ *
+ * The spans are not assigned: the caller and the workers claim them one at a time from a
+ * shared counter, so a worker the scheduler has not run yet (a loaded machine: another
+ * process on the core) costs nothing but its share, which the caller takes; the caller
+ * waits only for spans a worker has started. Every span's result depends only on its
+ * bounds, never on the thread that ran it.
  *
  * The thread count is the caller's, per call (gpukit/_host/parallel.py: the cores, capped
  * by the BLAS count a threadpoolctl limit sets). One call uses the pool at a time; a call
  * made while another holds it (another Python thread, or a span calling a kernel) runs its
- * spans one after the other on its own thread, with the same results: every span's result
- * depends only on its bounds. The workers spin no longer than GK_SPIN_NS after a span, so
- * that BLAS, called next, gets the cores back within that time. */
+ * spans one after the other on its own thread, with the same results. The workers spin no
+ * longer than GK_SPIN_NS after a span, so that BLAS, called next, gets the cores back
+ * within that time. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -34,19 +40,26 @@ typedef void (*gk_task)(const void *ctx, int k, int n);
 
 /* one a cache line, so that a worker spinning on its own does not slow the others */
 typedef struct {
-    _Alignas(64) _Atomic unsigned seq; /* bumped by the caller for each span it gives */
+    _Alignas(64) _Atomic unsigned seq; /* bumped by the caller for each call it posts */
     _Atomic int sleeping;              /* the worker waits in the kernel: wake it */
-    gk_task task;                      /* the span: task(ctx, k, n) */
-    const void *ctx;
-    int k, n;
-    unsigned first_seq; /* seq when the worker was started: its first span bumps it */
+    unsigned first_seq;                /* seq when the worker was started */
 } gk_mailbox;
 
+/* The posted call's claim word: the call's number (high 32 bits), its span count (16 bits)
+ * and the spans claimed so far (low 16 bits). One word, so that a worker still holding an
+ * earlier call's value fails its compare-and-swap instead of claiming a span of a call that
+ * is over. */
+#define GK_SPANS(word) ((int)(((word) >> 16) & 0xffff))
+#define GK_CLAIMED(word) ((int)((word) & 0xffff))
+
 static struct {
-    pthread_mutex_t lock;      /* held by the call using the pool */
-    int workers;               /* threads started */
-    int forks_handled;         /* the fork handler is registered */
-    _Alignas(64) _Atomic unsigned left; /* spans of the current call not yet done */
+    pthread_mutex_t lock; /* held by the call using the pool */
+    int workers;          /* threads started */
+    int forks_handled;    /* the fork handler is registered */
+    gk_task task;         /* the posted call: task(ctx, k, n), read once a span is claimed */
+    const void *ctx;
+    _Alignas(64) _Atomic unsigned long long claim;
+    _Alignas(64) _Atomic unsigned left; /* spans of the posted call not yet done */
     _Atomic int caller_sleeping;
     gk_mailbox box[GK_MAX_WORKERS];
 } gk_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -113,15 +126,34 @@ static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic i
     return now;
 }
 
+/* A span of the posted call, or -1 when all of them are taken; *n: the call's span count. */
+static int gk_claim(int *n) {
+    unsigned long long word = atomic_load(&gk_pool.claim);
+    for (;;) {
+        if (GK_CLAIMED(word) >= GK_SPANS(word)) return -1;
+        if (atomic_compare_exchange_weak(&gk_pool.claim, &word, word + 1)) {
+            *n = GK_SPANS(word);
+            return GK_CLAIMED(word);
+        }
+    }
+}
+
+/* Run spans of the posted call until none is left; whether this thread finished its last. */
+static int gk_run_spans(void) {
+    int k, n, last = 0;
+    while ((k = gk_claim(&n)) >= 0) {
+        gk_pool.task(gk_pool.ctx, k, n);
+        last = atomic_fetch_sub(&gk_pool.left, 1) == 1;
+    }
+    return last;
+}
+
 static void *gk_worker(void *arg) {
     gk_mailbox *box = (gk_mailbox *)arg;
     unsigned seen = box->first_seq;
     for (;;) {
         seen = gk_wait_change(&box->seq, seen, &box->sleeping);
-        box->task(box->ctx, box->k, box->n);
-        if (atomic_fetch_sub(&gk_pool.left, 1) == 1 && atomic_load(&gk_pool.caller_sleeping)) {
-            gk_wake(&gk_pool.left);
-        }
+        if (gk_run_spans() && atomic_load(&gk_pool.caller_sleeping)) gk_wake(&gk_pool.left);
     }
     return NULL;
 }
@@ -157,26 +189,26 @@ static int gk_pool_grow(int want) {
     return gk_pool.workers;
 }
 
-/* task(ctx, k, n) for k = 0 .. n - 1: k = 0 on the calling thread, the others on the
- * pool's workers where the pool is free, else all of them here, in order. */
+/* task(ctx, k, n) for k = 0 .. n - 1, on the calling thread and the pool's workers where
+ * the pool is free, else all of them here, in order. */
 static void gk_parallel(gk_task task, const void *ctx, int n) {
     if (n <= 1 || pthread_mutex_trylock(&gk_pool.lock) != 0) {
         for (int k = 0; k < n; ++k) task(ctx, k, n);
         return;
     }
+    if (n > GK_MAX_WORKERS + 1) n = GK_MAX_WORKERS + 1; /* fits the claim word */
     int helpers = gk_pool_grow(n - 1);
-    atomic_store(&gk_pool.left, (unsigned)helpers);
+    unsigned long long call = (atomic_load(&gk_pool.claim) >> 32) + 1;
+    gk_pool.task = task;
+    gk_pool.ctx = ctx;
+    atomic_store(&gk_pool.left, (unsigned)n);
+    atomic_store(&gk_pool.claim, call << 32 | (unsigned long long)n << 16);
     for (int w = 0; w < helpers; ++w) {
         gk_mailbox *box = &gk_pool.box[w];
-        box->task = task;
-        box->ctx = ctx;
-        box->k = w + 1;
-        box->n = n;
         atomic_fetch_add(&box->seq, 1);
         if (atomic_load(&box->sleeping)) gk_wake(&box->seq);
     }
-    task(ctx, 0, n);
-    for (int k = helpers + 1; k < n; ++k) task(ctx, k, n); /* threads that did not start */
+    gk_run_spans();
     unsigned left = atomic_load(&gk_pool.left);
     while (left != 0) left = gk_wait_change(&gk_pool.left, left, &gk_pool.caller_sleeping);
     pthread_mutex_unlock(&gk_pool.lock);
