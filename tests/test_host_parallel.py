@@ -60,6 +60,24 @@ def test_spans_cover_their_ranges_from_many_callers_at_once():
     assert _in_threads(caller, 4) == [True] * 4
 
 
+def test_spans_no_worker_has_started_are_run_by_the_caller():
+    """With every pool thread held elsewhere (as when the scheduler runs other processes
+    on those cores), a run does not wait for them: the caller runs the spans no worker
+    has started, and returns every span's result in order."""
+    release = threading.Event()
+    held = [parallel._executor().submit(release.wait) for _ in range(parallel._CORES)]
+    try:
+        out = np.full(1000, -1)
+        done = _in_threads(lambda _i: _fill(out, 4), 1)
+        bounds = [out.size * k // 4 for k in range(5)]
+        assert done == [list(np.diff(bounds))]
+        assert np.array_equal(out, np.repeat(np.arange(4), np.diff(bounds)))
+    finally:
+        release.set()
+        for f in held:
+            f.result()
+
+
 def test_an_error_in_a_worker_s_span_reaches_the_caller_and_the_workers_go_on():
     def work(k: int, lo: int, hi: int) -> int:
         if k == 1:

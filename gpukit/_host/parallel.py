@@ -163,8 +163,9 @@ def run(
     for, a row's length; ``weight``: the pass's cost per element); a caller that
     prepares something per span (scratch memory allocated before any write) takes it
     from :func:`plan` first. The caller's thread
-    does the first span and the pool the others; each runs in a copy of the caller's
-    context (NumPy's ``errstate`` included). ``work`` walks its span in blocks
+    does the first span and the pool the others, the caller taking back any span no pool
+    thread has started once its own is done; each runs in a copy of the caller's context
+    (NumPy's ``errstate`` included). ``work`` walks its span in blocks
     (:func:`spans`), so that its temporaries stay in cache.
     """
     threads = threads or plan(n, per_item, weight)
@@ -178,11 +179,17 @@ def run(
     ]
     try:
         first = work(0, bounds[0], bounds[1])
+        # a span no pool thread has started (the scheduler has not run one: a loaded
+        # machine) is the caller's to run, not to wait for
+        mine = {
+            k: work(k, bounds[k], bounds[k + 1]) for k, f in enumerate(futures, 1) if f.cancel()
+        }
     finally:
         # the spans write into the caller's arrays: none may still run once this returns
         # or raises, or an error would leave writes landing after the caller saw it
-        wait(futures)
-    return [first] + [f.result() for f in futures]
+        # (a cancelled future counts as done only once a pool thread has dequeued it)
+        wait([f for f in futures if not f.cancel()])
+    return [first] + [mine[k] if k in mine else f.result() for k, f in enumerate(futures, 1)]
 
 
 def spans(lo: int, hi: int, item_bytes: int) -> range:
