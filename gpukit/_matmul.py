@@ -9,6 +9,8 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import checked, declare
+from ._dispatch.inputs import keep, plan_for_pair
+from ._runtime import plans as _plans
 from ._select.selection import active as _active
 
 if TYPE_CHECKING:
@@ -21,6 +23,9 @@ _PRECISIONS = (None, "highest", "tf32")
 _ndarray = np.ndarray
 _np_matmul = np.matmul
 _NUMERIC = _dtypes.NATIVE_NUMERIC
+#: (active backend, the arrays' types, dtypes and shapes, precision) -> the backend whose
+#: checks such a call passed, its arrays handed back untouched: a warm call skips them
+_PLANS = _plans.table()
 # The numpy backend once a checked call has met it (identity is cheaper than reading
 # ``.name``); a sentinel until then, so that "no backend selected yet" never matches.
 _host: Any = object()
@@ -159,6 +164,10 @@ def matmul(a: Any, b: Any, *, precision: _Precision = None) -> Any:
 
 @operation("gk.matmul")
 def _matmul(a: Any, b: Any, *, precision: str | None) -> Any:
+    backend, key = plan_for_pair(_PLANS, "gk.matmul", a, b, precision)
+    if backend is not None:
+        return backend.matmul(a, b, precision)
+    since, given = _plans.generation(), (a, b)
     check_precision(precision)
     a = _dtypes.check("gk.matmul", "a", a)
     b = _dtypes.check("gk.matmul", "b", b)
@@ -166,9 +175,10 @@ def _matmul(a: Any, b: Any, *, precision: str | None) -> Any:
     if backend.name == "numpy":
         global _host
         _host = backend  # later calls with plain ndarrays take the fast path in matmul()
-    problem = _shape_problem(np.shape(a), np.shape(b))
+    problem = _shape_problem(a.shape, b.shape)  # native arrays now: np.shape dispatches
     if problem is not None:
         raise ValueError(problem)
+    keep(_PLANS, key, since, backend, backend, given, (a, b))
     return backend.matmul(a, b, precision)
 
 

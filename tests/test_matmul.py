@@ -12,7 +12,7 @@ import gpukit as gk
 from gpukit.testing import random_array
 
 from fakedevice import FakeDeviceArray
-from helpers import TOL, rel_err, terms_err
+from helpers import TOL, rel_err, same_errors_warm_as_cold, terms_err
 
 DTYPES = ["float32", "float64", "complex64", "complex128"]
 SHAPES = [
@@ -90,6 +90,27 @@ def test_a_bad_precision_is_named(backend, precision, error, named):
     a = gk.asarray(np.ones((2, 2)))
     with pytest.raises(error, match=f"precision must be None, 'highest' or 'tf32', got {named}"):
         gk.matmul(a, a, precision=precision)
+
+
+def test_a_warm_matmul_raises_what_a_cold_one_raises(backend, xp):
+    """Calls on the backend's own arrays keep a plan per types, dtypes, shapes and
+    precision: after valid calls kept theirs, each refusal is still made, with the same
+    exception and message (the transfer guard's included)."""
+    a, b = xp.ones((2, 3)), xp.ones((3, 4))
+    warm = [lambda: gk.matmul(a, b), lambda: gk.matmul(a, b, precision="highest")]
+    with gk.transfer_guard("disallow"):
+        same_errors_warm_as_cold(
+            warm,
+            [
+                lambda: gk.matmul(a, xp.ones((4, 5))),
+                lambda: gk.matmul(xp.ones((2, 3, 4)), xp.ones((3, 4, 5))),
+                lambda: gk.matmul(a, b, precision="fast"),
+                lambda: gk.matmul(a, b, precision=3),
+                lambda: gk.matmul(a, xp.ones((3, 4), "U1")),
+                lambda: gk.matmul(a, None),
+                *([lambda: gk.matmul(a, np.ones((3, 4)))] if backend.is_device else []),
+            ],
+        )
 
 
 def test_precision_is_keyword_only(backend, rng):

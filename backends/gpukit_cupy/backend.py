@@ -163,7 +163,8 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
         return cupy.asnumpy(x)
 
     def device_of(self, x: Any) -> int:
-        return x.device.id
+        # the memory's device id, as ndarray.device reads it, without making a Device
+        return x.data.device_id
 
     def device_count(self) -> int:
         return self._count
