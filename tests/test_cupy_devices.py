@@ -143,3 +143,51 @@ def test_worker_results_are_ordered_before_the_callers_stream(cupy_backend, rng)
     u = t + 1  # the caller then writes into a shard the workers just read
     t.shards[0][...] = 0
     assert np.array_equal(gk.to_numpy(u), x + 1)
+
+
+def test_warm_plans_name_the_device_their_arrays_share(cupy_backend, rng):
+    """Two or more arrays on one of several devices keep a plan for that device: arrays
+    of the same types, dtypes and shapes on the other device compute there, and a mixture
+    of devices is refused as on a cold call."""
+    import cupy
+
+    from helpers import same_errors_warm_as_cold
+
+    a = rng.standard_normal((4, 8)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    on = {}
+    for d in (0, 1):
+        with cupy.cuda.Device(d):
+            m = cupy.asarray(a @ a.T + 8 * np.eye(4, dtype=np.float32))
+            on[d] = cupy.asarray(a), cupy.asarray(b), cupy.asarray(a.T.copy()), m
+
+    def calls(d):
+        x, bias, xt, m = on[d]
+        return [
+            lambda: gk.matmul(x, xt),
+            lambda: gk.kernels.bias_activation(x, bias, "relu"),
+            lambda: gk.linalg.solve(m, x),
+        ]
+
+    same_errors_warm_as_cold(
+        calls(0),
+        [
+            lambda: gk.matmul(on[0][0], on[1][2]),
+            lambda: gk.kernels.bias_activation(on[1][0], on[0][1], "relu"),
+            lambda: gk.linalg.solve(on[0][3], on[1][0]),
+        ],
+    )
+    for d in (1, 0):  # warm for device 0: device 1's calls plan and run there
+        for call in calls(d):
+            got = call()
+            assert got.device.id == d
+    x, bias, xt, _ = (cupy.asnumpy(v) for v in on[1])
+    want = np.maximum(x.astype(np.float64) + bias, 0)
+    assert (
+        rel_err(gk.kernels.bias_activation(on[1][0], on[1][1], "relu"), want)
+        < TOL[np.dtype(np.float32)]
+    )
+    assert (
+        rel_err(gk.matmul(on[1][0], on[1][2]), x.astype(np.float64) @ xt)
+        < TOL[np.dtype(np.float32)]
+    )

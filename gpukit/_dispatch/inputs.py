@@ -50,6 +50,53 @@ _settled = _plans.table()
 _placed = _plans.table()
 
 
+class _Device:
+    """A plan key's last part where its arrays are two or more on one device of a backend
+    with several: :func:`placement` compares their devices on every call, so the key
+    names the device they share, and a call with them on another device, or on two, does
+    not find the plan."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, device: int) -> None:
+        self.id = device
+
+
+_devices: dict[int, _Device] = {}
+
+
+def _one_device(arrays: Sequence[Any]) -> _Device | None:
+    """The device all of ``arrays`` (None entries aside) are on, when they are two or
+    more arrays of one device backend with several devices; else None."""
+    owner = device = None
+    count = 0
+    for x in arrays:
+        if x is None:
+            continue
+        backend = owner_of(x)
+        if backend is None:  # host data: moved per call, never planned so
+            return None
+        d = backend.device_of(x)
+        if owner is None:
+            owner, device = backend, d
+        elif backend is not owner or d != device:
+            return None
+        count += 1
+    if owner is None or count < 2 or owner.device_count() == 1:
+        return None
+    return _devices.get(device) or _devices.setdefault(device, _Device(device))
+
+
+def _on_device(plans: dict[Any, Any], key: Any, arrays: Sequence[Any]) -> tuple[Any, Any]:
+    """``(plan, key)`` after ``key`` missed: the plan kept for ``arrays`` on the one
+    device they share (:class:`_Device`), or ``(None, key)``."""
+    mark = _one_device(arrays)
+    if mark is None:
+        return None, key
+    key = (*key, mark)
+    return plans.get(key), key
+
+
 def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, list[Any]]:
     """Choose the backend for an operation and bring its array inputs there.
 
@@ -129,7 +176,7 @@ def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
     try:
         return _placed[key], key
     except KeyError:
-        return None, key
+        return _on_device(_placed, key, arrays)
     except TypeError:  # an unhashable dtype attribute
         return None, None
 
@@ -166,7 +213,7 @@ def plan_for_pair(plans: dict[Any, Any], op: str, x: Any, y: Any, static: Any) -
         key = (op, active(), type(x), x.dtype, x.shape, type(y), y.dtype, y.shape, static)
         return plans[key], key
     except KeyError:
-        return None, key
+        return _on_device(plans, key, (x, y))
     except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
         return None, None
 
@@ -184,7 +231,7 @@ def plan_for_all(
         key = (*parts, *static)
         return plans[key], key
     except KeyError:
-        return None, key
+        return _on_device(plans, key, [x for x in args if hasattr(x, "dtype")])
     except TypeError:  # an unhashable dtype, shape or argument
         return None, None
 
@@ -201,14 +248,14 @@ def keep(
     """Keep ``plan`` under ``key`` (from :func:`plan_for`, :func:`plan_for_all` or
     :func:`placed`, read before generation ``since``) when the front-end's checks handed
     every array of ``given`` back as ``out`` unchanged on ``backend``, where
-    :func:`prepare` leaves any arrays of those types (no transfer, one device): a warm
-    call then needs neither."""
+    :func:`prepare` leaves any arrays of those types (no transfer, one device), or the key
+    names the one device they share: a warm call then needs neither."""
     if key is None or key[1] is None:
         return
     for x, y in zip(given, out, strict=True):
         if x is not y:
             return
-    if untouched(key[1], out) is backend:
+    if type(key[-1]) is _Device or untouched(key[1], out) is backend:
         _plans.remember(plans, key, plan, since)
 
 
