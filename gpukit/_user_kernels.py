@@ -14,17 +14,18 @@ import functools
 import numbers
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import declare
-from ._dispatch.inputs import keep, plan_for_all
+from ._dispatch.inputs import keep
 from ._dispatch.kinds import kind_of
 from ._runtime import plans as _plans
 from ._runtime.plans import token
+from ._select.selection import active
 from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction, replace
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
@@ -32,9 +33,20 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 #: The dtypes a kernel computes in; ``"T"`` binds to one of them at each call.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DtypeSpec = str | type | np.dtype | None
-# (kernel, active backend, each argument's type, dtype and shape[, axis, keepdims]) -> the
-# plan of _Kernel._plan: a warm call's checks, placement and dtype binding, done
+# (kernel, active backend[, axis, keepdims], each argument's type, dtype and shape) ->
+# (the backend's evaluation planned for such arguments, the conversions of _Kernel._plan):
+# a warm call's checks, placement and dtype binding, done
 _PLANS = _plans.table()
+
+
+def _key(kernel: Any, args: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The plan key of a call of ``kernel`` (see ``_PLANS``; ``options`` through
+    :func:`gpukit._runtime.plans.token`); hashing it raises TypeError when an argument
+    cannot be keyed (an unhashable dtype or shape attribute)."""
+    key = (kernel, active(), *options)
+    for x in args:  # a loop, not a comprehension: no function frame per call
+        key += (type(x), getattr(x, "dtype", None), getattr(x, "shape", None))
+    return key
 
 
 def _dtype_spec(what: str, value: Any, argument: str) -> np.dtype | None:
@@ -158,21 +170,33 @@ class _Kernel:
         plan = (backend, tuple(conversions), shape, self._out(values, scalar))
         return plan, values, given, placed
 
-    def _planned(self, args: tuple[Any, ...], *options: Any) -> tuple[tuple[Any, ...], list[Any]]:
-        """``(plan, values)``: :meth:`_plan`'s plan of ``args`` and ``options`` (a
-        reduction's axis and keepdims), made once for arguments of the same types, dtypes
-        and shapes (:func:`gpukit._dispatch.inputs.plan_for_all`), and the arguments
-        converted to their parameters' dtypes."""
-        plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
-        if plan is None:
-            since = _plans.generation()
-            plan, values, arrays, placed = self._plan(args, *options)
-            keep(_PLANS, key, since, plan, plan[0], arrays, placed)
-        else:  # the arrays as they came: the plan was kept only for those prepare keeps
-            values = list(args)
-        for i, convert in plan[1]:
-            values[i] = convert(values[i])
-        return plan, values
+    def _planned(
+        self, args: tuple[Any, ...], *options: Any
+    ) -> tuple[Callable[..., Any], list[Any]]:
+        """A call without a plan: ``(run, values)``, the backend's evaluation planned by
+        :meth:`_plan` for ``args`` and ``options`` (a reduction's axis and keepdims) and the
+        arguments converted to their parameters' dtypes. The plan is kept for arguments of
+        the same types, dtypes and shapes when the checks and :func:`prepare` handed the
+        arrays back unchanged (:func:`gpukit._dispatch.inputs.keep`)."""
+        try:
+            key: Any = _key(self, args, tuple(map(token, options)))
+            hash(key)
+        except TypeError:  # not keyable: planned afresh on every call
+            key = None
+        since = _plans.generation()
+        plan, values, arrays, placed = self._plan(args, *options)
+        backend, conversions = plan[0], plan[1]
+        values = _converted(values, conversions)
+        run = self._evaluation(backend, tuple(v.dtype for v in values), plan)
+        keep(_PLANS, key, since, (run, conversions), backend, arrays, placed)
+        return run, values
+
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        """The backend's evaluation of this kernel for arguments of ``dtypes`` (converted)
+        and :meth:`_plan`'s ``plan``, as a function of the arguments alone."""
+        raise NotImplementedError
 
     def _bind(self, values: list[Any], scalar: list[bool]) -> np.dtype:
         """The dtype ``"T"`` stands for: the promoted dtype of its arguments, in float32 or
@@ -230,8 +254,15 @@ class ElementwiseKernel(_Kernel):
 
     _what = "gk.elementwise"
 
-    def __call__(self, *args: Any) -> Any:
-        return _elementwise(self, *args)
+    if TYPE_CHECKING:  # the operation below is the call: one call level less
+
+        def __call__(self, *args: Any) -> Any: ...
+
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        _, _, shape, out = plan
+        return backend.user_elementwise_plan(self._body, dtypes, shape, out)
 
     def __repr__(self) -> str:
         return f"<gk.elementwise {self._body.name}({', '.join(self.params)})>"
@@ -255,10 +286,11 @@ class ReductionKernel(_Kernel):
         self._reduction = body
         self.reducer = body.reducer
 
-    def __call__(
-        self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
-    ) -> Any:
-        return _reduction(self, *args, axis=axis, keepdims=keepdims)
+    if TYPE_CHECKING:  # the operation below is the call: one call level less
+
+        def __call__(
+            self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
+        ) -> Any: ...
 
     def __repr__(self) -> str:
         return f"<gk.reduction {self._body.name}({', '.join(self.params)}) by {self.reducer}>"
@@ -281,6 +313,12 @@ class ReductionKernel(_Kernel):
             )
         return (*plan, axes, bool(keepdims)), values, arrays, placed
 
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        _, _, shape, out, axes, keepdims = plan
+        return backend.user_reduction_plan(self._reduction, dtypes, shape, out, axes, keepdims)
+
     @functools.cached_property
     def pieces(self) -> tuple[ReductionKernel, ElementwiseKernel]:
         """This reduction split for data on several devices: the reduction without its
@@ -296,8 +334,15 @@ class ReductionKernel(_Kernel):
 
 @operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
-    (backend, _, shape, out), values = kernel._planned(args)
-    return backend.user_elementwise(kernel._body, values, shape, out)
+    try:
+        run, conversions = _PLANS[_key(kernel, args, ())]
+    except (KeyError, TypeError):  # no plan yet, or arguments that cannot be keyed
+        run, values = kernel._planned(args)
+        return run(values)
+    return run(_converted(args, conversions) if conversions else args)
+
+
+ElementwiseKernel.__call__ = _elementwise  # type: ignore[method-assign]
 
 
 _declare("gk.elementwise")
@@ -326,8 +371,23 @@ def reduction_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
 def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
-    (backend, _, shape, out, axes, keepdims), values = kernel._planned(args, axis, keepdims)
-    return backend.user_reduction(kernel._reduction, values, shape, out, axes, keepdims)
+    try:
+        run, conversions = _PLANS[_key(kernel, args, (token(axis), token(keepdims)))]
+    except (KeyError, TypeError):  # no plan yet, or arguments that cannot be keyed
+        run, values = kernel._planned(args, axis, keepdims)
+        return run(values)
+    return run(_converted(args, conversions) if conversions else args)
+
+
+ReductionKernel.__call__ = _reduction  # type: ignore[method-assign]
+
+
+def _converted(args: tuple[Any, ...], conversions: tuple[Any, ...]) -> list[Any]:
+    """``args`` with each ``(position, convert)`` of ``conversions`` applied."""
+    values = list(args)
+    for i, convert in conversions:
+        values[i] = convert(values[i])
+    return values
 
 
 _declare("gk.reduction")

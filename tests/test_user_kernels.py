@@ -271,6 +271,32 @@ def test_call_errors_are_the_same_on_every_backend(backend, xp):
     np.testing.assert_array_equal(_np(empty), np.zeros(3))
 
 
+@gk.elementwise
+def ratio(x, y):
+    return x * x / y
+
+
+@gk.reduction
+def sum_of_ratios(x, y):
+    return sum(x * x / y)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("state", ["raise", "warn", "ignore"])
+def test_overflow_and_invalid_values_are_results_without_warnings(backend, xp, state):
+    # inf and nan are results, as on a GPU, on cold and warm calls alike, whatever the
+    # caller's NumPy error state, which the call leaves as it was
+    x = xp.asarray([1e300, 0.0, 1.0, 2.0])
+    y = xp.asarray([1e-300, 0.0, 0.0, 4.0])
+    with np.errstate(all=state):
+        before = np.geterr()
+        for _ in range(3):  # the first call plans, the next ones run on the plan
+            np.testing.assert_array_equal(_np(ratio(x, y)), [np.inf, np.nan, np.inf, 1.0])
+            assert _np(sum_of_ratios(x[2:], y[2:])) == np.inf
+            assert np.isnan(_np(sum_of_ratios(x, y)))
+            assert np.geterr() == before
+
+
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     # the warm call skips the checks its plan made for these argument types, dtypes and

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -158,13 +158,38 @@ class UserKernelOps:
         body.translations[self, dtype] = program
         return program
 
-    @_quiet
     def user_elementwise(
-        self, body: Body, args: list[Any], shape: tuple[int, ...], out_dtype: np.dtype
+        self, body: Body, args: Sequence[Any], shape: tuple[int, ...], out_dtype: np.dtype
     ) -> Any:
         """``body`` applied elementwise to ``args`` (each cast to its parameter's dtype and
         broadcastable to ``shape``), as a C-contiguous array of ``shape`` and ``out_dtype``."""
         run, fresh = self._program(body, out_dtype)
+        return self._evaluate(run, fresh, shape, out_dtype, args)
+
+    def user_elementwise_plan(
+        self,
+        body: Body,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """:meth:`user_elementwise` of arguments of ``dtypes`` broadcasting to ``shape``,
+        as a function of the arguments alone.
+
+        The front-end keeps it in its plan for the next call with arguments of the same
+        types, dtypes and shapes, so a backend may settle here, once, what depends only on
+        these (the default: the generated function; a backend overriding
+        :meth:`user_elementwise` gets that method, called each time).
+        """
+        if type(self).user_elementwise is not UserKernelOps.user_elementwise:
+            return lambda args: self.user_elementwise(body, args, shape, out_dtype)
+        return functools.partial(self._evaluate, *self._program(body, out_dtype), shape, out_dtype)
+
+    @_quiet
+    def _evaluate(
+        self, run: _F, fresh: bool, shape: tuple[int, ...], out_dtype: np.dtype, args: Any
+    ) -> Any:
+        """:meth:`user_elementwise` by its :meth:`_program`."""
         xp = self.xp
         if math.prod(shape) <= BLOCK:  # one block
             result = run(args)
@@ -187,11 +212,10 @@ class UserKernelOps:
             out[block] = run([a[block] if hasattr(a, "ndim") else a for a in full])
         return out
 
-    @_quiet
     def user_reduction(
         self,
         body: ReductionBody,
-        args: list[Any],
+        args: Sequence[Any],
         shape: tuple[int, ...],
         out_dtype: np.dtype,
         axis: tuple[int, ...] | None,
@@ -199,6 +223,39 @@ class UserKernelOps:
     ) -> Any:
         """``body.final(reducer(body.map(*args)))`` over ``axis`` (every axis when None)."""
         mapped, reduce, final = self._reducer(body, out_dtype)
+        return self._reduce(mapped, reduce, final, shape, out_dtype, axis, keepdims, args)
+
+    def user_reduction_plan(
+        self,
+        body: ReductionBody,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """:meth:`user_reduction` of arguments of ``dtypes`` broadcasting to ``shape``, as
+        a function of the arguments alone (as :meth:`user_elementwise_plan`)."""
+        if type(self).user_reduction is not UserKernelOps.user_reduction:
+            return lambda args: self.user_reduction(body, args, shape, out_dtype, axis, keepdims)
+        mapped, reduce, final = self._reducer(body, out_dtype)
+        return functools.partial(
+            self._reduce, mapped, reduce, final, shape, out_dtype, axis, keepdims
+        )
+
+    @_quiet
+    def _reduce(
+        self,
+        mapped: _F,
+        reduce: _F,
+        final: _F | None,
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+        args: Any,
+    ) -> Any:
+        """:meth:`user_reduction` by its :meth:`_reducer`."""
         xp = self.xp
         m = xp.asarray(mapped(args))
         if m.shape != shape:  # a mapped expression of fewer than every argument
