@@ -33,20 +33,28 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 #: The dtypes a kernel computes in; ``"T"`` binds to one of them at each call.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DtypeSpec = str | type | np.dtype | None
-# (kernel, active backend[, axis, keepdims], each argument's type, dtype and shape) ->
-# (the backend's evaluation planned for such arguments, the conversions of _Kernel._plan):
-# a warm call's checks, placement and dtype binding, done
+# (kernel, active backend, options (a reduction's axis and keepdims, through token), each
+# argument's type, dtype and shape) -> (the backend's evaluation planned for such
+# arguments, the conversions of _Kernel._plan): a warm call's checks, placement and dtype
+# binding, done
 _PLANS = _plans.table()
 
 
-def _key(kernel: Any, args: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The plan key of a call of ``kernel`` (see ``_PLANS``; ``options`` through
-    :func:`gpukit._runtime.plans.token`); hashing it raises TypeError when an argument
-    cannot be keyed (an unhashable dtype or shape attribute)."""
-    key = (kernel, active(), *options)
-    for x in args:  # a loop, not a comprehension: no function frame per call
-        key += (type(x), getattr(x, "dtype", None), getattr(x, "shape", None))
-    return key
+@functools.cache
+def _key_function(n: int) -> Callable[..., tuple[Any, ...]]:
+    """``key(kernel, options, *args)``, the plan key of a call with ``n`` arguments (see
+    ``_PLANS``; ``options`` through :func:`gpukit._runtime.plans.token`): one tuple
+    display, without a loop's steps. Another argument count raises TypeError, and so does
+    hashing the key of an argument that cannot be keyed (an unhashable dtype or shape)."""
+    names = [f"x{i}" for i in range(n)]
+    parts = "".join(
+        f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None), " for x in names
+    )
+    source = f"def key(kernel, options, {', '.join(names)}):\n"
+    source += f"    return (kernel, active(), options, {parts})\n"
+    scope = {"active": active}
+    exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
+    return scope["key"]
 
 
 def _dtype_spec(what: str, value: Any, argument: str) -> np.dtype | None:
@@ -87,6 +95,7 @@ class _Kernel:
         functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
         self._body = body
         self.params = body.params
+        self._key = _key_function(len(body.params))
         self.in_dtypes = _in_specs(self._what, in_dtypes, body.params)
         self.out_dtype = _dtype_spec(self._what, out_dtype, "out_dtype")
         if self.out_dtype is None and all(d is not None for d in self.in_dtypes):
@@ -179,7 +188,7 @@ class _Kernel:
         the same types, dtypes and shapes when the checks and :func:`prepare` handed the
         arrays back unchanged (:func:`gpukit._dispatch.inputs.keep`)."""
         try:
-            key: Any = _key(self, args, tuple(map(token, options)))
+            key: Any = self._key(self, tuple(map(token, options)), *args)
             hash(key)
         except TypeError:  # not keyable: planned afresh on every call
             key = None
@@ -335,8 +344,8 @@ class ReductionKernel(_Kernel):
 @operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     try:
-        run, conversions = _PLANS[_key(kernel, args, ())]
-    except (KeyError, TypeError):  # no plan yet, or arguments that cannot be keyed
+        run, conversions = _PLANS[kernel._key(kernel, (), *args)]
+    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
@@ -372,8 +381,8 @@ def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
     try:
-        run, conversions = _PLANS[_key(kernel, args, (token(axis), token(keepdims)))]
-    except (KeyError, TypeError):  # no plan yet, or arguments that cannot be keyed
+        run, conversions = _PLANS[kernel._key(kernel, (token(axis), token(keepdims)), *args)]
+    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args, axis, keepdims)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
