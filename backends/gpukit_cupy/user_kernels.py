@@ -239,7 +239,10 @@ def _launch_reduction(
 ) -> Any:
     """``kernel`` of ``args`` broadcast to ``shape`` (the reduction's axes are the
     broadcast shape's), reduced over ``axis``."""
-    full = [xp.broadcast_to(a, shape) if isinstance(a, xp.ndarray) else a for a in args]
+    full = [
+        xp.broadcast_to(a, shape) if isinstance(a, xp.ndarray) and a.shape != shape else a
+        for a in args
+    ]
     return kernel(*full, axis=axis, keepdims=keepdims)
 
 
