@@ -21,7 +21,7 @@ import numpy as np
 from ._dispatch import dtypes as _dtypes
 from ._dispatch import operation, prepare
 from ._dispatch.capabilities import declare
-from ._dispatch.inputs import keep
+from ._dispatch.inputs import keep, plan_for_all
 from ._dispatch.kinds import kind_of
 from ._runtime import plans as _plans
 from ._runtime.plans import token
@@ -33,25 +33,25 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 #: The dtypes a kernel computes in; ``"T"`` binds to one of them at each call.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DtypeSpec = str | type | np.dtype | None
-# (kernel, active backend, options (a reduction's axis and keepdims, through token), each
-# argument's type, dtype and shape) -> (the backend's evaluation planned for such
-# arguments, the conversions of _Kernel._plan): a warm call's checks, placement and dtype
-# binding, done
+# the key of plan_for_all: (kernel, active backend, each argument's type, dtype and shape,
+# a reduction's axis and keepdims through token) -> (the backend's evaluation planned for
+# such arguments, the conversions of _Kernel._plan): a warm call's checks, placement and
+# dtype binding, done
 _PLANS = _plans.table()
 
 
 @functools.cache
-def _key_function(n: int) -> Callable[..., tuple[Any, ...]]:
-    """``key(kernel, options, *args)``, the plan key of a call with ``n`` arguments (see
-    ``_PLANS``; ``options`` through :func:`gpukit._runtime.plans.token`): one tuple
-    display, without a loop's steps. Another argument count raises TypeError, and so does
-    hashing the key of an argument that cannot be keyed (an unhashable dtype or shape)."""
+def _key_function(n: int, options: int) -> Callable[..., tuple[Any, ...]]:
+    """``key(kernel, *options, *args)``: :func:`gpukit._dispatch.inputs.plan_for_all`'s
+    key of a call with ``n`` arguments and ``options`` tokens (the first look-up of a
+    warm call), as one tuple display, without that function's loop. Another argument
+    count raises TypeError, and so does hashing the key of an argument that cannot be
+    keyed (an unhashable dtype or shape)."""
     names = [f"x{i}" for i in range(n)]
-    parts = "".join(
-        f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None), " for x in names
-    )
-    source = f"def key(kernel, options, {', '.join(names)}):\n"
-    source += f"    return (kernel, active(), options, {parts})\n"
+    tokens = [f"o{i}" for i in range(options)]
+    parts = [f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)" for x in names]
+    source = f"def key(kernel, {', '.join(tokens + names)}):\n"
+    source += f"    return (kernel, active(), {', '.join(parts + tokens)})\n"
     scope = {"active": active}
     exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
     return scope["key"]
@@ -88,6 +88,7 @@ class _Kernel:
     """What elementwise and reduction kernels share: dtypes, argument checks, placement."""
 
     _what = ""
+    _options = 0  # the options a call is planned for (tokens at the end of its key)
     __name__: str  # the function's, set by update_wrapper
     __wrapped__: Callable[..., Any]
 
@@ -95,7 +96,7 @@ class _Kernel:
         functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
         self._body = body
         self.params = body.params
-        self._key = _key_function(len(body.params))
+        self._key = _key_function(len(body.params), self._options)
         self.in_dtypes = _in_specs(self._what, in_dtypes, body.params)
         self.out_dtype = _dtype_spec(self._what, out_dtype, "out_dtype")
         if self.out_dtype is None and all(d is not None for d in self.in_dtypes):
@@ -182,16 +183,15 @@ class _Kernel:
     def _planned(
         self, args: tuple[Any, ...], *options: Any
     ) -> tuple[Callable[..., Any], list[Any]]:
-        """A call without a plan: ``(run, values)``, the backend's evaluation planned by
-        :meth:`_plan` for ``args`` and ``options`` (a reduction's axis and keepdims) and the
-        arguments converted to their parameters' dtypes. The plan is kept for arguments of
-        the same types, dtypes and shapes when the checks and :func:`prepare` handed the
-        arrays back unchanged (:func:`gpukit._dispatch.inputs.keep`)."""
-        try:
-            key: Any = self._key(self, tuple(map(token, options)), *args)
-            hash(key)
-        except TypeError:  # not keyable: planned afresh on every call
-            key = None
+        """A call that missed its plan: ``(run, values)``, the backend's evaluation
+        planned by :meth:`_plan` for ``args`` and ``options`` (a reduction's axis and
+        keepdims) and the arguments converted to their parameters' dtypes. The plan is
+        looked up and kept as :func:`gpukit._dispatch.inputs.plan_for_all` and
+        :func:`~gpukit._dispatch.inputs.keep` say: for arguments of the same types, dtypes
+        and shapes when the checks and :func:`prepare` handed the arrays back unchanged."""
+        plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
+        if plan is not None:  # kept for arrays sharing one of several devices
+            return plan[0], _converted(args, plan[1])
         since = _plans.generation()
         plan, values, arrays, placed = self._plan(args, *options)
         backend, conversions = plan[0], plan[1]
@@ -289,6 +289,7 @@ class ReductionKernel(_Kernel):
     """
 
     _what = "gk.reduction"
+    _options = 2  # axis, keepdims
 
     def __init__(self, fn: Callable[..., Any], body: ReductionBody, in_dtypes: Any, out_dtype: Any):
         super().__init__(fn, body.map, in_dtypes, out_dtype)
@@ -344,7 +345,7 @@ class ReductionKernel(_Kernel):
 @operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     try:
-        run, conversions = _PLANS[kernel._key(kernel, (), *args)]
+        run, conversions = _PLANS[kernel._key(kernel, *args)]
     except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args)
         return run(values)
@@ -381,7 +382,7 @@ def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
     try:
-        run, conversions = _PLANS[kernel._key(kernel, (token(axis), token(keepdims)), *args)]
+        run, conversions = _PLANS[kernel._key(kernel, token(axis), token(keepdims), *args)]
     except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args, axis, keepdims)
         return run(values)

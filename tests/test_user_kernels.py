@@ -337,6 +337,23 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     same_errors_warm_as_cold(warm, failing)
 
 
+def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
+    # the key a warm call builds is plan_for_all's, under which the first call kept it
+    from gpukit import _user_kernels
+    from gpukit._dispatch.inputs import plan_for_all
+    from gpukit._runtime.plans import token
+
+    x, n = xp.ones((2, 3), dtype=np.float32), np.float64(0.5)
+    for kernel, args, options in [
+        (softplus, (x,), ()),
+        (blend, (x, 1, n), ()),
+        (weighted_norm, (x, 2.0), (token(None), token(False))),
+        (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
+    ]:
+        key = kernel._key(kernel, *options, *args)
+        assert key == plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
+
+
 def test_a_warm_kernel_still_compares_devices():
     with gk.use_backend(NumpyBackend(2)):
         on0, on1 = (gk.asarray(np.ones(3), device=d) for d in (0, 1))
