@@ -52,7 +52,7 @@ def _key_function(n: int, options: int) -> Callable[..., tuple[Any, ...]]:
     parts = [f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)" for x in names]
     source = f"def key(kernel, {', '.join(tokens + names)}):\n"
     source += f"    return (kernel, active(), {', '.join(parts + tokens)})\n"
-    scope = {"active": active}
+    scope: dict[str, Any] = {"active": active}
     exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
     return scope["key"]
 
@@ -352,7 +352,7 @@ def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     return run(_converted(args, conversions) if conversions else args)
 
 
-ElementwiseKernel.__call__ = _elementwise  # type: ignore[method-assign]
+ElementwiseKernel.__call__ = _elementwise  # type: ignore[method-assign, assignment]
 
 
 _declare("gk.elementwise")
@@ -389,10 +389,10 @@ def _reduction(
     return run(_converted(args, conversions) if conversions else args)
 
 
-ReductionKernel.__call__ = _reduction  # type: ignore[method-assign]
+ReductionKernel.__call__ = _reduction  # type: ignore[method-assign, assignment]
 
 
-def _converted(args: tuple[Any, ...], conversions: tuple[Any, ...]) -> list[Any]:
+def _converted(args: Sequence[Any], conversions: tuple[Any, ...]) -> list[Any]:
     """``args`` with each ``(position, convert)`` of ``conversions`` applied."""
     values = list(args)
     for i, convert in conversions:

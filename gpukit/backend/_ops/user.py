@@ -126,7 +126,7 @@ class _Source:
             else:
                 write = f"    out[...] = {value}"
         allocate = f"    out = {self._bind(empty)}(shape, {self._bind(self.dtype)})"
-        return self._compile(
+        run, whole, into = self._compile(
             [
                 *("def run(args):", *lines, f"    return {value}"),
                 *("def whole(shape, args):", *lines, allocate, write, "    return out"),
@@ -134,6 +134,7 @@ class _Source:
             ],
             label,
         )
+        return run, whole, into
 
     def _compile(self, source: list[str], label: str) -> list[_F]:
         """The functions ``source`` defines, in order."""
