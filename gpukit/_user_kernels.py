@@ -14,7 +14,7 @@ import functools
 import numbers
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ._dispatch.inputs import keep, plan_for_all
 from ._dispatch.kinds import kind_of
 from ._runtime import plans as _plans
 from ._runtime.plans import token
+from ._select.selection import active
 from .backend.userkernel import Body, ReductionBody, parse_elementwise, parse_reduction, replace
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
@@ -32,9 +33,28 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "elementwise", "reduction"]
 #: The dtypes a kernel computes in; ``"T"`` binds to one of them at each call.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 DtypeSpec = str | type | np.dtype | None
-# (kernel, active backend, each argument's type, dtype and shape[, axis, keepdims]) -> the
-# plan of _Kernel._plan: a warm call's checks, placement and dtype binding, done
+# the key of plan_for_all: (kernel, active backend, each argument's type, dtype and shape,
+# a reduction's axis and keepdims through token) -> (the backend's evaluation planned for
+# such arguments, the conversions of _Kernel._plan): a warm call's checks, placement and
+# dtype binding, done
 _PLANS = _plans.table()
+
+
+@functools.cache
+def _key_function(n: int, options: int) -> Callable[..., tuple[Any, ...]]:
+    """``key(kernel, *options, *args)``: :func:`gpukit._dispatch.inputs.plan_for_all`'s
+    key of a call with ``n`` arguments and ``options`` tokens (the first look-up of a
+    warm call), as one tuple display, without that function's loop. Another argument
+    count raises TypeError, and so does hashing the key of an argument that cannot be
+    keyed (an unhashable dtype or shape)."""
+    names = [f"x{i}" for i in range(n)]
+    tokens = [f"o{i}" for i in range(options)]
+    parts = [f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)" for x in names]
+    source = f"def key(kernel, {', '.join(tokens + names)}):\n"
+    source += f"    return (kernel, active(), {', '.join(parts + tokens)})\n"
+    scope: dict[str, Any] = {"active": active}
+    exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
+    return scope["key"]
 
 
 def _dtype_spec(what: str, value: Any, argument: str) -> np.dtype | None:
@@ -68,6 +88,7 @@ class _Kernel:
     """What elementwise and reduction kernels share: dtypes, argument checks, placement."""
 
     _what = ""
+    _options = 0  # the options a call is planned for (tokens at the end of its key)
     __name__: str  # the function's, set by update_wrapper
     __wrapped__: Callable[..., Any]
 
@@ -75,6 +96,7 @@ class _Kernel:
         functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
         self._body = body
         self.params = body.params
+        self._key = _key_function(len(body.params), self._options)
         self.in_dtypes = _in_specs(self._what, in_dtypes, body.params)
         self.out_dtype = _dtype_spec(self._what, out_dtype, "out_dtype")
         if self.out_dtype is None and all(d is not None for d in self.in_dtypes):
@@ -158,21 +180,32 @@ class _Kernel:
         plan = (backend, tuple(conversions), shape, self._out(values, scalar))
         return plan, values, given, placed
 
-    def _planned(self, args: tuple[Any, ...], *options: Any) -> tuple[tuple[Any, ...], list[Any]]:
-        """``(plan, values)``: :meth:`_plan`'s plan of ``args`` and ``options`` (a
-        reduction's axis and keepdims), made once for arguments of the same types, dtypes
-        and shapes (:func:`gpukit._dispatch.inputs.plan_for_all`), and the arguments
-        converted to their parameters' dtypes."""
+    def _planned(
+        self, args: tuple[Any, ...], *options: Any
+    ) -> tuple[Callable[..., Any], list[Any]]:
+        """A call that missed its plan: ``(run, values)``, the backend's evaluation
+        planned by :meth:`_plan` for ``args`` and ``options`` (a reduction's axis and
+        keepdims) and the arguments converted to their parameters' dtypes. The plan is
+        looked up and kept as :func:`gpukit._dispatch.inputs.plan_for_all` and
+        :func:`~gpukit._dispatch.inputs.keep` say: for arguments of the same types, dtypes
+        and shapes when the checks and :func:`prepare` handed the arrays back unchanged."""
         plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
-        if plan is None:
-            since = _plans.generation()
-            plan, values, arrays, placed = self._plan(args, *options)
-            keep(_PLANS, key, since, plan, plan[0], arrays, placed)
-        else:  # the arrays as they came: the plan was kept only for those prepare keeps
-            values = list(args)
-        for i, convert in plan[1]:
-            values[i] = convert(values[i])
-        return plan, values
+        if plan is not None:  # kept for arrays sharing one of several devices
+            return plan[0], _converted(args, plan[1])
+        since = _plans.generation()
+        plan, values, arrays, placed = self._plan(args, *options)
+        backend, conversions = plan[0], plan[1]
+        values = _converted(values, conversions)
+        run = self._evaluation(backend, tuple(v.dtype for v in values), plan)
+        keep(_PLANS, key, since, (run, conversions), backend, arrays, placed)
+        return run, values
+
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        """The backend's evaluation of this kernel for arguments of ``dtypes`` (converted)
+        and :meth:`_plan`'s ``plan``, as a function of the arguments alone."""
+        raise NotImplementedError
 
     def _bind(self, values: list[Any], scalar: list[bool]) -> np.dtype:
         """The dtype ``"T"`` stands for: the promoted dtype of its arguments, in float32 or
@@ -230,8 +263,15 @@ class ElementwiseKernel(_Kernel):
 
     _what = "gk.elementwise"
 
-    def __call__(self, *args: Any) -> Any:
-        return _elementwise(self, *args)
+    if TYPE_CHECKING:  # the operation below is the call: one call level less
+
+        def __call__(self, *args: Any) -> Any: ...
+
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        _, _, shape, out = plan
+        return backend.user_elementwise_plan(self._body, dtypes, shape, out)
 
     def __repr__(self) -> str:
         return f"<gk.elementwise {self._body.name}({', '.join(self.params)})>"
@@ -249,16 +289,18 @@ class ReductionKernel(_Kernel):
     """
 
     _what = "gk.reduction"
+    _options = 2  # axis, keepdims
 
     def __init__(self, fn: Callable[..., Any], body: ReductionBody, in_dtypes: Any, out_dtype: Any):
         super().__init__(fn, body.map, in_dtypes, out_dtype)
         self._reduction = body
         self.reducer = body.reducer
 
-    def __call__(
-        self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
-    ) -> Any:
-        return _reduction(self, *args, axis=axis, keepdims=keepdims)
+    if TYPE_CHECKING:  # the operation below is the call: one call level less
+
+        def __call__(
+            self, *args: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
+        ) -> Any: ...
 
     def __repr__(self) -> str:
         return f"<gk.reduction {self._body.name}({', '.join(self.params)}) by {self.reducer}>"
@@ -281,6 +323,12 @@ class ReductionKernel(_Kernel):
             )
         return (*plan, axes, bool(keepdims)), values, arrays, placed
 
+    def _evaluation(
+        self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
+    ) -> Callable[..., Any]:
+        _, _, shape, out, axes, keepdims = plan
+        return backend.user_reduction_plan(self._reduction, dtypes, shape, out, axes, keepdims)
+
     @functools.cached_property
     def pieces(self) -> tuple[ReductionKernel, ElementwiseKernel]:
         """This reduction split for data on several devices: the reduction without its
@@ -296,8 +344,15 @@ class ReductionKernel(_Kernel):
 
 @operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
-    (backend, _, shape, out), values = kernel._planned(args)
-    return backend.user_elementwise(kernel._body, values, shape, out)
+    try:
+        run, conversions = _PLANS[kernel._key(kernel, *args)]
+    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
+        run, values = kernel._planned(args)
+        return run(values)
+    return run(_converted(args, conversions) if conversions else args)
+
+
+ElementwiseKernel.__call__ = _elementwise  # type: ignore[method-assign, assignment]
 
 
 _declare("gk.elementwise")
@@ -326,8 +381,23 @@ def reduction_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
 def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
-    (backend, _, shape, out, axes, keepdims), values = kernel._planned(args, axis, keepdims)
-    return backend.user_reduction(kernel._reduction, values, shape, out, axes, keepdims)
+    try:
+        run, conversions = _PLANS[kernel._key(kernel, token(axis), token(keepdims), *args)]
+    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
+        run, values = kernel._planned(args, axis, keepdims)
+        return run(values)
+    return run(_converted(args, conversions) if conversions else args)
+
+
+ReductionKernel.__call__ = _reduction  # type: ignore[method-assign, assignment]
+
+
+def _converted(args: Sequence[Any], conversions: tuple[Any, ...]) -> list[Any]:
+    """``args`` with each ``(position, convert)`` of ``conversions`` applied."""
+    values = list(args)
+    for i, convert in conversions:
+        values[i] = convert(values[i])
+    return values
 
 
 _declare("gk.reduction")

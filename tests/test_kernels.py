@@ -592,6 +592,43 @@ def test_matmul_tiled_matches_formula(backend, rng, shape):
     assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < TOL[np.dtype(np.float32)]
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_warm_matmul_tiled_raises_what_a_cold_one_raises(backend, xp, rng):
+    # planned for the operands' types, dtypes and shapes: other shapes, dtypes and kinds
+    # are checked afresh, and a warm call takes any layout of planned shapes
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 3)).astype(np.float32)
+    xa, xb = xp.asarray(a), xp.asarray(b)
+    mm = gk.kernels.matmul_tiled
+    same_errors_warm_as_cold(
+        [lambda: mm(xa, xb), lambda: mm(xb, xa), lambda: mm(xa[:1], xb)],
+        [
+            lambda: mm(xa, xa),  # inner dimensions
+            lambda: mm(xa[0], xb),  # not 2-D
+            lambda: mm(xa, xb[None]),
+            lambda: mm(xa.astype(np.float64), xb),  # dtypes
+            lambda: mm(xa, xb.astype(np.int32)),
+            lambda: mm(None, xb),  # foreign types
+            lambda: mm(np.matrix(a), xb),
+        ],
+    )
+    for x, y in [(xa, xb), (xb.T, xa.T), (xa[:, ::-1], xb[::-1])]:  # the planned shapes
+        got = gk.to_numpy(mm(x, y))
+        want = gk.to_numpy(x).astype(np.float64) @ gk.to_numpy(y).astype(np.float64)
+        assert rel_err(got, want) < TOL[np.dtype(np.float32)]
+
+
+def test_a_warm_matmul_tiled_still_guards_transfers(cupy_backend):
+    import cupy
+
+    a, b = cupy.ones((3, 4), np.float32), cupy.ones((4, 3), np.float32)
+    with gk.transfer_guard("disallow"):
+        same_errors_warm_as_cold(
+            [lambda: gk.kernels.matmul_tiled(a, b)],
+            [lambda: gk.kernels.matmul_tiled(a, np.ones((4, 3), np.float32))],
+        )
+
+
 def test_matmul_tiled_past_65535_row_blocks(backend, rng):
     # 65,536 blocks of 128 rows and one more: past the 65,535 a grid's y dimension allows
     m = 65_535 * 128 + 1

@@ -271,6 +271,32 @@ def test_call_errors_are_the_same_on_every_backend(backend, xp):
     np.testing.assert_array_equal(_np(empty), np.zeros(3))
 
 
+@gk.elementwise
+def ratio(x, y):
+    return x * x / y
+
+
+@gk.reduction
+def sum_of_ratios(x, y):
+    return sum(x * x / y)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("state", ["raise", "warn", "ignore"])
+def test_overflow_and_invalid_values_are_results_without_warnings(backend, xp, state):
+    # inf and nan are results, as on a GPU, on cold and warm calls alike, whatever the
+    # caller's NumPy error state, which the call leaves as it was
+    x = xp.asarray([1e300, 0.0, 1.0, 2.0])
+    y = xp.asarray([1e-300, 0.0, 0.0, 4.0])
+    with np.errstate(all=state):
+        before = np.geterr()
+        for _ in range(3):  # the first call plans, the next ones run on the plan
+            np.testing.assert_array_equal(_np(ratio(x, y)), [np.inf, np.nan, np.inf, 1.0])
+            assert _np(sum_of_ratios(x[2:], y[2:])) == np.inf
+            assert np.isnan(_np(sum_of_ratios(x, y)))
+            assert np.geterr() == before
+
+
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     # the warm call skips the checks its plan made for these argument types, dtypes and
@@ -309,6 +335,23 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
         lambda: largest_gap(xp.ones((0, 3)), 1.0, axis=0),  # max over nothing
     ]
     same_errors_warm_as_cold(warm, failing)
+
+
+def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
+    # the key a warm call builds is plan_for_all's, under which the first call kept it
+    from gpukit import _user_kernels
+    from gpukit._dispatch.inputs import plan_for_all
+    from gpukit._runtime.plans import token
+
+    x, n = xp.ones((2, 3), dtype=np.float32), np.float64(0.5)
+    for kernel, args, options in [
+        (softplus, (x,), ()),
+        (blend, (x, 1, n), ()),
+        (weighted_norm, (x, 2.0), (token(None), token(False))),
+        (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
+    ]:
+        key = kernel._key(kernel, *options, *args)
+        assert key == plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
 
 
 def test_a_warm_kernel_still_compares_devices():

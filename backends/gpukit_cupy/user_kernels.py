@@ -11,8 +11,9 @@ compiles on the first launch.
 
 from __future__ import annotations
 
-import operator
+import functools
 import re
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
@@ -205,46 +206,89 @@ def _reduction(body: ReductionBody, dtypes: tuple[str, ...], out: str) -> Any:
     )
 
 
-def _built(backend: Any, body: Any, args: list[Any], out_dtype: np.dtype, build: Any) -> Any:
-    """``build``'s kernel of ``body`` for these arguments' dtypes, kept in the body's
-    translations: a warm call looks it up by dtypes, without hashing the tree."""
-    key = (backend, out_dtype, *map(_dtype, args))
+def _built(
+    backend: Any, body: Any, dtypes: tuple[Any, ...], out_dtype: np.dtype, build: Any
+) -> Any:
+    """``build``'s kernel of ``body`` for arguments of ``dtypes``, kept in the body's
+    translations: a call looks it up by dtypes, without hashing the tree."""
+    key = (backend, out_dtype, *dtypes)
     try:
         return body.translations[key]
     except KeyError:
-        dtypes = tuple(np.dtype(a.dtype).name for a in args)
-        kernel = body.translations[key] = build(body, dtypes, out_dtype.name)
+        names = tuple(np.dtype(d).name for d in dtypes)
+        kernel = body.translations[key] = build(body, names, out_dtype.name)
         return kernel
 
 
-_dtype = operator.attrgetter("dtype")
+def _dtypes(args: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(a.dtype for a in args)
+
+
+def _launch(
+    kernel: Any, xp: Any, shape: tuple[int, ...], out_dtype: np.dtype, args: Sequence[Any]
+) -> Any:
+    """``kernel`` of ``args`` into a new array of ``shape`` and ``out_dtype`` (``xp``: cupy,
+    imported by the caller: nothing imports it at gpukit's import)."""
+    out = xp.empty(shape, dtype=out_dtype)
+    kernel(*args, out)
+    return out
+
+
+def _launch_reduction(
+    kernel: Any, xp: Any, shape: tuple[int, ...], axis: Any, keepdims: bool, args: Sequence[Any]
+) -> Any:
+    """``kernel`` of ``args`` broadcast to ``shape`` (the reduction's axes are the
+    broadcast shape's), reduced over ``axis``."""
+    full = [
+        xp.broadcast_to(a, shape) if isinstance(a, xp.ndarray) and a.shape != shape else a
+        for a in args
+    ]
+    return kernel(*full, axis=axis, keepdims=keepdims)
 
 
 class CupyUserKernels:
-    """``user_elementwise`` / ``user_reduction``: one generated kernel launch each."""
+    """``user_elementwise`` / ``user_reduction``: one generated kernel launch each; their
+    plans look the kernel up once."""
 
     def user_elementwise(
-        self, body: Body, args: list[Any], shape: tuple[int, ...], out_dtype: np.dtype
+        self, body: Body, args: Sequence[Any], shape: tuple[int, ...], out_dtype: np.dtype
     ) -> Any:
+        return self.user_elementwise_plan(body, _dtypes(args), shape, out_dtype)(args)
+
+    def user_elementwise_plan(
+        self,
+        body: Body,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+    ) -> Callable[[Sequence[Any]], Any]:
         import cupy
 
-        kernel = _built(self, body, args, out_dtype, _elementwise)
-        out = cupy.empty(shape, dtype=out_dtype)
-        kernel(*args, out)
-        return out
+        kernel = _built(self, body, dtypes, out_dtype, _elementwise)
+        return functools.partial(_launch, kernel, cupy, shape, out_dtype)
 
     def user_reduction(
         self,
         body: ReductionBody,
-        args: list[Any],
+        args: Sequence[Any],
         shape: tuple[int, ...],
         out_dtype: np.dtype,
         axis: tuple[int, ...] | None,
         keepdims: bool,
     ) -> Any:
+        plan = self.user_reduction_plan(body, _dtypes(args), shape, out_dtype, axis, keepdims)
+        return plan(args)
+
+    def user_reduction_plan(
+        self,
+        body: ReductionBody,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+    ) -> Callable[[Sequence[Any]], Any]:
         import cupy
 
-        kernel = _built(self, body, args, out_dtype, _reduction)
-        # broadcast first: the reduction's axes are the broadcast shape's
-        full = [cupy.broadcast_to(a, shape) if isinstance(a, cupy.ndarray) else a for a in args]
-        return kernel(*full, axis=axis, keepdims=keepdims)
+        kernel = _built(self, body, dtypes, out_dtype, _reduction)
+        return functools.partial(_launch_reduction, kernel, cupy, shape, axis, keepdims)

@@ -8,8 +8,11 @@ import numpy as np
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
-from ._checks import place
+from .._runtime import plans as _plans
+from .._select.selection import active
+from ._checks import PLANS, bind, place
 
+_OP = "gk.kernels.matmul_tiled"
 _F32 = (np.dtype(np.float32),)
 
 
@@ -48,23 +51,36 @@ def matmul_tiled(a: Any, b: Any) -> Any:
     array([[ 3.],
            [12.]], dtype=float32)
     """
-    op = "gk.kernels.matmul_tiled"
-    backend, (a, b) = place(op, (a, b), ("a", "b"), (_F32, _F32))
-    if a.ndim != 2 or b.ndim != 2:
+    try:
+        key = (_OP, active(), type(a), a.dtype, a.shape, type(b), b.dtype, b.shape)
+        run = PLANS[key]
+    except KeyError:
+        run, a, b = _plan(key, a, b)
+    except (AttributeError, TypeError):  # not keyable: a list, an unhashable attribute
+        run, a, b = _plan(None, a, b)
+    return run(a, b)
+
+
+def _plan(key: Any, a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """:func:`matmul_tiled`'s checks and placement, all of which follow from the arrays'
+    types, dtypes and shapes: its kernel (kept under ``key``) and arrays."""
+    since, op = _plans.generation(), _OP
+    backend, (pa, pb) = place(op, (a, b), ("a", "b"), (_F32, _F32))
+    if pa.ndim != 2 or pb.ndim != 2:
         raise ValueError(
-            f"{op}: a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}"
+            f"{op}: a and b must be 2-D, got shapes {tuple(pa.shape)} and {tuple(pb.shape)}"
         )
-    if a.shape[1] != b.shape[0]:
+    if pa.shape[1] != pb.shape[0]:
         raise ValueError(
-            f"{op}: inner dimensions differ: a has shape {tuple(a.shape)}, b has shape "
-            f"{tuple(b.shape)}; expected a.shape[1] == b.shape[0]"
+            f"{op}: inner dimensions differ: a has shape {tuple(pa.shape)}, b has shape "
+            f"{tuple(pb.shape)}; expected a.shape[1] == b.shape[0]"
         )
-    if max(*a.shape, b.shape[1]) >= 2**31:
+    if max(*pa.shape, pb.shape[1]) >= 2**31:
         raise ValueError(
             f"{op}: the kernel indexes with 32-bit ints: dimensions must be < 2**31, got "
-            f"shapes {tuple(a.shape)} and {tuple(b.shape)}"
+            f"shapes {tuple(pa.shape)} and {tuple(pb.shape)}"
         )
-    return backend.kernel("matmul_tiled")(a, b)
+    return bind(key, since, backend, "matmul_tiled", (a, b), (pa, pb), (pa, pb)), pa, pb
 
 
-declare("gk.kernels.matmul_tiled", checked("gk.kernels.matmul_tiled", "a", _F32))
+declare(_OP, checked(_OP, "a", _F32))

@@ -304,16 +304,30 @@ def _tile(m: int, n: int) -> tuple[int, int, int, int, int]:
 
 @_on_inputs_device
 def matmul_tiled(a, b):
-    a = cupy.ascontiguousarray(a)
-    b = cupy.ascontiguousarray(b)
+    return _bind_matmul_tiled(a, b)(a, b)
+
+
+def _bind_matmul_tiled(a, b):
+    """:func:`matmul_tiled` planned for operands of these shapes (gpukit.kernels' plans):
+    the tile, the kernel compiled for the current device, the launch's geometry and
+    dimensions, settled once. The operands' device is current (``gk.kernels``' operation
+    makes it so; a plan is kept only on a backend with one device)."""
     (m, k), n = a.shape, b.shape[1]
     if k == 0:
-        return cupy.zeros((m, n), dtype=np.float32)
-    c = cupy.empty((m, n), dtype=np.float32)
-    if c.size == 0:
-        return c
+        return lambda a, b: cupy.zeros((m, n), dtype=np.float32)
+    if m * n == 0:
+        return lambda a, b: cupy.empty((m, n), dtype=np.float32)
     bm, bn, bk, tm, tn = _tile(m, n)
     kernel = function("matmul_tiled.cu", f"matmul_tiled<{bm}, {bn}, {bk}, {tm}, {tn}>")
-    grid = (-(-n // bn) * -(-m // bm),)
-    kernel(grid, ((bm // tm) * (bn // tn),), (a, b, c, index(m), index(n), index(k)))
-    return c
+    grid, block = (-(-n // bn) * -(-m // bm),), ((bm // tm) * (bn // tn),)
+    dims = (index(m), index(n), index(k))
+
+    def run(a, b):
+        c = cupy.empty((m, n), dtype=np.float32)
+        kernel(grid, block, (cupy.ascontiguousarray(a), cupy.ascontiguousarray(b), c, *dims))
+        return c
+
+    return run
+
+
+matmul_tiled.bind = _bind_matmul_tiled

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,34 +72,75 @@ class _Source:
 
     def operand(self, node: Node) -> str:
         """The name holding ``node``'s value, after the lines computing it."""
+        call = self.call(node)
+        if call is None:
+            return self.leaf(node)
+        temp = f"t{len(self.lines)}"
+        self.lines.append(f"    {temp} = {call[0]}({', '.join(call[1])})")
+        return temp
+
+    def leaf(self, node: Node) -> str:
         tag = node[0]
         if tag == "num":
             return self._bind(self.dtype.type(node[1]))
         if tag == "var":
             return self.names[node[1]]
-        if tag == "reduced":
-            return "r"
+        return "r"  # ("reduced",)
+
+    def call(self, node: Node) -> tuple[str, list[str]] | None:
+        """``(function, operands)`` computing ``node``, after the lines computing the
+        operands; None for a leaf."""
+        tag = node[0]
+        if tag in ("num", "var", "reduced"):
+            return None
         if tag == "call":
-            fn, args = self._function(node[1]), [self.operand(a) for a in node[2]]
-        elif tag == "where":
-            fn, args = self._function("where"), [self.operand(n) for n in node[1:]]
-        elif tag in ("neg", "not"):
+            return self._function(node[1]), [self.operand(a) for a in node[2]]
+        if tag == "where":
+            return self._function("where"), [self.operand(n) for n in node[1:]]
+        if tag in ("neg", "not"):
             fn = self._function("negative" if tag == "neg" else "logical_not")
-            args = [self.operand(node[1])]
-        else:
-            fn = self._function(_BINARY[node[1] if tag in ("bin", "cmp") else tag])
-            args = [self.operand(n) for n in node[-2:]]
-        temp = f"t{len(self.lines)}"
-        self.lines.append(f"    {temp} = {fn}({', '.join(args)})")
-        return temp
+            return fn, [self.operand(node[1])]
+        fn = self._function(_BINARY[node[1] if tag in ("bin", "cmp") else tag])
+        return fn, [self.operand(n) for n in node[-2:]]
 
     def function(self, signature: str, result: Node, label: str) -> _F:
         """The function ``def signature:`` of the lines so far, returning ``result``."""
         ret = self.operand(result)
-        source = "\n".join([f"def {signature}:", *self.lines, f"    return {ret}"])
+        return self._compile([f"def {signature}:", *self.lines, f"    return {ret}"], label)[0]
+
+    def evaluations(self, result: Node, empty: _F, label: str) -> tuple[_F, _F, _F]:
+        """``(run, whole, into)`` of the lines so far (reading ``args``) and ``result``:
+        ``run(args)`` returns its value, ``whole(shape, args)`` writes it into a new
+        C-contiguous array of ``shape`` and ``dtype`` (``empty(shape, dtype)``) and
+        ``into(out, args)`` into ``out``: a ufunc computing ``result`` writes its output
+        there, without a temporary and a copy."""
+        call = self.call(result)
+        lines = self.lines
+        if call is None:
+            value = self.leaf(result)
+            write = f"    out[...] = {value}"
+        else:
+            value = f"{call[0]}({', '.join(call[1])})"
+            if isinstance(self.globals[call[0]], np.ufunc):
+                write = f"    {call[0]}({', '.join([*call[1], 'out=out'])})"
+            else:
+                write = f"    out[...] = {value}"
+        allocate = f"    out = {self._bind(empty)}(shape, {self._bind(self.dtype)})"
+        run, whole, into = self._compile(
+            [
+                *("def run(args):", *lines, f"    return {value}"),
+                *("def whole(shape, args):", *lines, allocate, write, "    return out"),
+                *("def into(out, args):", *lines, write),
+            ],
+            label,
+        )
+        return run, whole, into
+
+    def _compile(self, source: list[str], label: str) -> list[_F]:
+        """The functions ``source`` defines, in order."""
         scope = dict(self.globals)
-        exec(compile(source, f"<{label}>", "exec"), scope)  # generated names only, no user text
-        return scope[signature.partition("(")[0]]
+        exec(compile("\n".join(source), f"<{label}>", "exec"), scope)  # generated names only
+        return [scope[line[4 : line.index("(")]] for line in source if line.startswith("def ")]
 
 
 class UserKernelOps:
@@ -118,12 +159,12 @@ class UserKernelOps:
             return self.special_function(name)
         return getattr(self.xp, name)  # the kernel language uses NumPy's names
 
-    # Kept in the body's translations, per backend and dtype: generating the function
-    # costs more than evaluating a small kernel. Two threads may both make one (the last
+    # Kept in the body's translations, per backend and dtype: generating the functions
+    # costs more than evaluating a small kernel. Two threads may both make them (the last
     # is kept; both are right).
-    def _program(self, body: Body, dtype: np.dtype) -> tuple[_F, bool]:
-        """``(run, fresh)``: ``run(args)`` evaluates ``body`` (literals in ``dtype``);
-        ``fresh`` when its result is an operation's, a new array no argument shares."""
+    def _program(self, body: Body, dtype: np.dtype) -> tuple[_F, _F, _F]:
+        """:meth:`_Source.evaluations` of ``body`` (literals in ``dtype``), ``whole`` under
+        :func:`_quiet`."""
         try:
             return body.translations[self, dtype]
         except KeyError:
@@ -134,8 +175,10 @@ class UserKernelOps:
         for j, (name, expr) in enumerate(body.lets):
             source.lines.append(f"    v{j} = {source.operand(expr)}")
             source.names[name] = f"v{j}"  # after its expression: x = -x reads the old x
-        run = source.function("run(args)", body.result, f"gk.elementwise {body.name}")
-        program = body.translations[self, dtype] = run, body.result[0] not in ("num", "var")
+        run, whole, into = source.evaluations(
+            body.result, self.xp.empty, f"gk.elementwise {body.name}"
+        )
+        program = body.translations[self, dtype] = run, _quiet(whole), into
         return program
 
     def _reducer(self, body: ReductionBody, dtype: np.dtype) -> tuple[_F, _F, _F | None]:
@@ -158,47 +201,107 @@ class UserKernelOps:
         body.translations[self, dtype] = program
         return program
 
-    @_quiet
     def user_elementwise(
-        self, body: Body, args: list[Any], shape: tuple[int, ...], out_dtype: np.dtype
+        self, body: Body, args: Sequence[Any], shape: tuple[int, ...], out_dtype: np.dtype
     ) -> Any:
         """``body`` applied elementwise to ``args`` (each cast to its parameter's dtype and
         broadcastable to ``shape``), as a C-contiguous array of ``shape`` and ``out_dtype``."""
-        run, fresh = self._program(body, out_dtype)
-        xp = self.xp
+        return self._elementwise(body, shape, out_dtype)(args)
+
+    def user_elementwise_plan(
+        self,
+        body: Body,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """:meth:`user_elementwise` of arguments of ``dtypes`` broadcasting to ``shape``,
+        as a function of the arguments alone.
+
+        The front-end keeps it in its plan for the next call with arguments of the same
+        types, dtypes and shapes, so a backend may settle here, once, what depends only on
+        these (the default: the generated function; a backend overriding
+        :meth:`user_elementwise` gets that method, called each time).
+        """
+        if type(self).user_elementwise is not UserKernelOps.user_elementwise:
+            return lambda args: self.user_elementwise(body, args, shape, out_dtype)
+        return self._elementwise(body, shape, out_dtype)
+
+    def _elementwise(
+        self, body: Body, shape: tuple[int, ...], out_dtype: np.dtype
+    ) -> Callable[[Sequence[Any]], Any]:
+        """The default :meth:`user_elementwise_plan`."""
+        _, whole, into = self._program(body, out_dtype)
         if math.prod(shape) <= BLOCK:  # one block
-            result = run(args)
-            if (
-                fresh
-                and type(result) is xp.ndarray
-                and result.shape == shape
-                and result.dtype == out_dtype
-                and result.flags.c_contiguous
-            ):
-                return result  # already the output: no copy into a new array
-            out = xp.empty(shape, dtype=out_dtype)
-            out[...] = result
-            return out
+            return functools.partial(whole, shape)
+        return functools.partial(self._blocks, into, shape, out_dtype)
+
+    @_quiet
+    def _blocks(self, into: _F, shape: tuple[int, ...], out_dtype: np.dtype, args: Any) -> Any:
+        """``into`` a new array of ``shape`` and ``out_dtype``, block by block of rows."""
+        xp = self.xp
         rows = max(1, BLOCK // max(1, math.prod(shape[1:])))
         out = xp.empty(shape, dtype=out_dtype)
         full = [xp.broadcast_to(a, shape) if hasattr(a, "ndim") else a for a in args]
         for start in range(0, shape[0], rows):
             block = slice(start, start + rows)
-            out[block] = run([a[block] if hasattr(a, "ndim") else a for a in full])
+            into(out[block], [a[block] if hasattr(a, "ndim") else a for a in full])
         return out
 
-    @_quiet
     def user_reduction(
         self,
         body: ReductionBody,
-        args: list[Any],
+        args: Sequence[Any],
         shape: tuple[int, ...],
         out_dtype: np.dtype,
         axis: tuple[int, ...] | None,
         keepdims: bool,
     ) -> Any:
         """``body.final(reducer(body.map(*args)))`` over ``axis`` (every axis when None)."""
+        return self._reduction(body, shape, out_dtype, axis, keepdims)(args)
+
+    def user_reduction_plan(
+        self,
+        body: ReductionBody,
+        dtypes: tuple[np.dtype, ...],
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """:meth:`user_reduction` of arguments of ``dtypes`` broadcasting to ``shape``, as
+        a function of the arguments alone (as :meth:`user_elementwise_plan`)."""
+        if type(self).user_reduction is not UserKernelOps.user_reduction:
+            return lambda args: self.user_reduction(body, args, shape, out_dtype, axis, keepdims)
+        return self._reduction(body, shape, out_dtype, axis, keepdims)
+
+    def _reduction(
+        self,
+        body: ReductionBody,
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+    ) -> Callable[[Sequence[Any]], Any]:
+        """The default :meth:`user_reduction_plan`."""
         mapped, reduce, final = self._reducer(body, out_dtype)
+        return functools.partial(
+            self._reduce, mapped, reduce, final, shape, out_dtype, axis, keepdims
+        )
+
+    @_quiet
+    def _reduce(
+        self,
+        mapped: _F,
+        reduce: _F,
+        final: _F | None,
+        shape: tuple[int, ...],
+        out_dtype: np.dtype,
+        axis: tuple[int, ...] | None,
+        keepdims: bool,
+        args: Any,
+    ) -> Any:
+        """``final(reduce(mapped(args)))``, as :meth:`user_reduction` describes."""
         xp = self.xp
         m = xp.asarray(mapped(args))
         if m.shape != shape:  # a mapped expression of fewer than every argument
