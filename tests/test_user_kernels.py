@@ -340,7 +340,7 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
 def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
     # the key a warm call builds is plan_for_all's, under which the first call kept it
     from gpukit import _user_kernels
-    from gpukit._dispatch.inputs import plan_for_all
+    from gpukit._dispatch.inputs import _Device, plan_for_all
     from gpukit._runtime.plans import token
 
     x, n = xp.ones((2, 3), dtype=np.float32), np.float64(0.5)
@@ -351,7 +351,10 @@ def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
         (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
     ]:
         key = kernel._key(kernel, *options, *args)
-        assert key == plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
+        kept = plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
+        if type(kept[-1]) is _Device:  # two arrays on one of several devices: named last
+            kept = kept[:-1]
+        assert key == kept
 
 
 def test_a_warm_kernel_still_compares_devices():
