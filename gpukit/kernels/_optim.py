@@ -98,8 +98,8 @@ def sgd_update(
     (array([0.5, 2.5]), array([ 1., -1.]))
     """
     op = _SGD
-    # finite non-negative Python floats and bools, the common case, tested directly (each
-    # check a call would cost more than the update of a small parameter); anything else is
+    # finite non-negative Python floats and bools, the common case, tested directly (a
+    # call per check costs more than a small parameter's update); anything else is
     # converted by the checks, or refused
     if not (
         type(lr) is type(momentum) is type(dampening) is type(weight_decay) is float
