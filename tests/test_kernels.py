@@ -999,6 +999,113 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     same_errors_warm_as_cold(warm, failing)
 
 
+def test_updates_take_numbers_of_any_real_type_and_refuse_each_bound_warm(rng):
+    """The update kernels test Python floats and bools directly and leave other types to
+    the full checks: ints, NumPy scalars and 0-d arrays compute what Python floats do (a
+    float64 reference); each hyper-parameter out of range, not finite or not a number
+    raises on a warm call what it raises on a cold one, and changes nothing."""
+    p0, g, m0 = (rng.standard_normal(16) for _ in range(3))
+    v0 = np.abs(rng.standard_normal(16))
+    k = gk.kernels
+
+    def sgd_floats(step):
+        return {"lr": 0.5, "momentum": 0.75, "dampening": 0.0, "weight_decay": 0.125,
+                "nesterov": True, "first_step": step == 1}  # fmt: skip
+
+    def sgd_others(step):
+        return {"lr": np.float32(0.5), "momentum": np.array(0.75), "dampening": 0,
+                "weight_decay": np.float64(0.125), "nesterov": np.True_,
+                "first_step": np.bool_(step == 1)}  # fmt: skip
+
+    def adam_floats(step):
+        return {"step": step, "lr": 0.5, "beta1": 0.75, "beta2": 0.875, "eps": 1.0,
+                "weight_decay": 0.0, "decoupled": False}  # fmt: skip
+
+    def adam_others(step):
+        return {"step": np.int64(step), "lr": np.array(0.5), "beta1": np.float32(0.75),
+                "beta2": np.float64(0.875), "eps": 1, "weight_decay": 0,
+                "decoupled": np.False_}  # fmt: skip
+
+    # float64 references: SGD with Nesterov momentum and weight decay, Adam
+    wp, wq, wm, wv = p0.copy(), p0.copy(), m0.copy(), v0.copy()
+    wbuf = None
+    for t in (1, 2):
+        d = g + 0.125 * wp
+        wbuf = d if wbuf is None else 0.75 * wbuf + d
+        wp = wp - 0.5 * (d + 0.75 * wbuf)
+        wm = 0.75 * wm + 0.25 * g
+        wv = 0.875 * wv + 0.125 * g * g
+        wq = wq - 0.5 / (1 - 0.75**t) * wm / (np.sqrt(wv / (1 - 0.875**t)) + 1.0)
+    with gk.use_backend("numpy"):
+        for sgd_kw, adam_kw in ((sgd_floats, adam_floats), (sgd_others, adam_others)):
+            p, buf, q, m, v = p0.copy(), np.zeros(16), p0.copy(), m0.copy(), v0.copy()
+            for t in (1, 2):  # the second call on the plan the first kept
+                k.sgd_update(p, g, buf, **sgd_kw(t))
+                k.adam_update(q, g, m, v, **adam_kw(t))
+            for got, want in zip((p, buf, q, m, v), (wp, wbuf, wq, wm, wv), strict=True):
+                assert rel_err(got, want) < 1e-12
+        warm = [
+            lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5),
+            lambda: k.adam_update(q, g, m, v, step=3, lr=0.0),
+        ]
+        refused = [  # (what the message names, the call)
+            ("momentum", lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=-0.5)),
+            ("momentum", lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=math.inf)),
+            (
+                "dampening",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, dampening=math.nan),
+            ),
+            ("dampening", lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, dampening=-1.0)),
+            (
+                "dampening",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, dampening=math.inf),
+            ),
+            (
+                "weight_decay",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, weight_decay=math.inf),
+            ),
+            (
+                "weight_decay",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, weight_decay=-1.0),
+            ),
+            (
+                "weight_decay",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, weight_decay="0"),
+            ),
+            ("lr", lambda: k.sgd_update(p, g, buf, lr=math.inf, momentum=0.5)),
+            ("lr", lambda: k.sgd_update(p, g, buf, lr=True, momentum=0.5)),
+            ("first_step", lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, first_step="yes")),
+            (
+                "Nesterov",
+                lambda: k.sgd_update(p, g, buf, lr=0.0, momentum=0.5, dampening=0.5, nesterov=True),
+            ),
+            ("step", lambda: k.adam_update(q, g, m, v, step=np.int64(0), lr=0.0)),
+            ("step", lambda: k.adam_update(q, g, m, v, step=-1, lr=0.0)),
+            ("lr", lambda: k.adam_update(q, g, m, v, step=3, lr=-1e-3)),
+            ("beta1", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, beta1=-0.1)),
+            ("beta1", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, beta1=1.0)),
+            ("beta2", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, beta2=math.nan)),
+            ("beta2", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, beta2=1.5)),
+            ("eps", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, eps=-1e-8)),
+            ("eps", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, eps=math.inf)),
+            (
+                "weight_decay",
+                lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, weight_decay=math.nan),
+            ),
+            ("decoupled", lambda: k.adam_update(q, g, m, v, step=3, lr=0.0, decoupled=0)),
+        ]
+        failing = [call for _, call in refused]
+        for call in warm:
+            call(), call()
+        before = [a.copy() for a in (p, buf, q, m, v)]
+        for name, call in refused:
+            with pytest.raises((TypeError, ValueError), match=rf"^gk\.kernels\.\w+: {name}"):
+                call()
+        for got, want in zip((p, buf, q, m, v), before, strict=True):
+            assert np.array_equal(got, want)
+        same_errors_warm_as_cold(warm, failing)
+
+
 def test_a_warm_kernel_takes_any_layout_of_its_arrays(rng):
     # a plan is kept for types, dtypes and shapes: strided, read-only and unaligned
     # arrays of those still compute what a cold call computes, from the arrays given

@@ -486,6 +486,47 @@ def test_warm_plain_sgd_steps_refuse_and_follow_each_change(rng):
         assert rel_err(p.data, w) < F64
 
 
+def test_warm_steps_reread_hyperparameters_not_the_objects_last_read(rng):
+    """A warm step reuses the hyper-parameters it made only while each group entry is the
+    object last read: a learning rate of equal value but another type (True for 1.0) is
+    refused as on a cold step, changing nothing; an int of equal value is taken; betas
+    kept in a list changed in place take effect (torch.optim, float64)."""
+    torch = oracle("torch")
+    p = gk.nn.Parameter(rng.standard_normal(6))
+    opt = gk.optim.SGD([p], lr=1.0)
+    want = p.data.copy()
+    for lr in (1.0, 1.0, 1):  # two warm steps, then an int of the same value
+        opt.param_groups[0]["lr"] = lr
+        g = rng.standard_normal(6)
+        p.grad = g
+        opt.step()
+        want -= g
+    assert rel_err(p.data, want) < F64
+    before = p.data.copy()
+    for bad, error in ((True, TypeError), (float("nan"), ValueError)):
+        opt.param_groups[0]["lr"] = bad
+        with pytest.raises(error, match=r"^gk\.optim\.SGD: lr must be"):
+            opt.step()
+        assert np.array_equal(p.data, before)
+
+    init = rng.standard_normal(5)
+    q = gk.nn.Parameter(init.copy())
+    tq = torch.tensor(init.copy(), requires_grad=True)
+    betas, t_betas = [0.9, 0.999], [0.9, 0.999]
+    opts = [
+        gk.optim.Adam([{"params": [q], "betas": betas}], lr=0.1),
+        torch.optim.Adam([{"params": [tq], "betas": t_betas}], lr=0.1),
+    ]
+    for step in range(4):
+        g = rng.standard_normal(5)
+        q.grad, tq.grad = g, torch.from_numpy(g.copy())
+        for opt in opts:
+            opt.step()
+        if step == 1:  # after warm steps: the same list, another value
+            betas[0] = t_betas[0] = 0.5
+    assert rel_err(q.data, tq.detach().numpy()) < F64
+
+
 def test_numpy_sgd_kernel_refuses_a_read_only_parameter_warm(rng):
     """The numpy plain-SGD kernel (what a step runs) refuses a read-only parameter before
     writing, on a warm call too, for the small one-pass path and the others alike."""

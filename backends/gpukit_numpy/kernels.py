@@ -314,17 +314,18 @@ def sgd_update(
 
 
 def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
-    """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans): plain
-    SGD on a small parameter as two ufunc passes, the other steps in the compiled kernel,
-    each bound once where one call on one thread computes it."""
+    """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans): the
+    compiled kernel bound once where one call on one thread computes it, plain SGD
+    included (the module's call costs less than the two ufunc passes of
+    :func:`_small_sgd`)."""
     if type(param) is not np.ndarray or type(args[0]) is not np.ndarray:
         return sgd_update
     n = param.size
     if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
         return sgd_update
     planned = _native.plan_elementwise("gk_sgd", n, param.dtype)
-    # _small_sgd's pass, with the scratch looked up in one step
-    key, dtype, shape, multiply = (param.dtype, param.shape), param.dtype, param.shape, np.multiply
+    if planned is None:
+        return sgd_update
 
     def run(
         param: np.ndarray,
@@ -339,16 +340,10 @@ def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
         status: np.ndarray | None = None,
     ) -> None:
         if status is None or not status[0]:
-            if not (momentum or weight_decay):
-                scratch = _scratch.__dict__.get(key)
-                if scratch is None:
-                    scratch = _small_scratch(dtype, shape)
-                param -= multiply(grad, lr, scratch)
-                return
             buf = momentum_buffer if momentum else None
-            flags = int(nesterov), int(first_step)
-            if planned is not None and planned(
-                (param, grad, buf), lr, momentum, dampening, weight_decay, *flags
+            # the flags are Python bools, which the module reads as the C ints it takes
+            if planned(
+                (param, grad, buf), lr, momentum, dampening, weight_decay, nesterov, first_step
             ):
                 return
         sgd_update(

@@ -75,7 +75,6 @@ def operation(
     def decorate(fn: F) -> F:
         guarded = memory.Policy(name, fn, **policy)
         plain_types = _PLAIN.union(plain)
-        all_plain = plain_types.issuperset
         attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
         # argument types (keyword names after the positional types) -> route: None (run
         # here), (None, implementation) of an array kind, or (backend, position of the
@@ -99,14 +98,19 @@ def operation(
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                # positional arguments by a loop (issuperset would first build a set of
-                # their types), the many None ones by identity; keyword ones in one C call
+                # by loops (issuperset would first build a set of the types), the many
+                # None arguments by identity
                 other = False
                 for x in args:
                     if x is not None and type(x) not in plain_types:
                         other = True
                         break
-                if other or (kwargs and not all_plain(map(type, kwargs.values()))):
+                else:
+                    for x in kwargs.values():
+                        if type(x) not in plain_types:
+                            other = True
+                            break
+                if other:
                     if kwargs:
                         key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
                     else:

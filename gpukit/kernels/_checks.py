@@ -31,11 +31,12 @@ from .._runtime.placement import namespace
 from ..backend import Backend
 
 _INF = math.inf
-_ndarray = np.ndarray
 #: NumPy's flag bits (``ndarray.flags.num``): an array that allocated its own memory,
-#: and one an update may write in place as it is
-_OWNDATA = 0x4
-_UPDATABLE = 0x1 | _OWNDATA | 0x400  # C-contiguous, writeable
+#: and one an update may write in place as it is (C-contiguous, writeable, its own
+#: memory). NumPy arrays with these bits that are distinct objects share no memory: a
+#: front-end tests them first and calls :func:`check_updatable` only where one is missing.
+OWNDATA = 0x4
+UPDATABLE = 0x1 | OWNDATA | 0x400
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Label dtypes (the CUDA kernels read int32 or int64; others are converted).
 INTEGERS = tuple(np.dtype(c) for c in "bBhHiIlLqQ")
@@ -193,29 +194,10 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     are skipped.
 
     Checked before anything is written, so a refused call changes nothing (a read-only
-    buffer found half-way would leave the others half-updated).
+    buffer found half-way would leave the others half-updated). The common case (NumPy
+    arrays with the bits :data:`UPDATABLE`, read ones with :data:`OWNDATA`, distinct
+    objects) is the front-end's to test first, without building these dicts.
     """
-    # the common case first: NumPy arrays that each allocated their own memory share none
-    # unless they are one array (np.may_share_memory compares bounds, several times the
-    # cost per pair); one read of all of an array's flags
-    given: list[Any] = []
-    for arrays, need in ((updated, _UPDATABLE), (read, _OWNDATA)):
-        for x in arrays.values():
-            if x is None:
-                continue
-            if type(x) is not _ndarray or x.flags.num & need != need:
-                return _refuse_not_updatable(op, updated, read)
-            for y in given:
-                if x is y:
-                    return _refuse_not_updatable(op, updated, read)
-            given.append(x)
-    return None
-
-
-def _refuse_not_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> None:
-    """:func:`check_updatable`'s check of any arrays, raising what it raises."""
-    arrays = []
-    owned = True  # every array a NumPy array that allocated its own memory
     for name, x in updated.items():
         if x is None:
             continue
@@ -226,14 +208,6 @@ def _refuse_not_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-        owned = owned and type(x) is np.ndarray and flags.owndata
-        arrays.append(x)
-    for x in read.values():
-        if x is not None:
-            owned = owned and type(x) is np.ndarray and x.flags.owndata
-            arrays.append(x)
-    if owned and len(set(map(id, arrays))) == len(arrays):  # as in check_updatable
-        return
     given = [(name, x) for name, x in (*updated.items(), *read.items()) if x is not None]
     shares = (
         np.may_share_memory

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
+
+import numpy as np
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
@@ -11,7 +14,9 @@ from .._runtime import plans as _plans
 from .._select.selection import active
 from ._checks import (
     FLOATS,
+    OWNDATA,
     PLANS,
+    UPDATABLE,
     bind,
     check_flag,
     check_like,
@@ -22,6 +27,8 @@ from ._checks import (
 
 _SGD = "gk.kernels.sgd_update"
 _ADAM = "gk.kernels.adam_update"
+_INF = math.inf
+_ndarray = np.ndarray
 
 
 @operation("gk.kernels.sgd_update", inplace=True)
@@ -91,12 +98,24 @@ def sgd_update(
     (array([0.5, 2.5]), array([ 1., -1.]))
     """
     op = _SGD
-    lr = check_range(op, lr, "lr", 0.0)
-    momentum = check_range(op, momentum, "momentum", 0.0)
-    dampening = check_range(op, dampening, "dampening", 0.0)
-    weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
-    nesterov = check_flag(op, nesterov, "nesterov")
-    first_step = check_flag(op, first_step, "first_step")
+    # finite non-negative Python floats and bools, the common case, tested directly (a
+    # call per check costs more than a small parameter's update); anything else is
+    # converted by the checks, or refused
+    if not (
+        type(lr) is type(momentum) is type(dampening) is type(weight_decay) is float
+        and 0.0 <= lr < _INF
+        and 0.0 <= momentum < _INF
+        and 0.0 <= dampening < _INF
+        and 0.0 <= weight_decay < _INF
+    ):
+        lr = check_range(op, lr, "lr", 0.0)
+        momentum = check_range(op, momentum, "momentum", 0.0)
+        dampening = check_range(op, dampening, "dampening", 0.0)
+        weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
+    if type(nesterov) is not bool:
+        nesterov = check_flag(op, nesterov, "nesterov")
+    if type(first_step) is not bool:
+        first_step = check_flag(op, first_step, "first_step")
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError(
             f"{op}: Nesterov momentum requires momentum > 0 and dampening == 0, got "
@@ -117,7 +136,22 @@ def sgd_update(
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_sgd(None, arrays)
     param, grad, buf = arrays
-    check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
+    if not (
+        type(param) is type(grad) is _ndarray
+        and param is not grad
+        and param.flags.num & UPDATABLE == UPDATABLE
+        and grad.flags.num & OWNDATA
+        and (
+            buf is None
+            or (
+                type(buf) is _ndarray
+                and buf is not param
+                and buf is not grad
+                and buf.flags.num & UPDATABLE == UPDATABLE
+            )
+        )
+    ):  # not the common case of check_updatable
+        check_updatable(op, {"param": param, "momentum_buffer": buf}, {"grad": grad})
     run(param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first_step)
 
 
@@ -209,22 +243,33 @@ def adam_update(
     array([0.9, 2.1])
     """
     op = _ADAM
-    try:
-        if isinstance(step, bool):
-            raise TypeError
-        step = operator.index(step)
-    except TypeError:
-        raise TypeError(f"{op}: step must be an integer >= 1, got {step!r}") from None
+    if type(step) is not int:  # a Python int, the common case, needs no conversion
+        try:
+            if isinstance(step, bool):
+                raise TypeError
+            step = operator.index(step)
+        except TypeError:
+            raise TypeError(f"{op}: step must be an integer >= 1, got {step!r}") from None
     if step < 1:
         raise ValueError(
             f"{op}: step must be an integer >= 1 (1-based, after increment), got {step}"
         )
-    lr = check_range(op, lr, "lr", 0.0)
-    beta1 = check_range(op, beta1, "beta1", 0.0, 1.0)
-    beta2 = check_range(op, beta2, "beta2", 0.0, 1.0)
-    eps = check_range(op, eps, "eps", 0.0)
-    weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
-    decoupled = check_flag(op, decoupled, "decoupled")
+    # as in sgd_update: Python floats in range tested directly, anything else checked
+    if not (
+        type(lr) is type(beta1) is type(beta2) is type(eps) is type(weight_decay) is float
+        and 0.0 <= lr < _INF
+        and 0.0 <= beta1 < 1.0
+        and 0.0 <= beta2 < 1.0
+        and 0.0 <= eps < _INF
+        and 0.0 <= weight_decay < _INF
+    ):
+        lr = check_range(op, lr, "lr", 0.0)
+        beta1 = check_range(op, beta1, "beta1", 0.0, 1.0)
+        beta2 = check_range(op, beta2, "beta2", 0.0, 1.0)
+        eps = check_range(op, eps, "eps", 0.0)
+        weight_decay = check_range(op, weight_decay, "weight_decay", 0.0)
+    if type(decoupled) is not bool:
+        decoupled = check_flag(op, decoupled, "decoupled")
     arrays = (param, grad, exp_avg, exp_avg_sq)
     try:
         key = (
@@ -238,7 +283,20 @@ def adam_update(
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_adam(None, arrays)
     param, grad, m, v = arrays
-    check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
+    if not (
+        type(param) is type(grad) is type(m) is type(v) is _ndarray
+        and param is not grad
+        and param is not m
+        and param is not v
+        and grad is not m
+        and grad is not v
+        and m is not v
+        and param.flags.num & UPDATABLE == UPDATABLE
+        and m.flags.num & UPDATABLE == UPDATABLE
+        and v.flags.num & UPDATABLE == UPDATABLE
+        and grad.flags.num & OWNDATA
+    ):  # not the common case of check_updatable
+        check_updatable(op, {"param": param, "exp_avg": m, "exp_avg_sq": v}, {"grad": grad})
     run(param, grad, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled)
 
 

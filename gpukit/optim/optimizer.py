@@ -28,15 +28,15 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Iterable
-from operator import is_
-from typing import Any, NamedTuple
+from operator import is_, itemgetter
+from typing import Any
 
 import numpy as np
 
 from .. import _dispatch
 from .._dispatch.capabilities import declare
 from .._runtime import device_status as _status
-from .._runtime.memory import operation
+from .._runtime.memory import Policy, operation
 from ..errors import DeviceMismatchError
 from ..kernels._checks import check_flag, check_range
 from ..kernels._direct import bound as _bind
@@ -148,7 +148,15 @@ class Optimizer:
         OutOfMemoryError
             Memory ran out; no parameter and no state was changed.
         """
-        _step(self)
+        # the out-of-memory policy's steps inline (gk.optim.Optimizer.step, in place), as
+        # gpukit._dispatch.operation runs them: two call levels less per step
+        try:
+            return _STEP.attempt(self)
+        except Exception as exc:
+            claimed = _STEP.claim(exc)  # raises OutOfMemoryError: nothing was written
+            if claimed is None:
+                raise
+        return _STEP.retry(claimed, (self,), {})
 
     def _device_update(self, status: _status.Status) -> DeviceUpdate:
         """This optimizer's update with its learning rate and step count read from the
@@ -158,6 +166,8 @@ class Optimizer:
 
     #: ``gk.kernels.<name>`` of the update
     _kernel = ""
+    #: The group's entries :meth:`_hyper` reads, as a tuple (``itemgetter``)
+    _read: Any = None
 
     def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
         """The group's hyper-parameters as the kernel takes them (the lr re-checked)."""
@@ -441,6 +451,8 @@ class SGD(Optimizer):
                 f"momentum={group['momentum']!r}, dampening={group['dampening']!r}"
             )
 
+    _read = itemgetter("lr", "momentum", "dampening", "nesterov", "weight_decay")
+
     def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
         lr = check_range(self._op, group["lr"], "lr", 0.0)
         return (
@@ -529,6 +541,8 @@ class Adam(Optimizer):
         check_range(op, group["eps"], "eps", 0.0)
         check_range(op, group["weight_decay"], "weight_decay", 0.0)
 
+    _read = itemgetter("lr", "betas", "eps", "weight_decay")
+
     def _hyper(self, group: dict[str, Any]) -> tuple[Any, ...]:
         lr = check_range(self._op, group["lr"], "lr", 0.0)
         beta1, beta2 = group["betas"]
@@ -598,7 +612,6 @@ def _floating(op: str, i: int, dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-@operation("gk.optim.Optimizer.step", inplace=True)
 def _step(opt: Optimizer) -> None:
     """One step of ``opt``: everything checked and allocated, then every kernel run."""
     if opt._log:  # a device step logged (none on the host)
@@ -619,6 +632,9 @@ def _step(opt: Optimizer) -> None:
             opt._record(st, [(p, count) for p, _, count in news])
 
 
+_STEP = Policy("gk.optim.Optimizer.step", _step, inplace=True)
+
+
 def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
     """Every launch of a step, each parameter's gradient checked; keeps the warm plan
     (:func:`_warm_launches`) when each group is its host flat buffers, each updated
@@ -627,6 +643,7 @@ def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
     launches, warm = [], []
     op, state, count_of = opt._op, opt.state, opt._count
     for k, group in enumerate(opt.param_groups):
+        raw = opt._read(group)  # as the hyper-parameters are now: read before them
         hyper = opt._hyper(group)
         names = opt._arrays(hyper)
         kept: list[tuple[Any, ...]] | None = []
@@ -656,26 +673,49 @@ def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
         if kept is None or warm is None:
             warm = None
         else:
-            warm.append(_Warm(opt._flat[k][0], names, kept))
+            warm.append(_Warm(opt._flat[k][0], names, kept, raw, hyper))
     opt._warm = warm
     return launches
 
 
-class _Warm(NamedTuple):
+#: Types of hyper-parameter values that cannot change in place (a tuple of them neither)
+_IMMUTABLE = frozenset({float, int, bool, str, type(None)})
+
+
+def _immutable(values: tuple[Any, ...]) -> bool:
+    """Whether none of ``values`` can change in place."""
+    return all(type(v) in _IMMUTABLE or (type(v) is tuple and _immutable(v)) for v in values)
+
+
+class _Warm:
     """A group's warm plan: its parameters as flattened, the state arrays its update
     takes, and each host flat buffer with its kernel bound to the buffer's arrays and
-    each parameter's data view, gradient slot, shape and state views."""
+    each parameter's data view, gradient slot, shape and state views; the group's
+    hyper-parameter values as last read (``raw``, :attr:`Optimizer._read`) and the
+    kernel's hyper-parameters made of them (``hyper``). ``raw`` is None where a value
+    could change in place (a list, an array): read and checked again each step."""
 
-    params: list[Parameter]
-    names: tuple[str, ...]
-    buffers: list[tuple[FlatBuffer, Any, list[Any], list[tuple[Any, ...]]]]
+    __slots__ = ("buffers", "hyper", "names", "params", "raw")
+
+    def __init__(
+        self,
+        params: list[Parameter],
+        names: tuple[str, ...],
+        buffers: list[list[Any]],
+        raw: tuple[Any, ...],
+        hyper: tuple[Any, ...],
+    ) -> None:
+        self.params, self.names, self.buffers = params, names, buffers
+        self.raw = raw if _immutable(raw) else None
+        self.hyper = hyper
 
 
 def _warm_buffer(
     fb: FlatBuffer, kernel_name: str, names: tuple[str, ...], args: tuple[Any, ...]
-) -> tuple[Any, ...]:
+) -> list[Any]:
     """``fb`` laid out for :func:`_warm_launches`, with the kernel ``kernel_name`` bound to its
-    arrays (``args``: a launch's arguments), kept with ``fb``."""
+    arrays (``args``: a launch's arguments), kept with ``fb``, its dtype, and room for a
+    warm launch's ``(hyper-parameters, step count, kernel arguments)``."""
     key = ("bound", kernel_name, names)
     kernel = fb.kept.get(key)
     if kernel is None:
@@ -687,7 +727,8 @@ def _warm_buffer(
             zip(fb.params, fb.views, fb.segments, strict=True)
         )
     ]
-    return fb, kernel, [fb.state[name][0] for name in names], members
+    flats = [fb.state[name][0] for name in names]
+    return [fb, kernel, flats, members, fb.data.dtype, (None, 0, ())]
 
 
 def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] | None:
@@ -696,24 +737,31 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     anything differs (a group or parameter added or replaced, a ``data`` replaced, a
     gradient missing, strided, of another array type, dtype or shape or the parameter's
     own array, a read-only parameter, state loaded, step counts that differ): the full step
-    then checks again and raises what it raises. The hyper-parameters are read (the
-    learning rate checked) each step, as there. An update without state arrays (plain
-    SGD) does not read the step count: it is not looked up."""
+    then checks again and raises what it raises. The hyper-parameters are read each step,
+    and made into the kernel's again (the learning rate checked), as there, where a value
+    is not the object last read (a scheduler's new learning rate). An update without state
+    arrays (plain SGD) neither reads the step count nor touches the state."""
     groups = opt.param_groups
     if len(groups) != len(warm):
         return None
-    launches = []
-    state, count_of, new_state = opt.state, opt._count, opt._new_state
-    for group, (flat, names, buffers) in zip(groups, warm, strict=True):
-        hyper = opt._hyper(group)
-        params = group["params"]
-        if opt._arrays(hyper) != names or len(params) != len(flat):
+    launches, k = [], 0
+    state, read = opt.state, opt._read
+    for plan in warm:  # the group by index, cheaper than a zip
+        group = groups[k]
+        k += 1
+        raw, names, hyper = read(group), plan.names, plan.hyper
+        kept = plan.raw
+        if kept is None or not all(map(is_, raw, kept)):
+            hyper = opt._hyper(group)
+            if opt._arrays(hyper) != names:
+                return None
+            plan.raw, plan.hyper = (raw if _immutable(raw) else None), hyper
+        params, flat = group["params"], plan.params
+        if len(params) != len(flat) or not all(map(is_, params, flat)):
             return None
-        if not all(map(is_, params, flat)):
-            return None
-        for fb, kernel, flats, members in buffers:
-            dtype, news, count = fb.data.dtype, [], 1
-            stale = None
+        for laid in plan.buffers:
+            fb, kernel, flats, members, dtype, made = laid
+            news, count, stale = [], 1, None
             for p, view, slot, shape, arrays in members:
                 grad = p.grad
                 if p.data is not view or not view.flags.writeable:
@@ -726,20 +774,20 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                     stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
                 if arrays:  # its state arrays must still be its views (loaded ones are not)
                     have = state.get(p)
-                    c = count_of(have)
+                    c = opt._count(have)
                     if (c != count and news) or have is None:
                         return None
                     if not all(map(is_, map(have.get, names), arrays)):
                         return None
                     count = c
-                    news.append((p, new_state(c, arrays), c))
-                else:
-                    news.append((p, None, count))
+                    news.append((p, opt._new_state(c, arrays), c))
             if stale is not None:
                 for slot, grad in stale:
                     slot[...] = grad
-            args = opt._args(fb.data, fb.grad, flats, count, hyper)
-            launches.append((kernel, (*args, None), (), news, None))
+            if made[0] is not hyper or made[1] != count:  # the arguments depend on these only
+                args = (*opt._args(fb.data, fb.grad, flats, count, hyper), None)
+                made = laid[5] = (hyper, count, args)
+            launches.append((kernel, made[2], (), news, None))
     return launches
 
 
