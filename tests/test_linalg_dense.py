@@ -119,6 +119,23 @@ def test_inv_det_slogdet(backend, xp, rng, dtype, shape):
 
 def test_det_singular_is_zero(backend, xp):
     assert float(gk.linalg.det(xp.asarray([[1.0, 2.0], [2.0, 4.0]]))) == 0.0
+    sign, logdet = gk.linalg.slogdet(xp.asarray([[1.0, 2.0], [2.0, 4.0]]))
+    assert float(sign) == 0.0 and float(logdet) == -np.inf
+
+
+@pytest.mark.parametrize(
+    ("a", "det"),
+    [
+        ([[0.0, 2.0], [3.0, 0.0]], -6.0),  # one row exchange
+        ([[-2.0, 0.0], [0.0, -3.0]], 6.0),  # two negative pivots
+        ([[0.0, 0.0, 5.0], [0.0, -2.0, 0.0], [4.0, 0.0, 0.0]], 40.0),  # an even permutation
+    ],
+)
+def test_det_signs(backend, xp, a, det):
+    assert rel_err(gk.linalg.det(xp.asarray(a)), det) < 1e-15
+    sign, logdet = gk.linalg.slogdet(xp.asarray(a))
+    assert float(sign) == np.sign(det)
+    assert rel_err(logdet, np.log(abs(det))) < 1e-15
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

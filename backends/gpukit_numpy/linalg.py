@@ -4,11 +4,11 @@ and LAPACK's condition estimates.
 ``numpy.linalg.solve`` is the fastest general path here (1.2-1.7x faster than
 ``scipy.linalg.solve``, which checks and copies more). ``gk.linalg.solve`` also needs the
 reciprocal condition number SciPy warns on: for one matrix it is LAPACK's estimate from
-the factors, as in SciPy (``getrf``/``gecon``/``getrs``, ``potrf``/``pocon``/``potrs``:
-the estimate costs about a fifth of the factorisation); a stack keeps numpy.linalg's
-batched solve and the exact value from the inverse (the default of ``LinalgOps``).
-LAPACK ``info`` codes are re-raised as ``numpy.linalg.LinAlgError``, which the front-end
-turns into ``gk.LinAlgError``.
+the factors, as in SciPy (``gesv`` or ``getrf``/``getrs`` with ``gecon``,
+``potrf``/``pocon``/``potrs``: the estimate costs about a fifth of the factorisation);
+a stack keeps numpy.linalg's batched solve and the exact value from the inverse (the
+default of ``LinalgOps``). LAPACK ``info`` codes are re-raised as
+``numpy.linalg.LinAlgError``, which the front-end turns into ``gk.LinAlgError``.
 
 The LAPACK calls of solve, cholesky and cho_solve go to NumPy's own library
 (:mod:`.lapack`) once an argument has more than :data:`_ONE_THREAD` entries, so that
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -128,19 +129,37 @@ def _lu_solver(lapack, dtype: np.dtype):
     """``solve(a, b) -> (x, rcond)`` for matrices of ``dtype`` by LU with ``lapack``'s
     routines (:func:`_lookup`), estimating 1/cond_1(a) as ``scipy.linalg.solve``.
 
-    A C-ordered ``a`` is factored as ``a.T``, which it already is in Fortran order (f2py
-    would copy it transposing): the infinity norm of ``a.T`` is ``a``'s 1-norm, and
-    ``getrs(trans=1)`` solves with ``a`` itself (the transpose, also for complex ``a``).
-    The routines are looked up here, once for every call of ``solve``.
+    SciPy's wrappers (up to :data:`_ONE_THREAD` entries) factor and solve in one call,
+    ``gesv``, on the Fortran-ordered copy of ``a`` f2py makes: one wrapper's cost per
+    call less than ``getrf`` then ``getrs``, for a transposing copy that costs nothing
+    next to the factorisation at such sizes. NumPy's library, for larger ones, factors
+    a C-ordered ``a`` as ``a.T``, which it already is in Fortran order (a transposing
+    copy of a large matrix is slow): ``getrs(trans=1)`` then solves with ``a`` itself
+    (the transpose, also for complex ``a``). Either way the 1-norm of ``a`` is the
+    infinity norm of ``a.T``. The routines are looked up here, once for every call.
     """
-    getrf, lange, gecon, getrs = (lapack(n, dtype) for n in ("getrf", "lange", "gecon", "getrs"))
+    lange, gecon = lapack("lange", dtype), lapack("gecon", dtype)
+    if lapack is _lapack:
+        gesv = _lapack("gesv", dtype)
+
+        def solve_small(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+            lu, _, x, info = gesv(a, b)
+            if info > 0:
+                raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
+            if info < 0:
+                raise ValueError(f"illegal value in argument {-info} of gesv")
+            # optional arguments by position: f2py parses keywords at a cost per call
+            anorm = lange("1", a) if a.flags.f_contiguous else lange("I", a.T)
+            return x, float(gecon(lu, anorm, "1")[0])
+
+        return solve_small
+    getrf, getrs = lapack("getrf", dtype), lapack("getrs", dtype)
 
     def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
         t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
         lu, piv, info = getrf(t)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-        # optional arguments by position: f2py parses keywords at a cost per call
         rcond, _ = gecon(lu, lange(norm, t), norm)
         x, info = getrs(lu, piv, b, trans)
         if info != 0:
@@ -194,6 +213,24 @@ def _small(a: np.ndarray) -> bool:
         and a.flags.c_contiguous
         and a.dtype in _LAPACK_DTYPES
     )
+
+
+#: The dtype of Python's floats, in which the determinant of a small matrix is formed.
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _lu_diagonal(a: np.ndarray) -> tuple[list[float], bool] | None:
+    """For one float64 matrix of order 1 to :data:`_SMALL`: the diagonal of U in its LU
+    factorisation (``getrf`` on ``a.T``: ``det(a.T) = det(a)``) as Python floats, and
+    whether its row exchanges are odd in number; None for any other ``a``. A zero pivot
+    (``info > 0``) is on the diagonal: the matrix is singular, its determinant zero.
+    ``a.T`` is a Fortran-ordered view of a C-ordered ``a``; f2py's copy of any other
+    small one, transposing or not, costs nothing next to the factorisation."""
+    if a.dtype is not _FLOAT64 or a.ndim != 2 or not 0 < a.shape[0] <= _SMALL:
+        return None
+    lu, piv, _ = _lapack("getrf", _FLOAT64)(a.T)
+    exchanges = sum(map(operator.ne, piv.tolist(), range(len(piv))))  # pivots count from 0
+    return lu.diagonal().tolist(), exchanges % 2 == 1
 
 
 #: Machine epsilon of each LAPACK dtype (numpy.linalg.lstsq's default rcond: eps * max(M, N)).
@@ -327,6 +364,36 @@ class NumpyLinalg(LinalgOps):
         if info != 0:
             raise ValueError(f"illegal value in argument {-info} of getri")
         return inverse.T
+
+    def linalg_det(self, a: Any) -> Any:
+        """One small float64 matrix from ``getrf``'s diagonal, in Python (numpy.linalg's
+        type resolution and ``errstate`` cost more than the factorisation): a NumPy
+        float64 as numpy.linalg's, 0.0 for a singular matrix."""
+        lu = _lu_diagonal(a)
+        if lu is None:
+            return super().linalg_det(a)
+        diagonal, odd = lu
+        det = -1.0 if odd else 1.0
+        for d in diagonal:
+            det *= d
+        return np.float64(det + 0.0)  # + 0.0: a zero pivot gives 0.0, never -0.0
+
+    def linalg_slogdet(self, a: Any) -> tuple[Any, Any]:
+        """One small float64 matrix from ``getrf``'s diagonal, in Python, summing the
+        logarithms in numpy.linalg's order: NumPy float64s, ``(0.0, -inf)`` for a
+        singular matrix, as numpy.linalg's."""
+        lu = _lu_diagonal(a)
+        if lu is None:
+            return super().linalg_slogdet(a)
+        diagonal, odd = lu
+        sign, logdet = (-1.0 if odd else 1.0), 0.0
+        for d in diagonal:
+            if d < 0:
+                sign = -sign
+            elif d == 0:
+                return np.float64(0.0), np.float64(-math.inf)
+            logdet += math.log(abs(d))
+        return np.float64(sign), np.float64(logdet)
 
     def linalg_eigh(self, a: Any, uplo: str) -> tuple[Any, Any]:
         """One small matrix by ``syevd``/``heevd`` (numpy.linalg's routine), handed the
