@@ -154,19 +154,18 @@ def _tiled_and_user_kernel_rows(
 
 
 def _lapack_solve(a: np.ndarray, b: np.ndarray) -> Callable[[], object]:
-    """The LAPACK calls ``gk.linalg.solve`` makes on the host for one C-ordered matrix
-    (``getrf``, ``lange``, ``gecon``, ``getrs`` on ``a.T``, SciPy's wrappers): the
+    """The LAPACK calls ``gk.linalg.solve`` makes on the host for one small C-ordered
+    matrix (``gesv``, then ``lange`` and ``gecon``, SciPy's wrappers): the
     ``numpy.linalg.solve`` row's difference includes the condition estimate behind the
     LinAlgWarning, which SciPy makes too and NumPy does not; this row's is gpukit's own."""
     from scipy.linalg import lapack
 
-    getrf, lange, gecon, getrs = lapack.get_lapack_funcs(("getrf", "lange", "gecon", "getrs"), (a,))
-    t = a.T
+    gesv, lange, gecon = lapack.get_lapack_funcs(("gesv", "lange", "gecon"), (a,))
 
     def peer() -> object:
-        lu, piv, _ = getrf(t)
-        gecon(lu, lange("I", t), norm="I")
-        return getrs(lu, piv, b, trans=1)[0]
+        lu, _, x, _ = gesv(a, b)
+        gecon(lu, lange("I", a.T), "1")
+        return x
 
     return peer
 

@@ -123,6 +123,14 @@ def test_det_singular_is_zero(backend, xp):
     assert float(sign) == 0.0 and float(logdet) == -np.inf
 
 
+def test_det_overflow_warns_on_the_host_as_numpy():
+    """A determinant past float64's range is inf with numpy.linalg's RuntimeWarning,
+    also for a small matrix, whose determinant is otherwise formed from its LU pivots."""
+    a = np.diag([1e200, -1e200, 1.0, 1.0])
+    with gk.use_backend("numpy"), pytest.warns(RuntimeWarning, match="overflow encountered in det"):
+        assert float(gk.linalg.det(a)) == -np.inf
+
+
 @pytest.mark.parametrize(
     ("a", "det"),
     [

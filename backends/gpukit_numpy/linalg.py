@@ -376,6 +376,8 @@ class NumpyLinalg(LinalgOps):
         det = -1.0 if odd else 1.0
         for d in diagonal:
             det *= d
+        if math.isinf(det):  # numpy.linalg's, which warns of the overflow as NumPy does
+            return super().linalg_det(a)
         return np.float64(det + 0.0)  # + 0.0: a zero pivot gives 0.0, never -0.0
 
     def linalg_slogdet(self, a: Any) -> tuple[Any, Any]:
