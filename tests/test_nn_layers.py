@@ -322,6 +322,39 @@ def test_a_model_lives_where_its_first_parameter_does():
         model(np.ones((2, 3), dtype=np.float32))
 
 
+def test_a_custom_module_finds_its_first_parameter_as_parameters_orders_them():
+    """``Module._anchor`` (what ``model(x)`` places ``x`` by) is ``parameters()[0]``: own
+    parameters before a sub-module's even when the sub-module is assigned first, an
+    attribute that held None and now holds a parameter, a subclass of Parameter; none
+    for a module whose attributes hold only numbers, strings, tuples and arrays."""
+
+    class Net(gk.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = gk.nn.Sequential(gk.nn.ReLU(), gk.nn.Linear(2, 2, seed=0))
+            self.scale, self.name, self.sizes = 1.5, "net", (2, 2)
+            self.buffer = np.zeros(2)
+            self.gain = None
+
+        def forward(self, x):
+            return self.body(x)
+
+    class Tagged(gk.nn.Parameter):
+        __slots__ = ()
+
+    net = Net()
+    assert net._anchor() is net.parameters()[0] is net.body[1].weight
+    net.gain = Tagged(np.ones(2))  # an own parameter: first, though assigned last
+    assert net._anchor() is net.parameters()[0] is net.gain
+    with pytest.raises(TypeError, match="parameters are float64"):
+        net(np.ones((1, 2), np.float32))
+    net.gain = None
+    assert net._anchor() is net.body[1].weight
+    bare = gk.nn.ReLU()
+    bare.scale, bare.sizes, bare.buffer = 2, (1,), np.ones(3)
+    assert bare._anchor() is None
+
+
 def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="approximate"):
         gk.nn.GELU("fast")
