@@ -514,6 +514,15 @@ class Dropout(Module):
 _TRAILING: dict[int, tuple[int, ...]] = {}
 
 
+def _row_mean(a: Any, axes: tuple[int, ...], n: int) -> Any:
+    """``a.mean(axis=axes, keepdims=True)`` for rows of ``n`` elements, as the sum divided
+    by ``n`` in place: NumPy's ``mean`` wraps the same sum and division in a Python layer
+    that costs more than both on small rows."""
+    total = a.sum(axis=axes, keepdims=True)
+    total /= n
+    return total
+
+
 def _scaled_rstd(xc: np.ndarray, axes: tuple[int, ...], eps: float, rstd: np.ndarray) -> Any:
     """``1 / sqrt(var + eps)`` of rows whose sum of squares overflowed, from the rows scaled
     by a power of two near their largest magnitude (exact): a float32 row ``[0, 2.6e19]``
@@ -606,17 +615,18 @@ class LayerNorm(Module):
         axes = self._axes(x)
         # float16 statistics in float32, as PyTorch does: squares of float16 overflow at 65504
         work = x.astype(np.float32) if x.dtype.char == "e" else x
-        mean = work.mean(axis=axes, keepdims=True)
+        n = math.prod(self.normalized_shape)
+        mean = _row_mean(work, axes, n)
         xc = work - mean
         # corrected two-pass: the centred rows' own mean is the first mean's rounding error
         # (a row of equal entries of 7e16 in float32 was centred to +-4e9 and normalised
         # to +-1 instead of 0 on CuPy; found by the fuzz test)
-        xc -= xc.mean(axis=axes, keepdims=True)
+        xc -= _row_mean(xc, axes, n)
         if xp is np:
             with np.errstate(over="ignore"):  # an overflowing sum of squares is rescued below
-                var = (xc * xc).mean(axis=axes, keepdims=True)
+                var = _row_mean(xc * xc, axes, n)
         else:  # CuPy reports no floating-point errors: no errstate to pay for
-            var = (xc * xc).mean(axis=axes, keepdims=True)
+            var = _row_mean(xc * xc, axes, n)
         rstd = 1 / xp.sqrt(var + float(self.eps))  # a Python float is weak: work's dtype
         if xp is np and not np.isfinite(var).all():  # host: a free check of one value a row
             rstd = _scaled_rstd(xc, axes, self.eps, rstd)
@@ -642,8 +652,9 @@ class LayerNorm(Module):
             g = g * self.weight.data
         if not need_input_grad:
             return None
-        gx = g - g.mean(axis=axes, keepdims=True)
-        gx -= xhat * (g * xhat).mean(axis=axes, keepdims=True)
+        n = math.prod(self.normalized_shape)
+        gx = g - _row_mean(g, axes, n)
+        gx -= xhat * _row_mean(g * xhat, axes, n)
         gx *= rstd
         return gx.astype(grad_output.dtype, copy=False)
 

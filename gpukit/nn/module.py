@@ -211,7 +211,7 @@ class Module:
         # the attributes, without its generators: most of the cost of calling a layer
         # that has no parameters
         children = None
-        for value in vars(self).values():
+        for value in self.__dict__.values():
             if type(value) in _LEAVES:
                 continue
             if isinstance(value, Parameter):
