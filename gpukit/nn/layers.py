@@ -482,7 +482,10 @@ class Dropout(Module):
 
     def _draw(self, x: Any) -> Any:
         """A mask shaped like ``x``: 0 with probability ``p``, else ``1 / (1 - p)``."""
-        keep = self._rng(x).random(x.shape, dtype=np.float32) >= self.p
+        rng = self._rngs.get(np.ndarray) if type(x) is np.ndarray else None
+        if rng is None:
+            rng = self._rng(x)
+        keep = rng.random(x.shape, dtype=np.float32) >= self.p
         mask = keep.astype(x.dtype)
         if self.p < 1.0:
             mask *= x.dtype.type(1.0 / (1.0 - self.p))

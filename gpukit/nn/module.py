@@ -51,7 +51,7 @@ __all__ = ["Module", "Parameter"]
 
 _ndarray = np.ndarray
 #: Types of attribute values that are never a parameter or a module (Module._anchor)
-_LEAVES = frozenset({bool, int, float, str, tuple, type(None), _ndarray})
+_LEAVES = frozenset({bool, int, float, str, tuple, list, dict, type(None), _ndarray})
 _UNSET: Any = object()  # need_input_grad not passed: the subclass's default applies
 
 
