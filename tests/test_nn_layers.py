@@ -10,7 +10,7 @@ import pytest
 import gpukit as gk
 from gpukit.testing import assert_close
 
-from helpers import TOL, oracle, rel_err
+from helpers import TOL, oracle, rel_err, same_errors_warm_as_cold
 
 # name -> (gpukit factory, torch factory taking the torch module, input shape)
 LAYERS = {
@@ -320,6 +320,68 @@ def test_a_model_lives_where_its_first_parameter_does():
         assert m._anchor() is first
     with pytest.raises(TypeError, match="parameters are float64"):  # the first Linear's
         model(np.ones((2, 3), dtype=np.float32))
+
+
+def test_a_custom_module_finds_its_first_parameter_as_parameters_orders_them():
+    """``Module._anchor`` (what ``model(x)`` places ``x`` by) is ``parameters()[0]``: own
+    parameters before a sub-module's even when the sub-module is assigned first, an
+    attribute that held None and now holds a parameter, a subclass of Parameter; none
+    for a module whose attributes hold only numbers, strings, tuples and arrays."""
+
+    class Net(gk.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = gk.nn.Sequential(gk.nn.ReLU(), gk.nn.Linear(2, 2, seed=0))
+            self.scale, self.name, self.sizes = 1.5, "net", (2, 2)
+            self.buffer = np.zeros(2)
+            self.gain = None
+
+        def forward(self, x):
+            return self.body(x)
+
+    class Tagged(gk.nn.Parameter):
+        __slots__ = ()
+
+    net = Net()
+    assert net._anchor() is net.parameters()[0] is net.body[1].weight
+    net.gain = Tagged(np.ones(2))  # an own parameter: first, though assigned last
+    assert net._anchor() is net.parameters()[0] is net.gain
+    with pytest.raises(TypeError, match="parameters are float64"):
+        net(np.ones((1, 2), np.float32))
+    net.gain = None
+    assert net._anchor() is net.body[1].weight
+    bare = gk.nn.ReLU()
+    bare.scale, bare.sizes, bare.buffer = 2, (1,), np.ones(3)
+    assert bare._anchor() is None
+
+
+def test_layers_and_losses_refuse_bad_input_as_well_warm_as_cold(rng):
+    """A layer's or loss's refusals (shape, dtype, kind, label range, sharded input) come
+    with the same type and message after many valid calls as on the first."""
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    labels = rng.integers(0, 8, 4)
+    linear, norm, tanh = gk.nn.Linear(8, 3, seed=0), gk.nn.LayerNorm(8), gk.nn.Tanh()
+    softmax, drop, xent = gk.nn.Softmax(), gk.nn.Dropout(0.5, seed=0), gk.nn.CrossEntropyLoss()
+    warm = [
+        lambda: linear(x),
+        lambda: norm(x),
+        lambda: tanh(x),
+        lambda: softmax(x),
+        lambda: drop(x),
+        lambda: xent(x, labels),
+    ]
+    failing = [
+        lambda: linear(x.astype(np.float64)),
+        lambda: linear(x[:, :5]),
+        lambda: norm(x[:, :5]),
+        lambda: tanh(x.astype(np.complex64)),
+        lambda: softmax(x.astype(np.complex64)),
+        lambda: xent(x, labels - 5),
+        lambda: xent(x, labels.astype(np.float32)),
+        lambda: tanh(gk.shard(x)),
+        lambda: xent(gk.shard(x), labels),
+    ]
+    same_errors_warm_as_cold(warm, failing)
 
 
 def test_errors_name_the_problem():

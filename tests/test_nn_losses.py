@@ -115,6 +115,19 @@ def test_loss_errors():
         gk.nn.MSELoss().backward()
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+def test_cross_entropy_refuses_host_labels_out_of_range_of_every_integer_dtype(dtype):
+    """One reduction of the labels seen as unsigned finds a label too large and, for
+    signed labels, a negative one (each of them huge once unsigned), at every width."""
+    logits = np.zeros((3, 4), np.float32)
+    bad = [[0, 4, 1]] + ([[0, -1, 1], [-128, 0, 1]] if dtype[0] == "i" else [])
+    for labels in bad:
+        with pytest.raises(ValueError, match=r"labels must be in \[0, 4\), got values in"):
+            gk.nn.CrossEntropyLoss()(logits, np.array(labels, dtype))
+    good = np.array([0, 3, 1], dtype)
+    assert np.isclose(float(gk.nn.CrossEntropyLoss()(logits, good)), np.log(4), rtol=1e-6)
+
+
 @pytest.mark.parametrize("labels", [[0, 3], [-1, 0]], ids=["too-large", "negative"])
 def test_cross_entropy_refuses_labels_out_of_range_on_every_backend(backend, labels):
     """The same ValueError on every backend: on the host at the call; on a device at the

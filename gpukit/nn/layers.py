@@ -187,7 +187,8 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        x = _floating_input(type(self).__name__, x)
+        if x.dtype.kind != "f":
+            x = _floating_input(type(self).__name__, x)
         y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         return y
 
@@ -407,7 +408,8 @@ class Softmax(Module):
         self._y: Any = None
 
     def forward(self, x: Any) -> Any:
-        x = _floating_input("Softmax", x)  # shifting integers by the max must not wrap
+        if x.dtype.kind != "f":  # shifting integers by the max must not wrap
+            x = _floating_input("Softmax", x)
         xp = _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)
@@ -466,8 +468,11 @@ class Dropout(Module):
 
     def _rng(self, x: Any) -> Any:
         """The mask generator for ``x``'s library and device (CuPy's lives on one device)."""
-        owner = _dispatch.owner_of(x)
-        key = (type(x), None if owner is None else owner.device_of(x))
+        if type(x) is np.ndarray:
+            key: Any = np.ndarray
+        else:
+            owner = _dispatch.owner_of(x)
+            key = (type(x), None if owner is None else owner.device_of(x))
         rng = self._rngs.get(key)
         if rng is None:
             xp = _dispatch.namespace(x)
@@ -475,15 +480,26 @@ class Dropout(Module):
                 rng = self._rngs[key] = xp.random.default_rng(self._seed)
         return rng
 
+    def _draw(self, x: Any) -> Any:
+        """A mask shaped like ``x``: 0 with probability ``p``, else ``1 / (1 - p)``."""
+        rng = self._rngs.get(np.ndarray) if type(x) is np.ndarray else None
+        if rng is None:
+            rng = self._rng(x)
+        keep = rng.random(x.shape, dtype=np.float32) >= self.p
+        mask = keep.astype(x.dtype)
+        if self.p < 1.0:
+            mask *= x.dtype.type(1.0 / (1.0 - self.p))
+        return mask
+
     def forward(self, x: Any) -> Any:
         if not self.training or self.p == 0.0:
             self._mask = None
             return x
-        with on_device_of(x):  # CuPy draws and allocates on the current device
-            keep = self._rng(x).random(x.shape, dtype=np.float32) >= self.p
-            mask = keep.astype(x.dtype)
-            if self.p < 1.0:
-                mask *= x.dtype.type(1.0 / (1.0 - self.p))
+        if type(x) is np.ndarray:
+            mask = self._draw(x)
+        else:
+            with on_device_of(x):  # CuPy draws and allocates on the current device
+                mask = self._draw(x)
         self._mask = mask
         return x * mask
 
@@ -495,6 +511,21 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+#: The last ``k`` axes, counted from the end, by ``k`` (LayerNorm's axes for any input)
+_TRAILING: dict[int, tuple[int, ...]] = {}
+
+
+def _row_mean(a: Any, axes: tuple[int, ...], n: int) -> Any:
+    """``a.mean(axis=axes, keepdims=True)`` for rows of ``n`` elements; on the host as the
+    sum divided by ``n`` in place: NumPy's ``mean`` wraps the same sum and division in a
+    Python layer that costs more than both on small rows (CuPy's is one launch, not two)."""
+    if type(a) is not np.ndarray:
+        return a.mean(axis=axes, keepdims=True)
+    total = a.sum(axis=axes, keepdims=True)
+    total /= n
+    return total
 
 
 def _scaled_rstd(xc: np.ndarray, axes: tuple[int, ...], eps: float, rstd: np.ndarray) -> Any:
@@ -572,28 +603,36 @@ class LayerNorm(Module):
         self._cache: Any = None
 
     def _axes(self, x: Any) -> tuple[int, ...]:
+        """The normalised axes of ``x``, counted from the end (ValueError for a wrong shape)."""
         k = len(self.normalized_shape)
-        if tuple(x.shape[x.ndim - k :]) != self.normalized_shape:
+        if tuple(x.shape[-k:]) != self.normalized_shape:
             raise ValueError(
                 f"LayerNorm{self.normalized_shape} got an input of shape {tuple(x.shape)}: "
                 f"its last {k} axes must be {self.normalized_shape}"
             )
-        return tuple(range(x.ndim - k, x.ndim))
+        axes = _TRAILING.get(k)
+        if axes is None:
+            axes = _TRAILING[k] = tuple(range(-k, 0))
+        return axes
 
     def forward(self, x: Any) -> Any:
-        xp = _dispatch.namespace(x)
+        xp = np if type(x) is np.ndarray else _dispatch.namespace(x)
         axes = self._axes(x)
         # float16 statistics in float32, as PyTorch does: squares of float16 overflow at 65504
-        work = x.astype(np.float32) if x.dtype == np.float16 else x
-        mean = work.mean(axis=axes, keepdims=True)
+        work = x.astype(np.float32) if x.dtype.char == "e" else x
+        n = math.prod(self.normalized_shape)
+        mean = _row_mean(work, axes, n)
         xc = work - mean
         # corrected two-pass: the centred rows' own mean is the first mean's rounding error
         # (a row of equal entries of 7e16 in float32 was centred to +-4e9 and normalised
         # to +-1 instead of 0 on CuPy; found by the fuzz test)
-        xc -= xc.mean(axis=axes, keepdims=True)
-        with np.errstate(over="ignore"):  # an overflowing sum of squares is rescued below
-            var = (xc * xc).mean(axis=axes, keepdims=True)
-        rstd = 1 / xp.sqrt(var + work.dtype.type(self.eps))
+        xc -= _row_mean(xc, axes, n)
+        if xp is np:
+            with np.errstate(over="ignore"):  # an overflowing sum of squares is rescued below
+                var = _row_mean(xc * xc, axes, n)
+        else:  # CuPy reports no floating-point errors: no errstate to pay for
+            var = _row_mean(xc * xc, axes, n)
+        rstd = 1 / xp.sqrt(var + float(self.eps))  # a Python float is weak: work's dtype
         if xp is np and not np.isfinite(var).all():  # host: a free check of one value a row
             rstd = _scaled_rstd(xc, axes, self.eps, rstd)
         xhat = xc * rstd
@@ -618,8 +657,9 @@ class LayerNorm(Module):
             g = g * self.weight.data
         if not need_input_grad:
             return None
-        gx = g - g.mean(axis=axes, keepdims=True)
-        gx -= xhat * (g * xhat).mean(axis=axes, keepdims=True)
+        n = math.prod(self.normalized_shape)
+        gx = g - _row_mean(g, axes, n)
+        gx -= xhat * _row_mean(g * xhat, axes, n)
         gx *= rstd
         return gx.astype(grad_output.dtype, copy=False)
 

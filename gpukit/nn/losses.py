@@ -11,7 +11,7 @@ from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.capabilities import declare
 from .._runtime import device_status as _status
-from .._runtime.memory import operation
+from .._runtime.memory import Policy, operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
 from .module import mismatch, on_device_of
@@ -57,16 +57,17 @@ class _Loss:
                 )
             )
 
-    @operation("gk.nn.loss")
     def __call__(self, output: Any, target: Any) -> Any:
         """The reduced loss, a 0-d array on the output's device."""
-        if type(output) is not np.ndarray or type(target) is not np.ndarray:
-            _dispatch.reject(f"gk.nn.{type(self).__name__}", output=output, target=target)
-        output, target = self._prepare(output, target)
-        if type(output) is np.ndarray:
-            return self._forward(output, target)
-        with on_device_of(output):  # CuPy computes on the current device: make it output's
-            return self._forward(output, target)
+        # the memory policy's steps inline (gk.nn.loss): one call level less than
+        # @operation on the path of every training step
+        try:
+            return _call(self, output, target)
+        except Exception as exc:
+            claimed = _CALL.claim(exc)
+            if claimed is None:
+                raise
+        return _CALL.retry(claimed, (self, output, target), {})
 
     @operation("gk.nn.loss.backward")
     def backward(self) -> Any:
@@ -84,6 +85,23 @@ class _Loss:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(reduction={self.reduction!r})"
+
+
+def _call(loss: _Loss, output: Any, target: Any) -> Any:
+    """:meth:`_Loss.__call__` without its memory policy."""
+    if type(output) is np.ndarray and type(target) is np.ndarray:
+        if output.dtype.isnative and target.dtype.isnative:
+            return loss._forward(output, target)
+    else:
+        _dispatch.reject(f"gk.nn.{type(loss).__name__}", output=output, target=target)
+    output, target = loss._prepare(output, target)
+    if type(output) is np.ndarray:
+        return loss._forward(output, target)
+    with on_device_of(output):  # CuPy computes on the current device: make it output's
+        return loss._forward(output, target)
+
+
+_CALL = Policy("gk.nn.loss", _call)
 
 
 def _same_shape(name: str, output: Any, target: Any) -> None:
@@ -210,7 +228,7 @@ class CrossEntropyLoss(_Loss):
         device = owner is not None and owner.is_device
         # host data: one reduction (negative labels, seen as unsigned, are huge) and the error
         # at once; a device records it instead (a check here would wait for the device)
-        if not device and n and int(labels.view(labels.dtype.str.replace("i", "u")).max()) >= c:
+        if not device and n and int(np.maximum.reduce(_unsigned(labels))) >= c:
             raise ValueError(
                 f"CrossEntropyLoss: labels must be in [0, {c}), got values in "
                 f"[{int(labels.min())}, {int(labels.max())}]"
@@ -221,10 +239,11 @@ class CrossEntropyLoss(_Loss):
             sums = probs.sum(axis=1, keepdims=True)
             probs /= sums
             # log p[i, j] = z[i, j] - log s[i]: only n logarithms, no (n, c) log-probabilities
-            log_sums = np.log(sums).sum(dtype=logits.dtype)
-            total = log_sums - z[np.arange(n), labels].sum(dtype=logits.dtype)
+            # (floating sums keep the logits' dtype)
+            log_sums = np.log(sums).sum()
+            total = log_sums - z[np.arange(n), labels].sum()
             if s:
-                total = (1 - s) * total - s / c * (z.sum(dtype=logits.dtype) - c * log_sums)
+                total = (1 - s) * total - s / c * (z.sum() - c * log_sums)
         else:
             # on a device the kernel flags a label out of range in the device's status:
             # optimizer steps there are skipped until the host reads it (_label_error)
@@ -306,6 +325,15 @@ class BCEWithLogitsLoss(_Loss):
         if self.reduction == "mean":
             g *= logits.dtype.type(1.0 / max(logits.size, 1))
         return g
+
+
+#: The unsigned integer type of each size (CrossEntropyLoss's one-reduction label check)
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _unsigned(labels: Any) -> Any:
+    """``labels`` seen as unsigned integers: negative labels become huge."""
+    return labels if labels.dtype.kind == "u" else labels.view(_UNSIGNED[labels.dtype.itemsize])
 
 
 def _label_error(slots: np.ndarray) -> ValueError:

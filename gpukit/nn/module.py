@@ -29,7 +29,7 @@ from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.kinds import kind_of
 from .._runtime import devices as _devices
-from .._runtime.memory import operation
+from .._runtime.memory import Policy, operation
 from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
 from ..errors import DeviceMismatchError
@@ -50,6 +50,8 @@ def _deferred() -> list[tuple[Parameter, Any]] | None:
 __all__ = ["Module", "Parameter"]
 
 _ndarray = np.ndarray
+#: Types of attribute values that are never a parameter or a module (Module._anchor)
+_LEAVES = frozenset({bool, int, float, str, tuple, list, dict, type(None), _ndarray})
 _UNSET: Any = object()  # need_input_grad not passed: the subclass's default applies
 
 
@@ -179,7 +181,6 @@ class Module:
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement backward")
 
-    @operation("gk.nn.Module.__call__")
     def __call__(self, x: Any) -> Any:
         """``forward(x)``, with ``x`` placed where the parameters live.
 
@@ -187,29 +188,15 @@ class Module:
         lists and scalars take the parameters' dtype. An array of another dtype than the
         parameters is a ``TypeError``: convert it, or the model (``model.to(dtype=...)``).
         """
-        if type(x) is not _ndarray and kind_of(x) is not None:
-            return self._call_kind(x)
-        typed = hasattr(x, "dtype")
-        if type(x) is not _ndarray or not x.dtype.isnative:  # lists, None, masked, >f4
-            x = _dtypes.check(f"gk.nn.{type(self).__name__}", "x", x)
-        anchor = self._anchor()
-        if anchor is not None:
-            ref = anchor.data
-            if type(x) is not type(ref) or type(x) is not _ndarray:
-                x = _place(x, ref)
-            if x.dtype != ref.dtype:
-                if typed:
-                    raise TypeError(
-                        mismatch(f"gk.nn.{type(self).__name__}", "x", x.dtype, ref.dtype)
-                    )
-                x = x.astype(ref.dtype)
-            if type(ref) is not _ndarray:
-                with on_device_of(ref):  # CuPy computes on the current device: the model's
-                    return self.forward(x)
-        elif type(x) is not _ndarray:
-            with on_device_of(x):  # no parameters: computed where the input lives
-                return self.forward(x)
-        return self.forward(x)
+        # the memory policy's steps inline (gk.nn.Module.__call__): one call level less
+        # than @operation on the path of every layer
+        try:
+            return _call(self, x)
+        except Exception as exc:
+            claimed = _CALL.claim(exc)
+            if claimed is None:
+                raise
+        return _CALL.retry(claimed, (self, x), {})
 
     def _call_kind(self, x: Any) -> Any:
         """``self(x)`` for a sharded (or other kind of) array: refused, naming the layer
@@ -220,15 +207,23 @@ class Module:
 
     def _anchor(self) -> Parameter | None:
         """The first parameter: where the module lives and its dtype."""
-        # _iter_parameters' order, without its generators (three a call, most of the cost
-        # of calling a layer that has no parameters)
-        own = vars(self).values()
-        for value in own:
+        # _iter_parameters' order (own parameters, then the children's) in one pass over
+        # the attributes, without its generators: most of the cost of calling a layer
+        # that has no parameters
+        children = None
+        for value in self.__dict__.values():
+            if type(value) in _LEAVES:
+                continue
             if isinstance(value, Parameter):
                 return value
-        for value in own:
             if isinstance(value, Module):
-                found = value._anchor()
+                if children is None:
+                    children = [value]
+                else:
+                    children.append(value)
+        if children is not None:
+            for child in children:
+                found = child._anchor()
                 if found is not None:
                     return found
         return None
@@ -491,7 +486,8 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def forward(self: Module, x: Any) -> Any:
         y = fn(self, x)
-        self._forwarded = True
+        if not self._forwarded:  # a read costs less than a write: once per module
+            self._forwarded = True
         return y
 
     forward.raw = fn  # type: ignore[attr-defined]
@@ -529,6 +525,38 @@ def _backward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     backward.raw = fn  # type: ignore[attr-defined]
     return backward
+
+
+def _call(module: Module, x: Any) -> Any:
+    """:meth:`Module.__call__` without its memory policy."""
+    if type(x) is _ndarray:
+        if not x.dtype.isnative:  # >f4
+            x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)
+        typed = True
+    else:
+        if kind_of(x) is not None:
+            return module._call_kind(x)
+        typed = hasattr(x, "dtype")
+        x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
+    anchor = module._anchor()
+    if anchor is not None:
+        ref = anchor.data
+        if type(x) is not type(ref) or type(x) is not _ndarray:
+            x = _place(x, ref)
+        if x.dtype != ref.dtype:
+            if typed:
+                raise TypeError(mismatch(f"gk.nn.{type(module).__name__}", "x", x.dtype, ref.dtype))
+            x = x.astype(ref.dtype)
+        if type(ref) is not _ndarray:
+            with on_device_of(ref):  # CuPy computes on the current device: the model's
+                return module.forward(x)
+    elif type(x) is not _ndarray:
+        with on_device_of(x):  # no parameters: computed where the input lives
+            return module.forward(x)
+    return module.forward(x)
+
+
+_CALL = Policy("gk.nn.Module.__call__", _call)
 
 
 def _place(x: Any, ref: Any) -> Any:
