@@ -322,6 +322,18 @@ def test_a_model_lives_where_its_first_parameter_does():
         model(np.ones((2, 3), dtype=np.float32))
 
 
+def test_a_container_follows_a_replaced_parameter():
+    """A parameter replaced inside a Sequential after calls (``m[0].weight = ...``) is
+    the one the next call places and types its input by."""
+    model = gk.nn.Sequential(gk.nn.Linear(2, 2), gk.nn.ReLU())
+    x = np.ones((1, 2), np.float32)
+    model(x)
+    model[0].weight = gk.nn.Parameter(np.ones((2, 2)))
+    assert model._anchor() is model.parameters()[0] is model[0].weight
+    with pytest.raises(TypeError, match="parameters are float64"):
+        model(x)
+
+
 def test_a_custom_module_finds_its_first_parameter_as_parameters_orders_them():
     """``Module._anchor`` (what ``model(x)`` places ``x`` by) is ``parameters()[0]``: own
     parameters before a sub-module's even when the sub-module is assigned first, an

@@ -93,14 +93,13 @@ class Sequential(Module):
                 raise TypeError(f"Sequential argument {i} must be a Module, got {type(m)!r}")
         self._layers = list(modules)
         self._steps: list[Any] | None = None
-        self._first: tuple[Parameter | None] | None = None  # a tuple: not a parameter itself
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
         if not isinstance(module, Module):
             raise TypeError(f"Sequential.append needs a Module, got {type(module)!r}")
         self._layers.append(module)
-        self._steps = self._first = None
+        self._steps = None
         return self
 
     def __getitem__(self, index: int) -> Module:
@@ -117,9 +116,13 @@ class Sequential(Module):
             yield str(i), m
 
     def _anchor(self) -> Parameter | None:
-        if self._first is None:
-            self._first = (next(self._iter_parameters(), None),)
-        return self._first[0]
+        # asked of the layers on every call, never kept: a layer's parameter may be
+        # replaced (m[0].weight = ...) without the container seeing it
+        for layer in self._layers:
+            found = layer._anchor()
+            if found is not None:
+                return found
+        return None
 
     def _plan(self) -> list[Any]:
         steps: list[Any] = []
