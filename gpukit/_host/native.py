@@ -276,12 +276,15 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
     fn, code = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name)
     if not bias:  # nothing per column: one long row, as bias_act
         rows, cols = 1, rows * cols
+    # the plan's own -0.0 bias (only read), not the thread's kept one, which may be
+    # replaced by a larger one while a plan still points at it
+    nz = None if bias else np.full(cols, -0.0, dtype)
 
     def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
         if _off.get():
             return False
         try:
-            fn(x, b if bias else _kept("nz", dtype, cols), y, rows, cols, cols, code, slope)
+            fn(x, b if bias else nz, y, rows, cols, cols, code, slope)
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
@@ -300,12 +303,13 @@ def plan_bias_act_grad(
         return None
     fn, code = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name)
     flag, zeros = int(of_output), np.zeros
+    nz = None if bias else np.full(cols, -0.0, dtype)  # as plan_bias_act's
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
         if _off.get():
             return None
         acc = zeros(cols)
-        bp = b if bias else _kept("nz", dtype, cols)
+        bp = b if bias else nz
         part = _kept("part", dtype, cols)
         try:
             fn(g, v, bp, gx, acc, part, rows, cols, cols, code, slope, flag)
