@@ -66,6 +66,11 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 def bias_activation_backward(
     grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None, output=None
 ):
+    if activation == "identity":  # grad_x is grad_y itself: only its column sums to make
+        c = bias.size
+        if not c:
+            return grad_y, cupy.empty(0, x.dtype) if grad_bias_out is None else grad_bias_out
+        return grad_y, grad_y.reshape(-1, c).sum(axis=0, out=grad_bias_out)
     # output (an activation of FROM_OUTPUT only): the derivative is read from it, in x's place
     of_output = output is not None
     grad_y = cupy.ascontiguousarray(grad_y)
