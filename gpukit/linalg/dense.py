@@ -178,15 +178,9 @@ def solve(
     else:  # a and b as they came: no broadcast, no cast
         squeeze = False
     backend, kind, method, solver, eps = plan
-    # b is checked through x: every entry of b (after the row permutation) reaches one
-    # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
-    # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
-    # non-finite b gives a non-finite x, and failure names b in finite's ValueError
-    # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
-    # One pass over b less, and one device synchronisation less on a GPU.
-    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
-        raise ValueError(_checks.non_finite(op, "a", a))
     if solver is None:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+        if check_finite:
+            _checks.finite(op, backend, "a", a)
         x = backend.xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
     # LU reads a general matrix as it is; any other, what its structure names of it
@@ -195,6 +189,17 @@ def solve(
         if kind == "gen" and not transposed
         else _structure.effective(backend.xp, a, kind, lower, transposed)[0]
     )
+    if backend.is_device:
+        x = _solve_on_device(op, backend, method, solver, eps, a, b, m, check_finite)
+        return x[..., 0] if squeeze else x
+    # b is checked through x: every entry of b (after the row permutation) reaches one
+    # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
+    # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
+    # non-finite b gives a non-finite x, and failure names b in finite's ValueError
+    # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
+    # One pass over b less, and one device synchronisation less on a GPU.
+    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
+        raise ValueError(_checks.non_finite(op, "a", a))
     # _checks.guarded's steps, inline: the library's error or a non-finite x is a failure
     try:
         x, rcond = solver(m, b)
@@ -205,6 +210,43 @@ def solve(
     if type(rcond) is not float or not rcond >= eps:  # one host matrix above eps: no warning
         _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
     return x[..., 0] if squeeze else x
+
+
+def _solve_on_device(
+    op: str,
+    backend: Any,
+    method: str,
+    solver: Any,
+    eps: float,
+    a: Any,
+    b: Any,
+    m: Any,
+    check_finite: bool,
+) -> Any:
+    """``solve``'s last steps on a device: ``x`` of ``solver(m, b)``, with the checks of
+    the host's steps (``a`` finite, before the solver's failure; ``x`` finite; rcond at
+    least ``eps``) made on the device and read once, after the solve. ``m`` (``a``, or
+    what its structure names of it) is screened (``Backend.linalg_screened``) so the
+    solver never sees the NaN or inf the unread check refuses."""
+    flags = []
+    if check_finite:
+        flags.append(backend.linalg_finite_flag(a))
+        m = backend.linalg_screened(m, flags[0])
+    failed = None
+    try:
+        x, rcond = solver(m, b)
+    except np.linalg.LinAlgError as exc:  # a solver that reads its own verdict (devInfo)
+        failed = exc
+    else:
+        flags += [backend.linalg_finite_flag(x), (rcond >= eps).all()]
+    verdicts = backend.linalg_read(flags) if flags else []
+    if check_finite and not verdicts[0]:
+        raise ValueError(_checks.non_finite(op, "a", a))
+    if failed is not None or not verdicts[-2]:
+        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b)) from failed
+    if not verdicts[-1]:  # NaN is not above eps
+        _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
+    return x
 
 
 @operation("gk.linalg.lstsq")
@@ -276,15 +318,13 @@ def lstsq(
             )
         a, b = _checks.as_inexact(backend.xp, a, b)
         keep(_LSTSQ, key, since, backend, backend, given, (a, b))
-    if check_finite:
-        _checks.finite(op, backend, "a", a)
-        _checks.finite(op, backend, "b", b)
     x, res, rank, s = _checks.guarded(
         op,
         backend,
         "the SVD of 'a' did not converge",
         ("a", "b"),
         (a, b),
+        2 if check_finite else 0,
         None,
         backend.linalg_lstsq,
         a,
@@ -342,9 +382,17 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     [[0.5, 0.0], [0.0, 0.25]]
     """
     op = "gk.linalg.inv"
-    backend, a = _matrix_input(op, a, check_finite)
+    backend, a = _matrix_input(op, a)
     return _checks.guarded(
-        op, backend, "matrix 'a' is singular", ("a",), (a,), _checks.itself, backend.linalg_inv, a
+        op,
+        backend,
+        "matrix 'a' is singular",
+        ("a",),
+        (a,),
+        check_finite,
+        _checks.itself,
+        backend.linalg_inv,
+        a,
     )
 
 
@@ -353,11 +401,10 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
 _MATRIX = _plans.table()
 
 
-def _matrix_input(
-    op: str, a: Any, check_finite: bool, shape_check: Any = _checks.square
-) -> tuple[Any, Any]:
+def _matrix_input(op: str, a: Any, shape_check: Any = _checks.square) -> tuple[Any, Any]:
     """``a`` placed, its shape checked (a stack of square matrices unless ``shape_check``
-    says otherwise), in an inexact dtype and finite; planned per key."""
+    says otherwise), in an inexact dtype; planned per key. Its values are checked by the
+    caller (:func:`_finite_matrix`, or :func:`_checks.guarded` with the result's)."""
     backend, key = plan_for(_MATRIX, op, a)
     if backend is None:
         since = _plans.generation()
@@ -366,6 +413,15 @@ def _matrix_input(
         shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
         keep(_MATRIX, key, since, backend, backend, (given,), (a,))
+    return backend, a
+
+
+def _finite_matrix(
+    op: str, a: Any, check_finite: bool, shape_check: Any = _checks.square
+) -> tuple[Any, Any]:
+    """:func:`_matrix_input`, and ``a`` finite: a read of its own on a device, for the
+    operations that have nothing else to check."""
+    backend, a = _matrix_input(op, a, shape_check)
     if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
         raise ValueError(_checks.non_finite(op, "a", a))
     return backend, a
@@ -405,7 +461,7 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
     >>> float(gk.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]])).round(12))
     -2.0
     """
-    backend, a = _matrix_input("gk.linalg.det", a, check_finite)
+    backend, a = _finite_matrix("gk.linalg.det", a, check_finite)
     return backend.linalg_det(a)
 
 
@@ -447,7 +503,7 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     >>> float(result.sign), round(float(result.logabsdet), 3)
     (-1.0, 921.034)
     """
-    backend, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
+    backend, a = _finite_matrix("gk.linalg.slogdet", a, check_finite)
     out = backend.linalg_slogdet(a)
     return out if type(out) is SlogdetResult else SlogdetResult(*out)
 
@@ -489,13 +545,14 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     [[2.0, 0.0], [1.0, 2.0]]
     """
     op = "gk.linalg.cholesky"
-    backend, a = _matrix_input(op, a, check_finite)
+    backend, a = _matrix_input(op, a)
     return _checks.guarded(
         op,
         backend,
         "matrix 'a' is not positive definite",
         ("a",),
         (a,),
+        check_finite,
         _checks.itself,
         backend.linalg_cholesky,
         a,
@@ -567,9 +624,9 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
     else:  # c and b as they came: no broadcast, no cast
         (backend, empty), squeeze = plan, False
     xp = backend.xp
-    if check_finite:  # b is checked through x, in guarded, as in solve
-        _checks.finite(op, backend, "c", c)
     if empty:  # nothing to solve (LAPACK refuses n = 0)
+        if check_finite:
+            _checks.finite(op, backend, "c", c)
         x = xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
     # the backends read the lower triangle of a lower factor: an upper one U gives
@@ -582,6 +639,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
         "factor 'c' is singular",
         ("c", "b"),
         (c, b),
+        check_finite,  # c; b is checked through x, as in solve
         _checks.itself,
         backend.linalg_cho_solve,
         lower_factor,
@@ -645,7 +703,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     op = "gk.linalg.qr"
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
+    backend, a = _finite_matrix(op, a, check_finite, _checks.matrix)
     out = backend.linalg_qr(a, mode)
     return out if mode == "r" or type(out) is QRResult else QRResult(*out)
 
@@ -697,13 +755,14 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     op = "gk.linalg.eigh"
     if UPLO not in ("L", "U"):
         raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
-    backend, a = _matrix_input(op, a, check_finite)
+    backend, a = _matrix_input(op, a)
     out = _checks.guarded(
         op,
         backend,
         "the eigensolver did not converge for 'a'",
         ("a",),
         (a,),
+        check_finite,
         _checks.each,
         backend.linalg_eigh,
         a,
@@ -774,13 +833,14 @@ def svd(
     [1.0, 1.0]
     """
     op = "gk.linalg.svd"
-    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
+    backend, a = _matrix_input(op, a, _checks.matrix)
     out = _checks.guarded(
         op,
         backend,
         "the SVD of 'a' did not converge",
         ("a",),
         (a,),
+        check_finite,
         _checks.each if compute_uv else _checks.itself,
         backend.linalg_svd,
         a,
