@@ -195,22 +195,22 @@ def guarded(
     """``call(*args)``; raise :class:`LinAlgError` on a library error or non-finite result.
 
     ``inputs`` (called ``names``) are the arguments; the first one is the matrix
-    ``problem`` is about. The first ``finite`` of them are checked as :func:`finite` does
-    (SciPy's ``check_finite``: a bool counts as 0 or 1), in order, before the library's
-    failure is reported. On failure, an input holding NaN/inf (possible with
+    ``problem`` is about. The first ``finite`` (0, 1 or 2; a bool counts as 0 or 1) of
+    them are checked as :func:`finite` does (SciPy's ``check_finite``), in order, before
+    the library's failure is reported. On failure, an input holding NaN/inf (possible with
     ``check_finite=False``) is named in a ValueError instead: a NaN is not a singular
     matrix. Messages are built only on failure (formatting a dtype costs microseconds
     on every call). ``check`` picks the outputs to test for NaN/inf (none when None:
     :func:`itself`, :func:`each`, :func:`first`).
 
-    On a device every check is made there and read once (:func:`_guarded_on_device`).
+    This is the host's: each check is answered at once. A device's is
+    :func:`guarded_on_device`; :func:`guard` picks one, once per plan.
     """
-    if backend.is_device:
-        return _guarded_on_device(op, backend, problem, names, inputs, finite, check, call, args)
     if finite:
-        for name, x in zip(names[:finite], inputs, strict=False):
-            if not backend.linalg_all_finite(x):
-                raise ValueError(non_finite(op, name, x))
+        if not backend.linalg_all_finite(inputs[0]):
+            raise ValueError(non_finite(op, names[0], inputs[0]))
+        if finite > 1 and not backend.linalg_all_finite(inputs[1]):
+            raise ValueError(non_finite(op, names[1], inputs[1]))
     try:
         out = call(*args)
     except np.linalg.LinAlgError as exc:
@@ -222,7 +222,7 @@ def guarded(
     return out
 
 
-def _guarded_on_device(
+def guarded_on_device(
     op: str,
     backend: Backend,
     problem: str,
@@ -231,7 +231,7 @@ def _guarded_on_device(
     finite: int,
     check: Callable[[Any], tuple[Any, ...]] | None,
     call: Callable[..., Any],
-    args: tuple[Any, ...],
+    *args: Any,
 ) -> Any:
     """:func:`guarded` with its checks made on the device and read once, after the call.
 
@@ -259,6 +259,11 @@ def _guarded_on_device(
     if failed is not None or not all(verdicts[finite:]):
         raise failure(op, backend, problem, names, inputs) from failed
     return out
+
+
+def guard(backend: Backend) -> Callable[..., Any]:
+    """:func:`guarded` for a host backend, :func:`guarded_on_device` for a device's."""
+    return guarded_on_device if backend.is_device else guarded
 
 
 def itself(out: Any) -> tuple[Any, ...]:
