@@ -189,15 +189,15 @@ def solve(
         if kind == "gen" and not transposed
         else _structure.effective(backend.xp, a, kind, lower, transposed)[0]
     )
-    if device:
-        x = _solve_on_device(op, backend, method, solver, eps, a, b, m, check_finite)
-        return x[..., 0] if squeeze else x
     # b is checked through x: every entry of b (after the row permutation) reaches one
     # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
     # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
     # non-finite b gives a non-finite x, and failure names b in finite's ValueError
     # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
     # One pass over b less, and one device synchronisation less on a GPU.
+    if device:
+        x = _solve_on_device(op, backend, method, solver, eps, a, b, m, check_finite)
+        return x[..., 0] if squeeze else x
     if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
         raise ValueError(_checks.non_finite(op, "a", a))
     # _checks.guarded's steps, inline: the library's error or a non-finite x is a failure
@@ -238,7 +238,9 @@ def _solve_on_device(
     except np.linalg.LinAlgError as exc:  # a solver that reads its own verdict (devInfo)
         failed = exc
     else:
-        flags += [backend.linalg_finite_flag(x), (rcond >= eps).all()]
+        conditioned = rcond >= eps  # a stack's is reduced to one flag
+        conditioned = conditioned.all() if conditioned.ndim else conditioned
+        flags += [backend.linalg_finite_flag(x), conditioned]
     verdicts = backend.linalg_read(flags) if flags else []
     if check_finite and not verdicts[0]:
         raise ValueError(_checks.non_finite(op, "a", a))
