@@ -8,6 +8,9 @@ when a change meets one, the xfail fails and the marker goes.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import pytest
 
 from asv_bench import gpu_cost
@@ -165,10 +168,96 @@ def test_fft_of_a_size_seen_creates_no_plan_and_copies_nothing():
 # -- a dense solve ---------------------------------------------------------------------------
 def test_solve_reads_back_only_its_verdicts():
     """``solve`` of one 1000x1000 matrix: its condition number from the inverse the factors
-    give (no host vectors: the estimate's solves went through the host), and five reads:
-    ``a`` finite, CuPy's two reads of getrf's devInfo, ``x`` finite, rcond above eps."""
+    give (no host vectors: the estimate's solves went through the host), and one read of
+    its three verdicts: ``a`` finite, ``x`` finite (an LU's zero pivot makes it not: no
+    devInfo read), rcond above eps."""
     s = cost("solve_1000")
     assert s.h2d_copies == 0
     assert s.d2h_bytes <= s.d2h_copies * 8  # flags and scalars, never a vector
-    assert s.syncs <= 5
+    assert s.syncs <= 1 and s.d2h_copies <= 1
     assert s.pool_misses == 0
+
+
+# -- dense linear algebra: reads per warm call -------------------------------------------------
+# Device reads (host synchronisations) per warm call of a small problem: the value checks
+# SciPy's semantics need are made on the device and read once. Where only cuSOLVER's devInfo
+# tells a failure (Cholesky, the eigen and singular value iterations), CuPy reads it itself
+# under cupyx.errstate(linalg="raise"): one read more, until gpukit gets devInfo unread.
+DENSE_READS_NOT_MET = {
+    "solve pos": "2 (CuPy's devInfo read of the Cholesky factorisation, then gpukit's)",
+    "solve pos unchecked": "2 (CuPy's devInfo read of the Cholesky factorisation, then gpukit's)",
+    "cholesky": "2 (CuPy's devInfo read, then gpukit's)",
+    "eigh": "2 (CuPy's devInfo read, then gpukit's)",
+    "svd": "2 (CuPy's devInfo read, then gpukit's)",
+    "lstsq": "3 (CuPy's devInfo read, gpukit's checks, the rank)",
+    "cholesky unchecked": "2 (CuPy's devInfo read, then the result's check)",
+    "eigh unchecked": "2 (CuPy's devInfo read, then the result's check)",
+    "svd unchecked": "2 (CuPy's devInfo read, then the result's check)",
+    "lstsq unchecked": "2 (CuPy's devInfo read, the rank)",
+}
+
+
+def _dense_calls(gk, xp) -> dict:
+    rng = np.random.default_rng(7)
+    m = rng.standard_normal((4, 4))
+    spd = xp.asarray(m @ m.T + 4 * np.eye(4))
+    b, tall = xp.asarray(rng.standard_normal(4)), xp.asarray(rng.standard_normal((6, 4)))
+    r = xp.asarray(rng.standard_normal(1024))
+    la = gk.linalg
+    calls = {
+        "solve": lambda f: la.solve(spd, b, check_finite=f),
+        "solve pos": lambda f: la.solve(spd, b, assume_a="pos", check_finite=f),
+        "inv": lambda f: la.inv(spd, check_finite=f),
+        "det": lambda f: la.det(spd, check_finite=f),
+        "slogdet": lambda f: la.slogdet(spd, check_finite=f),
+        "qr": lambda f: la.qr(spd, check_finite=f),
+        "cholesky": lambda f: la.cholesky(spd, check_finite=f),
+        "cho_solve": lambda f: la.cho_solve(spd, b, check_finite=f),  # spd's lower as a factor
+        "eigh": lambda f: la.eigh(spd, check_finite=f),
+        "svd": lambda f: la.svd(spd, check_finite=f),
+        "lstsq": lambda f: la.lstsq(tall, tall[:, 0], check_finite=f),
+    }
+    return {
+        **{name: functools.partial(call, True) for name, call in calls.items()},
+        **{f"{name} unchecked": functools.partial(call, False) for name, call in calls.items()},
+        "norm": lambda: la.norm(r),
+    }
+
+
+#: reads per warm call: none where nothing is left to check
+DENSE_READS = {
+    **dict.fromkeys(["solve", "solve pos", "inv", "det", "slogdet", "qr", "norm"], 1),
+    **dict.fromkeys(["cholesky", "cho_solve", "eigh", "svd", "lstsq"], 1),
+    **dict.fromkeys(["det unchecked", "slogdet unchecked", "qr unchecked"], 0),
+    **dict.fromkeys(["solve unchecked", "inv unchecked", "cho_solve unchecked"], 1),
+    **dict.fromkeys(["cholesky unchecked", "eigh unchecked", "svd unchecked"], 1),
+    "solve pos unchecked": 1,
+    "lstsq unchecked": 1,
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=_not_met(DENSE_READS_NOT_MET[n], f"<= {k}"))
+        if n in DENSE_READS_NOT_MET
+        else n
+        for n, k in DENSE_READS.items()
+    ],
+)
+def test_dense_linalg_reads_once_per_call(name):
+    """A warm call's checks (inputs finite, result finite, solve's conditioning, norm's
+    range) are one read together, or none when nothing needs one."""
+    if not simulated():
+        pytest.skip("GPU cost is counted on the CuPy simulator (python -m pytest --cupy=sim)")
+    import cupy
+    import cupysim
+
+    gk = gpu_cost._gk()
+    call = _dense_calls(gk, cupy)[name]
+    call(), call()  # the second on the kept plan
+    with cupysim.trace() as t:
+        call()
+    s = t.summary()
+    assert s.syncs <= DENSE_READS[name]
+    assert s.d2h_copies <= s.syncs and s.h2d_copies == 0

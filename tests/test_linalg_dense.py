@@ -12,7 +12,7 @@ import pytest
 import gpukit as gk
 from gpukit.testing import random_array, random_spd
 
-from helpers import TOL, flushed, rel_err
+from helpers import TOL, flushed, rel_err, same_errors_warm_as_cold
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -484,6 +484,50 @@ def test_warm_calls_still_raise_linalg_errors(backend, xp, rng):
         _warm(lambda fn=fn: fn(xp.asarray(a), check_finite=False))
         with pytest.raises(ValueError, match="argument 'a' holds NaN or inf"):
             fn(xp.asarray(nan), check_finite=False)
+
+
+def test_dense_errors_are_the_same_warm_as_cold(backend, xp, rng):
+    """Each refusal -- NaN or inf in an input, a singular or indefinite matrix, a NaN that
+    check_finite=False let through, an input's NaN before the library's failure -- is the
+    same error on a warm call as on a cold one (on a device, where a call's checks are
+    read together after it, too)."""
+    la = gk.linalg
+    a, b = random_spd(4, np.float64, rng=rng), random_array(4, np.float64, rng=rng)
+    tall = random_array((6, 4), np.float64, rng=rng)
+    nan, singular = _with_nan(a, (0, 0)), np.ones((4, 4))
+    c = np.linalg.cholesky(a)
+    A, B, T, C = (xp.asarray(x) for x in (a, b, tall, c))
+    N, S = xp.asarray(nan), xp.asarray(singular)
+    warm = [
+        lambda: la.solve(A, B),
+        lambda: la.inv(A),
+        lambda: la.det(A),
+        lambda: la.qr(A),
+        lambda: la.cholesky(A),
+        lambda: la.cho_solve(C, B),
+        lambda: la.eigh(A),
+        lambda: la.svd(A),
+        lambda: la.lstsq(T, T[:, 0]),
+    ]
+    failing = [
+        lambda: la.solve(N, B),
+        lambda: la.solve(A, xp.asarray(_with_nan(b, (0,)))),
+        lambda: la.solve(S, B),
+        lambda: la.inv(N),
+        lambda: la.inv(S),
+        lambda: la.det(N),
+        lambda: la.qr(N),
+        lambda: la.cholesky(-A),
+        lambda: la.cholesky(N),  # the NaN, not an indefinite matrix
+        lambda: la.cholesky(N, check_finite=False),
+        lambda: la.cho_solve(xp.asarray(_with_nan(c, (0, 0))), B),
+        lambda: la.cho_solve(xp.zeros((4, 4)), B),
+        lambda: la.eigh(N),
+        lambda: la.svd(N),
+        lambda: la.lstsq(xp.asarray(_with_nan(tall, (0, 0))), T[:, 0]),
+        lambda: la.lstsq(T, xp.asarray(_with_nan(tall[:, 0], (0,)))),
+    ]
+    same_errors_warm_as_cold(warm, failing)
 
 
 @pytest.mark.parametrize("assume_a", ["gen", "pos", "diagonal"])

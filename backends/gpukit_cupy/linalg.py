@@ -1,9 +1,13 @@
 """CuPy linear algebra: cuSOLVER through cupy.linalg and cupyx.lapack.
 
 CuPy ignores cuSOLVER's ``devInfo`` by default (a singular or indefinite matrix gives
-NaN or garbage silently). Every call here runs under ``cupyx.errstate(linalg="raise")``
-so the failure surfaces as ``numpy.linalg.LinAlgError``, which the front-end turns into
-``gk.LinAlgError`` with the same message as on the CPU.
+NaN or garbage silently). Where only ``devInfo`` tells a failure (Cholesky, the eigen and
+singular value iterations) the call runs under ``cupyx.errstate(linalg="raise")``, so the
+failure surfaces as ``numpy.linalg.LinAlgError``, which the front-end turns into
+``gk.LinAlgError`` with the same message as on the CPU; CuPy reads ``devInfo`` back for it
+(a device synchronisation). The LU solves and inverses do without: an exactly zero pivot
+makes their result non-finite (a division by it), which the front-end's check of the
+result reports, in the one read it makes of all its checks (:meth:`CupyLinalg.linalg_read`).
 """
 
 from __future__ import annotations
@@ -39,19 +43,24 @@ class CupyLinalg(LinalgOps):
 
         return DeviceSpace(self.xp, dtype)
 
-    def linalg_solve(self, a: Any, b: Any, assume_a: str) -> Any:
-        with _raising():
-            if assume_a == "pos":
-                import cupyx.lapack
+    def linalg_read(self, flags: list[Any]) -> list[Any]:
+        if len(flags) == 1:
+            return [flags[0].item()]
+        return self.xp.stack(flags).get().tolist()  # one kernel and one read for all
 
-                if a.ndim > 2:
-                    # The batched posv copies a in C order and asks cuSOLVER (column
-                    # major) for the LOWER triangle: it reads a's *upper* triangle
-                    # (cupyx/lapack.py, _batched_posv), the 2-D one a's lower. The
-                    # contract is the lower one: hand it conj(a.T), whose upper it is.
-                    a = a.swapaxes(-1, -2).conj()
-                return cupyx.lapack.posv(a, b)
+    def linalg_solve(self, a: Any, b: Any, assume_a: str) -> Any:
+        if assume_a != "pos":  # LU: a zero pivot shows in x
             return super().linalg_solve(a, b, assume_a)
+        import cupyx.lapack
+
+        if a.ndim > 2:
+            # The batched posv copies a in C order and asks cuSOLVER (column
+            # major) for the LOWER triangle: it reads a's *upper* triangle
+            # (cupyx/lapack.py, _batched_posv), the 2-D one a's lower. The
+            # contract is the lower one: hand it conj(a.T), whose upper it is.
+            a = a.swapaxes(-1, -2).conj()
+        with _raising():
+            return cupyx.lapack.posv(a, b)
 
     def linalg_solve_rcond(self, a: Any, b: Any, assume_a: str) -> tuple[Any, Any]:
         """cuSOLVER has no xGECON: rcond comes from the factors already made for the
@@ -62,16 +71,27 @@ class CupyLinalg(LinalgOps):
         import cupyx.scipy.linalg
 
         xp = self.xp
+        n = a.shape[0]
+        pos = assume_a == "pos"
+        anorm = hermitian_norm1(xp, a) if pos else xp.abs(a).sum(axis=0).max()
+        if n <= EXACT_RCOND_MAX:  # rcond stays on the device: one read, the caller's
+            # x and the inverse from one solve of [I | b]: one factorisation and no
+            # devInfo read of the LU (a zero pivot leaves inf or NaN in x)
+            rhs = xp.concatenate((xp.eye(n, dtype=a.dtype), b.reshape(n, -1)), axis=1)
+            if pos:  # a's lower triangle, as posv
+                both = self.linalg_cho_solve(self.linalg_cholesky(a), rhs)
+            else:
+                both = xp.linalg.solve(a, rhs)
+            x = both[:, n:].reshape(b.shape)
+            return x, 1 / (anorm * xp.abs(both[:, :n]).sum(axis=0).max())
         with _raising():
-            if assume_a == "pos":
-                anorm = hermitian_norm1(xp, a)
+            if pos:
                 c = self.linalg_cholesky(a)  # reads a's lower triangle, as posv
 
                 def solve(v: Any, adjoint: bool) -> Any:
                     return self.linalg_cho_solve(c, v)  # inv(A) is Hermitian
 
             else:
-                anorm = xp.abs(a).sum(axis=0).max()
                 lu = cupyx.scipy.linalg.lu_factor(a, check_finite=False)
                 adjoint_op = 2 if a.dtype.kind == "c" else 1
 
@@ -82,20 +102,12 @@ class CupyLinalg(LinalgOps):
             # at an exactly zero pivot lu_factor warns (CuPy's RuntimeWarning) and x holds
             # inf or NaN, which the front-end reports as LinAlgError
             x = solve(b, False)
-            n = a.shape[0]
-            if n <= EXACT_RCOND_MAX:  # rcond stays on the device: one read, the caller's
-                inverse = solve(xp.eye(n, dtype=a.dtype), False)
-                return x, 1 / (anorm * xp.abs(inverse).sum(axis=0).max())
 
             def host_solve(v: np.ndarray, adjoint: bool) -> np.ndarray:
                 return xp.asnumpy(solve(xp.asarray(v.astype(a.dtype)), adjoint))
 
             inverse = norm1_inverse_estimate(host_solve, n)
         return x, 1 / (anorm * inverse)
-
-    def linalg_inv(self, a: Any) -> Any:
-        with _raising():
-            return super().linalg_inv(a)
 
     def linalg_cholesky(self, a: Any) -> Any:
         with _raising():
@@ -108,8 +120,9 @@ class CupyLinalg(LinalgOps):
         # potrs solves in b's memory when b already has its layout (a vector, an
         # F-ordered matrix, a C-ordered batch): copy so the caller's b is never written.
         b = cupy.array(b, order="F" if c.ndim == 2 else "C")
-        with _raising():
-            return cupyx.lapack.potrs(c, b, lower=True)
+        # potrs's devInfo reports only invalid arguments: a zero on the factor's diagonal
+        # shows in x, as the LU's zero pivot
+        return cupyx.lapack.potrs(c, b, lower=True)
 
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         with _raising():

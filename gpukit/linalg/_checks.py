@@ -187,6 +187,7 @@ def guarded(
     problem: str,
     names: tuple[str, ...],
     inputs: tuple[Any, ...],
+    finite: int,
     check: Callable[[Any], tuple[Any, ...]] | None,
     call: Callable[..., Any],
     *args: Any,
@@ -194,12 +195,22 @@ def guarded(
     """``call(*args)``; raise :class:`LinAlgError` on a library error or non-finite result.
 
     ``inputs`` (called ``names``) are the arguments; the first one is the matrix
-    ``problem`` is about. On failure, an input holding NaN/inf (possible with
+    ``problem`` is about. The first ``finite`` (0, 1 or 2; a bool counts as 0 or 1) of
+    them are checked as :func:`finite` does (SciPy's ``check_finite``), in order, before
+    the library's failure is reported. On failure, an input holding NaN/inf (possible with
     ``check_finite=False``) is named in a ValueError instead: a NaN is not a singular
     matrix. Messages are built only on failure (formatting a dtype costs microseconds
     on every call). ``check`` picks the outputs to test for NaN/inf (none when None:
     :func:`itself`, :func:`each`, :func:`first`).
+
+    This is the host's: each check is answered at once. A device's is
+    :func:`guarded_on_device`; :func:`guard` picks one, once per plan.
     """
+    if finite:
+        if not backend.linalg_all_finite(inputs[0]):
+            raise ValueError(non_finite(op, names[0], inputs[0]))
+        if finite > 1 and not backend.linalg_all_finite(inputs[1]):
+            raise ValueError(non_finite(op, names[1], inputs[1]))
     try:
         out = call(*args)
     except np.linalg.LinAlgError as exc:
@@ -209,6 +220,50 @@ def guarded(
             if not backend.linalg_all_finite(x):
                 raise failure(op, backend, problem, names, inputs)
     return out
+
+
+def guarded_on_device(
+    op: str,
+    backend: Backend,
+    problem: str,
+    names: tuple[str, ...],
+    inputs: tuple[Any, ...],
+    finite: int,
+    check: Callable[[Any], tuple[Any, ...]] | None,
+    call: Callable[..., Any],
+    *args: Any,
+) -> Any:
+    """:func:`guarded` with its checks made on the device and read once, after the call.
+
+    The first ``finite`` of ``args`` are those inputs (or arrays made from them): the
+    library gets them screened (:meth:`~gpukit.backend.Backend.linalg_screened`), so it
+    never sees the NaN or inf the unread check refuses, and the verdicts are raised in
+    :func:`guarded`'s order.
+    """
+    flags = [backend.linalg_finite_flag(x) for x in inputs[:finite]]
+    if flags:
+        screened = [backend.linalg_screened(x, ok) for x, ok in zip(args, flags, strict=False)]
+        args = (*screened, *args[finite:])
+    failed = None
+    try:
+        out = call(*args)
+    except np.linalg.LinAlgError as exc:  # a library that reads its own verdict (devInfo)
+        failed = exc
+    else:
+        if check is not None:
+            flags += [backend.linalg_finite_flag(x) for x in check(out)]
+    verdicts = backend.linalg_read(flags) if flags else []
+    for name, x, ok in zip(names, inputs, verdicts[:finite], strict=False):
+        if not ok:
+            raise ValueError(non_finite(op, name, x))
+    if failed is not None or not all(verdicts[finite:]):
+        raise failure(op, backend, problem, names, inputs) from failed
+    return out
+
+
+def guard(backend: Backend) -> Callable[..., Any]:
+    """:func:`guarded` for a host backend, :func:`guarded_on_device` for a device's."""
+    return guarded_on_device if backend.is_device else guarded
 
 
 def itself(out: Any) -> tuple[Any, ...]:

@@ -35,11 +35,13 @@ def rescue(xp: Any, norm: Any, x: Any, out: Any, axes: tuple[int, ...], keepdims
     slice, so the whole result is replaced (a slice of zeros stays 0, one holding inf or NaN stays
     inf or NaN, one whose norm exceeds the dtype becomes inf). ``xp`` is the array module
     (NumPy's functions also serve sharded arrays, through their ufunc protocol). On a GPU,
-    deciding whether any value needs it is one small reduction and a synchronisation.
+    deciding whether any value needs it is one read (of a single norm), or one small
+    reduction and a read.
     """
-    if isinstance(out, np.generic) and 0.0 < float(out) < math.inf:
-        return out  # the common host case, without array operations
-    if not bool(xp.any((out == 0) | xp.isinf(out))):
+    if out.ndim == 0:  # one norm: its value decides, without array operations
+        if 0.0 < float(out) < math.inf:
+            return out
+    elif not bool(xp.any((out == 0) | xp.isinf(out))):
         return out
     mag = xp.abs(x)
     top = mag.max(axis=axes, keepdims=True)

@@ -71,8 +71,8 @@ def solve(
 
 
 # (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
-# structure, method, solver: None when either is empty, eps of the dtype) where a and b
-# pass the checks unchanged
+# structure, method, solver: None when either is empty, eps of the dtype, whether the
+# backend is a device's) where a and b pass the checks unchanged
 _SOLVE = _plans.table()
 
 
@@ -173,20 +173,14 @@ def solve(
         a, b = _checks.as_inexact(backend.xp, a, b)
         method = _structure.method(kind)
         solver = None if a.size == 0 or b.size == 0 else _solver(backend, method, a, b)
-        plan = (backend, kind, method, solver, _structure.eps(a.dtype))
+        plan = (backend, kind, method, solver, _structure.eps(a.dtype), backend.is_device)
         keep(_SOLVE, key, since, plan, backend, given, (a, b))
     else:  # a and b as they came: no broadcast, no cast
         squeeze = False
-    backend, kind, method, solver, eps = plan
-    # b is checked through x: every entry of b (after the row permutation) reaches one
-    # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
-    # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
-    # non-finite b gives a non-finite x, and failure names b in finite's ValueError
-    # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
-    # One pass over b less, and one device synchronisation less on a GPU.
-    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
-        raise ValueError(_checks.non_finite(op, "a", a))
+    backend, kind, method, solver, eps, device = plan
     if solver is None:  # nothing to solve (LAPACK refuses n = 0), as SciPy
+        if check_finite:
+            _checks.finite(op, backend, "a", a)
         x = backend.xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
     # LU reads a general matrix as it is; any other, what its structure names of it
@@ -195,6 +189,17 @@ def solve(
         if kind == "gen" and not transposed
         else _structure.effective(backend.xp, a, kind, lower, transposed)[0]
     )
+    # b is checked through x: every entry of b (after the row permutation) reaches one
+    # entry of x as (b_k - finite terms) / nonzero pivot in the triangular solves, and
+    # nothing turns NaN or inf back into a finite number (0 * inf is NaN), so a
+    # non-finite b gives a non-finite x, and failure names b in finite's ValueError
+    # after a call that ends on any input (lstsq's gelsd may not: it checks b first).
+    # One pass over b less, and one device synchronisation less on a GPU.
+    if device:
+        x = _solve_on_device(op, backend, method, solver, eps, a, b, m, check_finite)
+        return x[..., 0] if squeeze else x
+    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
+        raise ValueError(_checks.non_finite(op, "a", a))
     # _checks.guarded's steps, inline: the library's error or a non-finite x is a failure
     try:
         x, rcond = solver(m, b)
@@ -205,6 +210,45 @@ def solve(
     if type(rcond) is not float or not rcond >= eps:  # one host matrix above eps: no warning
         _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
     return x[..., 0] if squeeze else x
+
+
+def _solve_on_device(
+    op: str,
+    backend: Any,
+    method: str,
+    solver: Any,
+    eps: float,
+    a: Any,
+    b: Any,
+    m: Any,
+    check_finite: bool,
+) -> Any:
+    """``solve``'s last steps on a device: ``x`` of ``solver(m, b)``, with the checks of
+    the host's steps (``a`` finite, before the solver's failure; ``x`` finite; rcond at
+    least ``eps``) made on the device and read once, after the solve. ``m`` (``a``, or
+    what its structure names of it) is screened (``Backend.linalg_screened``) so the
+    solver never sees the NaN or inf the unread check refuses."""
+    flags = []
+    if check_finite:
+        flags.append(backend.linalg_finite_flag(a))
+        m = backend.linalg_screened(m, flags[0])
+    failed = None
+    try:
+        x, rcond = solver(m, b)
+    except np.linalg.LinAlgError as exc:  # a solver that reads its own verdict (devInfo)
+        failed = exc
+    else:
+        conditioned = rcond >= eps  # a stack's is reduced to one flag
+        conditioned = conditioned.all() if conditioned.ndim else conditioned
+        flags += [backend.linalg_finite_flag(x), conditioned]
+    verdicts = backend.linalg_read(flags) if flags else []
+    if check_finite and not verdicts[0]:
+        raise ValueError(_checks.non_finite(op, "a", a))
+    if failed is not None or not verdicts[-2]:
+        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b)) from failed
+    if not verdicts[-1]:  # NaN is not above eps
+        _structure.warn_ill_conditioned(op, backend, rcond, a.dtype)
+    return x
 
 
 @operation("gk.linalg.lstsq")
@@ -262,10 +306,10 @@ def lstsq(
     ([1.0, 1.0], 2)
     """
     op = "gk.linalg.lstsq"
-    backend, key = plan_for(
+    plan, key = plan_for(
         _LSTSQ, op, a, type(b), getattr(b, "dtype", None), getattr(b, "shape", None)
     )
-    if backend is None:
+    if plan is None:
         since = _plans.generation()
         given = (a, b)
         backend, (a, b) = _checks.place(op, (a, b), ("a", "b"))
@@ -275,16 +319,16 @@ def lstsq(
                 f"{tuple(b.shape)}; expected a of shape (M, N) and b of shape (M,) or (M, K)"
             )
         a, b = _checks.as_inexact(backend.xp, a, b)
-        keep(_LSTSQ, key, since, backend, backend, given, (a, b))
-    if check_finite:
-        _checks.finite(op, backend, "a", a)
-        _checks.finite(op, backend, "b", b)
-    x, res, rank, s = _checks.guarded(
+        plan = (backend, _checks.guard(backend))
+        keep(_LSTSQ, key, since, plan, backend, given, (a, b))
+    backend, guarded = plan
+    x, res, rank, s = guarded(
         op,
         backend,
         "the SVD of 'a' did not converge",
         ("a", "b"),
         (a, b),
+        2 if check_finite else 0,
         None,
         backend.linalg_lstsq,
         a,
@@ -294,8 +338,8 @@ def lstsq(
     return x, res, int(rank), s
 
 
-# (operation, selected backend, a's and b's types, dtypes and shapes) -> the backend such
-# arrays stay on, in an inexact dtype and of shapes lstsq takes
+# (operation, selected backend, a's and b's types, dtypes and shapes) -> (the backend such
+# arrays stay on, in an inexact dtype and of shapes lstsq takes; its _checks.guard)
 _LSTSQ = _plans.table()
 
 
@@ -342,33 +386,46 @@ def inv(a: Any, *, check_finite: bool = True) -> Any:
     [[0.5, 0.0], [0.0, 0.25]]
     """
     op = "gk.linalg.inv"
-    backend, a = _matrix_input(op, a, check_finite)
-    return _checks.guarded(
-        op, backend, "matrix 'a' is singular", ("a",), (a,), _checks.itself, backend.linalg_inv, a
+    backend, guarded, a = _matrix_input(op, a, False)
+    return guarded(
+        op,
+        backend,
+        "matrix 'a' is singular",
+        ("a",),
+        (a,),
+        check_finite,
+        _checks.itself,
+        backend.linalg_inv,
+        a,
     )
 
 
-# (operation, selected backend, a's type, dtype and shape) -> the backend a matrix of an
-# inexact dtype and the shape the operation takes stays on
+# (operation, selected backend, a's type, dtype and shape) -> (the backend a matrix of an
+# inexact dtype and the shape the operation takes stays on, its _checks.guard)
 _MATRIX = _plans.table()
 
 
 def _matrix_input(
     op: str, a: Any, check_finite: bool, shape_check: Any = _checks.square
-) -> tuple[Any, Any]:
-    """``a`` placed, its shape checked (a stack of square matrices unless ``shape_check``
-    says otherwise), in an inexact dtype and finite; planned per key."""
-    backend, key = plan_for(_MATRIX, op, a)
-    if backend is None:
+) -> tuple[Any, Any, Any]:
+    """``(backend, guarded, a)``: ``a`` placed, its shape checked (a stack of square
+    matrices unless ``shape_check`` says otherwise), in an inexact dtype and, if
+    ``check_finite``, finite (a read of its own on a device: operations with more to
+    check pass False and have ``guarded``, the backend's :func:`_checks.guard`, check
+    ``a`` with the result); planned per key."""
+    plan, key = plan_for(_MATRIX, op, a)
+    if plan is None:
         since = _plans.generation()
         given = a
         backend, (a,) = _checks.place(op, (a,), ("a",))
         shape_check(op, "a", a)
         (a,) = _checks.as_inexact(backend.xp, a)
-        keep(_MATRIX, key, since, backend, backend, (given,), (a,))
+        plan = (backend, _checks.guard(backend))
+        keep(_MATRIX, key, since, plan, backend, (given,), (a,))
+    backend, guarded = plan
     if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
         raise ValueError(_checks.non_finite(op, "a", a))
-    return backend, a
+    return backend, guarded, a
 
 
 @operation("gk.linalg.det")
@@ -405,7 +462,7 @@ def det(a: Any, *, check_finite: bool = True) -> Any:
     >>> float(gk.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]])).round(12))
     -2.0
     """
-    backend, a = _matrix_input("gk.linalg.det", a, check_finite)
+    backend, _, a = _matrix_input("gk.linalg.det", a, check_finite)
     return backend.linalg_det(a)
 
 
@@ -447,7 +504,7 @@ def slogdet(a: Any, *, check_finite: bool = True) -> SlogdetResult:
     >>> float(result.sign), round(float(result.logabsdet), 3)
     (-1.0, 921.034)
     """
-    backend, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
+    backend, _, a = _matrix_input("gk.linalg.slogdet", a, check_finite)
     out = backend.linalg_slogdet(a)
     return out if type(out) is SlogdetResult else SlogdetResult(*out)
 
@@ -489,13 +546,14 @@ def cholesky(a: Any, *, check_finite: bool = True) -> Any:
     [[2.0, 0.0], [1.0, 2.0]]
     """
     op = "gk.linalg.cholesky"
-    backend, a = _matrix_input(op, a, check_finite)
-    return _checks.guarded(
+    backend, guarded, a = _matrix_input(op, a, False)
+    return guarded(
         op,
         backend,
         "matrix 'a' is not positive definite",
         ("a",),
         (a,),
+        check_finite,
         _checks.itself,
         backend.linalg_cholesky,
         a,
@@ -563,25 +621,27 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
         c, b, squeeze = _checks.rhs(op, backend.xp, c, b)
         c, b = _checks.as_inexact(backend.xp, c, b)
         empty = c.size == 0 or b.size == 0
-        keep(_CHO_SOLVE, key, since, (backend, empty), backend, given, (c, b))
+        guarded = _checks.guard(backend)
+        keep(_CHO_SOLVE, key, since, (backend, empty, guarded), backend, given, (c, b))
     else:  # c and b as they came: no broadcast, no cast
-        (backend, empty), squeeze = plan, False
+        (backend, empty, guarded), squeeze = plan, False
     xp = backend.xp
-    if check_finite:  # b is checked through x, in guarded, as in solve
-        _checks.finite(op, backend, "c", c)
     if empty:  # nothing to solve (LAPACK refuses n = 0)
+        if check_finite:
+            _checks.finite(op, backend, "c", c)
         x = xp.zeros(b.shape, dtype=b.dtype)
         return x[..., 0] if squeeze else x
     # the backends read the lower triangle of a lower factor: an upper one U gives
     # L = U^H, whose lower triangle is U's upper (the other triangle, which cho_factor
     # leaves unspecified, is never read)
     lower_factor = c if lower else xp.conj(xp.swapaxes(c, -1, -2))
-    x = _checks.guarded(
+    x = guarded(
         op,
         backend,
         "factor 'c' is singular",
         ("c", "b"),
         (c, b),
+        check_finite,  # c; b is checked through x, as in solve
         _checks.itself,
         backend.linalg_cho_solve,
         lower_factor,
@@ -591,7 +651,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
 
 
 # (operation, selected backend, c's and b's types, dtypes and shapes) -> (backend, whether
-# either is empty) where c and b pass the checks unchanged
+# either is empty, the backend's _checks.guard) where c and b pass the checks unchanged
 _CHO_SOLVE = _plans.table()
 
 
@@ -645,7 +705,7 @@ def qr(a: Any, mode: str = "reduced", *, check_finite: bool = True) -> Any:
     op = "gk.linalg.qr"
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"{op}: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
+    backend, _, a = _matrix_input(op, a, check_finite, _checks.matrix)
     out = backend.linalg_qr(a, mode)
     return out if mode == "r" or type(out) is QRResult else QRResult(*out)
 
@@ -697,13 +757,14 @@ def eigh(a: Any, UPLO: str = "L", *, check_finite: bool = True) -> EighResult:
     op = "gk.linalg.eigh"
     if UPLO not in ("L", "U"):
         raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
-    backend, a = _matrix_input(op, a, check_finite)
-    out = _checks.guarded(
+    backend, guarded, a = _matrix_input(op, a, False)
+    out = guarded(
         op,
         backend,
         "the eigensolver did not converge for 'a'",
         ("a",),
         (a,),
+        check_finite,
         _checks.each,
         backend.linalg_eigh,
         a,
@@ -774,13 +835,14 @@ def svd(
     [1.0, 1.0]
     """
     op = "gk.linalg.svd"
-    backend, a = _matrix_input(op, a, check_finite, _checks.matrix)
-    out = _checks.guarded(
+    backend, guarded, a = _matrix_input(op, a, False, _checks.matrix)
+    out = guarded(
         op,
         backend,
         "the SVD of 'a' did not converge",
         ("a",),
         (a,),
+        check_finite,
         _checks.each if compute_uv else _checks.itself,
         backend.linalg_svd,
         a,

@@ -124,6 +124,25 @@ class LinalgOps:
         """Whether every entry of ``x`` is finite (a device sync on GPUs)."""
         return bool(self.xp.isfinite(x).all())
 
+    # -- checks a device makes before it reads them, all at once ---------------------------
+    def linalg_finite_flag(self, x: Any) -> Any:
+        """Whether every entry of ``x`` is finite, as a 0-d boolean array not read yet
+        (:meth:`linalg_read`): a device backend computes a call's checks where its data
+        is and reads them together."""
+        return self.xp.isfinite(x).all()
+
+    def linalg_read(self, flags: list[Any]) -> list[Any]:
+        """The 0-d arrays ``flags`` as Python scalars, in order (a device backend brings
+        them over in one read)."""
+        return [f.item() for f in flags]
+
+    def linalg_screened(self, x: Any, finite: Any) -> Any:
+        """``x`` where the unread flag ``finite`` (:meth:`linalg_finite_flag` of ``x``)
+        holds, else zeros of its shape: what a library is given before the check is read,
+        so that it never sees the NaN or inf ``check_finite`` refuses (the call's result
+        is then discarded)."""
+        return self.xp.where(finite, x, x.dtype.type(0))
+
     # -- operators for the Krylov solvers ---------------------------------------------------
     def linalg_is_sparse(self, a: Any) -> bool:
         """Whether ``a`` is this backend's sparse matrix type (SciPy's on host backends)."""
