@@ -311,7 +311,7 @@ def _bind_matmul_tiled(a, b):
     """:func:`matmul_tiled` planned for operands of these shapes (gpukit.kernels' plans):
     the tile, the kernel compiled for the current device, the launch's geometry and
     dimensions, settled once. The operands' device is current (``gk.kernels``' operation
-    makes it so; a plan is kept only on a backend with one device)."""
+    makes it so; on a backend of several devices a plan's key names that device)."""
     (m, k), n = a.shape, b.shape[1]
     if k == 0:
         return lambda a, b: cupy.zeros((m, n), dtype=np.float32)
