@@ -200,6 +200,7 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     arrays with the bits :data:`UPDATABLE`, read ones with :data:`OWNDATA`, distinct
     objects) is the front-end's to test first, without building these dicts.
     """
+    given = []
     for name, x in updated.items():
         if x is None:
             continue
@@ -210,16 +211,20 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-    given = [(name, x) for name, x in (*updated.items(), *read.items()) if x is not None]
+        given.append((name, x))
+    n = len(given)  # the updated arrays, found C-contiguous
+    given += [(name, x) for name, x in read.items() if x is not None]
     arrays = [x for _, x in given]
-    spans = None if type(arrays[0]) is np.ndarray else [_span(x) for x in arrays]
-    if spans is not None and None not in spans:
-        # a C-contiguous array occupies exactly its span, so comparing spans is exact,
-        # without a call into the array library per pair
-        items, shares = spans, _overlap
+    if type(arrays[0]) is np.ndarray:
+        items, shares = arrays, np.may_share_memory
     else:
-        items = arrays
-        shares = np.may_share_memory if spans is None else namespace(*arrays).may_share_memory
+        spans = [_span(x) if i < n or x.flags.c_contiguous else None for i, x in enumerate(arrays)]
+        if None in spans:
+            items, shares = arrays, namespace(*arrays).may_share_memory
+        else:
+            # a C-contiguous array occupies exactly its span, so comparing spans is
+            # exact, without a call into the array library per pair
+            items, shares = spans, _overlap
     for i, (name, _) in enumerate(given):
         for j in range(i + 1, len(given)):
             if shares(items[i], items[j]):
@@ -231,12 +236,12 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
 
 
 def _span(x: Any) -> tuple[Any, int, int] | None:
-    """``(device, start, end)``: the bytes a C-contiguous device array occupies, from its
-    memory pointer (CuPy's ``data.ptr``, ``data.device_id``) and ``nbytes``; None for
-    another layout or an array without such a pointer."""
+    """``(device, start, end)``: the bytes C-contiguous device array ``x`` occupies, from
+    its memory pointer (CuPy's ``data.ptr``, ``data.device_id``) and ``nbytes``; None for
+    an array without such a pointer."""
     data = getattr(x, "data", None)
     ptr = getattr(data, "ptr", None)
-    if type(ptr) is not int or not x.flags.c_contiguous:
+    if type(ptr) is not int:
         return None
     return getattr(data, "device_id", None), ptr, ptr + x.nbytes
 
