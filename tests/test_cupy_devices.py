@@ -252,3 +252,25 @@ def test_kernel_plans_name_the_device_their_arrays_share(cupy_backend, rng, monk
     want = np.maximum(host["x"].astype(np.float64) + host["bias"], 0)
     assert rel_err(y, want) < TOL[np.dtype(np.float32)]
     assert rel_err(a["p"], host["p"] - 0.5 * host["g"]) < TOL[np.dtype(np.float64)]
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_a_step_refuses_a_gradient_on_another_device(cupy_backend, rng, name):
+    """After steps on one device, a gradient set on the other device is refused, naming
+    both devices, and the parameter is left as it was."""
+    import cupy
+
+    p, g = rng.standard_normal(8), rng.standard_normal(8)
+    with cupy.cuda.Device(1):
+        param = gk.nn.Parameter(cupy.asarray(p))
+        param.grad = cupy.asarray(g)
+    opt = getattr(gk.optim, name)([param], lr=0.1)
+    for _ in range(2):
+        opt.step()
+    before = cupy.asnumpy(param.data)
+    with cupy.cuda.Device(0):
+        param.grad = cupy.asarray(g)
+    refused = "a parameter on <CUDA Device 1> has a gradient on <CUDA Device 0>"
+    with pytest.raises(gk.DeviceMismatchError, match=refused):
+        opt.step()
+    assert np.array_equal(cupy.asnumpy(param.data), before)
