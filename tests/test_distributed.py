@@ -309,6 +309,16 @@ def test_bias_activation_forward_and_backward(client, rng):
     assert rel_err(got_b.result(timeout=TIMEOUT), ref_x.sum(axis=0)) < TOL[np.dtype(np.float64)]
 
 
+def test_identity_backward_passes_the_gradient_through(client, rng):
+    """As on every backend, the identity's ``grad_x`` is ``grad_y`` itself."""
+    x, dx = _chunked(rng, (7, 6), (3, 4))
+    g, dg = _chunked(rng, (7, 6), (4, 2))
+    grad_x, grad_b = gk.kernels.bias_activation_backward(dg, dx, rng.standard_normal(6), "identity")
+    assert grad_x is dg
+    got_b = client.compute(grad_b, sync=False).result(timeout=TIMEOUT)
+    assert rel_err(got_b, g.sum(axis=0)) < TOL[np.dtype(np.float64)]
+
+
 def test_bias_activation_backward_from_the_output(client, rng):
     """``output=``: the derivative from the chunks of the forward result (chunked unlike x)."""
     x, dx = _chunked(rng, (7, 6), (3, 4))

@@ -100,6 +100,37 @@ def test_bias_gradient_over_many_rows_is_exact_and_repeatable(backend, rng, dtyp
         assert rel_err(gb2, want.sum(axis=0)) < 10 * _tol(dtype)
 
 
+@pytest.mark.parametrize("host", ["compiled", "ufuncs"])
+@pytest.mark.parametrize("shape", [(3, 5), (1500, 40), (2, 3, 7), (0, 4)])
+def test_identity_backward_passes_grad_y_through(backend, rng, dtype, shape, host):
+    """The identity's ``grad_x`` is ``grad_y`` itself, not a copy (PyTorch's autograd
+    passes the gradient through, as gk.nn's layers do): only the bias gradient is
+    computed, from ``grad_y`` alone, which is left as it was (read-only on the host),
+    with or without the forward output."""
+    from gpukit._host import native
+
+    if host == "ufuncs" and backend.name != "numpy":
+        pytest.skip("the NumPy-ufunc kernels are the numpy backend's")
+    host_gy = rng.standard_normal(shape).astype(dtype)
+    xp = backend.xp
+    gy = xp.asarray(host_gy)
+    x = xp.asarray(rng.standard_normal(shape).astype(dtype))
+    b = xp.asarray(rng.standard_normal(shape[-1]).astype(dtype))
+    if xp is np:
+        gy.flags.writeable = False
+    want = host_gy.astype(np.float64).reshape(-1, shape[-1]).sum(axis=0)
+    with native.disabled() if host == "ufuncs" else contextlib.nullcontext():
+        for output in (None, x):
+            gx, gb = gk.kernels.bias_activation_backward(gy, x, b, "identity", output=output)
+            assert gx is gy
+            assert np.array_equal(gk.to_numpy(gy), host_gy)
+            assert gb.shape == (shape[-1],) and gb.dtype == dtype
+            if want.any():
+                assert rel_err(gb, want) < _tol(dtype)
+            else:
+                assert not gk.to_numpy(gb).any()
+
+
 TORCH_ACTS = {
     "identity": lambda F, z: z,
     "relu": lambda F, z: F.relu(z),

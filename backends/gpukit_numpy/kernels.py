@@ -18,7 +18,7 @@ import numpy as np
 
 from gpukit._host import native as _native
 from gpukit._host import parallel as _parallel
-from gpukit._host.activations import bias_activate, gradient
+from gpukit._host.activations import bias_activate, column_sums, gradient
 
 from . import blas as _blas
 
@@ -80,8 +80,11 @@ def bias_activation_backward(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reference of :func:`gpukit.kernels.bias_activation_backward`; the bias gradient
     in ``grad_bias_out`` when given (an optimizer's flat gradient buffer); the derivative
-    from the forward ``output`` when given (an activation of ``FROM_OUTPUT`` only)."""
-    if output is None:
+    from the forward ``output`` when given (an activation of ``FROM_OUTPUT`` only); the
+    identity's ``grad_x`` is ``grad_y`` itself."""
+    if activation == "identity":
+        gz, gb = grad_y, column_sums(grad_y)
+    elif output is None:
         gz, gb = gradient(grad_y, x, activation, negative_slope, bias=bias, want_bias=True)
     else:
         gz, gb = gradient(
@@ -106,6 +109,8 @@ def _bind_bias_activation_backward(
     v = x if output is None else output
     c = v.shape[-1]
     planned = None
+    if activation == "identity":
+        return _bind_identity_backward(grad_y, grad_bias_out)
     if grad_bias_out is None and all(type(a) is np.ndarray for a in (grad_y, v, bias)):
         of_output = output is not None
         rows = v.size // max(c, 1)
@@ -133,6 +138,38 @@ def _bind_bias_activation_backward(
                 grad_y, x, bias, activation, negative_slope, None, output
             )
         return gz, gb
+
+    return run
+
+
+def _bind_identity_backward(
+    grad_y: np.ndarray, grad_bias_out: np.ndarray | None
+) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """The identity's backward planned: ``grad_y`` itself and its column sums, the
+    compiled kernel given ``grad_y`` as its output too (it then only reads it)."""
+    planned = None
+    if grad_bias_out is None and type(grad_y) is np.ndarray and grad_y.ndim:
+        c = grad_y.shape[-1]
+        rows = grad_y.size // max(c, 1)
+        planned = _native.plan_bias_act_grad(rows, c, grad_y.dtype, "identity", False, False)
+    if planned is None:
+        return bias_activation_backward
+
+    def run(
+        grad_y: np.ndarray,
+        x: np.ndarray,
+        bias: np.ndarray,
+        activation: str,
+        negative_slope: float,
+        grad_bias_out: None = None,
+        output: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        gb = planned(grad_y, grad_y, None, grad_y, negative_slope)
+        if gb is None:  # not C-contiguous, read-only: the general path
+            return bias_activation_backward(
+                grad_y, x, bias, activation, negative_slope, None, output
+            )
+        return grad_y, gb
 
     return run
 

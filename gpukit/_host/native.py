@@ -302,7 +302,7 @@ def plan_bias_act_grad(
     if not _planned(dtype, rows * cols, _weight(name, dtype, True, of_output)):
         return None
     fn, code = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name)
-    flag, zeros = int(of_output), np.zeros
+    flag, zeros, wide = int(of_output), np.zeros, dtype == np.float64
     nz = None if bias else np.full(cols, -0.0, dtype)  # as plan_bias_act's
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
@@ -315,7 +315,7 @@ def plan_bias_act_grad(
             fn(g, v, bp, gx, acc, part, rows, cols, cols, code, slope, flag)
         except ValueError:  # an array the kernel does not take; it did not run
             return None
-        return acc.astype(dtype)
+        return acc if wide else acc.astype(dtype)  # acc is this call's own: no copy
 
     return run
 

@@ -125,7 +125,8 @@ def bias_activation_backward(
         args += [arrays["output"], ind]
     pair = _pair(op, fn, expected, names, checked, ind, *args)
     like = next(a for a, c in zip(arrays.values(), checked, strict=True) if c)
-    grad_x = _pick(pair, 0, like, x.dtype)
+    # the identity's grad_x is grad_y itself, as on every backend
+    grad_x = grad_y if activation == "identity" else _pick(pair, 0, like, x.dtype)
     partial_chunks = (*((1,) * n for n in pair.numblocks[:-1]), pair.chunks[-1])
     partials = _pick(pair, 1, like, x.dtype, chunks=partial_chunks)
     return grad_x, partials.sum(axis=tuple(range(x.ndim - 1)), dtype=x.dtype)

@@ -156,7 +156,9 @@ def bias_activation_backward(
     Returns
     -------
     grad_x : array
-        ``grad_y * act'(x + bias)``, shape of ``x``.
+        ``grad_y * act'(x + bias)``, shape of ``x``. For ``"identity"``, ``grad_y``
+        itself, not a copy (as PyTorch's autograd passes the gradient through, and
+        :mod:`gpukit.nn`'s layers do): writing into one writes into the other.
     grad_bias : array
         ``grad_x`` summed over every axis but the last, shape (c,).
 

@@ -81,6 +81,8 @@ def _bind_bias_activation_backward(
     """:func:`bias_activation_backward` planned for arrays of these shapes and dtypes
     (gpukit.kernels' plans): the kernel compiled for the current device and the launch's
     geometry, settled once. The arrays' device is current, as for :func:`matmul_tiled`."""
+    if activation == "identity":
+        return _identity_backward
     # output (an activation of FROM_OUTPUT only): the derivative is read from it, in x's place
     of_output = output is not None
     dtype = (output if of_output else x).dtype
@@ -116,6 +118,16 @@ def _bind_bias_activation_backward(
         return grad_x, grad_bias
 
     return run
+
+
+def _identity_backward(
+    grad_y, x, bias, activation, negative_slope, grad_bias_out=None, output=None
+):
+    """grad_x is grad_y itself: only its column sums to make."""
+    c = bias.size
+    if not c:
+        return grad_y, cupy.empty(0, x.dtype) if grad_bias_out is None else grad_bias_out
+    return grad_y, grad_y.reshape(-1, c).sum(axis=0, out=grad_bias_out)
 
 
 bias_activation_backward.bind = _bind_bias_activation_backward

@@ -172,6 +172,23 @@ static inline T SFX(derivative_of_output)(T y, int act) {
     }                                                                         \
     break
 
+/* The identity's column sums of g alone, where the caller's gx is g itself (the kernel
+ * API returns grad_y as the identity's grad_x, as PyTorch's autograd passes it through):
+ * g is only read, so a read-only g is fine. Summed as copy_sum sums. */
+static inline void SFX(sum_only)(const T *g, double *acc, T *part, ptrdiff_t rows,
+                                 ptrdiff_t cols, ptrdiff_t ld) {
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += GK_SUM_ROWS) {
+        ptrdiff_t i1 = i0 + GK_SUM_ROWS < rows ? i0 + GK_SUM_ROWS : rows;
+        const T *g0 = g + i0 * ld;
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] = g0[j];
+        for (ptrdiff_t i = i0 + 1; i < i1; ++i) {
+            const T *gr = g + i * ld;
+            _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) part[j] += gr[j];
+        }
+        _Pragma("omp simd") for (ptrdiff_t j = 0; j < cols; ++j) acc[j] += (double)part[j];
+    }
+}
+
 /* The identity's gradient: gx = g and, with acc, its column sums, in one pass: each row
  * is copied and added to part in the same loop (part kept in T over GK_SUM_ROWS rows,
  * then added to acc in double, as for the other activations), without a second pass
@@ -213,6 +230,10 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
                                                ptrdiff_t cols, ptrdiff_t ld, int act,
                                                double slope_, int of_output) {
     const T slope = (T)slope_;
+    if (gx == g && act == GK_IDENTITY) { /* gx is g already: at most the sums to make */
+        if (acc) SFX(sum_only)(g, acc, part, rows, cols, ld);
+        return;
+    }
     if (acc && (act == GK_IDENTITY || (of_output && act != GK_RELU && act != GK_SIGMOID &&
                                        act != GK_TANH))) {
         SFX(copy_sum)(g, gx, acc, part, rows, cols, ld);
