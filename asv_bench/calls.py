@@ -9,6 +9,7 @@ comparison measure the same calls.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -122,6 +123,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
                 lambda: peer_fft.fft(xp.asarray(host_r16)),
             )
         )
+        out += _cupy_kernel_rows(xp, rng)
     out += _tiled_and_user_kernel_rows(xp, host, peer_fft, a8, r16, r4x4, c4x4)
     return out
 
@@ -367,3 +369,137 @@ def _adam_row(rng: Any, decoupled: bool) -> tuple[str, Callable[[], object], Cal
         p.__isub__(lr / (1 - b1) * m / (np.sqrt(v) / np.sqrt(1 - b2) + eps))
 
     return (f"optim.{'AdamW' if decoupled else 'Adam'} step 64", opt.step, numpy_step)
+
+
+def _cupy_kernel_rows(
+    cupy: Any, rng: Any
+) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The ``gk.kernels`` front-ends and the optimizer steps on CuPy arrays (the labels of
+    the host rows), each against the launch gpukit makes: its own compiled kernel, called
+    directly through CuPy with the same arguments and the same output allocations. A chain
+    of CuPy ufuncs doing the same work would measure the kernels' fusion, not gpukit's
+    overhead.
+
+    The peers take the kernel objects from the cupy backend's module, as gpukit's own
+    launchers do: ``gpukit_cupy.kernels._elementwise`` builds each ``ElementwiseKernel``
+    once (``functools.cache``: the peer calls the very object gpukit calls) and
+    ``gpukit_cupy.kernels._launch.function`` returns a ``RawModule``'s compiled function
+    (the module is compiled once per device; the arrays here are on the current one)."""
+    from gpukit.backend.kernels import ACTIVATIONS
+    from gpukit_cupy.kernels import _elementwise as ew
+    from gpukit_cupy.kernels._launch import BLOCK, function
+
+    f32, i64 = np.float32, np.int64
+    x = cupy.asarray(rng.standard_normal((4, 8)).astype(f32))
+    bias = cupy.asarray(rng.standard_normal(8).astype(f32))
+    gy = cupy.asarray(rng.standard_normal((4, 8)).astype(f32))
+    labels = cupy.asarray(rng.integers(0, 8, 4))  # int64: the kernels' "long long" labels
+    probs = cupy.asarray(np.full((4, 8), 1 / 8, f32))
+    grad_loss = cupy.asarray(np.full(4, 1 / 4, f32))
+    p, g = (cupy.asarray(rng.standard_normal(64).astype(f32)) for _ in range(2))
+    m, v = cupy.zeros(64, f32), cupy.zeros(64, f32)
+    lr, b1, b2, eps = 1e-9, 0.9, 0.999, 1e-8
+
+    forward = ew.bias_act_forward("relu")
+    # one strip of 32 columns, one chunk of rows: the grid gpukit's launcher picks for 4x8
+    backward = function("bias_act.cu", f"bias_act_backward<float, {ACTIVATIONS.index('relu')}, 0>")
+    xent = function("softmax_xent.cu", "softmax_xent_forward<float, long long>")
+    xent_backward, sgd, adam = ew.softmax_xent_backward(), ew.sgd_plain(False), ew.adam(False)
+
+    def peer_backward() -> object:
+        grad_x, grad_bias = cupy.empty((4, 8), f32), cupy.empty(8, f32)
+        backward(
+            (1, 1), (BLOCK,),
+            (gy, x, bias, grad_x, grad_bias, i64(4), i64(8), f32(0.01), None, None),
+        )  # fmt: skip
+        return grad_x, grad_bias
+
+    def peer_xent() -> object:
+        loss, out = cupy.empty(4, f32), cupy.empty((4, 8), f32)
+        xent((4,), (BLOCK,), (x, labels, loss, out, i64(4), i64(8), f32(0.0), None, i64(0)))
+        return loss, out
+
+    def peer_adam() -> None:  # step 1's arguments, as the gpukit call's
+        adam(
+            g, f32(1 - b1), f32(b2), f32(1 - b2), f32(eps), f32(0.0), f32(1.0),
+            f32(lr / (1 - b1)), f32(math.sqrt(1 - b2)), p, m, v,
+        )  # fmt: skip
+
+    return [
+        (
+            "kernels.bias_activation 4x8 relu",
+            lambda: gk.kernels.bias_activation(x, bias, "relu"),
+            lambda: forward(x, bias, f32(0.01)),
+        ),
+        (
+            "kernels.bias_activation_backward 4x8 relu",
+            lambda: gk.kernels.bias_activation_backward(gy, x, bias, "relu"),
+            peer_backward,
+        ),
+        (
+            "kernels.softmax_cross_entropy 4x8",
+            lambda: gk.kernels.softmax_cross_entropy(x, labels),
+            peer_xent,
+        ),
+        (
+            "kernels.softmax_cross_entropy_backward 4x8",
+            lambda: gk.kernels.softmax_cross_entropy_backward(probs, labels, grad_loss),
+            lambda: xent_backward(
+                probs, labels[:, None], grad_loss[:, None], f32(1.0), f32(0.0), i64(8)
+            ),
+        ),
+        (
+            "kernels.sgd_update 64",
+            lambda: gk.kernels.sgd_update(p, g, lr=lr),
+            lambda: sgd(g, f32(lr), f32(0.0), p),
+        ),
+        (
+            "kernels.adam_update 64",
+            lambda: gk.kernels.adam_update(p, g, m, v, step=1, lr=lr),
+            peer_adam,
+        ),
+        *_cupy_step_rows(cupy, rng, ew),
+    ]
+
+
+def _cupy_step_rows(
+    cupy: Any, rng: Any, ew: Any
+) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """``optim.SGD``, ``Adam`` and ``AdamW`` steps on one 64-element CuPy parameter whose
+    gradient is set by hand (as the host rows'), against the two CuPy calls such a step
+    makes: the gradient copied into its slot of the optimizer's flat gradient buffer, then
+    the update kernel guarded by the device's status buffer (an int64 array of 8 slots
+    that the kernel reads: a step is skipped while it holds an error). The peer makes
+    them on arrays of its own."""
+    f32 = np.float32
+    lr, b1, b2, eps, decay = 1e-9, 0.9, 0.999, 1e-8, 1e-2
+    out = []
+    for name in ("SGD", "Adam", "AdamW"):
+        p, g = (cupy.asarray(rng.standard_normal(64).astype(f32)) for _ in range(2))
+        param = gk.nn.Parameter(p.copy())
+        param.grad = g
+        opt = getattr(gk.optim, name)([param], lr=lr)
+        opt.step()  # the state arrays are allocated on the first step
+        slot, m, v = cupy.empty_like(g), cupy.zeros_like(p), cupy.zeros_like(p)
+        status = cupy.zeros(8, np.int64)
+        if name == "SGD":
+            sgd = ew.sgd_plain(True)
+
+            def peer(p=p, g=g, slot=slot, status=status, sgd=sgd) -> None:
+                slot[...] = g
+                sgd(slot, f32(lr), f32(0.0), status, p)
+
+        else:  # Adam's default weight decay is 0 (no L2 term), AdamW's 1e-2 (decoupled)
+            adam, shrink = ew.adam(True), 1 - lr * decay if name == "AdamW" else 1.0
+
+            def peer(  # the bias corrections of step 2 (the gpukit step's count grows)
+                p=p, g=g, slot=slot, m=m, v=v, status=status, adam=adam, shrink=shrink
+            ) -> None:
+                slot[...] = g
+                adam(
+                    slot, f32(1 - b1), f32(b2), f32(1 - b2), f32(eps), f32(0.0), f32(shrink),
+                    f32(lr / (1 - b1**2)), f32(math.sqrt(1 - b2**2)), status, p, m, v,
+                )  # fmt: skip
+
+        out.append((f"optim.{name} step 64", opt.step, peer))
+    return out

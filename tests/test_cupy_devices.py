@@ -191,3 +191,86 @@ def test_warm_plans_name_the_device_their_arrays_share(cupy_backend, rng):
         rel_err(gk.matmul(on[1][0], on[1][2]), x.astype(np.float64) @ xt)
         < TOL[np.dtype(np.float32)]
     )
+
+
+def test_kernel_plans_name_the_device_their_arrays_share(cupy_backend, rng, monkeypatch):
+    """Each ``gk.kernels`` front-end keeps a plan for arrays on one of several devices:
+    a warm call there takes no kernel from the backend, arrays of the same types, dtypes
+    and shapes on the other device plan once and compute there, and a mixture of devices
+    is refused on a warm call as on a cold one."""
+    import cupy
+
+    from helpers import same_errors_warm_as_cold
+
+    host = {
+        "x": rng.standard_normal((4, 8)).astype(np.float32),
+        "xt": rng.standard_normal((8, 4)).astype(np.float32),
+        "bias": rng.standard_normal(8).astype(np.float32),
+        "labels": rng.integers(0, 8, 4),
+        "p": rng.standard_normal(8),
+        "g": rng.standard_normal(8),
+        "m": np.zeros(8),
+        "v": np.zeros(8),
+    }
+    on = {}
+    for d in (0, 1):
+        with cupy.cuda.Device(d):
+            on[d] = {name: cupy.asarray(a) for name, a in host.items()}
+
+    def calls(d, e=None):
+        """One call of each front-end on device ``d``'s arrays, the last on device ``e``'s."""
+        a, b = on[d], on[d if e is None else e]
+        return [
+            lambda: gk.kernels.bias_activation(a["x"], b["bias"], "relu"),
+            lambda: gk.kernels.bias_activation_backward(a["x"], a["x"], b["bias"], "relu"),
+            lambda: gk.kernels.softmax_cross_entropy(a["x"], b["labels"]),
+            lambda: gk.kernels.softmax_cross_entropy_backward(a["x"], a["labels"], b["bias"][:4]),
+            lambda: gk.kernels.sgd_update(a["p"], b["g"], lr=0.0),
+            lambda: gk.kernels.adam_update(a["p"], a["g"], a["m"], b["v"], step=1, lr=0.0),
+            lambda: gk.kernels.matmul_tiled(a["x"], b["xt"]),
+        ]
+
+    same_errors_warm_as_cold(calls(0), calls(0, 1))
+    for call, mixed in zip(calls(0), calls(1, 0), strict=True):
+        with pytest.raises(gk.DeviceMismatchError):
+            mixed()
+        call()
+    taken = []
+    kernel = cupy_backend.kernel
+    monkeypatch.setattr(cupy_backend, "kernel", lambda name: taken.append(name) or kernel(name))
+    for call in calls(0):
+        call()
+    assert taken == []  # every call warm on device 0
+    for call in calls(1) + calls(1):
+        call()
+    assert len(taken) == len(calls(1))  # device 1 planned once per front-end
+    a = on[1]
+    with cupy.cuda.Device(0):  # not the arrays' device
+        y = gk.kernels.bias_activation(a["x"], a["bias"], "relu")
+        gk.kernels.sgd_update(a["p"], a["g"], lr=0.5)
+    assert y.device.id == 1
+    want = np.maximum(host["x"].astype(np.float64) + host["bias"], 0)
+    assert rel_err(y, want) < TOL[np.dtype(np.float32)]
+    assert rel_err(a["p"], host["p"] - 0.5 * host["g"]) < TOL[np.dtype(np.float64)]
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_a_step_refuses_a_gradient_on_another_device(cupy_backend, rng, name):
+    """After steps on one device, a gradient set on the other device is refused, naming
+    both devices, and the parameter is left as it was."""
+    import cupy
+
+    p, g = rng.standard_normal(8), rng.standard_normal(8)
+    with cupy.cuda.Device(1):
+        param = gk.nn.Parameter(cupy.asarray(p))
+        param.grad = cupy.asarray(g)
+    opt = getattr(gk.optim, name)([param], lr=0.1)
+    for _ in range(2):
+        opt.step()
+    before = cupy.asnumpy(param.data)
+    with cupy.cuda.Device(0):
+        param.grad = cupy.asarray(g)
+    refused = "a parameter on <CUDA Device 1> has a gradient on <CUDA Device 0>"
+    with pytest.raises(gk.DeviceMismatchError, match=refused):
+        opt.step()
+    assert np.array_equal(cupy.asnumpy(param.data), before)

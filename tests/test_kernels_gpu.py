@@ -282,6 +282,46 @@ def test_updates_allocate_no_device_memory(cupy_backend, dtype, rng):
         assert pool.total_bytes() == before
 
 
+def test_warm_updates_refuse_overlapping_device_arrays(cupy_backend, rng):
+    """After warm calls, device arrays that share memory are refused, naming both
+    arguments, and nothing is written: an array passed twice, contiguous views of one
+    buffer overlapping by as little as one element (their spans compared) and a strided
+    gradient reaching into the parameter (the array library's test); adjacent views and
+    a strided gradient beside the parameter are accepted and updated as a float64
+    reference."""
+    import cupy as cp
+
+    p, g, m = (rng.standard_normal(8) for _ in range(3))
+    v = rng.random(8)
+    dp, dg, dm, dv = (cp.asarray(a) for a in (p, g, m, v))
+    for _ in range(3):
+        gk.kernels.sgd_update(dp, dg, lr=0.0)
+        gk.kernels.adam_update(dp, dg, dm, dv, step=1, lr=0.0)
+    flat = cp.asarray(np.concatenate([p, g, rng.standard_normal(8)]))
+    before = [cp.asnumpy(a) for a in (dp, dm, dv, flat)]
+    refused = [
+        (lambda: gk.kernels.sgd_update(dp, dp, lr=0.1), "param and grad"),
+        (lambda: gk.kernels.sgd_update(flat[:8], flat[7:15], lr=0.1), "param and grad"),
+        (lambda: gk.kernels.sgd_update(flat[8:16], flat[::3], lr=0.1), "param and grad"),
+        (lambda: gk.kernels.adam_update(dp, dg, dm, dp, step=2, lr=0.1), "param and exp_avg_sq"),
+        (
+            lambda: gk.kernels.adam_update(flat[:8], dg, flat[8:16], flat[15:23], step=2, lr=0.1),
+            "exp_avg and exp_avg_sq",
+        ),
+    ]
+    for call, match in refused:
+        with pytest.raises(ValueError, match=match + " overlap in memory"):
+            call()
+    for got, want in zip((dp, dm, dv, flat), before, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+    host = before[3].copy()
+    gk.kernels.sgd_update(flat[:8], flat[8:16], lr=0.25)  # adjacent views
+    host[:8] -= 0.25 * host[8:16]
+    gk.kernels.sgd_update(flat[:8], flat[8:24:2], lr=0.5)  # strided, beside the parameter
+    host[:8] -= 0.5 * host[8:24:2]
+    assert rel_err(flat, host) < TOL[np.dtype(np.float64)]
+
+
 # -- the internal kernels (gpukit.backend.kernels.INTERNAL_KERNELS) --------------------------
 def _internal(name: str):
     """The GPU launcher and the NumPy reference of internal kernel ``name``."""

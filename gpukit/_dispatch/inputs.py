@@ -32,6 +32,7 @@ __all__ = [
     "asarray",
     "keep",
     "keep_placed",
+    "on_device",
     "placed",
     "plan_for",
     "plan_for_all",
@@ -87,9 +88,15 @@ def _one_device(arrays: Sequence[Any]) -> _Device | None:
     return _devices.get(device) or _devices.setdefault(device, _Device(device))
 
 
-def _on_device(plans: dict[Any, Any], key: Any, arrays: Sequence[Any]) -> tuple[Any, Any]:
-    """``(plan, key)`` after ``key`` missed: the plan kept for ``arrays`` on the one
-    device they share (:class:`_Device`), or ``(None, key)``."""
+def on_device(plans: dict[Any, Any], key: Any, arrays: Sequence[Any]) -> tuple[Any, Any]:
+    """``(plan, key)`` after ``key`` missed in ``plans``: the plan kept for ``arrays`` on
+    the one device they share (:class:`_Device`), or ``(None, key)``; ``key`` for
+    :func:`keep`, naming that device where there is one.
+
+    The second look-up of :func:`placed`, :func:`plan_for_pair` and :func:`plan_for_all`,
+    for a front-end that builds its key inline (``gk.kernels``): with the arrays on a
+    backend of several devices, ``keep`` keeps a plan only under such a key.
+    """
     mark = _one_device(arrays)
     if mark is None:
         return None, key
@@ -176,7 +183,7 @@ def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
     try:
         return _placed[key], key
     except KeyError:
-        return _on_device(_placed, key, arrays)
+        return on_device(_placed, key, arrays)
     except TypeError:  # an unhashable dtype attribute
         return None, None
 
@@ -213,7 +220,7 @@ def plan_for_pair(plans: dict[Any, Any], op: str, x: Any, y: Any, static: Any) -
         key = (op, active(), type(x), x.dtype, x.shape, type(y), y.dtype, y.shape, static)
         return plans[key], key
     except KeyError:
-        return _on_device(plans, key, (x, y))
+        return on_device(plans, key, (x, y))
     except (AttributeError, TypeError):  # no dtype (a list), an unhashable argument
         return None, None
 
@@ -231,7 +238,7 @@ def plan_for_all(
         key = (*parts, *static)
         return plans[key], key
     except KeyError:
-        return _on_device(plans, key, [x for x in args if hasattr(x, "dtype")])
+        return on_device(plans, key, [x for x in args if hasattr(x, "dtype")])
     except TypeError:  # an unhashable dtype, shape or argument
         return None, None
 

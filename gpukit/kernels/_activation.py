@@ -6,6 +6,7 @@ from typing import Any
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import on_device
 from .._host.activations import FROM_OUTPUT
 from .._runtime import plans as _plans
 from .._select.selection import active
@@ -87,7 +88,9 @@ def bias_activation(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, x, bias = _plan_forward(key, x, bias, activation, negative_slope)
+        run, key = on_device(PLANS, key, (x, bias))
+        if run is None:
+            run, x, bias = _plan_forward(key, x, bias, activation, negative_slope)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
         run, x, bias = _plan_forward(None, x, bias, activation, negative_slope)
     return run(x, bias, activation, float(negative_slope))
@@ -200,7 +203,9 @@ def bias_activation_backward(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, arrays = _plan_backward(key, arrays, activation, negative_slope)
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_backward(key, arrays, activation, negative_slope)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
         run, arrays = _plan_backward(None, arrays, activation, negative_slope)
     grad_y, x, bias, output = arrays

@@ -84,8 +84,10 @@ def place(
     return backend, out
 
 
-#: (operation, active backend, the arrays' types, dtypes and shapes, the options) -> the
-#: backend's kernel bound to such arguments (:func:`bind`)
+#: (operation, active backend, the arrays' types, dtypes and shapes, the options; on a
+#: backend of several devices, the one device the arrays share:
+#: :func:`gpukit._dispatch.inputs.on_device`) -> the backend's kernel bound to such
+#: arguments (:func:`bind`)
 PLANS = _plans.table()
 
 
@@ -198,6 +200,7 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     arrays with the bits :data:`UPDATABLE`, read ones with :data:`OWNDATA`, distinct
     objects) is the front-end's to test first, without building these dicts.
     """
+    given = []
     for name, x in updated.items():
         if x is None:
             continue
@@ -208,17 +211,41 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-    given = [(name, x) for name, x in (*updated.items(), *read.items()) if x is not None]
-    shares = (
-        np.may_share_memory
-        if type(given[0][1]) is np.ndarray
-        else namespace(*(x for _, x in given)).may_share_memory
-    )
-    for i, (name, x) in enumerate(given):
-        for other, y in given[i + 1 :]:
-            if shares(x, y):
+        given.append((name, x))
+    n = len(given)  # the updated arrays, found C-contiguous
+    given += [(name, x) for name, x in read.items() if x is not None]
+    arrays = [x for _, x in given]
+    if type(arrays[0]) is np.ndarray:
+        items, shares = arrays, np.may_share_memory
+    else:
+        spans = [_span(x) if i < n or x.flags.c_contiguous else None for i, x in enumerate(arrays)]
+        if None in spans:
+            items, shares = arrays, namespace(*arrays).may_share_memory
+        else:
+            # a C-contiguous array occupies exactly its span, so comparing spans is
+            # exact, without a call into the array library per pair
+            items, shares = spans, _overlap
+    for i, (name, _) in enumerate(given):
+        for j in range(i + 1, len(given)):
+            if shares(items[i], items[j]):
                 raise ValueError(
-                    f"{op}: {name} and {other} overlap in memory; each must be an array of "
-                    "its own (an in-place update reading and writing the same memory "
-                    "gives wrong results)"
+                    f"{op}: {name} and {given[j][0]} overlap in memory; each must be an "
+                    "array of its own (an in-place update reading and writing the same "
+                    "memory gives wrong results)"
                 )
+
+
+def _span(x: Any) -> tuple[Any, int, int] | None:
+    """``(device, start, end)``: the bytes C-contiguous device array ``x`` occupies, from
+    its memory pointer (CuPy's ``data.ptr``, ``data.device_id``) and ``nbytes``; None for
+    an array without such a pointer."""
+    data = getattr(x, "data", None)
+    ptr = getattr(data, "ptr", None)
+    if type(ptr) is not int:
+        return None
+    return getattr(data, "device_id", None), ptr, ptr + x.nbytes
+
+
+def _overlap(a: tuple[Any, int, int], b: tuple[Any, int, int]) -> bool:
+    """Whether two spans of :func:`_span` share a byte (an empty one shares none)."""
+    return a[0] == b[0] and max(a[1], b[1]) < min(a[2], b[2])

@@ -6,6 +6,7 @@ from typing import Any
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import on_device
 from .._runtime import plans as _plans
 from .._select.selection import active
 from ._checks import FLOATS, INTEGERS, PLANS, bind, check_labels, check_range, place
@@ -90,7 +91,9 @@ def softmax_cross_entropy(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, logits, labels = _plan_forward(key, logits, labels, smoothing)
+        run, key = on_device(PLANS, key, (logits, labels))
+        if run is None:
+            run, logits, labels = _plan_forward(key, logits, labels, smoothing)
     except AttributeError:  # not keyable: a list
         run, logits, labels = _plan_forward(None, logits, labels, smoothing)
     return run(logits, labels, smoothing)
@@ -157,7 +160,9 @@ def softmax_cross_entropy_backward(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, arrays = _plan_backward(key, arrays, smoothing)
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_backward(key, arrays, smoothing)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_backward(None, arrays, smoothing)
     return run(*arrays, smoothing)

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import on_device
 from .._runtime import plans as _plans
 from .._select.selection import active
 from ._checks import PLANS, bind, place
@@ -55,7 +56,9 @@ def matmul_tiled(a: Any, b: Any) -> Any:
         key = (_OP, active(), type(a), a.dtype, a.shape, type(b), b.dtype, b.shape)
         run = PLANS[key]
     except KeyError:
-        run, a, b = _plan(key, a, b)
+        run, key = on_device(PLANS, key, (a, b))
+        if run is None:
+            run, a, b = _plan(key, a, b)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable attribute
         run, a, b = _plan(None, a, b)
     return run(a, b)

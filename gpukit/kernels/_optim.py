@@ -10,6 +10,7 @@ import numpy as np
 
 from .._dispatch import operation
 from .._dispatch.capabilities import checked, declare
+from .._dispatch.inputs import on_device
 from .._runtime import plans as _plans
 from .._select.selection import active
 from ._checks import (
@@ -132,7 +133,9 @@ def sgd_update(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, arrays = _plan_sgd(key, arrays)
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_sgd(key, arrays)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_sgd(None, arrays)
     param, grad, buf = arrays
@@ -279,7 +282,9 @@ def adam_update(
         )  # fmt: skip
         run = PLANS[key]
     except KeyError:
-        run, arrays = _plan_adam(key, arrays)
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_adam(key, arrays)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_adam(None, arrays)
     param, grad, m, v = arrays

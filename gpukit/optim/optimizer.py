@@ -875,12 +875,12 @@ def _gradient(op: str, p: Parameter) -> Any:
     data, grad = p.data, p.grad
     if type(grad) is not type(data):
         grad = _place(grad, data)  # a host gradient moves to a device parameter
-    elif type(data) is not _ndarray and getattr(grad, "device", None) != getattr(
-        data, "device", None
-    ):  # two GPUs (host arrays have no device to compare: skip two look-ups per step)
-        raise DeviceMismatchError(
-            f"{op}: a parameter on {data.device} has a gradient on {grad.device}"
-        )
+    elif type(data) is not _ndarray:  # host arrays have no device to compare
+        owner = _dispatch.owner_of(data)  # its device ids: no device objects made
+        if owner is not None and owner.device_of(grad) != owner.device_of(data):  # two GPUs
+            raise DeviceMismatchError(
+                f"{op}: a parameter on {data.device} has a gradient on {grad.device}"
+            )
     if grad.shape != data.shape:
         raise ValueError(
             f"{op}: a parameter of shape {tuple(data.shape)} has a gradient of shape "

@@ -47,7 +47,12 @@ def _on_inputs_device(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(first, *args):
-        with first.device:
+        # the memory's device id, as ndarray.device reads it, without making a Device;
+        # asking which device is current costs less than switching to it
+        device = first.data.device_id
+        if device == cupy.cuda.runtime.getDevice():
+            return fn(first, *args)
+        with cupy.cuda.Device(device):
             return fn(first, *args)
 
     return wrapper
@@ -66,37 +71,66 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
 def bias_activation_backward(
     grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None, output=None
 ):
-    if activation == "identity":  # grad_x is grad_y itself: only its column sums to make
-        c = bias.size
-        if not c:
-            return grad_y, cupy.empty(0, x.dtype) if grad_bias_out is None else grad_bias_out
-        return grad_y, grad_y.reshape(-1, c).sum(axis=0, out=grad_bias_out)
+    args = (grad_y, x, bias, activation, negative_slope, grad_bias_out, output)
+    return _bind_bias_activation_backward(*args)(*args)
+
+
+def _bind_bias_activation_backward(
+    grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None, output=None
+):
+    """:func:`bias_activation_backward` planned for arrays of these shapes and dtypes
+    (gpukit.kernels' plans): the kernel compiled for the current device and the launch's
+    geometry, settled once. The arrays' device is current, as for :func:`matmul_tiled`."""
+    if activation == "identity":
+        return _identity_backward
     # output (an activation of FROM_OUTPUT only): the derivative is read from it, in x's place
     of_output = output is not None
-    grad_y = cupy.ascontiguousarray(grad_y)
-    x = cupy.ascontiguousarray(output if of_output else x)
-    bias = cupy.ascontiguousarray(bias)
-    grad_x = cupy.empty(x.shape, dtype=x.dtype)
-    # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
-    grad_bias = cupy.empty(bias.shape, x.dtype) if grad_bias_out is None else grad_bias_out
+    dtype = (output if of_output else x).dtype
     c = bias.size
     rows = x.size // c if c else 0
+    launch = None
     if c:
         kernel = function(
             _BIAS_ACT,
-            f"bias_act_backward<{ctype(x.dtype)}, {ACTIVATIONS.index(activation)}, "
-            f"{int(of_output)}>",
+            f"bias_act_backward<{ctype(dtype)}, {ACTIVATIONS.index(activation)}, {int(of_output)}>",
         )
         strips = min(-(-c // 32), sm_count() * 16)
         chunks = _row_chunks(strips, rows)
-        part = cupy.empty((chunks, c), np.float64) if chunks > 1 else None
-        kernel(
-            (strips, chunks),
-            (BLOCK,),
-            (grad_y, x, bias, grad_x, grad_bias, index(rows), index(c),
-             scalar(x.dtype, negative_slope), part, _ticket() if chunks > 1 else None),
-        )  # fmt: skip
-    return grad_x, grad_bias
+        grid, dims = (strips, chunks), (index(rows), index(c))
+        launch = kernel, grid, dims, chunks
+
+    def run(grad_y, x, bias, activation, negative_slope, grad_bias_out=None, output=None):
+        grad_y = cupy.ascontiguousarray(grad_y)
+        x = cupy.ascontiguousarray(x if output is None else output)
+        bias = cupy.ascontiguousarray(bias)
+        grad_x = cupy.empty(x.shape, dtype=dtype)
+        # grad_bias_out: a slot of an optimizer's flat gradient buffer, written in place
+        grad_bias = cupy.empty(bias.shape, dtype) if grad_bias_out is None else grad_bias_out
+        if launch is not None:
+            kernel, grid, dims, chunks = launch
+            part = cupy.empty((chunks, c), np.float64) if chunks > 1 else None
+            kernel(
+                grid,
+                (BLOCK,),
+                (grad_y, x, bias, grad_x, grad_bias, *dims, scalar(dtype, negative_slope),
+                 part, _ticket() if chunks > 1 else None),
+            )  # fmt: skip
+        return grad_x, grad_bias
+
+    return run
+
+
+def _identity_backward(
+    grad_y, x, bias, activation, negative_slope, grad_bias_out=None, output=None
+):
+    """grad_x is grad_y itself: only its column sums to make."""
+    c = bias.size
+    if not c:
+        return grad_y, cupy.empty(0, x.dtype) if grad_bias_out is None else grad_bias_out
+    return grad_y, grad_y.reshape(-1, c).sum(axis=0, out=grad_bias_out)
+
+
+bias_activation_backward.bind = _bind_bias_activation_backward
 
 
 def _row_chunks(strips: int, rows: int) -> int:
@@ -186,42 +220,67 @@ def flag_nonfinite(value, status, serial: int) -> None:
     _elementwise.flag_nonfinite()(value, np.int64(serial), status)
 
 
+#: The label dtypes the kernels are instantiated for.
+_LABELS = (np.dtype(np.int32), np.dtype(np.int64))
+
+
 def _labels(labels):
     """Labels as int32 or int64 (the two instantiated label types), contiguous."""
-    if labels.dtype not in (np.int32, np.int64):
+    if labels.dtype not in _LABELS:
         labels = labels.astype(np.int64)
     return cupy.ascontiguousarray(labels)
 
 
 def _ltype(labels) -> str:
+    """The kernels' label type for ``labels`` as :func:`_labels` makes them."""
     return "int" if labels.dtype == np.int32 else "long long"
 
 
 @_on_inputs_device
 def softmax_cross_entropy(logits, labels, label_smoothing: float, status=None, serial: int = 0):
-    logits = cupy.ascontiguousarray(logits)
-    labels = _labels(labels)
+    args = (logits, labels, label_smoothing, status, serial)
+    return _bind_softmax_cross_entropy(*args)(*args)
+
+
+def _bind_softmax_cross_entropy(logits, labels, label_smoothing, status=None, serial=0):
+    """:func:`softmax_cross_entropy` planned for arrays of these shapes and dtypes
+    (gpukit.kernels' plans): the kernel compiled for the current device and the launch's
+    grid, settled once. The arrays' device is current, as for :func:`matmul_tiled`."""
     n, c = logits.shape
-    loss = cupy.empty(n, dtype=logits.dtype)
-    probs = cupy.empty_like(logits)
+    dtype = logits.dtype
+    widen = labels.dtype not in _LABELS  # as _labels does, decided once
+    launch = None
     if n:
-        kernel = function(_XENT, f"softmax_xent_forward<{ctype(logits.dtype)}, {_ltype(labels)}>")
-        kernel(
-            (min(n, sm_count() * 16),),
-            (BLOCK,),
-            (
-                logits,
-                labels,
-                loss,
-                probs,
-                index(n),
-                index(c),
-                scalar(logits.dtype, label_smoothing),
-                status,  # None: a null pointer, nothing flagged
-                np.int64(serial),
-            ),
-        )
-    return loss, probs
+        kernel = function(_XENT, f"softmax_xent_forward<{ctype(dtype)}, {_ltype(labels)}>")
+        launch = kernel, (min(n, sm_count() * 16),), (index(n), index(c))
+
+    def run(logits, labels, label_smoothing, status=None, serial=0):
+        logits = cupy.ascontiguousarray(logits)
+        labels = cupy.ascontiguousarray(labels.astype(np.int64) if widen else labels)
+        loss = cupy.empty(n, dtype=dtype)
+        probs = cupy.empty_like(logits)
+        if launch is not None:
+            kernel, grid, dims = launch
+            kernel(
+                grid,
+                (BLOCK,),
+                (
+                    logits,
+                    labels,
+                    loss,
+                    probs,
+                    *dims,
+                    scalar(dtype, label_smoothing),
+                    status,  # None: a null pointer, nothing flagged
+                    np.int64(serial),
+                ),
+            )
+        return loss, probs
+
+    return run
+
+
+softmax_cross_entropy.bind = _bind_softmax_cross_entropy
 
 
 #: Per (device, stream): the finished-block counter of softmax_xent_train and of a
@@ -316,7 +375,7 @@ def _bind_matmul_tiled(a, b):
     """:func:`matmul_tiled` planned for operands of these shapes (gpukit.kernels' plans):
     the tile, the kernel compiled for the current device, the launch's geometry and
     dimensions, settled once. The operands' device is current (``gk.kernels``' operation
-    makes it so; a plan is kept only on a backend with one device)."""
+    makes it so; on a backend of several devices a plan's key names that device)."""
     (m, k), n = a.shape, b.shape[1]
     if k == 0:
         return lambda a, b: cupy.zeros((m, n), dtype=np.float32)
