@@ -260,8 +260,9 @@ def _planned(
     one_d: bool,
 ) -> tuple[tuple[Any, ...], Any, Any]:
     """Check every argument and make the transform's plan; keep it under ``key`` (None:
-    not kept) when ``x`` passes through unchanged. Returns ``(plan, x, dest)``, ``x`` on
-    the backend."""
+    not kept), or under the key of ``x`` as converted or moved to the device by the checks
+    (which rerun on every such call), where that ``x`` passes through unchanged. Returns
+    ``(plan, x, dest)``, ``x`` on the backend."""
     since = _plans.generation()
     given = x
     if norm not in _NORMS:
@@ -271,6 +272,14 @@ def _planned(
     threads = _workers(name, workers)
     x = _dtypes.check(name, "x", x)
     backend, x, dest = _placed(name, x, dest)
+    if x is not given and key is not None:
+        # converted, or moved to the device (guarded and counted on every call): from here
+        # on this is a call on x itself, whose plan an earlier call may have kept
+        key = (name, key[1], type(x), x.dtype, x.shape, *key[5:])
+        plan = _PLANS.get(key)
+        if plan is not None:
+            return plan, x, dest
+        given = x
     shape = tuple(x.shape)
     s_, axes_ = _plan(name, kind, shape, s, axes, one_d)
     work, result = _work_dtype(name, kind, np.dtype(x.dtype))
@@ -295,8 +304,10 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
         A call without ``out`` on an array that needs no conversion nor transfer is
         planned: its checks and normalised arguments are kept for the next call with the
         same key (:func:`gpukit._dispatch.inputs.plan_for`'s, built here without its
-        call). ``dest`` is written only after the whole transform succeeded, so the
-        out-of-memory retry of :func:`gpukit._runtime.memory.operation` may run this twice.
+        call). A host array reaching a device backend is checked and moved on every call,
+        then takes the plan of the device array it became. ``dest`` is written only after
+        the whole transform succeeded, so the out-of-memory retry of
+        :func:`gpukit._runtime.memory.operation` may run this twice.
         """
         key = plan = None
         if dest is None:  # (a tuple of workers is never valid: its elements' types do not matter)
@@ -308,11 +319,12 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
             else:
                 along = axes if axes is None else token(axes)
             try:
+                dtype = x.dtype  # read once: a device array's attributes are not free
                 key = (
                     name,
                     active(),
                     type(x),
-                    x.dtype,
+                    dtype,
                     x.shape,
                     lengths,
                     along,
@@ -327,8 +339,9 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
                 key = None
         if plan is None:
             plan, x, dest = _planned(key, name, kind, x, s, axes, norm, dest, workers, one_d)
+            dtype = x.dtype
         backend, transform, work, result = plan
-        if x.dtype is not work:  # an identity test first: equal built-in dtypes are one object
+        if dtype is not work:  # an identity test first: equal built-in dtypes are one object
             x = x.astype(work, copy=False)
         y = transform(x)
         if y.dtype is not result:  # only where a plug-in's library upcasts
@@ -1952,11 +1965,18 @@ def _freq(name: str, n: Any, d: Any, device: Any, real: bool) -> Any:
     if not d:
         raise ValueError(f"{name}: d must be non-zero, got {d!r}")
     backend = get_backend()
-    # asarray places it on the current (virtual) device, as creation functions do
     if device is None:
-        return backend.asarray(backend.fft_freq(n, d, real))
+        return _freq_here(backend, n, d, real)
     with backend.use_device(check_device(backend, device, f"{name}: device")):
-        return backend.asarray(backend.fft_freq(n, d, real))
+        return _freq_here(backend, n, d, real)
+
+
+def _freq_here(backend: Any, n: int, d: Any, real: bool) -> Any:
+    """The frequencies on the current device, as creation functions make them: an array
+    a device backend made there (``fft_freq``) as it is, any other (the host backend's,
+    for the current virtual device) through ``asarray``."""
+    out = backend.fft_freq(n, d, real)
+    return out if backend.is_device and backend.owns(out) else backend.asarray(out)
 
 
 _freq_doc = paragraphs(

@@ -128,6 +128,58 @@ def test_a_warm_implicit_transfer_is_counted_guarded_and_logged(fake_device, rng
     assert gk.transfer_stats().host_to_device.calls == 2  # the refused one moved nothing
 
 
+def _refused(call):
+    """``call`` with implicit transfers refused."""
+
+    def refused():
+        with gk.transfer_guard("disallow"):
+            return call()
+
+    return refused
+
+
+def test_a_host_input_takes_the_plan_of_the_device_array_it_becomes(fake_device, rng, monkeypatch):
+    """A NumPy input of a device backend's FFT is checked, guarded, counted and moved on
+    every call, then transformed by the plan kept for device arrays like the moved one;
+    every refusal is the cold call's."""
+    from helpers import same_errors_warm_as_cold
+
+    x = rng.standard_normal(16)
+    swapped = x.astype(">f8")  # converted to native order, then moved
+    same_errors_warm_as_cold(
+        [lambda: gk.fft.fft(x), lambda: gk.fft.rfft(swapped), lambda: gk.fft.fft2(x.reshape(4, 4))],
+        [
+            _refused(lambda: gk.fft.fft(x)),
+            _refused(lambda: gk.fft.fft(x, norm="none")),  # the argument first, as cold
+            lambda: gk.fft.fft(x, norm="none"),
+            lambda: gk.fft.fft(x, axis=1),  # checked after the move, as cold
+            lambda: gk.fft.rfft(x + 1j),
+            lambda: gk.fft.fft(np.full(16, "x")),
+            lambda: gk.fft.fft2(x),  # one dimension: refused after the move
+            _refused(lambda: gk.fft.fft2(x)),
+        ],
+    )
+    planned, moved = [], []
+    plan, asarray = fake_device.fft_plan, fake_device.asarray
+    monkeypatch.setattr(fake_device, "fft_plan", lambda *a: planned.append(a) or plan(*a))
+
+    def move(*args, **kwargs):
+        y = asarray(*args, **kwargs)
+        moved.append(fake_device.device_of(y))
+        return y
+
+    monkeypatch.setattr(fake_device, "asarray", move)
+    gk.reset_transfer_stats()
+    got = gk.fft.fft(x), gk.fft.rfft(swapped)
+    with fake_device.use_device(1):  # the plan holds no device: the current one's
+        got += (gk.fft.fft(x),)
+    assert planned == []  # each took the moved array's plan
+    assert moved == [0, 0, 1] and gk.transfer_stats().host_to_device.calls == 3
+    assert rel_err(np.asarray(got[0]), np.fft.fft(x)) < 1e-12
+    assert rel_err(np.asarray(got[1]), np.fft.rfft(x)) < 1e-12
+    assert rel_err(np.asarray(got[2]), np.fft.fft(x)) < 1e-12
+
+
 # -- the out-of-memory policy ---------------------------------------------------------------
 
 

@@ -186,7 +186,7 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
         return out
 
     def current_device(self) -> int:
-        return cupy.cuda.Device().id
+        return cupy.cuda.runtime.getDevice()  # what Device().id reads, without the object
 
     def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return cupy.cuda.Device(index)

@@ -75,9 +75,8 @@ class CupyMatmul:
         )
 
     def matmul(self, a: Any, b: Any, precision: str | None) -> Any:
-        import cupy
-
-        if (precision is None and not self._tf32) or cupy.result_type(a, b).char not in "fF":
-            return cupy.matmul(a, b)  # the compute type set_tf32 chose; no mode change
+        xp = self.xp  # cupy, without an import statement per call
+        if (precision is None and not self._tf32) or xp.result_type(a, b).char not in "fF":
+            return xp.matmul(a, b)  # the compute type set_tf32 chose; no mode change
         with _single_precision(precision == "tf32" or precision is None):
-            return cupy.matmul(a, b)
+            return xp.matmul(a, b)

@@ -138,18 +138,18 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
     backend = owner or get_backend()
     if not backend.is_device:
         return backend, list(arrays)
-    if device is None:
-        device = backend.current_device()
     out = []
     for x, name in zip(arrays, names, strict=True):
         if x is None or owner_of(x) is backend:
             out.append(x)
             continue
         host = np.asarray(x)
-        _transfer.check_implicit(
-            name, host.shape, host.dtype, host.nbytes, f"{backend.name}:{device}"
-        )
-        out.append(backend.asarray(host, device=device))
+        if _transfer.guarded():  # a log or a refusal names the device: asked only then
+            to = backend.current_device() if device is None else device
+            _transfer.check_implicit(
+                name, host.shape, host.dtype, host.nbytes, f"{backend.name}:{to}"
+            )
+        out.append(backend.asarray(host, device=device))  # None: the current device
         _transfer.record("host_to_device", host.nbytes)
     return backend, out
 

@@ -114,30 +114,39 @@ def record(direction: str, nbytes: int) -> None:
         counts[1] += int(nbytes)
 
 
+def guarded() -> bool:
+    """Whether the guard in force logs or refuses implicit transfers (any mode but
+    ``allow``): only then does a transfer need describing (:func:`check_implicit`)."""
+    return current_mode() != "allow"
+
+
 def check_implicit(argument: str, shape: tuple, dtype: object, nbytes: int, target: str) -> None:
     """Apply the guard to an implicit host-to-device transfer of one argument."""
-    _guard_transfer(
-        f"implicit host-to-device transfer of argument {argument!r} "
-        f"(shape {shape}, dtype {dtype}, {nbytes} bytes) to {target}",
-        "Move it explicitly with gk.asarray(x) first",
-    )
+    mode = current_mode()
+    if mode != "allow":  # the description only where it is logged or raised
+        _guard_transfer(
+            mode,
+            f"implicit host-to-device transfer of argument {argument!r} "
+            f"(shape {shape}, dtype {dtype}, {nbytes} bytes) to {target}",
+            "Move it explicitly with gk.asarray(x) first",
+        )
 
 
 def check_implicit_to_host(
     what: str, shape: tuple, dtype: object, nbytes: int, source: str
 ) -> None:
     """Apply the guard to an implicit device-to-host transfer (NumPy converting ``what``)."""
-    _guard_transfer(
-        f"implicit device-to-host transfer of {what} (shape {shape}, dtype {dtype}, "
-        f"{nbytes} bytes) from {source}",
-        "Copy it explicitly with gk.to_numpy(x)",
-    )
-
-
-def _guard_transfer(what: str, explicit: str) -> None:
     mode = current_mode()
-    if mode == "allow":
-        return
+    if mode != "allow":
+        _guard_transfer(
+            mode,
+            f"implicit device-to-host transfer of {what} (shape {shape}, dtype {dtype}, "
+            f"{nbytes} bytes) from {source}",
+            "Copy it explicitly with gk.to_numpy(x)",
+        )
+
+
+def _guard_transfer(mode: str, what: str, explicit: str) -> None:
     if mode == "disallow":
         raise TransferGuardError(
             f"{what} refused: the transfer guard is 'disallow'. {explicit}, or allow it "
