@@ -311,7 +311,7 @@ def test_bias_activation_forward_and_backward(client, rng):
 
 def test_identity_backward_passes_the_gradient_through(client, rng):
     """As on every backend, the identity's ``grad_x`` is ``grad_y`` itself."""
-    x, dx = _chunked(rng, (7, 6), (3, 4))
+    _, dx = _chunked(rng, (7, 6), (3, 4))
     g, dg = _chunked(rng, (7, 6), (4, 2))
     grad_x, grad_b = gk.kernels.bias_activation_backward(dg, dx, rng.standard_normal(6), "identity")
     assert grad_x is dg
