@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import threading
 import warnings
 from collections.abc import Iterator
@@ -191,9 +192,12 @@ def _kept(kind: str, dtype: np.dtype, n: int) -> int:
 #: from NATIVE_MIN / weight elements, once its work outweighs the hand-off. Medians
 #: of seven runs of ``python -m tools.host_split_costs`` (rows of 256 columns, the
 #: backward with the bias gradient), rounded down; the record in docs/benchmarks
-#: (2026-11-26-host-split-thresholds.md) has them.
-_WEIGHTS = {
-    "identity": (1, 1, 1, 2),
+#: (2026-11-26-host-split-thresholds.md) has them. The identity's backward is its bias
+#: gradient alone (``grad_x`` is ``grad_y``): a read-only column sum, which two threads
+#: speed up only from about 4M float32 / 256K float64 elements on the 2-core machine
+#: (medians of seven, one thread against two: 2026-11-26-idle-5.md).
+_WEIGHTS: dict[str, tuple[float, float, float, float]] = {
+    "identity": (1, 1 / 64, 1, 1 / 8),
     "relu": (1, 1, 1, 3),
     "leaky_relu": (1, 1, 1, 3),
     "gelu": (6, 8, 25, 32),
@@ -204,7 +208,7 @@ _WEIGHTS = {
 }
 
 
-def _weight(name: str, dtype: np.dtype, backward: bool, of_output: bool = False) -> int:
+def _weight(name: str, dtype: np.dtype, backward: bool, of_output: bool = False) -> float:
     """``name``'s cost per element for :func:`parallel.plan`; a gradient from the
     activation's output is a memory-bound pass, as ReLU's."""
     if of_output:
@@ -225,7 +229,7 @@ def thresholds() -> dict[tuple[str, str, str], int]:
     """
     least = parallel.NATIVE_MIN
     return {
-        (name, way, dtype.name): -(-least // _weight(name, dtype, way == "backward"))
+        (name, way, dtype.name): math.ceil(least / _weight(name, dtype, way == "backward"))
         for name in ACTIVATIONS
         for way in ("forward", "backward")
         for dtype in _SUFFIX
