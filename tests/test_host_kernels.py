@@ -614,3 +614,111 @@ def test_cross_entropy_takes_unaligned_labels_and_weights(rng, dtype):
         )
     assert np.array_equal(odd_loss, loss) and np.array_equal(odd_probs, probs)
     assert np.array_equal(odd_g, g)
+
+
+#: The threaded kernel each pass of :func:`_planned_and_direct` runs.
+_PAR = {"forward": "gk_bias_act_par", "backward": "gk_bias_act_grad_par", "adam": "gk_adam_par",
+        "xent": "gk_xent_par"}  # fmt: skip
+
+
+def _planned_and_direct(kind, rng, dtype):
+    """``(call, direct)`` for a pass of ``kind`` above its split threshold: the planned
+    kernel (:mod:`gpukit._host.native`'s ``plan_*``) and the unplanned call, each on
+    outputs of its own, which it returns."""
+    if kind in ("forward", "backward"):
+        x, gy = (rng.standard_normal((300, 301)).astype(dtype) for _ in range(2))
+        b = rng.standard_normal(301).astype(dtype)
+        if kind == "forward":
+            plan = native.plan_bias_act(300, 301, x.dtype, "silu")
+            out = np.empty_like
+
+            def call():
+                y = out(x)
+                assert plan(x, b, y, 0.0)
+                return [y]
+
+            def direct():
+                y = out(x)
+                native.bias_act(x, b, y, "silu", 0.0)
+                return [y]
+
+            return call, direct
+        plan = native.plan_bias_act_grad(300, 301, x.dtype, "silu", False, True)
+
+        def call():
+            gx = np.empty_like(x)
+            return [gx, plan(gy, x, b, gx, 0.0)]
+
+        def direct():
+            gx = np.empty_like(x)
+            return [gx, native.bias_act_grad(gy, x, b, gx, "silu", 0.0, False, True)]
+
+        return call, direct
+    if kind == "adam":
+        n = 300_001
+        p, g = (rng.standard_normal(n).astype(dtype) for _ in range(2))
+        m, v = rng.standard_normal(n).astype(dtype), rng.random(n).astype(dtype)
+        plan = native.plan_elementwise("gk_adam", n, p.dtype)
+        args = (1e-3, 1.1, 0.9, 0.999, 1e-8, 0.0, 0.99)
+
+        def call():
+            state = [a.copy() for a in (p, g, m, v)]
+            assert plan(tuple(state), *native.adam_scalars(*args))
+            return state
+
+        def direct():
+            state = [a.copy() for a in (p, g, m, v)]
+            native.adam(*state, *args)
+            return state
+
+        return call, direct
+    logits = (rng.standard_normal((700, 301)) * 4).astype(dtype)
+    labels = rng.integers(0, 301, 700)
+    plan = native.plan_rows("gk_xent", 700, 301, logits.dtype)
+
+    def outputs():
+        return np.empty(700, dtype), np.empty_like(logits)
+
+    def call():
+        loss, probs = outputs()
+        assert plan(logits, labels, loss, probs, 0.1)
+        return [loss, probs]
+
+    def direct():
+        loss, probs = outputs()
+        native.xent(logits, labels, loss, probs, 0.1)
+        return [loss, probs]
+
+    return call, direct
+
+
+@pytest.mark.parametrize("kind", ["forward", "backward", "adam", "xent"])
+def test_plans_split_large_passes_as_the_unplanned_calls_under_every_thread_limit(
+    rng, dtype, kind, monkeypatch
+):
+    """A planned kernel above its split threshold runs the threaded kernel as the
+    unplanned call does, bit for bit (the bias gradient's sums too), and asks for the
+    threads a threadpoolctl limit leaves on every call, not those of its first call."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from gpukit._host import parallel
+
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    kernel = _PAR[kind]
+    asked = []
+    real = native._fn(kernel, np.dtype(dtype))
+
+    def spy(*args):
+        asked.append(args[-2] if kernel.startswith("gk_bias") else args[-1])
+        return real(*args)
+
+    monkeypatch.setitem(native._fns, (kernel, np.dtype(dtype)), spy)
+    call, direct = _planned_and_direct(kind, rng, dtype)
+    for limit in (None, 1, None):
+        with threadpoolctl.threadpool_limits(limits=limit, user_api="blas"):
+            asked.clear()
+            planned, unplanned = call(), direct()
+            want = parallel.n_threads()
+        assert asked == [want, want], (limit, asked)
+        for a, b in zip(planned, unplanned, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)

@@ -46,8 +46,8 @@ def _bind_bias_activation(
     x: np.ndarray, bias: np.ndarray | None, activation: str, negative_slope: float
 ) -> Callable[..., np.ndarray]:
     """:func:`bias_activation` planned for arrays like these (gpukit.kernels' plans; a
-    ``bias`` of None: gpukit.nn's activation layers): the compiled kernel bound once
-    where one call on one thread computes it."""
+    ``bias`` of None: gpukit.nn's activation layers): the compiled kernel bound once,
+    with its split over the host threads (:func:`gpukit._host.native.plan_bias_act`)."""
     c = x.shape[-1] if x.ndim else 1
     planned = None
     if type(x) is np.ndarray and (bias is None or type(bias) is np.ndarray):
@@ -352,9 +352,8 @@ def sgd_update(
 
 def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans): the
-    compiled kernel bound once where one call on one thread computes it, plain SGD
-    included (the module's call costs less than the two ufunc passes of
-    :func:`_small_sgd`)."""
+    compiled kernel bound once for up to ``_SMALL_SGD`` elements, plain SGD included
+    (the module's call costs less than the two ufunc passes of :func:`_small_sgd`)."""
     if type(param) is not np.ndarray or type(args[0]) is not np.ndarray:
         return sgd_update
     n = param.size
@@ -648,7 +647,8 @@ def _bind_softmax_cross_entropy(
     logits: np.ndarray, labels: np.ndarray, *args: Any
 ) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     """:func:`softmax_cross_entropy` planned for arrays like these (gpukit.kernels' plans):
-    the compiled kernel bound once where one call on one thread computes it."""
+    the compiled kernel bound once (split as :func:`gpukit._host.native.plan_rows`
+    splits)."""
     planned = _bind_rows("gk_xent", logits, labels)
     if planned is None:
         return softmax_cross_entropy

@@ -24,7 +24,8 @@ import contextvars
 import math
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -157,10 +158,26 @@ def address(a: np.ndarray) -> int:
     return a.ctypes.data if lib is None else lib.address(a)
 
 
-def _planned(dtype: np.dtype, n: int, weight: float) -> bool:
-    """Whether a kernel on ``n`` elements of ``dtype`` can be planned as one call on one
-    thread: the module built, a dtype it takes, something to compute, one thread's work."""
-    return _library() is not None and dtype in _SUFFIX and 0 < n and _small(n, weight)
+def _planned(dtype: np.dtype, n: int) -> bool:
+    """Whether a kernel on ``n`` elements of ``dtype`` can be planned: the module built, a
+    dtype it takes, something to compute."""
+    return _library() is not None and dtype in _SUFFIX and 0 < n
+
+
+def _per_count(split: Callable[[int], Any]) -> Callable[[], Any]:
+    """``split(parallel.n_threads())``, worked out once per thread count: a plan's sizes
+    are fixed, and a threadpoolctl limit changes only the count."""
+    kept: dict[int, Any] = {}
+    n_threads = parallel.n_threads
+
+    def now() -> Any:
+        n = n_threads()
+        got = kept.get(n)
+        if got is None:
+            got = kept[n] = split(n)
+        return got
+
+    return now
 
 
 _fns: dict[tuple[str, np.dtype], Any] = {}
@@ -236,10 +253,11 @@ def thresholds() -> dict[tuple[str, str, str], int]:
     }
 
 
-def _split(rows: int, cols: int, weight: float = 1) -> tuple[int, int]:
-    """``(threads, by_cols)`` for a rows x cols pass on the library's threads: spans of
-    columns where there are too few rows for the threads (a 1-D input is one row)."""
-    threads = parallel.plan(rows * cols, 1, weight, parallel.NATIVE_MIN)
+def _split(rows: int, cols: int, weight: float = 1, threads: int | None = None) -> tuple[int, int]:
+    """``(threads, by_cols)`` for a rows x cols pass on the library's threads (``threads``
+    available, :func:`parallel.n_threads` when None): spans of columns where there are
+    too few rows for the threads (a 1-D input is one row)."""
+    threads = parallel.plan(rows * cols, 1, weight, parallel.NATIVE_MIN, threads)
     by_cols = rows < 2 * threads
     return min(threads, cols if by_cols else rows), int(by_cols)
 
@@ -273,22 +291,34 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
     (without one where not ``bias``: ``b`` is not read), as a function
     ``(x, b, y, slope) -> bool`` that returns False, having done nothing, where the
     kernels do not take the arrays (:func:`disabled`, a strided or unaligned one); None
-    where such a pass is not one call on one thread (:func:`bias_act` decides each
-    call's split)."""
-    if not _planned(dtype, rows * cols, _weight(name, dtype, False)):
+    where the module cannot run such a pass (:func:`_planned`). One thread's work is one
+    call on the caller's thread; more is split as :func:`bias_act` splits it, the split
+    worked out once per thread count."""
+    if not _planned(dtype, rows * cols):
         return None
-    fn, code = _fn("gk_bias_act", dtype), ACTIVATIONS.index(name)
+    code, weight = ACTIVATIONS.index(name), _weight(name, dtype, False)
     if not bias:  # nothing per column: one long row, as bias_act
         rows, cols = 1, rows * cols
     # the plan's own -0.0 bias (only read), not the thread's kept one, which may be
     # replaced by a larger one while a plan still points at it
     nz = None if bias else np.full(cols, -0.0, dtype)
+    if _small(rows * cols, weight):
+        fn = _fn("gk_bias_act", dtype)
+
+        def call(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> None:
+            fn(x, b, y, rows, cols, cols, code, slope)
+
+    else:
+        par, split = _fn("gk_bias_act_par", dtype), _per_count(partial(_split, rows, cols, weight))
+
+        def call(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> None:
+            par(x, b, y, rows, cols, cols, code, slope, *split())
 
     def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
         if _off.get():
             return False
         try:
-            fn(x, b if bias else nz, y, rows, cols, cols, code, slope)
+            call(x, b if bias else nz, y, slope)
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
@@ -302,21 +332,39 @@ def plan_bias_act_grad(
     """:func:`bias_act_grad` with the bias gradient for C-contiguous ``rows`` x ``cols``
     arrays of ``dtype`` (``bias``: whether one is given), as a function
     ``(g, v, b, gx, slope)`` returning the bias gradient, or None, having done nothing,
-    where the kernels do not take the arrays; None as :func:`plan_bias_act`."""
-    if not _planned(dtype, rows * cols, _weight(name, dtype, True, of_output)):
+    where the kernels do not take the arrays; None, and split, as :func:`plan_bias_act`
+    (the sums as :func:`bias_act_grad` adds them)."""
+    if not _planned(dtype, rows * cols):
         return None
-    fn, code = _fn("gk_bias_act_grad", dtype), ACTIVATIONS.index(name)
+    code, weight = ACTIVATIONS.index(name), _weight(name, dtype, True, of_output)
     flag, zeros, wide = int(of_output), np.zeros, dtype == np.float64
     nz = None if bias else np.full(cols, -0.0, dtype)  # as plan_bias_act's
+    if _small(rows * cols, weight):
+        fn = _fn("gk_bias_act_grad", dtype)
+
+        def call(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
+            acc = zeros(cols)
+            part = _kept("part", dtype, cols)
+            fn(g, v, b, gx, acc, part, rows, cols, cols, code, slope, flag)
+            return acc
+
+    else:
+        par = _fn("gk_bias_act_grad_par", dtype)
+        split = _per_count(partial(_split, rows, cols, weight))
+
+        def call(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
+            threads, by_cols = split()
+            spans = 1 if by_cols else threads
+            acc = zeros((spans, cols))
+            part = _kept("part", dtype, spans * cols)
+            par(g, v, b, gx, acc, part, rows, cols, cols, code, slope, flag, threads, by_cols)
+            return acc[0] if spans == 1 else acc.sum(axis=0)
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
         if _off.get():
             return None
-        acc = zeros(cols)
-        bp = b if bias else nz
-        part = _kept("part", dtype, cols)
         try:
-            fn(g, v, bp, gx, acc, part, rows, cols, cols, code, slope, flag)
+            acc = call(g, v, b if bias else nz, gx, slope)
         except ValueError:  # an array the kernel does not take; it did not run
             return None
         return acc if wide else acc.astype(dtype)  # acc is this call's own: no copy
@@ -383,17 +431,21 @@ def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
     C-contiguous arrays of ``rows`` x ``cols`` elements of ``dtype``, as a function
     ``(m0, labels, per_row, m1, eps) -> bool`` (``labels`` int64) that returns False,
     having done nothing, where the kernels do not take the arrays; None as
-    :func:`plan_bias_act`."""
-    if not _planned(dtype, rows * cols, 1):
+    :func:`plan_bias_act` (split as :func:`xent` splits)."""
+    if not _planned(dtype, rows * cols):
         return None
-    fn = _fn(name, dtype)
+    if _small(rows * cols):
+        fn, threads = _fn(name, dtype), lambda: ()
+    else:  # the thread count is the _par kernel's last argument
+        fn = _fn(name + "_par", dtype)
+        threads = _per_count(lambda n: (parallel.plan(rows, cols, 1, parallel.NATIVE_MIN, n),))
 
     def run(m0: np.ndarray, labels: np.ndarray, per_row: np.ndarray, m1: np.ndarray,
             eps: float) -> bool:  # fmt: skip
         if _off.get():
             return False
         try:
-            fn(m0, labels, per_row, m1, rows, cols, eps)
+            fn(m0, labels, per_row, m1, rows, cols, eps, *threads())
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
@@ -434,16 +486,20 @@ def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
     """Kernel ``name`` (``"gk_sgd"``, ``"gk_adam"``) over flat C-contiguous arrays of ``n``
     elements of ``dtype``, as a function ``(arrays, *scalars) -> bool`` (None: an absent
     array) that returns False, having done nothing, where the kernels do not take the
-    arrays; None as :func:`plan_bias_act`."""
-    if not _planned(dtype, n, 1):
+    arrays; None, and split, as :func:`plan_bias_act`."""
+    if not _planned(dtype, n):
         return None
-    fn = _fn(name, dtype)
+    if _small(n):
+        fn, threads = _fn(name, dtype), lambda: ()
+    else:  # the thread count is the _par kernel's last argument
+        fn = _fn(name + "_par", dtype)
+        threads = _per_count(lambda t: (parallel.plan(n, 1, 1, parallel.NATIVE_MIN, t),))
 
     def run(arrays: tuple[np.ndarray | None, ...], *scalars: Any) -> bool:
         if _off.get():
             return False
         try:
-            fn(*arrays, n, *scalars)
+            fn(*arrays, n, *scalars, *threads())
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True

@@ -62,7 +62,7 @@ NATIVE_MIN = 1 << 15
 _lock = threading.Lock()
 _local = threading.local()
 _pool: ThreadPoolExecutor | None = None
-_blas: list[Any] | None = None
+_blas: tuple[Callable[[], int | None], ...] | None = None
 
 
 def _env_cap() -> int | None:
@@ -85,14 +85,16 @@ def _cores() -> int:
 _CORES = _cores()
 
 
-def _blas_controllers() -> list[Any]:
-    """threadpoolctl's controllers of the BLAS libraries loaded here, once the user has
-    imported threadpoolctl (only then can a limit have been set through it)."""
+def _blas_counts() -> tuple[Callable[[], int | None], ...]:
+    """The thread-count getters of threadpoolctl's controllers of the BLAS libraries
+    loaded here, once the user has imported threadpoolctl (only then can a limit have
+    been set through it)."""
     global _blas
     if _blas is None:
         from threadpoolctl import ThreadpoolController
 
-        _blas = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+        controllers = ThreadpoolController().lib_controllers
+        _blas = tuple(c.get_num_threads for c in controllers if c.user_api == "blas")
     return _blas
 
 
@@ -106,8 +108,12 @@ def n_threads() -> int:
     capped by the BLAS thread count a ``threadpoolctl`` limit has set."""
     n = _CORES
     if n > 1 and "threadpoolctl" in sys.modules:
-        for c in _blas_controllers():
-            n = min(n, max(1, c.get_num_threads()))
+        # asked on every pass (a limit may have changed), so without min()/max() calls,
+        # which cost more than the getters
+        for count in _blas_counts():
+            t = count()
+            if t is not None and t < n:
+                n = t if t > 1 else 1
     return n
 
 
@@ -133,7 +139,13 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def plan(n: int, per_item: int = 1, weight: float = 1.0, least: int = PARALLEL_MIN) -> int:
+def plan(
+    n: int,
+    per_item: int = 1,
+    weight: float = 1.0,
+    least: int = PARALLEL_MIN,
+    threads: int | None = None,
+) -> int:
     """The number of spans (threads) :func:`run` splits ``n`` indices of ``per_item``
     elements into: 1 below ``least / weight`` elements in all.
 
@@ -141,9 +153,11 @@ def plan(n: int, per_item: int = 1, weight: float = 1.0, least: int = PARALLEL_M
     one ``least`` is set for (a float32 copy with a bias), so that a pass splits once its
     work outweighs the hand-off, whatever it computes per element; ``least``:
     :data:`PARALLEL_MIN` for :func:`run`'s threads, :data:`NATIVE_MIN` for the compiled
-    kernels' own.
+    kernels' own; ``threads``: the threads available, :func:`n_threads` when None (a
+    caller that keeps the split per count asks once).
     """
-    threads = n_threads()
+    if threads is None:
+        threads = n_threads()
     if threads > 1 and n * per_item * weight >= least:
         return min(threads, n)
     return 1
