@@ -42,7 +42,8 @@ def _median_us(fn, reps: int) -> float:
 
 def _direct(act: str, dtype, n: int, backward: bool, cols: int = 256):
     """One call of the C kernel over n elements (rows of ``cols``) on this thread, no
-    pool; the backward with the bias gradient's sums."""
+    pool; the backward with the bias gradient's sums (the identity's: the sums alone,
+    ``grad_y`` given as the output too, as gk.kernels passes ``grad_y`` through)."""
     rng = np.random.default_rng(0)
     rows = n // cols
     x = (rng.standard_normal((rows, cols)) * 2).astype(dtype)
@@ -51,7 +52,8 @@ def _direct(act: str, dtype, n: int, backward: bool, cols: int = 256):
     code, d = native.ACTIVATIONS.index(act), np.dtype(dtype)
     if backward:
         fn = native._fn("gk_bias_act_grad", d)
-        keep = (g, x, b, y, np.zeros(cols), np.empty(cols, dtype))  # alive with the closure
+        out = g if act == "identity" else y
+        keep = (g, x, b, out, np.zeros(cols), np.empty(cols, dtype))  # alive with the closure
         args = [native.address(a) for a in keep]
         return lambda: fn(*args, rows, cols, cols, code, 0.2, 0) if keep else None
     fn = native._fn("gk_bias_act", d)
@@ -86,9 +88,10 @@ def one_vs_two(act: str, backward: bool, shape: tuple[int, int], reps: int) -> t
     b = rng.standard_normal(shape[1]).astype(np.float32)
     y = np.empty_like(x)
     if backward:
+        out = x if act == "identity" else y  # the identity's backward: the sums alone
 
         def call():
-            native.bias_act_grad(x, x, b, y, act, 0.2, False, True)
+            native.bias_act_grad(x, x, b, out, act, 0.2, False, True)
     else:
 
         def call():
@@ -124,8 +127,9 @@ def main() -> None:
     print("  ".join(f"{a} {least[a, 'forward', 'float32']}/{least[a, 'backward', 'float32']}"
                     for a in native.ACTIVATIONS))  # fmt: skip
     print("\none thread against two (threadpoolctl), float32, us, median of rounds")
-    for act, backward in (("gelu", False), ("gelu", True), ("silu", False), ("relu", False)):
-        for shape in ((64, 256), (128, 256), (256, 256), (512, 256), (1024, 256)):
+    pairs = (("gelu", False), ("gelu", True), ("silu", False), ("relu", False), ("identity", True))
+    for act, backward in pairs:
+        for shape in ((64, 256), (128, 256), (256, 256), (512, 256), (1024, 256), (8192, 256)):
             t1, t2 = one_vs_two(act, backward, shape, reps)
             print(f"{act:6} {'bwd' if backward else 'fwd'} {shape!s:12} {t1:8.1f} {t2:8.1f} "
                   f"{t1 / t2:5.2f}x")  # fmt: skip
