@@ -125,7 +125,7 @@ def _batched(fn, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _lu_solver(lapack, dtype: np.dtype):
+def _lu_solver(lapack, dtype: np.dtype, finite=None):
     """``solve(a, b) -> (x, rcond)`` for matrices of ``dtype`` by LU with ``lapack``'s
     routines (:func:`_lookup`), estimating 1/cond_1(a) as ``scipy.linalg.solve``.
 
@@ -137,19 +137,33 @@ def _lu_solver(lapack, dtype: np.dtype):
     copy of a large matrix is slow): ``getrs(trans=1)`` then solves with ``a`` itself
     (the transpose, also for complex ``a``). Either way the 1-norm of ``a`` is the
     infinity norm of ``a.T``. The routines are looked up here, once for every call.
+
+    The norm comes first, as in SciPy. With ``finite`` (the backend's
+    ``linalg_all_finite``) it is also the screen of ``a``
+    (:meth:`~gpukit.backend.Backend.linalg_solve_plan`): LAPACK's ``xLANGE`` gives NaN
+    or inf for an ``a`` holding either, so a finite norm proves ``a`` finite in no pass
+    of its own; only a non-finite one (finite entries can overflow it) is looked at
+    entry by entry, and a NaN or inf ``a`` is refused before it is factored.
     """
     lange, gecon = lapack("lange", dtype), lapack("gecon", dtype)
+
+    def screened(a: np.ndarray, anorm: float) -> None:
+        if finite is not None and anorm - anorm != 0 and not finite(a):  # NaN or inf
+            raise np.linalg.LinAlgError("matrix holds NaN or inf")
+
     if lapack is _lapack:
         gesv = _lapack("gesv", dtype)
 
         def solve_small(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+            # optional arguments by position: f2py parses keywords at a cost per call
+            anorm = lange("1", a) if a.flags.f_contiguous else lange("I", a.T)
+            if anorm - anorm != 0:  # NaN or inf: screened's steps, past the common case
+                screened(a, anorm)
             lu, _, x, info = gesv(a, b)
             if info > 0:
                 raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
             if info < 0:
                 raise ValueError(f"illegal value in argument {-info} of gesv")
-            # optional arguments by position: f2py parses keywords at a cost per call
-            anorm = lange("1", a) if a.flags.f_contiguous else lange("I", a.T)
             return x, float(gecon(lu, anorm, "1")[0])
 
         return solve_small
@@ -157,10 +171,12 @@ def _lu_solver(lapack, dtype: np.dtype):
 
     def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
         t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
+        anorm = lange(norm, t)
+        screened(a, anorm)
         lu, piv, info = getrf(t)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-        rcond, _ = gecon(lu, lange(norm, t), norm)
+        rcond, _ = gecon(lu, anorm, norm)
         x, info = getrs(lu, piv, b, trans)
         if info != 0:
             raise ValueError(f"illegal value in argument {-info} of getrs")
@@ -345,12 +361,20 @@ class NumpyLinalg(LinalgOps):
         return _lu_solver(_lookup(a, b), a.dtype)(a, b)
 
     def linalg_solve_plan(
-        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+        self,
+        assume_a: str,
+        shape: tuple[int, ...],
+        rhs_shape: tuple[int, ...],
+        dtype: Any,
+        *,
+        screen: bool = False,
     ) -> Any:
-        """One general matrix: the LU solver with its LAPACK routines looked up now."""
+        """One general matrix: the LU solver with its LAPACK routines looked up now,
+        screening ``a`` through the norm its condition estimate takes (:func:`_lu_solver`)."""
         if len(shape) != 2 or assume_a != "gen":
-            return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
-        return _lu_solver(_lookup_for(math.prod(shape), math.prod(rhs_shape)), dtype)
+            return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype, screen=screen)
+        lapack = _lookup_for(math.prod(shape), math.prod(rhs_shape))
+        return _lu_solver(lapack, dtype, self.linalg_all_finite if screen else None)
 
     def linalg_inv(self, a: Any) -> Any:
         """One small matrix by ``getrf``/``getri`` on ``a.T``: ``inv(a.T) = inv(a).T``,
