@@ -347,3 +347,22 @@ def test_a_finite_a_whose_norm_overflows_is_solved(factor_calls, rng, n, dtype):
             got = gk.linalg.solve(a, b)
     assert factor_calls != []
     assert rel_err(got, sl.solve_triangular(a.astype(np.complex128), b)) < 10 * TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (7, 4), (4, 7), (1, 5), (5, 1)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_small_qr_is_numpys(rng, dtype, shape, mode):
+    """One small matrix is factored by geqrf and orgqr/ungqr here: the shapes, dtypes,
+    layout and triangle of numpy.linalg.qr's results, which agree with them up to signs."""
+    a = random_array(shape, dtype, rng=rng)
+    got, want = gk.linalg.qr(a, mode), np.linalg.qr(a, mode)
+    if mode != "r":
+        assert type(got) is type(want)
+        assert rel_err(got.Q @ got.R, a.astype(np.complex128)) < 10 * TOL[np.dtype(dtype)]
+    pairs = [(got, want)] if mode == "r" else list(zip(got, want, strict=True))
+    for x, y in pairs:
+        assert (x.shape, x.dtype, x.flags.c_contiguous) == (y.shape, y.dtype, y.flags.c_contiguous)
+    r = got if mode == "r" else got.R
+    assert not np.tril(r, -1).any()
+    assert rel_err(abs(r), abs(want if mode == "r" else want.R)) < 10 * TOL[np.dtype(dtype)]

@@ -249,6 +249,14 @@ def _lu_diagonal(a: np.ndarray) -> tuple[list[float], bool] | None:
     return lu.diagonal().tolist(), exchanges % 2 == 1
 
 
+@functools.cache
+def _strictly_lower(rows: int, columns: int) -> np.ndarray:
+    """The mask of a ``rows`` x ``columns`` matrix's entries below the diagonal."""
+    mask = np.tri(rows, columns, -1, dtype=bool)
+    mask.flags.writeable = False
+    return mask
+
+
 #: Machine epsilon of each LAPACK dtype (numpy.linalg.lstsq's default rcond: eps * max(M, N)).
 _EPS = {d: float(np.finfo(d).eps) for d in _LAPACK_DTYPES}
 
@@ -449,6 +457,32 @@ class NumpyLinalg(LinalgOps):
         if info < 0:
             raise ValueError(f"illegal value in argument {-info} of gesdd")
         return (vt.T, s, u.T) if compute_uv else s
+
+    def linalg_qr(self, a: Any, mode: str) -> Any:
+        """One small matrix by ``geqrf`` and ``orgqr``/``ungqr`` (numpy.linalg's routines)
+        as numpy.linalg.qr: ``R`` the upper triangle of the factored rows, ``Q`` from the
+        reflectors (padded to M columns for ``"complete"``), both C-ordered."""
+        if not _small(a) or not 0 < a.shape[1] <= _SMALL:
+            return super().linalg_qr(a, mode)
+        m, n = a.shape
+        k = min(m, n)
+        qr, tau, _, info = _lapack("geqrf", a.dtype)(a)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of geqrf")
+        r = (qr if mode == "complete" else qr[:k]).copy()  # C-ordered
+        np.copyto(r, 0, where=_strictly_lower(*r.shape))
+        if mode == "r":
+            return r
+        if mode == "complete" and m > n:
+            reflectors = np.zeros((m, m), dtype=a.dtype, order="F")
+            reflectors[:, :n] = qr
+        else:
+            reflectors = qr[:, :k] if mode == "reduced" else qr[:, :m]
+        name = "ungqr" if a.dtype.kind == "c" else "orgqr"
+        q, _, info = _lapack(name, a.dtype)(reflectors, tau)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of {name}")
+        return np.ascontiguousarray(q), r
 
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         if not (0 < a.shape[0] <= _SMALL and 0 < a.shape[1] <= _SMALL and b.size) or (

@@ -331,7 +331,7 @@ def asarray(
             out = backend.asarray(host, device=device)
         _transfer.record("host_to_device", host.nbytes)
         return out
-    return backend.asarray(obj, dtype=dtype, device=device)
+    return backend.asarray(obj, dtype, device)  # by position: no keywords to parse
 
 
 declare("gk.asarray", checked("gk.asarray", "obj"))
