@@ -176,10 +176,9 @@ def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
     For a front-end whose dtype checks depend only on the dtypes: a hit means the checks
     passed and :func:`prepare` handed the arrays back untouched, so both may be skipped.
     """
-    parts = [op, active(), *map(type, arrays)]
+    key = (op, active())
     for x in arrays:  # a loop, not a comprehension: no function frame per call
-        parts.append(getattr(x, "dtype", None))
-    key = tuple(parts)
+        key += (type(x), getattr(x, "dtype", None))
     try:
         return _placed[key], key
     except KeyError:

@@ -174,7 +174,8 @@ class LinalgOps:
 
     def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
         """``csr_matrix(arg1, shape, dtype, copy)`` of this backend's sparse module."""
-        return _scipy_sparse().csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
+        # by position: keywords cost SciPy's constructor more than its work on a small matrix
+        return _scipy_sparse().csr_matrix(arg1, shape, dtype, copy)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         """The vector space the Krylov loops of ``gk.linalg`` run in for ``dtype`` vectors.
