@@ -602,3 +602,29 @@ def test_a_warm_norm_plan_still_rescues_overflow_and_refuses_bad_arguments(rng):
             gk.linalg.norm(x, axis=1)
         got = gk.linalg.norm(x.reshape(4, 4), axis=(0, 1))  # another shape, another plan
     assert abs(got / np.linalg.norm(x) - 1) < 1e-12
+
+
+def test_a_warm_csr_matrix_still_checks_dtypes_and_reads_every_form(rng):
+    # the dense array's plan (placed) is found by type and dtype: an integer array
+    # without dtype= is still refused, and the tuple and sparse forms are still read
+    import scipy.sparse as sp
+
+    dense = rng.standard_normal((4, 5))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.sparse.csr_matrix(dense))
+        counts = np.arange(4)[:, None] * np.ones((4, 5), dtype=np.int64)
+        with pytest.raises(TypeError, match=r"gk\.sparse\.csr_matrix: argument 'arg1'"):
+            gk.sparse.csr_matrix(counts)
+        assert gk.sparse.csr_matrix(counts, dtype=np.float64).dtype == np.float64
+        coo, csr = sp.coo_matrix(dense), sp.csr_matrix(dense)
+        for arg in (
+            (coo.data, (coo.row, coo.col)),
+            (csr.data, csr.indices, csr.indptr),
+            coo,
+            dense.tolist(),
+            dense,
+        ):
+            got = gk.sparse.csr_matrix(arg, shape=(4, 5))
+            assert sp.issparse(got) and got.format == "csr"
+            assert np.array_equal(got.toarray(), dense)
+        assert gk.sparse.csr_matrix((3, 5)).shape == (3, 5)
