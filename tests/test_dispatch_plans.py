@@ -487,6 +487,22 @@ def test_a_warm_solve_plan_still_raises_reads_any_layout_and_each_structure(rng)
             gk.linalg.solve(np.diag([1.0, 0.0, 1.0, 1.0]), b, assume_a="diagonal")
 
 
+def test_a_warm_solve_of_a_stack_still_refuses_nan_or_inf_in_a(rng):
+    # check_finite of a is the screened solver's (linalg_solve_plan_screened): for a
+    # stack, the default's check before numpy.linalg's solve; the check's error, uncaused
+    a, b = np.stack([_spd(rng), _spd(rng)]), rng.standard_normal((2, 4, 1))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.solve(a, b))
+        for value in (np.nan, np.inf):
+            bad = a.copy()
+            bad[1, 3, 0] = value
+            with pytest.raises(ValueError, match="argument 'a' holds NaN or inf") as info:
+                gk.linalg.solve(bad, b)
+            assert info.value.__cause__ is None and info.value.__context__ is None
+        got = gk.linalg.solve(a, b)
+    assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
+
+
 def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
     a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
     with gk.use_backend("numpy"):

@@ -369,20 +369,22 @@ class NumpyLinalg(LinalgOps):
         return _lu_solver(_lookup(a, b), a.dtype)(a, b)
 
     def linalg_solve_plan(
-        self,
-        assume_a: str,
-        shape: tuple[int, ...],
-        rhs_shape: tuple[int, ...],
-        dtype: Any,
-        *,
-        screen: bool = False,
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
     ) -> Any:
-        """One general matrix: the LU solver with its LAPACK routines looked up now,
-        screening ``a`` through the norm its condition estimate takes (:func:`_lu_solver`)."""
+        """One general matrix: the LU solver with its LAPACK routines looked up now."""
         if len(shape) != 2 or assume_a != "gen":
-            return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype, screen=screen)
+            return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
+        return _lu_solver(_lookup_for(math.prod(shape), math.prod(rhs_shape)), dtype)
+
+    def linalg_solve_plan_screened(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Any:
+        """One general matrix: the LU solver screening ``a`` through the norm its
+        condition estimate takes (:func:`_lu_solver`)."""
+        if len(shape) != 2 or assume_a != "gen":
+            return super().linalg_solve_plan_screened(assume_a, shape, rhs_shape, dtype)
         lapack = _lookup_for(math.prod(shape), math.prod(rhs_shape))
-        return _lu_solver(lapack, dtype, self.linalg_all_finite if screen else None)
+        return _lu_solver(lapack, dtype, self.linalg_all_finite)
 
     def linalg_inv(self, a: Any) -> Any:
         """One small matrix by ``getrf``/``getri`` on ``a.T``: ``inv(a.T) = inv(a).T``,

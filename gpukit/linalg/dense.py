@@ -80,10 +80,13 @@ _SOLVE = _plans.table()
 def _solver(backend: Any, method: str, a: Any, b: Any, screen: bool = False) -> Any:
     """``solve(matrix, b) -> (x, rcond)`` for ``method`` on arrays like ``a`` and ``b``:
     the backend's (:meth:`~gpukit.backend.Backend.linalg_solve_plan`; with ``screen``,
-    one refusing a matrix holding NaN or inf), or a diagonal's."""
+    :meth:`~gpukit.backend.Backend.linalg_solve_plan_screened`'s, refusing a matrix
+    holding NaN or inf), or a diagonal's."""
     if method == "diagonal":
         return functools.partial(_structure.solve_diagonal, backend.xp)
-    return backend.linalg_solve_plan(method, a.shape, b.shape, a.dtype, screen=screen)
+    if screen:
+        return backend.linalg_solve_plan_screened(method, a.shape, b.shape, a.dtype)
+    return backend.linalg_solve_plan(method, a.shape, b.shape, a.dtype)
 
 
 @operation("gk.linalg.solve")

@@ -63,13 +63,7 @@ class LinalgOps:
         return x, 1 / (_norm1(xp, a) * _norm1(xp, inverse))
 
     def linalg_solve_plan(
-        self,
-        assume_a: str,
-        shape: tuple[int, ...],
-        rhs_shape: tuple[int, ...],
-        dtype: Any,
-        *,
-        screen: bool = False,
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
     ) -> Callable[[Any, Any], tuple[Any, Any]]:
         """:meth:`linalg_solve_rcond` of a matrix of ``shape`` and right-hand sides of
         ``rhs_shape`` (both non-empty, of ``dtype``), as a function of the two arrays.
@@ -77,22 +71,28 @@ class LinalgOps:
         The front-end keeps it in its plan for the next call with the same key, so a
         backend may settle here, once, what depends only on these arguments (which
         library routines to call); the arrays' layout may differ from call to call.
-
-        With ``screen``, the function first refuses an ``a`` holding NaN or inf with
-        ``numpy.linalg.LinAlgError``, solving nothing: SciPy's ``check_finite`` of ``a``,
-        which the front-end then leaves to it, so that a backend may make it where it
-        reads ``a`` anyway (LAPACK's norm for the condition estimate). Here it is
-        :meth:`linalg_all_finite`, before the solve.
         """
-        if not screen:
-            return lambda a, b: self.linalg_solve_rcond(a, b, assume_a)
+        return lambda a, b: self.linalg_solve_rcond(a, b, assume_a)
 
-        def solve(a: Any, b: Any) -> tuple[Any, Any]:
+    def linalg_solve_plan_screened(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Callable[[Any, Any], tuple[Any, Any]]:
+        """:meth:`linalg_solve_plan`'s function, which first refuses an ``a`` holding NaN
+        or inf with ``numpy.linalg.LinAlgError``, solving nothing.
+
+        That is SciPy's ``check_finite`` of ``a``, which the front-end leaves to this
+        function, so that a backend may make it where it reads ``a`` anyway (LAPACK's
+        norm for the condition estimate). Here it is :meth:`linalg_all_finite`, then the
+        plan's function.
+        """
+        solve = self.linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
+
+        def screened(a: Any, b: Any) -> tuple[Any, Any]:
             if not self.linalg_all_finite(a):
                 raise np.linalg.LinAlgError("matrix holds NaN or inf")
-            return self.linalg_solve_rcond(a, b, assume_a)
+            return solve(a, b)
 
-        return solve
+        return screened
 
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         """Least squares as ``numpy.linalg.lstsq``: (x, residuals, rank, singular values)."""
