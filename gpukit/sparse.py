@@ -136,22 +136,24 @@ def csr_matrix(
     op = "gk.sparse.csr_matrix"
     if dtype is not None and np.dtype(dtype) not in ENTRY_DTYPES:
         raise TypeError(f"{op}: dtype={dtype!r} is not supported; expected {_ENTRY_WORDS}")
-    if type(arg1) is not np.ndarray and issparse(arg1):  # a NumPy array is not: no look-ups
+    native = type(arg1) is np.ndarray  # the common case: neither sparse nor a tuple
+    if not native and issparse(arg1):
         _entries(arg1, "arg1", dtype)
         backend = owner_of(arg1.data) or get_backend()
         a = to_backend(backend, arg1, "arg1", op=op)
         return backend.sparse_csr_matrix(a, shape, dtype, copy)
-    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
+    parts = not native and isinstance(arg1, tuple)
+    if parts and len(arg1) == 2 and isinstance(arg1[1], tuple):
         data, (row, col) = arg1
         data = _entries(data, "data", dtype)
         backend, (data, row, col) = prepare(data, row, col, names=("data", "row", "col"))
         data, row, col = (backend.xp.asarray(v) for v in (data, row, col))
         arg1 = (data, (row, col))
-    elif isinstance(arg1, tuple) and len(arg1) == 3:
+    elif parts and len(arg1) == 3:
         data = _entries(arg1[0], "data", dtype)
-        backend, parts = prepare(data, *arg1[1:], names=("data", "indices", "indptr"))
-        arg1 = tuple(backend.xp.asarray(v) for v in parts)
-    elif isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(v, int) for v in arg1):
+        backend, arrays = prepare(data, *arg1[1:], names=("data", "indices", "indptr"))
+        arg1 = tuple(backend.xp.asarray(v) for v in arrays)
+    elif parts and len(arg1) == 2 and all(isinstance(v, int) for v in arg1):
         backend = get_backend()
     else:
         # a dense array of a type and dtype placed unchanged before needs no checks

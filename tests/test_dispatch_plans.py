@@ -487,6 +487,22 @@ def test_a_warm_solve_plan_still_raises_reads_any_layout_and_each_structure(rng)
             gk.linalg.solve(np.diag([1.0, 0.0, 1.0, 1.0]), b, assume_a="diagonal")
 
 
+def test_a_warm_solve_of_a_stack_still_refuses_nan_or_inf_in_a(rng):
+    # check_finite of a is the screened solver's (linalg_solve_plan_screened): for a
+    # stack, the default's check before numpy.linalg's solve; the check's error, uncaused
+    a, b = np.stack([_spd(rng), _spd(rng)]), rng.standard_normal((2, 4, 1))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.linalg.solve(a, b))
+        for value in (np.nan, np.inf):
+            bad = a.copy()
+            bad[1, 3, 0] = value
+            with pytest.raises(ValueError, match="argument 'a' holds NaN or inf") as info:
+                gk.linalg.solve(bad, b)
+            assert info.value.__cause__ is None and info.value.__context__ is None
+        got = gk.linalg.solve(a, b)
+    assert rel_err(got, np.linalg.solve(a, b)) < 1e-12
+
+
 def test_a_warm_lstsq_plan_still_checks_shapes_values_and_dtypes(rng):
     a, b = rng.standard_normal((6, 4)), rng.standard_normal(6)
     with gk.use_backend("numpy"):
@@ -602,3 +618,29 @@ def test_a_warm_norm_plan_still_rescues_overflow_and_refuses_bad_arguments(rng):
             gk.linalg.norm(x, axis=1)
         got = gk.linalg.norm(x.reshape(4, 4), axis=(0, 1))  # another shape, another plan
     assert abs(got / np.linalg.norm(x) - 1) < 1e-12
+
+
+def test_a_warm_csr_matrix_still_checks_dtypes_and_reads_every_form(rng):
+    # the dense array's plan (placed) is found by type and dtype: an integer array
+    # without dtype= is still refused, and the tuple and sparse forms are still read
+    import scipy.sparse as sp
+
+    dense = rng.standard_normal((4, 5))
+    with gk.use_backend("numpy"):
+        _warm(lambda: gk.sparse.csr_matrix(dense))
+        counts = np.arange(4)[:, None] * np.ones((4, 5), dtype=np.int64)
+        with pytest.raises(TypeError, match=r"gk\.sparse\.csr_matrix: argument 'arg1'"):
+            gk.sparse.csr_matrix(counts)
+        assert gk.sparse.csr_matrix(counts, dtype=np.float64).dtype == np.float64
+        coo, csr = sp.coo_matrix(dense), sp.csr_matrix(dense)
+        for arg in (
+            (coo.data, (coo.row, coo.col)),
+            (csr.data, csr.indices, csr.indptr),
+            coo,
+            dense.tolist(),
+            dense,
+        ):
+            got = gk.sparse.csr_matrix(arg, shape=(4, 5))
+            assert sp.issparse(got) and got.format == "csr"
+            assert np.array_equal(got.toarray(), dense)
+        assert gk.sparse.csr_matrix((3, 5)).shape == (3, 5)

@@ -12,9 +12,11 @@ and those of the fallback still run.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -22,6 +24,7 @@ import pytest
 import scipy.linalg as sl
 
 import gpukit as gk
+from gpukit._runtime import plans
 from gpukit.testing import random_array
 from gpukit_numpy import lapack, linalg
 
@@ -271,3 +274,95 @@ def test_solves_in_forked_children(rng):
     with multiprocessing.get_context("fork").Pool(2) as pool:
         errors = pool.map_async(_child_solve, [2, 3]).get(timeout=120)
     assert max(errors) < 1e-12
+
+
+@pytest.fixture
+def factor_calls(monkeypatch):
+    """The LU factorisations the host solver makes (``gesv``, ``getrf``), recorded by
+    name; the plans are emptied so that a solver is made with the recording routines."""
+    calls = []
+
+    def recording(lookup):
+        def find(name, dtype):
+            routine = lookup(name, dtype)
+            if name not in ("gesv", "getrf"):
+                return routine
+
+            def factor(*args, **kwargs):
+                calls.append(name)
+                return routine(*args, **kwargs)
+
+            return factor
+
+        return find
+
+    monkeypatch.setattr(linalg, "_lapack", recording(linalg._lapack))
+    monkeypatch.setattr(linalg, "_own", recording(linalg._own))
+    plans.forget()
+    yield calls
+    plans.forget()  # no plan keeps the recording routines
+
+
+@pytest.mark.parametrize("n", [4, N])
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_warm_solve_refuses_nan_or_inf_in_a_before_factoring(factor_calls, rng, n, layout, dtype):
+    """check_finite of a is the solver's screen on the warm path (the norm its condition
+    estimate takes): a NaN or inf anywhere in a gives the check's ValueError, raised by
+    nothing else, and a is never factored; with check_finite=False a still is."""
+    a = _layout(random_array((n, n), dtype, rng=rng) + n * np.eye(n, dtype=dtype), layout)
+    b = random_array(n, dtype, rng=rng)
+    for _ in range(3):
+        got = gk.linalg.solve(a, b)
+    assert rel_err(got, np.linalg.solve(a.astype(np.complex128), b)) < 10 * TOL[np.dtype(dtype)]
+    values = [np.nan, np.inf, -np.inf]
+    if np.dtype(dtype).kind == "c":
+        values += [complex(0, np.nan), complex(1, np.inf)]
+    for value in values:
+        bad = a.copy(order="A")
+        bad[tuple(rng.integers(0, n, 2))] = value
+        factor_calls.clear()
+        with pytest.raises(ValueError, match="argument 'a' holds NaN or inf") as info:
+            gk.linalg.solve(bad, b)
+        assert factor_calls == []
+        assert info.value.__cause__ is None and info.value.__context__ is None
+        with warnings.catch_warnings():  # an inf a may give a finite x, ill-conditioned
+            warnings.simplefilter("ignore", sl.LinAlgWarning)
+            with contextlib.suppress(ValueError):  # x's check naming a, where x is not finite
+                gk.linalg.solve(bad, b, check_finite=False)
+        assert factor_calls != []
+
+
+@pytest.mark.parametrize("n", [4, N])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_finite_a_whose_norm_overflows_is_solved(factor_calls, rng, n, dtype):
+    """A finite a can overflow the norm that screens it: it is then looked at entry by
+    entry, found finite and solved (the infinite norm gives rcond 0: a warning, as SciPy)."""
+    big = 0.75 * float(np.finfo(dtype).max)
+    a = np.eye(n, dtype=dtype) * big
+    a[0, 1] = big  # row 0 sums to 1.5 times the largest float
+    b = random_array(n, dtype, rng=rng)
+    for _ in range(3):
+        with pytest.warns(sl.LinAlgWarning, match="ill-conditioned"):
+            got = gk.linalg.solve(a, b)
+    assert factor_calls != []
+    assert rel_err(got, sl.solve_triangular(a.astype(np.complex128), b)) < 10 * TOL[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (7, 4), (4, 7), (1, 5), (5, 1)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_small_qr_is_numpys(rng, dtype, shape, mode):
+    """One small matrix is factored by geqrf and orgqr/ungqr here: the shapes, dtypes,
+    layout and triangle of numpy.linalg.qr's results, which agree with them up to signs."""
+    a = random_array(shape, dtype, rng=rng)
+    got, want = gk.linalg.qr(a, mode), np.linalg.qr(a, mode)
+    if mode != "r":
+        assert type(got) is type(want)
+        assert rel_err(got.Q @ got.R, a.astype(np.complex128)) < 10 * TOL[np.dtype(dtype)]
+    pairs = [(got, want)] if mode == "r" else list(zip(got, want, strict=True))
+    for x, y in pairs:
+        assert (x.shape, x.dtype, x.flags.c_contiguous) == (y.shape, y.dtype, y.flags.c_contiguous)
+    r = got if mode == "r" else got.R
+    assert not np.tril(r, -1).any()
+    assert rel_err(abs(r), abs(want if mode == "r" else want.R)) < 10 * TOL[np.dtype(dtype)]

@@ -63,7 +63,7 @@ class NumpyBackend(NumpyFFT, NumpyLinalg, NumpyMemoryMixin, Backend):
             if isinstance(obj, VirtualDeviceArray):  # stays where it is, as on CuPy
                 return obj if dtype is None else obj.astype(dtype, copy=False)
             device = self._current.get()
-        out = np.asarray(obj, dtype=dtype)
+        out = np.asarray(obj, dtype)  # by position: no keywords to parse
         if device is None or self.device_count() == 1:
             return out
         return place(out, device)

@@ -125,7 +125,7 @@ def _batched(fn, c: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _lu_solver(lapack, dtype: np.dtype):
+def _lu_solver(lapack, dtype: np.dtype, finite=None):
     """``solve(a, b) -> (x, rcond)`` for matrices of ``dtype`` by LU with ``lapack``'s
     routines (:func:`_lookup`), estimating 1/cond_1(a) as ``scipy.linalg.solve``.
 
@@ -137,19 +137,33 @@ def _lu_solver(lapack, dtype: np.dtype):
     copy of a large matrix is slow): ``getrs(trans=1)`` then solves with ``a`` itself
     (the transpose, also for complex ``a``). Either way the 1-norm of ``a`` is the
     infinity norm of ``a.T``. The routines are looked up here, once for every call.
+
+    The norm comes first, as in SciPy. With ``finite`` (the backend's
+    ``linalg_all_finite``) it is also the screen of ``a``
+    (:meth:`~gpukit.backend.Backend.linalg_solve_plan`): LAPACK's ``xLANGE`` gives NaN
+    or inf for an ``a`` holding either, so a finite norm proves ``a`` finite in no pass
+    of its own; only a non-finite one (finite entries can overflow it) is looked at
+    entry by entry, and a NaN or inf ``a`` is refused before it is factored.
     """
     lange, gecon = lapack("lange", dtype), lapack("gecon", dtype)
+
+    def screened(a: np.ndarray, anorm: float) -> None:
+        if finite is not None and anorm - anorm != 0 and not finite(a):  # NaN or inf
+            raise np.linalg.LinAlgError("matrix holds NaN or inf")
+
     if lapack is _lapack:
         gesv = _lapack("gesv", dtype)
 
         def solve_small(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+            # optional arguments by position: f2py parses keywords at a cost per call
+            anorm = lange("1", a) if a.flags.f_contiguous else lange("I", a.T)
+            if anorm - anorm != 0:  # NaN or inf: screened's steps, past the common case
+                screened(a, anorm)
             lu, _, x, info = gesv(a, b)
             if info > 0:
                 raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
             if info < 0:
                 raise ValueError(f"illegal value in argument {-info} of gesv")
-            # optional arguments by position: f2py parses keywords at a cost per call
-            anorm = lange("1", a) if a.flags.f_contiguous else lange("I", a.T)
             return x, float(gecon(lu, anorm, "1")[0])
 
         return solve_small
@@ -157,10 +171,12 @@ def _lu_solver(lapack, dtype: np.dtype):
 
     def solve(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
         t, trans, norm = (a, 0, "1") if a.flags.f_contiguous else (a.T, 1, "I")
+        anorm = lange(norm, t)
+        screened(a, anorm)
         lu, piv, info = getrf(t)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-        rcond, _ = gecon(lu, lange(norm, t), norm)
+        rcond, _ = gecon(lu, anorm, norm)
         x, info = getrs(lu, piv, b, trans)
         if info != 0:
             raise ValueError(f"illegal value in argument {-info} of getrs")
@@ -231,6 +247,14 @@ def _lu_diagonal(a: np.ndarray) -> tuple[list[float], bool] | None:
     lu, piv, _ = _lapack("getrf", _FLOAT64)(a.T)
     exchanges = sum(map(operator.ne, piv.tolist(), range(len(piv))))  # pivots count from 0
     return lu.diagonal().tolist(), exchanges % 2 == 1
+
+
+@functools.cache
+def _strictly_lower(rows: int, columns: int) -> np.ndarray:
+    """The mask of a ``rows`` x ``columns`` matrix's entries below the diagonal."""
+    mask = np.tri(rows, columns, -1, dtype=bool)
+    mask.flags.writeable = False
+    return mask
 
 
 #: Machine epsilon of each LAPACK dtype (numpy.linalg.lstsq's default rcond: eps * max(M, N)).
@@ -352,6 +376,16 @@ class NumpyLinalg(LinalgOps):
             return super().linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
         return _lu_solver(_lookup_for(math.prod(shape), math.prod(rhs_shape)), dtype)
 
+    def linalg_solve_plan_screened(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Any:
+        """One general matrix: the LU solver screening ``a`` through the norm its
+        condition estimate takes (:func:`_lu_solver`)."""
+        if len(shape) != 2 or assume_a != "gen":
+            return super().linalg_solve_plan_screened(assume_a, shape, rhs_shape, dtype)
+        lapack = _lookup_for(math.prod(shape), math.prod(rhs_shape))
+        return _lu_solver(lapack, dtype, self.linalg_all_finite)
+
     def linalg_inv(self, a: Any) -> Any:
         """One small matrix by ``getrf``/``getri`` on ``a.T``: ``inv(a.T) = inv(a).T``,
         Fortran-ordered, so its transpose is C-ordered as numpy.linalg's."""
@@ -425,6 +459,32 @@ class NumpyLinalg(LinalgOps):
         if info < 0:
             raise ValueError(f"illegal value in argument {-info} of gesdd")
         return (vt.T, s, u.T) if compute_uv else s
+
+    def linalg_qr(self, a: Any, mode: str) -> Any:
+        """One small matrix by ``geqrf`` and ``orgqr``/``ungqr`` (numpy.linalg's routines)
+        as numpy.linalg.qr: ``R`` the upper triangle of the factored rows, ``Q`` from the
+        reflectors (padded to M columns for ``"complete"``), both C-ordered."""
+        if not _small(a) or not 0 < a.shape[1] <= _SMALL:
+            return super().linalg_qr(a, mode)
+        m, n = a.shape
+        k = min(m, n)
+        qr, tau, _, info = _lapack("geqrf", a.dtype)(a)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of geqrf")
+        r = (qr if mode == "complete" else qr[:k]).copy()  # C-ordered
+        np.copyto(r, 0, where=_strictly_lower(*r.shape))
+        if mode == "r":
+            return r
+        if mode == "complete" and m > n:
+            reflectors = np.zeros((m, m), dtype=a.dtype, order="F")
+            reflectors[:, :n] = qr
+        else:
+            reflectors = qr[:, :k] if mode == "reduced" else qr[:, :m]
+        name = "ungqr" if a.dtype.kind == "c" else "orgqr"
+        q, _, info = _lapack(name, a.dtype)(reflectors, tau)
+        if info != 0:
+            raise ValueError(f"illegal value in argument {-info} of {name}")
+        return np.ascontiguousarray(q), r
 
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         if not (0 < a.shape[0] <= _SMALL and 0 < a.shape[1] <= _SMALL and b.size) or (

@@ -106,10 +106,11 @@ def operation(
                         other = True
                         break
                 else:
-                    for x in kwargs.values():
-                        if type(x) not in plain_types:
-                            other = True
-                            break
+                    if kwargs:  # an empty dict's values are not looked at
+                        for x in kwargs.values():
+                            if type(x) not in plain_types:
+                                other = True
+                                break
                 if other:
                     if kwargs:
                         key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
@@ -133,9 +134,10 @@ def operation(
                             if device != backend.current_device():  # asking costs less
                                 with backend.use_device(device):
                                     return guarded(*args, **kwargs)
-                # run here: the memory policy's steps inline, one call level less
+                # run here: the memory policy's steps inline, one call level less (and
+                # no empty dict of keywords to unpack)
                 try:
-                    return attempt(*args, **kwargs)
+                    return attempt(*args, **kwargs) if kwargs else attempt(*args)
                 except Exception as exc:
                     claimed = claim(exc)
                     if claimed is None:

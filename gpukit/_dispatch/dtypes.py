@@ -82,6 +82,8 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
         x = np.asarray(x)
         dtype = x.dtype
     if accepted is None:
+        if dtype in NATIVE_NUMERIC:  # the common case, one set look-up
+            return x
         if dtype.char in NUMERIC_CHARS:
             # CuPy reinterprets the bytes of a non-native (big-endian) host array
             # instead of converting them (cupy/cupy#3652): convert here, once.

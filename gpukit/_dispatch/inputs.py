@@ -176,10 +176,9 @@ def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
     For a front-end whose dtype checks depend only on the dtypes: a hit means the checks
     passed and :func:`prepare` handed the arrays back untouched, so both may be skipped.
     """
-    parts = [op, active(), *map(type, arrays)]
+    key = (op, active())
     for x in arrays:  # a loop, not a comprehension: no function frame per call
-        parts.append(getattr(x, "dtype", None))
-    key = tuple(parts)
+        key += (type(x), getattr(x, "dtype", None))
     try:
         return _placed[key], key
     except KeyError:
@@ -331,7 +330,7 @@ def asarray(
             out = backend.asarray(host, device=device)
         _transfer.record("host_to_device", host.nbytes)
         return out
-    return backend.asarray(obj, dtype=dtype, device=device)
+    return backend.asarray(obj, dtype, device)  # by position: no keywords to parse
 
 
 declare("gk.asarray", checked("gk.asarray", "obj"))

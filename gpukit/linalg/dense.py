@@ -71,16 +71,21 @@ def solve(
 
 
 # (operation, selected backend, a's and b's types, dtypes and shapes, assume_a) -> (backend,
-# structure, method, solver: None when either is empty, eps of the dtype, whether the
-# backend is a device's) where a and b pass the checks unchanged
+# structure, method, solver: None when either is empty, the solver screening a: None where
+# the solver reads less of a than check_finite checks or on a device, eps of the dtype,
+# whether the backend is a device's) where a and b pass the checks unchanged
 _SOLVE = _plans.table()
 
 
-def _solver(backend: Any, method: str, a: Any, b: Any) -> Any:
+def _solver(backend: Any, method: str, a: Any, b: Any, screen: bool = False) -> Any:
     """``solve(matrix, b) -> (x, rcond)`` for ``method`` on arrays like ``a`` and ``b``:
-    the backend's (:meth:`~gpukit.backend.Backend.linalg_solve_plan`), or a diagonal's."""
+    the backend's (:meth:`~gpukit.backend.Backend.linalg_solve_plan`; with ``screen``,
+    :meth:`~gpukit.backend.Backend.linalg_solve_plan_screened`'s, refusing a matrix
+    holding NaN or inf), or a diagonal's."""
     if method == "diagonal":
         return functools.partial(_structure.solve_diagonal, backend.xp)
+    if screen:
+        return backend.linalg_solve_plan_screened(method, a.shape, b.shape, a.dtype)
     return backend.linalg_solve_plan(method, a.shape, b.shape, a.dtype)
 
 
@@ -172,12 +177,17 @@ def solve(
         a, b, squeeze = _checks.rhs(op, backend.xp, a, b)
         a, b = _checks.as_inexact(backend.xp, a, b)
         method = _structure.method(kind)
-        solver = None if a.size == 0 or b.size == 0 else _solver(backend, method, a, b)
-        plan = (backend, kind, method, solver, _structure.eps(a.dtype), backend.is_device)
+        solver = screened = None
+        if a.size and b.size:
+            solver = _solver(backend, method, a, b)
+            if kind == "gen" and not backend.is_device:  # it reads all of a: as checked
+                screened = _solver(backend, method, a, b, screen=True)
+        plan = (backend, kind, method, solver, screened, _structure.eps(a.dtype))
+        plan += (backend.is_device,)
         keep(_SOLVE, key, since, plan, backend, given, (a, b))
     else:  # a and b as they came: no broadcast, no cast
         squeeze = False
-    backend, kind, method, solver, eps, device = plan
+    backend, kind, method, solver, screened, eps, device = plan
     if solver is None:  # nothing to solve (LAPACK refuses n = 0), as SciPy
         if check_finite:
             _checks.finite(op, backend, "a", a)
@@ -198,13 +208,22 @@ def solve(
     if device:
         x = _solve_on_device(op, backend, method, solver, eps, a, b, m, check_finite)
         return x[..., 0] if squeeze else x
-    if check_finite and not backend.linalg_all_finite(a):  # _checks.finite, inline
-        raise ValueError(_checks.non_finite(op, "a", a))
+    screen = False
+    if check_finite:  # _checks.finite of a, inline, or the solver's screen where m is a
+        if m is a and screened is not None:
+            screen, solver = True, screened
+        elif not backend.linalg_all_finite(a):
+            raise ValueError(_checks.non_finite(op, "a", a))
     # _checks.guarded's steps, inline: the library's error or a non-finite x is a failure
+    failed = None
     try:
         x, rcond = solver(m, b)
     except np.linalg.LinAlgError as exc:
-        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b)) from exc
+        failed = exc
+    if failed is not None:
+        if screen and not backend.linalg_all_finite(a):  # the screen's refusal: the
+            raise ValueError(_checks.non_finite(op, "a", a))  # check's error, uncaused
+        raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b)) from failed
     if not backend.linalg_all_finite(x):
         raise _checks.failure(op, backend, _PROBLEM[method], ("a", "b"), (a, b))
     if type(rcond) is not float or not rcond >= eps:  # one host matrix above eps: no warning

@@ -74,6 +74,26 @@ class LinalgOps:
         """
         return lambda a, b: self.linalg_solve_rcond(a, b, assume_a)
 
+    def linalg_solve_plan_screened(
+        self, assume_a: str, shape: tuple[int, ...], rhs_shape: tuple[int, ...], dtype: Any
+    ) -> Callable[[Any, Any], tuple[Any, Any]]:
+        """:meth:`linalg_solve_plan`'s function, which first refuses an ``a`` holding NaN
+        or inf with ``numpy.linalg.LinAlgError``, solving nothing.
+
+        That is SciPy's ``check_finite`` of ``a``, which the front-end leaves to this
+        function, so that a backend may make it where it reads ``a`` anyway (LAPACK's
+        norm for the condition estimate). Here it is :meth:`linalg_all_finite`, then the
+        plan's function.
+        """
+        solve = self.linalg_solve_plan(assume_a, shape, rhs_shape, dtype)
+
+        def screened(a: Any, b: Any) -> tuple[Any, Any]:
+            if not self.linalg_all_finite(a):
+                raise np.linalg.LinAlgError("matrix holds NaN or inf")
+            return solve(a, b)
+
+        return screened
+
     def linalg_lstsq(self, a: Any, b: Any, rcond: float | None) -> tuple[Any, Any, int, Any]:
         """Least squares as ``numpy.linalg.lstsq``: (x, residuals, rank, singular values)."""
         return self.xp.linalg.lstsq(a, b, rcond=rcond)
@@ -154,7 +174,8 @@ class LinalgOps:
 
     def sparse_csr_matrix(self, arg1: Any, shape: Any, dtype: Any, copy: bool) -> Any:
         """``csr_matrix(arg1, shape, dtype, copy)`` of this backend's sparse module."""
-        return _scipy_sparse().csr_matrix(arg1, shape=shape, dtype=dtype, copy=copy)
+        # by position: keywords cost SciPy's constructor more than its work on a small matrix
+        return _scipy_sparse().csr_matrix(arg1, shape, dtype, copy)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
         """The vector space the Krylov loops of ``gk.linalg`` run in for ``dtype`` vectors.
