@@ -762,7 +762,8 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     then checks again and raises what it raises. The hyper-parameters are read each step,
     and made into the kernel's again (the learning rate checked), as there, where a value
     is not the object last read (a scheduler's new learning rate). An update without state
-    arrays (plain SGD) neither reads the step count nor touches the state."""
+    arrays (plain SGD) never touches the state; on the host it does not read the step
+    count either (a device logs it, to take skipped updates back: Optimizer._reconcile)."""
     groups = opt.param_groups
     if len(groups) != len(warm):
         return None
@@ -806,9 +807,12 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                         return None
                     count = c
                     news.append((p, opt._new_state(c, arrays), c))
+                elif st is not None:  # logged with its count, as the full step logs it
+                    news.append((p, None, opt._count(state.get(p))))
             if stale is not None:
                 if st is None or st.backend.current_device() == st.device:
-                    _fill(stale)
+                    for slot, grad in stale:
+                        slot[...] = grad
                 else:
                     with st.backend.use_device(st.device):  # the copies run where fb lives
                         _fill(stale)

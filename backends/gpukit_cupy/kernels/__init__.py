@@ -64,9 +64,7 @@ _BIAS_ACT = "bias_act.cu"
 
 @_on_inputs_device
 def bias_activation(x, bias, activation: str, negative_slope: float):
-    return _bind_bias_activation(x, bias, activation, negative_slope)(
-        x, bias, activation, negative_slope
-    )
+    return _elementwise.bias_act_forward(activation)(x, bias, x.dtype.type(negative_slope))
 
 
 def _bind_bias_activation(x, bias, activation: str, negative_slope: float):
