@@ -277,9 +277,7 @@ def test_a_step_refuses_a_gradient_on_another_device(cupy_backend, rng, name):
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam"])
-def test_warm_steps_update_on_the_parameters_device_whichever_is_current(
-    cupy_backend, rng, name
-):
+def test_warm_steps_update_on_the_parameters_device_whichever_is_current(cupy_backend, rng, name):
     """Warm steps (the plan bound to the flat buffers on device 1) launch there while
     device 0 is current, and follow each step's new gradient, set by hand on device 1
     (float64 reference: SGD with momentum, Adam at lr 0.1)."""
