@@ -86,14 +86,13 @@ def bias_activation(
             _FORWARD, active(), type(x), x.dtype, x.shape, type(bias), bias.dtype, bias.shape,
             activation,
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, (x, bias))
+        if run is None:
+            run, x, bias = _plan_forward(key, x, bias, activation, negative_slope)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
         run, x, bias = _plan_forward(None, x, bias, activation, negative_slope)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, (x, bias))
-            if run is None:
-                run, x, bias = _plan_forward(key, x, bias, activation, negative_slope)
     return run(x, bias, activation, float(negative_slope))
 
 
@@ -202,14 +201,13 @@ def bias_activation_backward(
             x.shape, type(bias), bias.dtype, bias.shape, type(output),
             None if output is None else (output.dtype, output.shape), activation,
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_backward(key, arrays, activation, negative_slope)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable activation
         run, arrays = _plan_backward(None, arrays, activation, negative_slope)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, arrays)
-            if run is None:
-                run, arrays = _plan_backward(key, arrays, activation, negative_slope)
     grad_y, x, bias, output = arrays
     if output is not None and activation not in FROM_OUTPUT:
         output = None  # checked, then not used: see the docstring

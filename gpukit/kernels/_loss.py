@@ -89,14 +89,13 @@ def softmax_cross_entropy(
             _FORWARD, active(), type(logits), logits.dtype, logits.shape, type(labels),
             labels.dtype, labels.shape,
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, (logits, labels))
+        if run is None:
+            run, logits, labels = _plan_forward(key, logits, labels, smoothing)
     except AttributeError:  # not keyable: a list
         run, logits, labels = _plan_forward(None, logits, labels, smoothing)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, (logits, labels))
-            if run is None:
-                run, logits, labels = _plan_forward(key, logits, labels, smoothing)
     return run(logits, labels, smoothing)
 
 
@@ -159,14 +158,13 @@ def softmax_cross_entropy_backward(
             _BACKWARD, active(), type(probs), probs.dtype, probs.shape, type(labels),
             labels.dtype, labels.shape, type(grad_loss), grad_loss.dtype, grad_loss.shape,
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_backward(key, arrays, smoothing)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_backward(None, arrays, smoothing)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, arrays)
-            if run is None:
-                run, arrays = _plan_backward(key, arrays, smoothing)
     return run(*arrays, smoothing)
 
 

@@ -54,14 +54,13 @@ def matmul_tiled(a: Any, b: Any) -> Any:
     """
     try:
         key = (_OP, active(), type(a), a.dtype, a.shape, type(b), b.dtype, b.shape)
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, (a, b))
+        if run is None:
+            run, a, b = _plan(key, a, b)
     except (AttributeError, TypeError):  # not keyable: a list, an unhashable attribute
         run, a, b = _plan(None, a, b)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, (a, b))
-            if run is None:
-                run, a, b = _plan(key, a, b)
     return run(a, b)
 
 

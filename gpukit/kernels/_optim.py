@@ -131,14 +131,13 @@ def sgd_update(
             op, active(), type(param), param.dtype, param.shape, type(grad), grad.dtype,
             grad.shape, type(buf), None if buf is None else (buf.dtype, buf.shape),
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_sgd(key, arrays)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_sgd(None, arrays)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, arrays)
-            if run is None:
-                run, arrays = _plan_sgd(key, arrays)
     param, grad, buf = arrays
     if not (
         type(param) is type(grad) is _ndarray
@@ -281,14 +280,13 @@ def adam_update(
             grad.shape, type(exp_avg), exp_avg.dtype, exp_avg.shape, type(exp_avg_sq),
             exp_avg_sq.dtype, exp_avg_sq.shape,
         )  # fmt: skip
-        run = PLANS.get(key)
+        run = PLANS[key]
+    except KeyError:
+        run, key = on_device(PLANS, key, arrays)
+        if run is None:
+            run, arrays = _plan_adam(key, arrays)
     except AttributeError:  # not keyable: a list
         run, arrays = _plan_adam(None, arrays)
-    else:
-        if run is None:  # not planned yet, or planned per device (several)
-            run, key = on_device(PLANS, key, arrays)
-            if run is None:
-                run, arrays = _plan_adam(key, arrays)
     param, grad, m, v = arrays
     if not (
         type(param) is type(grad) is type(m) is type(v) is _ndarray
