@@ -143,7 +143,7 @@ def _tiled_and_user_kernel_rows(
         return sum(x * x)
 
     out = [
-        ("kernels.matmul_tiled 8x8", lambda: gk.kernels.matmul_tiled(a8, a8), lambda: a8 @ a8),
+        ("kernels.matmul_tiled 8x8", lambda: gk.kernels.matmul_tiled(a8, a8), _tiled_peer(xp, a8)),
         ("elementwise 16 axpy", lambda: axpy(r16, r16), lambda: 2.0 * r16 + r16),
         ("reduction 16 sum of squares", lambda: sum_of_squares(r16), lambda: xp.sum(r16 * r16)),
     ]
@@ -153,6 +153,28 @@ def _tiled_and_user_kernel_rows(
             ("fft.ihfft2 4x4", lambda: gk.fft.ihfft2(r4x4), lambda: peer_fft.ihfft2(r4x4)),
         ]
     return out
+
+
+def _tiled_peer(xp: Any, a: Any) -> Callable[[], object]:
+    """What ``gk.kernels.matmul_tiled(a, a)`` computes with, for a small square float32
+    ``a``: on the host ``a @ a`` (the numpy backend's), on CuPy gpukit's own kernel
+    launched directly with the tile its launcher picks for a product too small to fill
+    the device (32x32, 2x2 per thread: one block of 256 threads), as the other CuPy
+    kernel rows' peers (``_cupy_kernel_rows``)."""
+    if xp is np:
+        return lambda: a @ a
+    from gpukit_cupy.kernels._launch import function
+
+    n = a.shape[0]
+    kernel = function("matmul_tiled.cu", "matmul_tiled<32, 32, 32, 2, 2>")
+    grid, dims = (-(-n // 32) * -(-n // 32),), (np.int64(n),) * 3  # dims: m, n, k
+
+    def peer() -> object:
+        c = xp.empty((n, n), dtype=np.float32)
+        kernel(grid, (256,), (a, a, c, *dims))
+        return c
+
+    return peer
 
 
 def _lapack_solve(a: np.ndarray, b: np.ndarray) -> Callable[[], object]:

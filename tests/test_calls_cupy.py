@@ -21,12 +21,13 @@ KERNEL_ROWS = [
     "kernels.softmax_cross_entropy_backward 4x8",
     "kernels.sgd_update 64",
     "kernels.adam_update 64",
+    "kernels.matmul_tiled 8x8",
     "optim.SGD step 64",
     "optim.Adam step 64",
     "optim.AdamW step 64",
 ]
 #: Those returning new arrays (the others update theirs in place).
-RETURNING = KERNEL_ROWS[:4]
+RETURNING = [*KERNEL_ROWS[:4], "kernels.matmul_tiled 8x8"]
 
 
 @pytest.fixture

@@ -274,3 +274,32 @@ def test_a_step_refuses_a_gradient_on_another_device(cupy_backend, rng, name):
     with pytest.raises(gk.DeviceMismatchError, match=refused):
         opt.step()
     assert np.array_equal(cupy.asnumpy(param.data), before)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_warm_steps_update_on_the_parameters_device_whichever_is_current(cupy_backend, rng, name):
+    """Warm steps (the plan bound to the flat buffers on device 1) launch there while
+    device 0 is current, and follow each step's new gradient, set by hand on device 1
+    (float64 reference: SGD with momentum, Adam at lr 0.1)."""
+    import cupy
+
+    p = rng.standard_normal(8)
+    with cupy.cuda.Device(1):
+        param = gk.nn.Parameter(cupy.asarray(p))
+    kwargs = {"lr": 0.1, "momentum": 0.9} if name == "SGD" else {"lr": 0.1}
+    opt = getattr(gk.optim, name)([param], **kwargs)
+    want, m, v = p.copy(), np.zeros(8), np.zeros(8)
+    for step in range(1, 5):
+        g = rng.standard_normal(8)
+        with cupy.cuda.Device(1):
+            param.grad = cupy.asarray(g)
+        with cupy.cuda.Device(0):
+            opt.step()
+        if name == "SGD":
+            m = g if step == 1 else 0.9 * m + g
+            want -= 0.1 * m
+        else:
+            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+            want -= 0.1 / (1 - 0.9**step) * m / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+    assert param.data.device.id == 1
+    assert rel_err(param.data, want) < TOL[np.dtype(np.float64)]

@@ -410,7 +410,7 @@ class Softmax(Module):
     def forward(self, x: Any) -> Any:
         if x.dtype.kind != "f":  # shifting integers by the max must not wrap
             x = _floating_input("Softmax", x)
-        xp = _dispatch.namespace(x)
+        xp = np if type(x) is np.ndarray else _dispatch.namespace(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)
         self._y = y

@@ -310,7 +310,7 @@ class BCEWithLogitsLoss(_Loss):
     def _forward(self, logits: Any, target: Any) -> Any:
         _same_shape("BCEWithLogitsLoss", logits, target)
         self._check_dtypes(logits, target)
-        xp = _dispatch.namespace(logits)
+        xp = np if type(logits) is np.ndarray else _dispatch.namespace(logits)
         # max(x, 0) - x*y + log(1 + exp(-|x|)): no overflow for any x
         per = xp.maximum(logits, 0) - logits * target + xp.log1p(xp.exp(-xp.abs(logits)))
         self._cache = (logits, target)
@@ -319,7 +319,7 @@ class BCEWithLogitsLoss(_Loss):
 
     def _backward(self) -> Any:
         logits, target = self._cache
-        xp = _dispatch.namespace(logits)
+        xp = np if type(logits) is np.ndarray else _dispatch.namespace(logits)
         half = logits.dtype.type(0.5)
         g = half + half * xp.tanh(half * logits) - target  # sigmoid without overflow
         if self.reduction == "mean":

@@ -117,7 +117,7 @@ class Optimizer:
         # count)]) per step not yet known to be applied]
         self._log: dict[_status.Status, list[Any]] = {}
         # what a warm step re-checks and runs, per group (_warm_launches): set by a step
-        # that updated every parameter in one launch per host flat buffer
+        # that updated every parameter in one launch per flat buffer
         self._warm: list[_Warm] | None = None
         for group in self.param_groups:
             self._flat.append(_flattened(group["params"]))
@@ -637,8 +637,7 @@ _STEP = Policy("gk.optim.Optimizer.step", _step, inplace=True)
 
 def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
     """Every launch of a step, each parameter's gradient checked; keeps the warm plan
-    (:func:`_warm_launches`) when each group is its host flat buffers, each updated
-    whole."""
+    (:func:`_warm_launches`) when each group is its flat buffers, each updated whole."""
     opt._warm = None  # a step that raises keeps none
     launches, warm = [], []
     op, state, count_of = opt._op, opt.state, opt._count
@@ -657,10 +656,10 @@ def _launches(opt: Optimizer) -> list[tuple[Any, ...]]:
                 if len(counts) == 1:
                     launch = _whole(opt, fb, ready, counts.pop(), names, hyper)
                     launches.append(launch)
-                    if kept is None or type(fb.data) is not _ndarray or launch[2]:
-                        kept = None  # on a device, or widened: the full step
+                    if kept is None or launch[2]:
+                        kept = None  # widened (float16): the full step
                     else:
-                        kept.append(_warm_buffer(fb, opt._kernel, names, launch[1]))
+                        kept.append(_warm_buffer(fb, opt._kernel, names, launch[1], launch[4]))
                     continue
             kept = None
             for p, grad in ready:
@@ -689,7 +688,7 @@ def _immutable(values: tuple[Any, ...]) -> bool:
 
 class _Warm:
     """A group's warm plan: its parameters as flattened, the state arrays its update
-    takes, and each host flat buffer with its kernel bound to the buffer's arrays and
+    takes, and each flat buffer with its kernel bound to the buffer's arrays and
     each parameter's data view, gradient slot, shape and state views; the group's
     hyper-parameter values as last read (``raw``, :attr:`Optimizer._read`) and the
     kernel's hyper-parameters made of them (``hyper``). ``raw`` is None where a value
@@ -711,15 +710,23 @@ class _Warm:
 
 
 def _warm_buffer(
-    fb: FlatBuffer, kernel_name: str, names: tuple[str, ...], args: tuple[Any, ...]
+    fb: FlatBuffer,
+    kernel_name: str,
+    names: tuple[str, ...],
+    args: tuple[Any, ...],
+    st: _status.Status | None,
 ) -> list[Any]:
     """``fb`` laid out for :func:`_warm_launches`, with the kernel ``kernel_name`` bound to its
-    arrays (``args``: a launch's arguments), kept with ``fb``, its dtype, and room for a
-    warm launch's ``(hyper-parameters, step count, kernel arguments)``."""
+    arrays (``args``: a launch's arguments, the status buffer of ``st``, its device's,
+    last), kept with ``fb``, its dtype, room for a warm launch's ``(hyper-parameters, step
+    count, kernel arguments)``, and ``st`` (None on the host)."""
     key = ("bound", kernel_name, names)
     kernel = fb.kept.get(key)
-    if kernel is None:
-        kernel = fb.kept[key] = _bind(fb.data, kernel_name, args)
+    if kernel is None:  # the buffer's array type and device are its own for its lifetime
+        kernel = _bind(fb.data, kernel_name, args)
+        if st is not None:
+            kernel = _on_device(kernel, st)
+        fb.kept[key] = kernel
     views = [fb.state[name][1] for name in names]
     members = [
         (p, view, p._slot[1], shape, [v[i] for v in views])
@@ -728,7 +735,22 @@ def _warm_buffer(
         )
     ]
     flats = [fb.state[name][0] for name in names]
-    return [fb, kernel, flats, members, fb.data.dtype, (None, 0, ())]
+    return [fb, kernel, flats, members, fb.data.dtype, (None, 0, ()), st]
+
+
+def _on_device(bound: Any, st: _status.Status) -> Any:
+    """``bound`` (a device kernel bound by :func:`_bind`, which launches on the current
+    device) launched on ``st``'s device, where the buffer lives, whichever is current."""
+    backend, device = st.backend, st.device
+
+    def launch(*args: Any) -> None:
+        if backend.current_device() == device:  # asking costs less than switching
+            bound(*args)
+            return
+        with backend.use_device(device):
+            bound(*args)
+
+    return launch
 
 
 def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] | None:
@@ -740,7 +762,8 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     then checks again and raises what it raises. The hyper-parameters are read each step,
     and made into the kernel's again (the learning rate checked), as there, where a value
     is not the object last read (a scheduler's new learning rate). An update without state
-    arrays (plain SGD) neither reads the step count nor touches the state."""
+    arrays (plain SGD) never touches the state; on the host it does not read the step
+    count either (a device logs it, to take skipped updates back: Optimizer._reconcile)."""
     groups = opt.param_groups
     if len(groups) != len(warm):
         return None
@@ -760,17 +783,20 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
         if len(params) != len(flat) or not all(map(is_, params, flat)):
             return None
         for laid in plan.buffers:
-            fb, kernel, flats, members, dtype, made = laid
+            fb, kernel, flats, members, dtype, made, st = laid
             news, count, stale = [], 1, None
             for p, view, slot, shape, arrays in members:
                 grad = p.grad
-                if p.data is not view or not view.flags.writeable:
+                # device arrays (st: the device's status) are always writeable
+                if p.data is not view or (st is None and not view.flags.writeable):
                     return None
                 if grad is not slot:
-                    if type(grad) is not _ndarray or grad.dtype != dtype or grad.shape != shape:
+                    if type(grad) is not type(view) or grad.dtype != dtype or grad.shape != shape:
                         return None
                     if grad is view or not grad.flags.c_contiguous:  # copied there first
                         return None
+                    if st is not None and st.backend.device_of(grad) != st.device:
+                        return None  # on another device than its parameter: the full step raises
                     stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
                 if arrays:  # its state arrays must still be its views (loaded ones are not)
                     have = state.get(p)
@@ -781,13 +807,20 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                         return None
                     count = c
                     news.append((p, opt._new_state(c, arrays), c))
+                elif st is not None:  # logged with its count, as the full step logs it
+                    news.append((p, None, opt._count(state.get(p))))
             if stale is not None:
-                for slot, grad in stale:
-                    slot[...] = grad
+                if st is None or st.backend.current_device() == st.device:
+                    for slot, grad in stale:
+                        slot[...] = grad
+                else:
+                    with st.backend.use_device(st.device):  # the copies run where fb lives
+                        _fill(stale)
             if made[0] is not hyper or made[1] != count:  # the arguments depend on these only
-                args = (*opt._args(fb.data, fb.grad, flats, count, hyper), None)
+                guard = None if st is None else st.buffer
+                args = (*opt._args(fb.data, fb.grad, flats, count, hyper), guard)
                 made = laid[5] = (hyper, count, args)
-            launches.append((kernel, made[2], (), news, None))
+            launches.append((kernel, made[2], (), news, st))
     return launches
 
 

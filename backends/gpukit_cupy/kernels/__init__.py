@@ -67,6 +67,21 @@ def bias_activation(x, bias, activation: str, negative_slope: float):
     return _elementwise.bias_act_forward(activation)(x, bias, x.dtype.type(negative_slope))
 
 
+def _bind_bias_activation(x, bias, activation: str, negative_slope: float):
+    """:func:`bias_activation` planned for arrays of this dtype (gpukit.kernels' plans): the
+    kernel and the slope's type settled once. The arrays' device is current, as for
+    :func:`matmul_tiled`."""
+    kernel, s = _elementwise.bias_act_forward(activation), x.dtype.type
+
+    def run(x, bias, activation, negative_slope):
+        return kernel(x, bias, s(negative_slope))
+
+    return run
+
+
+bias_activation.bind = _bind_bias_activation
+
+
 @_on_inputs_device
 def bias_activation_backward(
     grad_y, x, bias, activation: str, negative_slope: float, grad_bias_out=None, output=None
@@ -141,11 +156,6 @@ def _row_chunks(strips: int, rows: int) -> int:
     return max(1, min(-(-rows // 64), (2 * sm_count()) // strips))
 
 
-def _status(status) -> tuple:
-    """The status buffer as a guarded update's last argument (none: unguarded)."""
-    return () if status is None else (status,)
-
-
 @_on_inputs_device
 def sgd_update(
     param,
@@ -159,23 +169,61 @@ def sgd_update(
     first_step,
     status=None,
 ):
+    args = (param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay)
+    _bind_sgd_update(*args, first_step, status)(*args, first_step, status)
+
+
+def _bind_sgd_update(
+    param,
+    grad,
+    momentum_buffer,
+    lr,
+    momentum,
+    dampening,
+    nesterov,
+    weight_decay,
+    first_step,
+    status=None,
+):
+    """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans, an
+    optimizer's flat buffers): the kernel (plain or with momentum, guarded by a status
+    buffer or not, as the arguments are) and the scalar type settled once. The arrays'
+    device is current, as for :func:`matmul_tiled`."""
     s = param.dtype.type
-    guard = _status(status)
+    guarded = status is not None
     if momentum_buffer is None:
-        _elementwise.sgd_plain(bool(guard))(grad, s(lr), s(weight_decay), *guard, param)
-        return
-    _elementwise.sgd_momentum(bool(guard))(
-        grad,
-        s(lr),
-        s(momentum),
-        s(1.0 - dampening),
-        s(weight_decay),
-        np.int32(nesterov),
-        np.int32(first_step),
-        *guard,
-        param,
-        momentum_buffer,
-    )
+        plain = _elementwise.sgd_plain(guarded)
+
+        def run(param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                weight_decay, first_step, status=None):  # fmt: skip
+            if guarded:
+                plain(grad, s(lr), s(weight_decay), status, param)
+            else:
+                plain(grad, s(lr), s(weight_decay), param)
+
+        return run
+    kernel = _elementwise.sgd_momentum(guarded)
+
+    def run_momentum(param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                     weight_decay, first_step, status=None):  # fmt: skip
+        guard = (status,) if guarded else ()
+        kernel(
+            grad,
+            s(lr),
+            s(momentum),
+            s(1.0 - dampening),
+            s(weight_decay),
+            np.int32(nesterov),
+            np.int32(first_step),
+            *guard,
+            param,
+            momentum_buffer,
+        )
+
+    return run_momentum
+
+
+sgd_update.bind = _bind_sgd_update
 
 
 @_on_inputs_device
@@ -193,25 +241,54 @@ def adam_update(
     decoupled,
     status=None,
 ):
+    args = (param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay)
+    _bind_adam_update(*args, decoupled, status)(*args, decoupled, status)
+
+
+def _bind_adam_update(
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    step,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled,
+    status=None,
+):
+    """:func:`adam_update` planned as :func:`sgd_update`."""
     s = param.dtype.type
-    l2 = 0.0 if decoupled else weight_decay
-    decay = 1.0 - lr * weight_decay if decoupled else 1.0
-    guard = _status(status)
-    _elementwise.adam(bool(guard))(
-        grad,
-        s(1.0 - beta1),
-        s(beta2),
-        s(1.0 - beta2),
-        s(eps),
-        s(l2),
-        s(decay),
-        s(lr / (1.0 - beta1**step)),
-        s(math.sqrt(1.0 - beta2**step)),
-        *guard,
-        param,
-        exp_avg,
-        exp_avg_sq,
-    )
+    guarded = status is not None
+    kernel = _elementwise.adam(guarded)
+
+    def run(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
+            decoupled, status=None):  # fmt: skip
+        l2 = 0.0 if decoupled else weight_decay
+        decay = 1.0 - lr * weight_decay if decoupled else 1.0
+        guard = (status,) if guarded else ()
+        kernel(
+            grad,
+            s(1.0 - beta1),
+            s(beta2),
+            s(1.0 - beta2),
+            s(eps),
+            s(l2),
+            s(decay),
+            s(lr / (1.0 - beta1**step)),
+            s(math.sqrt(1.0 - beta2**step)),
+            *guard,
+            param,
+            exp_avg,
+            exp_avg_sq,
+        )
+
+    return run
+
+
+adam_update.bind = _bind_adam_update
 
 
 @_on_inputs_device
@@ -337,15 +414,31 @@ def softmax_cross_entropy_train(
 
 @_on_inputs_device
 def softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing: float):
-    s = probs.dtype.type
-    return _elementwise.softmax_xent_backward()(
-        probs,
-        labels[:, None],
-        grad_loss[:, None],
-        s(1.0 - label_smoothing),
-        s(label_smoothing / max(probs.shape[1], 1)),  # no classes: nothing to scale
-        np.int64(probs.shape[1]),
-    )
+    args = (probs, labels, grad_loss, label_smoothing)
+    return _bind_softmax_cross_entropy_backward(*args)(*args)
+
+
+def _bind_softmax_cross_entropy_backward(probs, labels, grad_loss, label_smoothing: float):
+    """:func:`softmax_cross_entropy_backward` planned for arrays of these shapes and dtypes
+    (gpukit.kernels' plans): the kernel, the scalar type and the row length settled once.
+    The arrays' device is current, as for :func:`matmul_tiled`."""
+    kernel, s, c = _elementwise.softmax_xent_backward(), probs.dtype.type, probs.shape[1]
+    classes, divisor = np.int64(c), max(c, 1)  # no classes: nothing to scale
+
+    def run(probs, labels, grad_loss, label_smoothing):
+        return kernel(
+            probs,
+            labels[:, None],
+            grad_loss[:, None],
+            s(1.0 - label_smoothing),
+            s(label_smoothing / divisor),
+            classes,
+        )
+
+    return run
+
+
+softmax_cross_entropy_backward.bind = _bind_softmax_cross_entropy_backward
 
 
 # (BM, BN, BK, TM, TN), largest tile first, with the share of the multiprocessors its grid
