@@ -134,8 +134,8 @@ def operation(
                                 with backend.use_device(device):
                                     return guarded(*args, **kwargs)
                 # run here: the memory policy's steps inline, one call level less
-                try:
-                    return attempt(*args, **kwargs)
+                try:  # without an empty ** to unpack where there is none: a call is cheaper
+                    return attempt(*args, **kwargs) if kwargs else attempt(*args)
                 except Exception as exc:
                     claimed = claim(exc)
                     if claimed is None:
