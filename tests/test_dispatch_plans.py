@@ -110,6 +110,37 @@ def test_one_device_array_is_planned_on_a_backend_with_several_devices(fake_devi
     assert searched
 
 
+class _CountingTable(dict):
+    """A plan table counting its look-ups."""
+
+    looked = 0
+
+    def __getitem__(self, key):
+        self.looked += 1
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.looked += 1
+        return super().get(key, default)
+
+
+def test_a_warm_pair_on_one_of_several_devices_takes_one_look_up(fake_device):
+    from gpukit._dispatch import inputs
+
+    table = _CountingTable()
+    x0, y0 = (fake_device.asarray(np.ones((2, 2)), device=0) for _ in range(2))
+    y1 = fake_device.asarray(np.ones((2, 2)), device=1)
+    plan, key = inputs.plan_for_pair(table, "op", x0, y0, None)
+    assert plan is None
+    inputs.keep(table, key, plans.generation(), "planned", fake_device, (x0, y0), (x0, y0))
+    table.looked = 0
+    assert inputs.plan_for_pair(table, "op", x0, y0, None) == ("planned", key)
+    assert table.looked == 1  # the key naming their device, at once
+    assert inputs.plan_for_pair(table, "op", x0, y1, None)[0] is None  # two devices: none
+    x1 = fake_device.asarray(np.ones((2, 2)), device=1)
+    assert inputs.plan_for_pair(table, "op", x1, y1, None)[0] is None  # another device
+
+
 # -- the transfer guard, its log and the counters ------------------------------------------------
 
 

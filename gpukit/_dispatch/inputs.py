@@ -64,6 +64,21 @@ class _Device:
 
 
 _devices: dict[int, _Device] = {}
+# array type -> the device backend owning it when that backend has several devices, else
+# None (host data, a backend with one device): whether a plan key may name a device
+_several = _plans.table()
+
+
+def _owner_of_several(x: Any) -> Backend | None:
+    """``x``'s device backend when it has several devices, else None (kept per type)."""
+    try:
+        return _several[type(x)]
+    except KeyError:
+        since = _plans.generation()
+        owner = owner_of(x)
+        if owner is not None and owner.device_count() == 1:
+            owner = None
+        return _plans.remember(_several, type(x), owner, since)
 
 
 def _one_device(arrays: Sequence[Any]) -> _Device | None:
@@ -74,8 +89,10 @@ def _one_device(arrays: Sequence[Any]) -> _Device | None:
     for x in arrays:
         if x is None:
             continue
-        backend = owner_of(x)
-        if backend is None:  # host data: moved per call, never planned so
+        backend = _several.get(type(x), _several)  # the table itself: a type not seen yet
+        if backend is _several:
+            backend = _owner_of_several(x)
+        if backend is None:  # host data (moved per call, never planned so), or one device
             return None
         d = backend.device_of(x)
         if owner is None:
@@ -83,9 +100,20 @@ def _one_device(arrays: Sequence[Any]) -> _Device | None:
         elif backend is not owner or d != device:
             return None
         count += 1
-    if owner is None or count < 2 or owner.device_count() == 1:
+    if count < 2:
         return None
     return _devices.get(device) or _devices.setdefault(device, _Device(device))
+
+
+def _look_up(plans: dict[Any, Any], key: Any, arrays: Sequence[Any]) -> tuple[Any, Any]:
+    """``(plan, key)`` of arrays the first of which is of a device backend with several
+    devices: :func:`keep` keeps a plan for two or more of them on one device only under
+    ``key`` naming that device (:class:`_Device`), so that key is the one looked up, and a
+    warm call does one look-up. Raises TypeError for an unhashable key."""
+    mark = _one_device(arrays)
+    if mark is not None:
+        key = (*key, mark)
+    return plans.get(key), key
 
 
 def on_device(plans: dict[Any, Any], key: Any, arrays: Sequence[Any]) -> tuple[Any, Any]:
@@ -180,6 +208,8 @@ def placed(op: str, arrays: Sequence[Any]) -> tuple[Backend | None, Any]:
     for x in arrays:  # a loop, not a comprehension: no function frame per call
         key += (type(x), getattr(x, "dtype", None))
     try:
+        if arrays and _several.get(type(arrays[0])) is not None:
+            return _look_up(_placed, key, arrays)
         return _placed[key], key
     except KeyError:
         return on_device(_placed, key, arrays)
@@ -217,6 +247,8 @@ def plan_for_pair(plans: dict[Any, Any], op: str, x: Any, y: Any, static: Any) -
     None when either is not an array (a list) or ``static`` is unhashable."""
     try:
         key = (op, active(), type(x), x.dtype, x.shape, type(y), y.dtype, y.shape, static)
+        if _several.get(type(x)) is not None:
+            return _look_up(plans, key, (x, y))
         return plans[key], key
     except KeyError:
         return on_device(plans, key, (x, y))
@@ -235,6 +267,8 @@ def plan_for_all(
         parts += (type(x), getattr(x, "dtype", None), getattr(x, "shape", None))
     try:
         key = (*parts, *static)
+        if args and _several.get(type(args[0])) is not None:  # listed only then
+            return _look_up(plans, key, [x for x in args if hasattr(x, "dtype")])
         return plans[key], key
     except KeyError:
         return on_device(plans, key, [x for x in args if hasattr(x, "dtype")])
@@ -368,10 +402,10 @@ def to_numpy(x: Any) -> np.ndarray:
     >>> gk.to_numpy(gk.asarray([1, 2, 3])).tolist()
     [1, 2, 3]
     """
-    if type(x) is not _ndarray:
-        _dtypes.refuse_foreign("gk.to_numpy", "x", x)
     backend = owner_of(x)
     if backend is None:
+        if type(x) is not _ndarray:  # a device array is none of what this refuses
+            _dtypes.refuse_foreign("gk.to_numpy", "x", x)
         return np.asarray(x)
     out = backend.to_numpy(x)
     _transfer.record("device_to_host", out.nbytes)
