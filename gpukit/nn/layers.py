@@ -18,7 +18,7 @@ from .._runtime.memory import operation
 from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
 from . import _act, _gemm, _random
-from .module import Module, Parameter, on_device_of, on_grad_device
+from .module import Module, Parameter, namespace_of, on_device_of, on_grad_device
 
 __all__ = [
     "GELU",
@@ -410,7 +410,7 @@ class Softmax(Module):
     def forward(self, x: Any) -> Any:
         if x.dtype.kind != "f":  # shifting integers by the max must not wrap
             x = _floating_input("Softmax", x)
-        xp = np if type(x) is np.ndarray else _dispatch.namespace(x)
+        xp = namespace_of(x)
         y = xp.exp(x - x.max(axis=self.dim, keepdims=True))
         y /= y.sum(axis=self.dim, keepdims=True)
         self._y = y
@@ -616,7 +616,7 @@ class LayerNorm(Module):
         return axes
 
     def forward(self, x: Any) -> Any:
-        xp = np if type(x) is np.ndarray else _dispatch.namespace(x)
+        xp = namespace_of(x)
         axes = self._axes(x)
         # float16 statistics in float32, as PyTorch does: squares of float16 overflow at 65504
         work = x.astype(np.float32) if x.dtype.char == "e" else x

@@ -14,7 +14,7 @@ from .._runtime import device_status as _status
 from .._runtime.memory import Policy, operation
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
-from .module import mismatch, on_device_of
+from .module import mismatch, namespace_of, on_device_of
 
 _NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
 
@@ -310,7 +310,7 @@ class BCEWithLogitsLoss(_Loss):
     def _forward(self, logits: Any, target: Any) -> Any:
         _same_shape("BCEWithLogitsLoss", logits, target)
         self._check_dtypes(logits, target)
-        xp = np if type(logits) is np.ndarray else _dispatch.namespace(logits)
+        xp = namespace_of(logits)
         # max(x, 0) - x*y + log(1 + exp(-|x|)): no overflow for any x
         per = xp.maximum(logits, 0) - logits * target + xp.log1p(xp.exp(-xp.abs(logits)))
         self._cache = (logits, target)
@@ -319,7 +319,7 @@ class BCEWithLogitsLoss(_Loss):
 
     def _backward(self) -> Any:
         logits, target = self._cache
-        xp = np if type(logits) is np.ndarray else _dispatch.namespace(logits)
+        xp = namespace_of(logits)
         half = logits.dtype.type(0.5)
         g = half + half * xp.tanh(half * logits) - target  # sigmoid without overflow
         if self.reduction == "mean":

@@ -428,6 +428,12 @@ def on_device_of(x: Any) -> contextlib.AbstractContextManager[Any]:
     return contextlib.nullcontext() if owner is None else owner.use_device(owner.device_of(x))
 
 
+def namespace_of(x: Any) -> Any:
+    """``x``'s array namespace: ``numpy`` for a host array without ``gk.namespace``'s
+    dispatch (a few microseconds of a small layer's call), else ``gk.namespace(x)``."""
+    return np if type(x) is np.ndarray else _dispatch.namespace(x)
+
+
 def on_grad_device(backward: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a module's ``backward``: it computes on the device holding ``grad_output``
     (CuPy computes and allocates on the current device, whichever the caller has)."""
