@@ -722,3 +722,36 @@ def test_plans_split_large_passes_as_the_unplanned_calls_under_every_thread_limi
         assert asked == [want, want], (limit, asked)
         for a, b in zip(planned, unplanned, strict=True):
             assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+
+
+def test_a_pass_makes_several_spans_a_thread_and_the_backward_a_row_of_sums_each(rng, dtype):
+    """A threaded pass is cut into more spans than threads (a late worker then costs only
+    the spans the others take over), never more than its rows and at least one; the
+    backward kernel fills one row of partial bias sums per span and refuses a smaller
+    buffer before it writes anything."""
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    lib = native._library()
+    assert [lib.spans(1, 1000), lib.spans(2, 3), lib.spans(3, 0)] == [1, 3, 1]
+    assert lib.spans(2, 1000) > 2 and lib.spans(2, 1000) <= 1000
+    with pytest.raises(ValueError, match="threads"):
+        lib.spans(0, 10)
+    rows, cols, threads = 96, 24, 2
+    spans = lib.spans(threads, rows)
+    g, v = rng.standard_normal((2, rows, cols)).astype(dtype)
+    b = rng.standard_normal(cols).astype(dtype)
+    par = native._fn("gk_bias_act_grad_par", np.dtype(dtype))
+    code = native.ACTIVATIONS.index("relu")
+    short = np.zeros((threads, cols)), np.empty(threads * cols, dtype)
+    gx = np.full_like(g, 7.0)
+    with pytest.raises(ValueError):
+        par(g, v, b, gx, *short, rows, cols, cols, code, 0.0, 0, threads, 0)
+    assert np.all(gx == 7.0)
+    acc = np.zeros((spans, cols))
+    part = np.empty(spans * cols, dtype)
+    par(g, v, b, gx, acc, part, rows, cols, cols, code, 0.0, 0, threads, 0)
+    want = g.astype(np.float64) * (v.astype(np.float64) + b > 0)
+    assert rel_err(gx, want) < _tol(dtype)
+    for k in range(spans):  # span k's rows, as csrc/pool.h bounds them
+        lo, hi = rows * k // spans, rows * (k + 1) // spans
+        assert rel_err(acc[k], want[lo:hi].sum(axis=0)) < _tol(dtype), k

@@ -262,6 +262,16 @@ def _split(rows: int, cols: int, weight: float = 1, threads: int | None = None) 
     return min(threads, cols if by_cols else rows), int(by_cols)
 
 
+def _grad_split(
+    rows: int, cols: int, weight: float, threads: int | None = None
+) -> tuple[int, int, int]:
+    """:func:`_split`'s ``(threads, by_cols)`` for the backward kernel, with the rows of
+    partial sums it fills: one a span of rows (as many as the kernel makes, which may be
+    more than its threads: csrc/pool.h), one for spans of columns."""
+    threads, by_cols = _split(rows, cols, weight, threads)
+    return threads, by_cols, 1 if by_cols else _library().spans(threads, rows)
+
+
 def _small(n: int, weight: float = 1) -> bool:
     """Whether ``n`` elements of a pass of ``weight`` (:func:`parallel.plan`) are one
     thread's work, decided before asking how many threads there are (a threadpoolctl
@@ -350,11 +360,10 @@ def plan_bias_act_grad(
 
     else:
         par = _fn("gk_bias_act_grad_par", dtype)
-        split = _per_count(partial(_split, rows, cols, weight))
+        split = _per_count(partial(_grad_split, rows, cols, weight))
 
         def call(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
-            threads, by_cols = split()
-            spans = 1 if by_cols else threads
+            threads, by_cols, spans = split()
             acc = zeros((spans, cols))
             part = _kept("part", dtype, spans * cols)
             par(g, v, b, gx, acc, part, rows, cols, cols, code, slope, flag, threads, by_cols)
@@ -399,8 +408,7 @@ def bias_act_grad(
         part = _kept("part", gx.dtype, cols)  # the kernel's scratch, sums or not
         fn(*args, a, part, rows, cols, cols, code, slope, flag)
     else:
-        threads, by_cols = _split(rows, cols, weight)
-        spans = 1 if by_cols else threads
+        threads, by_cols, spans = _grad_split(rows, cols, weight)
         acc = np.zeros((spans, cols)) if want_bias else None
         a = None if acc is None else address(acc)
         part = _kept("part", gx.dtype, spans * cols)

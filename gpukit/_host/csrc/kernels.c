@@ -53,6 +53,10 @@
 #endif
 GK_EXPORT const char *gk_source_hash(void) { return GK_SOURCE_HASH; }
 
+/* The spans of a pass over `units` rows or elements on `threads` threads (pool.h); the
+ * module's spans(), which native.py asks for the rows of sums a backward pass fills. */
+GK_EXPORT int gk_spans_of(int threads, ptrdiff_t units) { return gk_spans(threads, units); }
+
 /* Elements of size bytes before p's next 64-byte boundary, at most n. The loops bound
  * by memory (identity, ReLU, leaky ReLU, the gradients from the output, the updates) run
  * their vector loop over [0, head) and then [head, n): the second span's stores, and the

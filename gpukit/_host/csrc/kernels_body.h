@@ -58,8 +58,8 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act)(const T *x, const T *b, T *y, ptrdiff_
 #undef GK_FORWARD
 #undef GK_FORWARD_COLS
 
-/* The same over the pool's threads (pool.h): `threads` spans of rows, or of columns
- * (by_cols: too few rows for the threads; b then spans with them). */
+/* The same over the pool's threads (pool.h): spans of rows, or of columns (by_cols: too
+ * few rows for the threads; b then spans with them), several a thread (gk_spans). */
 typedef struct {
     const T *x, *b;
     T *y;
@@ -85,7 +85,7 @@ GK_EXPORT void SFX(gk_bias_act_par)(const T *x, const T *b, T *y, ptrdiff_t rows
                                     ptrdiff_t cols, ptrdiff_t ld, int act, double slope,
                                     int threads, int by_cols) {
     SFX(gk_forward_job) job = {x, b, y, rows, cols, ld, act, by_cols, slope};
-    gk_parallel(SFX(gk_forward_span), &job, threads);
+    gk_parallel(SFX(gk_forward_span), &job, gk_spans(threads, by_cols ? cols : rows), threads);
 }
 
 /* act'(z) for the backward pass */
@@ -263,9 +263,9 @@ GK_EXPORT GK_KERNEL void SFX(gk_bias_act_grad)(const T *g, const T *v, const T *
 #undef GK_BACKWARD
 #undef GK_BACKWARD_COLS
 
-/* The same over the pool's threads: `threads` spans of rows, span k's sums into row k of
- * acc (threads x cols) and its scratch at part + k cols, or spans of columns (by_cols),
- * the sums into acc's one row, the scratch at part + the span's first column. */
+/* The same over the pool's threads: gk_spans(threads, rows) spans of rows, span k's sums
+ * into row k of acc (spans x cols) and its scratch at part + k cols, or spans of columns
+ * (by_cols), the sums into acc's one row, the scratch at part + the span's first column. */
 typedef struct {
     const T *g, *v, *b;
     T *gx, *part;
@@ -298,7 +298,7 @@ GK_EXPORT void SFX(gk_bias_act_grad_par)(const T *g, const T *v, const T *b, T *
                                          int by_cols) {
     SFX(gk_backward_job) job = {g, v, b, gx, part, acc, rows, cols, ld,
                                 act, of_output, by_cols, slope};
-    gk_parallel(SFX(gk_backward_span), &job, threads);
+    gk_parallel(SFX(gk_backward_span), &job, gk_spans(threads, by_cols ? cols : rows), threads);
 }
 
 /* Softmax cross-entropy, row by row: with z = x - max(x) (exact where it matters),
@@ -358,7 +358,7 @@ GK_EXPORT GK_KERNEL void SFX(gk_xent_grad)(const T *p, const int64_t *labels, co
     }
 }
 
-/* Both over the pool's threads: `threads` spans of rows. */
+/* Both over the pool's threads: spans of rows, several a thread (gk_spans). */
 typedef struct {
     const T *a;
     const int64_t *labels;
@@ -385,7 +385,7 @@ GK_EXPORT void SFX(gk_xent_par)(const T *x, const int64_t *labels, T *loss, T *p
                                 ptrdiff_t rows, ptrdiff_t cols, double smoothing,
                                 int threads) {
     SFX(gk_xent_job) job = {x, labels, loss, p, rows, cols, smoothing, 0};
-    gk_parallel(SFX(gk_xent_span), &job, threads);
+    gk_parallel(SFX(gk_xent_span), &job, gk_spans(threads, rows), threads);
 }
 
 GK_EXPORT void SFX(gk_xent_grad_par)(const T *p, const int64_t *labels, const T *gl, T *g,
@@ -393,7 +393,7 @@ GK_EXPORT void SFX(gk_xent_grad_par)(const T *p, const int64_t *labels, const T 
                                      int threads) {
     /* gl is only read: the job's per_row is not const for the forward's loss */
     SFX(gk_xent_job) job = {p, labels, (T *)gl, g, rows, cols, smoothing, 1};
-    gk_parallel(SFX(gk_xent_span), &job, threads);
+    gk_parallel(SFX(gk_xent_span), &job, gk_spans(threads, rows), threads);
 }
 
 /* The optimizer updates, in place over n elements of flat buffers that do not overlap
@@ -463,7 +463,7 @@ GK_EXPORT GK_KERNEL void SFX(gk_adam)(T *p, const T *g, T *m, T *v, ptrdiff_t n,
     }
 }
 
-/* The updates over the pool's threads: `threads` spans of elements. */
+/* The updates over the pool's threads: spans of elements, several a thread (gk_spans). */
 typedef struct {
     T *p, *buf;
     const T *g;
@@ -484,7 +484,7 @@ GK_EXPORT void SFX(gk_sgd_par)(T *p, const T *g, T *buf, ptrdiff_t n, double lr,
                                int nesterov, int first_step, int threads) {
     SFX(gk_sgd_job) job = {p, buf, g, n, lr, momentum, dampening, weight_decay, nesterov,
                            first_step};
-    gk_parallel(SFX(gk_sgd_span), &job, threads);
+    gk_parallel(SFX(gk_sgd_span), &job, gk_spans(threads, n), threads);
 }
 
 typedef struct {
@@ -507,5 +507,5 @@ GK_EXPORT void SFX(gk_adam_par)(T *p, const T *g, T *m, T *v, ptrdiff_t n, doubl
                                 int threads) {
     SFX(gk_adam_job) job = {p, m, v, g, n, omb1, beta2, omb2, eps, l2, decay, step_size,
                             inv_bc2};
-    gk_parallel(SFX(gk_adam_span), &job, threads);
+    gk_parallel(SFX(gk_adam_span), &job, gk_spans(threads, n), threads);
 }

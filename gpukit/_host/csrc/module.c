@@ -26,6 +26,7 @@
 
 /* kernels.c's functions (compiled as a unit of its own: see there) */
 const char *gk_source_hash(void);
+int gk_spans_of(int threads, ptrdiff_t units);
 #define GK_DECLARE(T, SFX)                                                                   \
     void gk_bias_act_##SFX(const T *, const T *, T *, ptrdiff_t, ptrdiff_t, ptrdiff_t, int,   \
                            double);                                                          \
@@ -82,7 +83,7 @@ static void gk_release(gk_held *held) {
  *   W  an array of T it writes, or None (NULL)
  *   l  an array of int64 it reads      a  an array of double it adds to, or None
  *   n  a count (Py_ssize_t, at least 0)   i  an int   d  a double
- *   t  a thread count (an int, at least 1: the _par kernels' spans over csrc/pool.h)
+ *   t  a thread count (an int, at least 1: the _par kernels' threads, csrc/pool.h)
  * check: refuses (ValueError) buffers too short for the call's sizes; call: runs it on
  * the converted arguments, in float64 where f64 is set. */
 typedef struct {
@@ -295,7 +296,7 @@ static void call_bias_act_grad(const gk_arg *a, int f64) {
 
 /* ..., threads, by_cols: spans of columns (one row of sums) or of rows (one each) */
 static int check_bias_act_grad_par(const char *name, const gk_arg *a, size_t t) {
-    return check_grad_spans(name, a, t, a[13].i ? 1 : a[12].i);
+    return check_grad_spans(name, a, t, a[13].i ? 1 : gk_spans_of(a[12].i, a[6].n));
 }
 static void call_bias_act_grad_par(const gk_arg *a, int f64) {
     if (f64)
@@ -444,6 +445,24 @@ GK_ENTRY(xent_grad_par)
 GK_ENTRY(sgd_par)
 GK_ENTRY(adam_par)
 
+/* spans(threads, units): the spans of a pass over units rows on threads threads. */
+static PyObject *py_spans(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    (void)m;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "spans: takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    long threads = PyLong_AsLong(args[0]);
+    Py_ssize_t units = PyLong_AsSsize_t(args[1]);
+    if ((threads == -1 || units == -1) && PyErr_Occurred()) return NULL;
+    if (threads < 1 || threads > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "spans: threads must be 1 to %d, not %ld", INT_MAX,
+                     threads);
+        return NULL;
+    }
+    return PyLong_FromLong(gk_spans_of((int)threads, units));
+}
+
 /* address(obj): the address of obj's first element, through the buffer protocol (any
  * strides, read-only too), for gpukit's ctypes calls into BLAS and LAPACK. */
 static PyObject *py_address(PyObject *m, PyObject *o) {
@@ -465,6 +484,8 @@ static PyMethodDef gk_methods[] = {
     GK_METHODS(bias_act) GK_METHODS(bias_act_grad) GK_METHODS(xent) GK_METHODS(xent_grad)
     GK_METHODS(sgd) GK_METHODS(adam) GK_METHODS(bias_act_par) GK_METHODS(bias_act_grad_par)
     GK_METHODS(xent_par) GK_METHODS(xent_grad_par) GK_METHODS(sgd_par) GK_METHODS(adam_par)
+    {"spans", (PyCFunction)(void (*)(void))py_spans, METH_FASTCALL,
+     "spans(threads, units): the spans of a pass over units rows on threads threads."},
     {"address", py_address, METH_O, "address(obj): the address of obj's first element."},
     {NULL, NULL, 0, NULL},
 };

@@ -35,6 +35,10 @@
 #define GK_SPIN_NS 20000
 #endif
 #define GK_MAX_WORKERS 255
+#define GK_MAX_SPANS 0xffff /* the claim word's span count */
+#ifndef GK_SPANS_PER_THREAD
+#define GK_SPANS_PER_THREAD 4
+#endif
 
 typedef void (*gk_task)(const void *ctx, int k, int n);
 
@@ -98,10 +102,11 @@ static void gk_wake(_Atomic unsigned *word) {
 #endif
 }
 
-/* Wait until *word != value: spin for GK_SPIN_NS, then sleep, announcing it in *sleeping
+/* Wait until *word != value: spin for spin_ns, then sleep, announcing it in *sleeping
  * (the other side wakes a sleeper only; both sides' accesses are sequentially consistent,
  * so a change made as the waiter goes to sleep is either seen or woken). */
-static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic int *sleeping) {
+static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic int *sleeping,
+                               long long spin_ns) {
     unsigned now;
     long long until = 0;
     for (int i = 1;; ++i) {
@@ -110,7 +115,7 @@ static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic i
         if ((i & 255) == 0) {
             long long t = gk_now_ns();
             if (until == 0) {
-                until = t + GK_SPIN_NS;
+                until = t + spin_ns;
             } else if (t > until) {
                 break;
             }
@@ -152,7 +157,7 @@ static void *gk_worker(void *arg) {
     gk_mailbox *box = (gk_mailbox *)arg;
     unsigned seen = box->first_seq;
     for (;;) {
-        seen = gk_wait_change(&box->seq, seen, &box->sleeping);
+        seen = gk_wait_change(&box->seq, seen, &box->sleeping, GK_SPIN_NS);
         if (gk_run_spans() && atomic_load(&gk_pool.caller_sleeping)) gk_wake(&gk_pool.left);
     }
     return NULL;
@@ -189,15 +194,17 @@ static int gk_pool_grow(int want) {
     return gk_pool.workers;
 }
 
-/* task(ctx, k, n) for k = 0 .. n - 1, on the calling thread and the pool's workers where
- * the pool is free, else all of them here, in order. */
-static void gk_parallel(gk_task task, const void *ctx, int n) {
-    if (n <= 1 || pthread_mutex_trylock(&gk_pool.lock) != 0) {
+/* task(ctx, k, n) for k = 0 .. n - 1 (n = spans), on the calling thread and up to
+ * threads - 1 of the pool's workers where the pool is free, else all of them here, in
+ * order. */
+static void gk_parallel(gk_task task, const void *ctx, int spans, int threads) {
+    int n = spans;
+    if (n <= 1 || threads <= 1 || pthread_mutex_trylock(&gk_pool.lock) != 0) {
         for (int k = 0; k < n; ++k) task(ctx, k, n);
         return;
     }
-    if (n > GK_MAX_WORKERS + 1) n = GK_MAX_WORKERS + 1; /* fits the claim word */
-    int helpers = gk_pool_grow(n - 1);
+    if (n > GK_MAX_SPANS) n = GK_MAX_SPANS; /* fits the claim word */
+    int helpers = gk_pool_grow((threads < n ? threads : n) - 1);
     unsigned long long call = (atomic_load(&gk_pool.claim) >> 32) + 1;
     gk_pool.task = task;
     gk_pool.ctx = ctx;
@@ -208,10 +215,28 @@ static void gk_parallel(gk_task task, const void *ctx, int n) {
         atomic_fetch_add(&box->seq, 1);
         if (atomic_load(&box->sleeping)) gk_wake(&box->seq);
     }
+    long long start = gk_now_ns();
     gk_run_spans();
+    /* The spans left are running on workers, which finish about when this thread did:
+     * spin as long as this thread's own spans took before sleeping, since a sleeping
+     * caller is woken a scheduler's latency after the last span (tens of us on a VM) */
+    long long spin = gk_now_ns() - start;
     unsigned left = atomic_load(&gk_pool.left);
-    while (left != 0) left = gk_wait_change(&gk_pool.left, left, &gk_pool.caller_sleeping);
+    while (left != 0)
+        left = gk_wait_change(&gk_pool.left, left, &gk_pool.caller_sleeping,
+                              spin > GK_SPIN_NS ? spin : GK_SPIN_NS);
     pthread_mutex_unlock(&gk_pool.lock);
+}
+
+/* Spans for a pass over `units` (rows, columns or elements) on `threads` threads whose
+ * results do not depend on where its spans end: GK_SPANS_PER_THREAD a thread, so that a
+ * worker that starts late (woken from its sleep, or kept off its core) costs only the
+ * spans the others take in its place, and the threads finish within a span of each
+ * other. */
+static inline int gk_spans(int threads, ptrdiff_t units) {
+    long long want = threads <= 1 ? 1 : (long long)threads * GK_SPANS_PER_THREAD;
+    if (want > GK_MAX_SPANS) want = GK_MAX_SPANS;
+    return (int)(units < want ? (units < 1 ? 1 : units) : want);
 }
 
 /* The bounds of span k of n over [0, total): total k / n .. total (k + 1) / n. */
