@@ -755,3 +755,93 @@ def test_a_pass_makes_several_spans_a_thread_and_the_backward_a_row_of_sums_each
     for k in range(spans):  # span k's rows, as csrc/pool.h bounds them
         lo, hi = rows * k // spans, rows * (k + 1) // spans
         assert rel_err(acc[k], want[lo:hi].sum(axis=0)) < _tol(dtype), k
+
+
+def _all_nan(outputs):
+    return all(np.isnan(a).all() for a in outputs)
+
+
+def _small_planned_and_direct(kind, rng, dtype):
+    """``(plan, direct, inputs, outputs, untouched)`` for a one-thread pass of ``kind``:
+    the planned call and the unplanned one, each ``f(inputs, outputs)`` writing
+    ``outputs``, the arrays it reads, a maker of fresh NaN outputs, and whether outputs
+    hold what they held before a call (NaN; Adam's, the state it starts from)."""
+    x = rng.standard_normal((4, 8)).astype(dtype)
+    if kind in ("forward", "forward without bias"):
+        b = rng.standard_normal(8).astype(dtype) if kind == "forward" else None
+        plan = native.plan_bias_act(4, 8, np.dtype(dtype), "tanh", b is not None)
+        return (
+            lambda i, o: plan(i[0], b, o[0], 0.0),
+            lambda i, o: native.bias_act(i[0], b, o[0], "tanh", 0.0),
+            [x],
+            lambda: [np.full_like(x, np.nan)],
+            _all_nan,
+        )
+    if kind == "xent":
+        labels = rng.integers(0, 8, 4)
+        plan = native.plan_rows("gk_xent", 4, 8, np.dtype(dtype))
+        return (
+            lambda i, o: plan(i[0], labels, *o, 0.1),
+            lambda i, o: native.xent(i[0], labels, *o, 0.1),
+            [x],
+            lambda: [np.full(4, np.nan, dtype), np.full_like(x, np.nan)],
+            _all_nan,
+        )
+    p, g = (rng.standard_normal(64).astype(dtype) for _ in range(2))
+    m, v = rng.standard_normal(64).astype(dtype), rng.random(64).astype(dtype)
+    plan = native.plan_elementwise("gk_adam", 64, np.dtype(dtype))
+    args = (1e-3, 1.1, 0.9, 0.999, 1e-8, 0.0, 0.99)
+
+    def state(i, o):  # the updated arrays start as copies of p, m, v
+        for out, start in zip(o, (p, m, v), strict=True):
+            out[...] = start
+        return o[0], i[0], o[1], o[2]
+
+    return (
+        lambda i, o: plan(state(i, o), *native.adam_scalars(*args)),
+        lambda i, o: native.adam(*state(i, o), *args),
+        [g],
+        lambda: [np.full(64, np.nan, dtype) for _ in range(3)],
+        lambda o: all(np.array_equal(a, w) for a, w in zip(o, (p, m, v), strict=True)),
+    )
+
+
+@pytest.mark.parametrize("kind", ["forward", "forward without bias", "xent", "adam"])
+def test_one_thread_plans_run_the_kernel_or_refuse_leaving_the_outputs(
+    rng, dtype, kind, monkeypatch
+):
+    """A planned pass below its split threshold calls the one-thread kernel once and
+    gives the unplanned call's bits; an input the kernel does not take (unaligned) or
+    the compiled kernels switched off make it return False having written nothing, so
+    the caller computes the pass with NumPy."""
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    name = {"forward": "gk_bias_act", "xent": "gk_xent", "adam": "gk_adam"}[kind.split()[0]]
+    calls = []
+    real = native._fn(name, np.dtype(dtype))
+
+    def spy(*args):  # the one-thread kernel (a plan binds it when it is made)
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setitem(native._fns, (name, np.dtype(dtype)), spy)
+    plan, direct, inputs, outputs, untouched = _small_planned_and_direct(kind, rng, dtype)
+    planned, unplanned = outputs(), outputs()
+    assert plan(inputs, planned) is True
+    assert len(calls) == 1
+    direct(inputs, unplanned)
+    for a, b in zip(planned, unplanned, strict=True):
+        assert not np.isnan(a).any() and np.array_equal(a, b)
+    before = len(calls)
+    refused = outputs()
+    if kind == "adam":  # the updated arrays are among the kernel's arguments
+        refused = [_unaligned(a) for a in refused]
+        assert plan(inputs, refused) is False
+    else:
+        assert plan([_unaligned(inputs[0])], refused) is False
+    assert len(calls) == before + 1  # the kernel was called, and refused the array
+    with native.disabled():
+        off = outputs()
+        assert plan(inputs, off) is False
+    assert len(calls) == before + 1  # switched off: not called
+    assert untouched(refused) and untouched(off)

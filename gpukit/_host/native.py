@@ -312,23 +312,22 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
     # the plan's own -0.0 bias (only read), not the thread's kept one, which may be
     # replaced by a larger one while a plan still points at it
     nz = None if bias else np.full(cols, -0.0, dtype)
+    # one-thread work calls the kernel from run itself: no Python call in between
+    # (a frame costs a tenth of a small pass's own overhead)
     if _small(rows * cols, weight):
-        fn = _fn("gk_bias_act", dtype)
-
-        def call(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> None:
-            fn(x, b, y, rows, cols, cols, code, slope)
-
+        fn, split = _fn("gk_bias_act", dtype), None
     else:
-        par, split = _fn("gk_bias_act_par", dtype), _per_count(partial(_split, rows, cols, weight))
-
-        def call(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> None:
-            par(x, b, y, rows, cols, cols, code, slope, *split())
+        fn = _fn("gk_bias_act_par", dtype)
+        split = _per_count(partial(_split, rows, cols, weight))
 
     def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
         if _off.get():
             return False
         try:
-            call(x, b if bias else nz, y, slope)
+            if split is None:
+                fn(x, b if bias else nz, y, rows, cols, cols, code, slope)
+            else:
+                fn(x, b if bias else nz, y, rows, cols, cols, code, slope, *split())
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
@@ -443,7 +442,7 @@ def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
     if not _planned(dtype, rows * cols):
         return None
     if _small(rows * cols):
-        fn, threads = _fn(name, dtype), lambda: ()
+        fn, threads = _fn(name, dtype), None  # one thread: as plan_bias_act's, no call
     else:  # the thread count is the _par kernel's last argument
         fn = _fn(name + "_par", dtype)
         threads = _per_count(lambda n: (parallel.plan(rows, cols, 1, parallel.NATIVE_MIN, n),))
@@ -453,7 +452,10 @@ def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
         if _off.get():
             return False
         try:
-            fn(m0, labels, per_row, m1, rows, cols, eps, *threads())
+            if threads is None:
+                fn(m0, labels, per_row, m1, rows, cols, eps)
+            else:
+                fn(m0, labels, per_row, m1, rows, cols, eps, *threads())
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
@@ -498,7 +500,7 @@ def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
     if not _planned(dtype, n):
         return None
     if _small(n):
-        fn, threads = _fn(name, dtype), lambda: ()
+        fn, threads = _fn(name, dtype), None  # one thread: as plan_bias_act's, no call
     else:  # the thread count is the _par kernel's last argument
         fn = _fn(name + "_par", dtype)
         threads = _per_count(lambda t: (parallel.plan(n, 1, 1, parallel.NATIVE_MIN, t),))
@@ -507,7 +509,10 @@ def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
         if _off.get():
             return False
         try:
-            fn(*arrays, n, *scalars, *threads())
+            if threads is None:
+                fn(*arrays, n, *scalars)
+            else:
+                fn(*arrays, n, *scalars, *threads())
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
