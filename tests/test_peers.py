@@ -143,6 +143,20 @@ def test_a_row_runs_skips_or_fails_and_is_always_torn_down(kind, monkeypatch):
         assert "failed: ValueError: broken" in cli.line(result, 40)
 
 
+def test_gpukit_s_cost_over_the_peer_is_taken_from_the_pairs_not_the_two_medians():
+    """A millisecond call whose pairs agree (every pair 1.002: 2 us over a 1 ms peer) while
+    the two sides' medians, each taken over the machine's drift, differ by 30 us: the
+    table and the record give the paired 2 us."""
+    row = cli.Row(Scripted, "track_ratio", ("run",))
+    result = cli.Result(row, Pair(1.030e-3, 1.000e-3, (1.002, 1.002, 1.002)), target=None)
+    assert cli.overhead(result.pair) == pytest.approx(2e-6)
+    assert cli.line(result, 50).split()[3] == "2us"
+    kept = cli.record([result], [], (0.0, 0.0, 0.0))["rows"][0]
+    assert kept["overhead_seconds"] == pytest.approx(2e-6)
+    faster = cli.Result(row, Pair(0.9e-6, 1e-6, (0.9, 0.9, 0.9)), target=None)
+    assert cli.overhead(faster.pair) == pytest.approx(-0.1e-6)
+
+
 def test_a_missed_target_and_an_unstable_ratio_are_marked():
     row = cli.Row(Scripted, "track_ratio", ("run",))
     missed = cli.Result(row, Pair(2e-6, 1e-6, (2.0, 2.0, 2.0)), target=1.5)
