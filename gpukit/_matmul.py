@@ -159,11 +159,15 @@ def matmul(a: Any, b: Any, *, precision: _Precision = None) -> Any:
         else:
             if numeric:
                 return out
+    if precision is None:
+        # without the keyword: dispatch keys and passes on positional arguments alone
+        # (an array kind's implementation takes precision=None by default, as here)
+        return _matmul(a, b)
     return _matmul(a, b, precision=precision)
 
 
 @operation("gk.matmul")
-def _matmul(a: Any, b: Any, *, precision: str | None) -> Any:
+def _matmul(a: Any, b: Any, *, precision: str | None = None) -> Any:
     backend, key = plan_for_pair(_PLANS, "gk.matmul", a, b, precision)
     if backend is not None:
         return backend.matmul(a, b, precision)

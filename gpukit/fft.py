@@ -243,7 +243,7 @@ def _placed(name: str, x: Any, out: Any) -> tuple[Any, Any, Any]:
 
 # (operation, selected backend, x's type, dtype and shape, s, axes, norm, workers) -> the
 # transform's plan: (backend, the backend's transform of such arrays, work dtype, result
-# dtype)
+# dtype; None when the backend's transforms keep it: FFTOps.fft_keeps_dtype)
 _PLANS = _plans.table()
 
 
@@ -289,7 +289,9 @@ def _planned(
         work = _REAL_OF.get((kind, work), work)
     if dest is not None:
         _check_out(name, dest, _result_shape(kind, shape, s_, axes_), result)
-    plan = (backend, backend.fft_plan(kind, shape, s_, axes_, norm, threads), work, result)
+    transform = backend.fft_plan(kind, shape, s_, axes_, norm, threads)
+    # the result dtype to enforce, None where the backend's library keeps it itself
+    plan = (backend, transform, work, None if backend.fft_keeps_dtype else result)
     keep(_PLANS, key, since, plan, backend, (given,), (x,))
     return plan, x, dest
 
@@ -344,7 +346,7 @@ def _runner(name: str, kind: str, one_d: bool) -> Callable[..., Any]:
         if dtype is not work:  # an identity test first: equal built-in dtypes are one object
             x = x.astype(work, copy=False)
         y = transform(x)
-        if y.dtype is not result:  # only where a plug-in's library upcasts
+        if result is not None and y.dtype is not result:  # a plug-in's library upcast
             y = y.astype(result, copy=False)
         if dest is None:
             return y

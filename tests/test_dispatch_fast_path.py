@@ -94,3 +94,28 @@ def test_a_device_array_on_the_current_device_or_another_runs_there_and_restores
             assert fake_device.current_device() == 1
             assert _six(on0, None, None, None, None, None) == ("fakedevice", 0)
             assert fake_device.current_device() == 1
+
+
+def test_a_route_kept_for_a_lone_first_array_is_not_taken_by_other_arguments(rng, fake_device):
+    # a call whose first argument is the only one of a type that is not plain keeps its
+    # route under that type alone; calls with another such argument, anywhere, or with
+    # the array elsewhere, must not take it (warm, each call in turn)
+    on0 = fake_device.asarray(np.ones(2), device=0)
+    on1 = fake_device.asarray(np.ones(2), device=1)
+    with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
+        sharded = gk.shard(rng.standard_normal(8))
+    refused = r"gk\.test_where does not accept a ShardedArray"
+    for _ in range(3):
+        assert _where(on1)[:2] == ("fakedevice", 1)
+        assert _where(on1, None, c="s")[:2] == ("fakedevice", 1)
+        assert _where(on1, on1)[:2] == ("fakedevice", 1)  # repeated: still alone
+        assert _where(on0, on1)[:2] == ("fakedevice", 0)
+        assert _where(np.ones(2), on1)[:2] == ("fakedevice", 1)
+        assert _where(np.ones(2), c=on1)[:2] == ("fakedevice", 1)
+        with pytest.raises(TypeError, match=refused):
+            _where(on1, sharded)
+        with pytest.raises(TypeError, match=refused):
+            _where(on1, c=sharded)
+        with pytest.raises(TypeError, match=refused):
+            _where(sharded)
+        assert fake_device.current_device() == 0

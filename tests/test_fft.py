@@ -320,10 +320,34 @@ def test_a_plugged_in_library_that_upcasts_keeps_the_dtype_rules(rng, name):
     out = np.empty(ref.shape, dtype)
     with gk.use_backend("numpy"), scipy.fft.set_backend(mine):
         got = getattr(gk.fft, name)(x)
+        warm = getattr(gk.fft, name)(x)  # planned: the result's dtype is still checked
         into = getattr(gk.fft, name)(x, out=out)
-    assert len(mine.calls) == 2
+    assert len(mine.calls) == 3
     assert got.dtype == dtype and rel_err(got, ref) < TOL[got.dtype]
+    assert warm.dtype == dtype and rel_err(warm, ref) < TOL[warm.dtype]
     assert into is out and rel_err(out, ref) < TOL[out.dtype]
+
+
+@pytest.mark.parametrize("precision", ["single", "double"])
+def test_every_transform_gives_the_documented_dtype_cold_and_warm(backend, rng, precision):
+    # the cupy backend declares fft_keeps_dtype: its results are not checked, so this
+    # proves the declaration for every kind
+    for name in SCIPY_CALLED:
+        real = name in REAL_IN
+        dtype = ("float32" if real else "complex64") if precision == "single" else None
+        dtype = dtype or ("float64" if real else "complex128")
+        x = _signal(rng, (4, 6), dtype)
+        ref = getattr(scipy.fft, name)(x.astype(np.result_type(x, np.float64)))
+        single = precision == "single"
+        if name in REAL_OUT:
+            expected = np.dtype(np.float32 if single else np.float64)
+        else:
+            expected = np.dtype(np.complex64 if single else np.complex128)
+        on = gk.asarray(x)
+        for call in ("cold", "warm"):
+            got = getattr(gk.fft, name)(on)
+            assert got.dtype == expected, (name, call)
+            assert rel_err(got, ref) < TOL[expected], (name, call)
 
 
 def test_poisson_example_runs_and_checks_itself():

@@ -467,6 +467,20 @@ def test_gk_matmul_takes_sharded_operand(cpu_devices, rng):
     assert isinstance(c, gk.ShardedArray) and rel_err(c, a @ b) < TOL[np.dtype("float64")]
 
 
+def test_gk_matmul_takes_sharded_operand_warm_with_and_without_precision(cpu_devices, rng):
+    # gk.matmul passes precision on only when given: the kind's implementation takes its
+    # default otherwise; warm calls on host arrays of the same types first
+    a, b = _data(rng, (10, 4)), _data(rng, (4, 3))
+    sa = gk.shard(a)
+    for _ in range(3):
+        assert isinstance(gk.matmul(a, b), np.ndarray)
+        for kwargs in ({}, {"precision": None}, {"precision": "highest"}):
+            c = gk.matmul(sa, b, **kwargs)
+            assert isinstance(c, gk.ShardedArray) and rel_err(c, a @ b) < TOL[np.dtype("float64")]
+        with pytest.raises(ValueError, match="precision must be None, 'highest' or 'tf32'"):
+            gk.matmul(sa, b, precision="fast")
+
+
 def test_matmul_sees_in_place_writes_to_b(cpu_devices, rng):
     a, b = _data(rng, (9, 4)), _data(rng, (4, 3))
     sa = gk.shard(a)

@@ -12,6 +12,7 @@ import gpukit as gk
 from gpukit._dispatch.inputs import prepare
 
 from fakedevice import FakeDeviceArray, FakeDeviceBackend
+from helpers import same_errors_warm_as_cold
 
 
 class OtherArray(np.ndarray):
@@ -217,6 +218,21 @@ def test_asarray_dtype_and_device_checks(fake_device):
     assert x.dtype == np.float32 and x.device_id == 1
     with pytest.raises(ValueError, match="device 2 is out of range: backend 'fakedevice' has 2"):
         gk.asarray([1], device=2)
+
+
+def test_asarray_of_a_device_array_still_refuses_its_dtype_warm(fake_device):
+    # a device array of a native numeric dtype skips the host-data checks: every other
+    # dtype still meets them, cold and after warm calls
+    good = fake_device.asarray(np.ones(2), device=1)
+    strings = np.array(["a", "b"]).view(FakeDeviceArray)
+    objects = np.array([1, None], dtype=object).view(FakeDeviceArray)
+    same_errors_warm_as_cold(
+        [lambda: gk.asarray(good)], [lambda: gk.asarray(strings), lambda: gk.asarray(objects)]
+    )
+    with pytest.raises(TypeError, match="argument 'obj' has dtype <U1; expected a numeric"):
+        gk.asarray(strings)
+    got = gk.asarray(good)
+    assert type(got) is FakeDeviceArray and got.dtype == np.float64 and (got == 1).all()
 
 
 def test_devices_and_device_context(fake_device):

@@ -22,6 +22,10 @@ class CupyFFT:
     device), so plans and launches are made there.
     """
 
+    #: cuFFT transforms single precision in single and double in double (cupyx.scipy.fft
+    #: picks the plan's type from the input's dtype), the front-end's result dtypes.
+    fft_keeps_dtype = True
+
     def fft_engine(self) -> str:
         return "cufft"
 

@@ -76,9 +76,10 @@ def operation(
         guarded = memory.Policy(name, fn, **policy)
         plain_types = _PLAIN.union(plain)
         attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
-        # argument types (keyword names after the positional types) -> route: None (run
-        # here), (None, implementation) of an array kind, or (backend, position of the
-        # first device array; None when the backend has one device, always current)
+        # argument types (keyword names after the positional types), or the first
+        # argument's type where no other is of a type that is not plain -> route: None
+        # (run here), (None, implementation) of an array kind, or (backend, position of
+        # the first device array; None when the backend has one device, always current)
         routes = _plans.table()
 
         def route(key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -112,10 +113,29 @@ def operation(
                                 other = True
                                 break
                 if other:
-                    if kwargs:
-                        key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
-                    else:
-                        key = tuple(map(type, args))
+                    # The route follows from the arguments of types that are not plain:
+                    # where the first argument is the only one (or repeated), its type
+                    # alone is the key (a type, never equal to the tuples below), which
+                    # costs a loop rather than a tuple of every argument's type.
+                    key = type(x) if args and x is args[0] else None
+                    if key is not None:
+                        for y in args:
+                            if y is not x and y is not None and type(y) not in plain_types:
+                                key = None
+                                break
+                        else:
+                            if kwargs:
+                                for y in kwargs.values():
+                                    if type(y) not in plain_types:
+                                        key = None
+                                        break
+                    if key is None:
+                        if kwargs:
+                            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+                        elif len(args) == 2:  # two arrays: a third of map's cost
+                            key = (type(args[0]), type(args[1]))
+                        else:
+                            key = tuple(map(type, args))
                     try:
                         plan = routes[key]
                     except KeyError:

@@ -346,13 +346,17 @@ def asarray(
     >>> x.dtype, x.shape
     (dtype('float32'), (2, 2))
     """
-    obj = _dtypes.check("gk.asarray", "obj", obj)  # numeric, native order, a real array
+    source = owner_of(obj)
+    # numeric, native order, a real array; a device array of a native numeric dtype has
+    # nothing for the check to refuse or convert (None, masked arrays, matrices are host)
+    kind = getattr(obj, "dtype", None) if source is not None else None
+    if not isinstance(kind, np.dtype) or kind not in _dtypes.NATIVE_NUMERIC:
+        obj = _dtypes.check("gk.asarray", "obj", obj)
     if dtype is not None and np.dtype(dtype).char not in _dtypes.NUMERIC_CHARS:
         raise TypeError(f"gk.asarray: dtype {np.dtype(dtype)} is not {_dtypes.NUMERIC}")
     backend = get_backend()
     if device is not None:
         device = check_device(backend, device)
-    source = owner_of(obj)
     if source is not None and source is not backend:
         obj = to_numpy(obj)  # a device array of another backend goes through the host
         source = None

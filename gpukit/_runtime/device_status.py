@@ -175,6 +175,13 @@ def raise_pending(backend: Backend, device: int | None = None) -> None:
     """
     if not _statuses or not backend.is_device:
         return
+    if device is not None:
+        # one device's status, looked up: with no checked kernel since its last read,
+        # neither every device's status is listed nor its lock taken (a kernel being
+        # numbered has set ``armed`` first, under the lock that read() then waits for)
+        one = _statuses.get((id(backend), device))
+        if one is None or not one.armed:
+            return
     found = read(backend, device)
     if found:
         raise error(found[0])

@@ -104,6 +104,12 @@ class FFTOps:
     #: a real input of the working precision (float32 for complex64, float64 for
     #: complex128) as it is, promoting it themselves; otherwise the front-end casts first.
     fft_takes_real: bool = False
+    #: Whether every transform of :meth:`fft_plan` returns the front-end's result dtype
+    #: for an input of the working dtype (complex64 or float32 from single precision,
+    #: complex128 or float64 from double), so that the front-end need not check, and cast,
+    #: each result. A library that may compute in another precision (a ``scipy.fft``
+    #: backend a user registers) leaves it False.
+    fft_keeps_dtype: bool = False
 
     def fft_engine(self) -> str:
         """Name of the library computing transforms (shown by ``gk.fft.engine()``)."""
