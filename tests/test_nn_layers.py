@@ -581,3 +581,26 @@ def test_warm_host_activation_layers_follow_the_kernels_switch_and_f_order(rng, 
         with native.disabled():
             assert rel_err(layer(x), want) < TOL[np.dtype(np.float32)]
         assert rel_err(layer(np.asfortranarray(x)), want) < TOL[np.dtype(np.float32)]
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "relu"])
+def test_activation_of_a_numpy_scalar_is_computed_on_the_host(rng, name):
+    """A NumPy scalar (a 0-d result of a layer's matmul) reaching the shared activation
+    code is a host array: the forward gives a 0-d ndarray of the activation, and the
+    backward of a scalar output the derivative (float64 references), warm and cold."""
+    from gpukit.nn import _act
+
+    ref, slope = {
+        "tanh": (np.tanh, lambda y: 1 - y * y),
+        "sigmoid": (lambda z: 1 / (1 + np.exp(-z)), lambda y: y * (1 - y)),
+        "relu": (lambda z: np.maximum(z, 0.0), lambda y: (y > 0).astype(np.float64)),
+    }[name]
+    for _ in range(2):  # the second call finds its kernel kept
+        z = np.float64(rng.standard_normal())
+        y, saved = _act.forward(name, z, None, 0.0, overwrite=False)
+        assert type(y) is np.ndarray and y.shape == ()
+        assert rel_err(y, ref(float(z))) < TOL[np.dtype(np.float64)]
+        g = np.float64(rng.standard_normal())
+        gz, gb = _act.backward(name, g, (y[()], saved[1]), None, 0.0, want_bias=False)
+        assert gb is None
+        assert rel_err(gz, g * slope(ref(float(z)))) < TOL[np.dtype(np.float64)]

@@ -232,7 +232,9 @@ def plan_for(plans: dict[Any, Any], op: str, x: Any, *static: Any) -> tuple[Any,
     :func:`gpukit._runtime.plans.token` where its type matters), or None; ``key`` for
     :func:`keep` (None: ``x`` or an argument cannot be keyed)."""
     try:
-        key = (op, active(), type(x), x.dtype, x.shape, *static)
+        # a tuple concatenated: the display with *static builds a list first (~300
+        # instructions a warm call)
+        key = (op, active(), type(x), x.dtype, x.shape) + static  # noqa: RUF005
         return plans[key], key
     except KeyError:
         return None, key

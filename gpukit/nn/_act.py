@@ -22,6 +22,7 @@ from ..kernels._direct import bound, kernel
 
 __all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward"]
 
+_ndarray = np.ndarray
 _FLOAT32_64 = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
@@ -55,16 +56,17 @@ def forward(
 
     ``overwrite`` says that ``z`` is a temporary of the caller's that may be reused.
     """
-    if type(z) is not np.ndarray and isinstance(z, np.generic):  # a 0-d result: host
-        z = np.asarray(z)
-    if type(z) is not np.ndarray:
-        b = _zeros_bias(z) if bias is None else bias
-        if z.dtype in _FLOAT32_64:
-            return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
-        # the fused kernels take float32/float64 (gk.kernels): float16 is computed in
-        # float32 and rounded once, as PyTorch computes half-precision activations
-        y = kernel(z, "bias_activation")(*_as_float32(z, b), name, slope)
-        return y.astype(z.dtype), (z, False)
+    if type(z) is not _ndarray:  # one test of the type on the host's path
+        if isinstance(z, np.generic):  # a 0-d result: host
+            z = np.asarray(z)
+        else:  # a device array: the fused kernel
+            b = _zeros_bias(z) if bias is None else bias
+            if z.dtype in _FLOAT32_64:
+                return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
+            # the fused kernels take float32/float64 (gk.kernels): float16 is computed in
+            # float32 and rounded once, as PyTorch computes half-precision activations
+            y = kernel(z, "bias_activation")(*_as_float32(z, b), name, slope)
+            return y.astype(z.dtype), (z, False)
     # the derivative of FROM_OUTPUT activations is written with the output, so the input may
     # be overwritten; the others keep their input (before the bias) for backward
     from_output = name in FROM_OUTPUT
@@ -115,17 +117,19 @@ def backward(
     slot in an optimizer's flat gradient buffer).
     """
     s = saved[0]
-    if type(s) is not np.ndarray and isinstance(s, np.generic):  # a 0-d output: host
-        s = np.asarray(s)
-    if type(s) is not np.ndarray:
-        b = _zeros_bias(s) if bias is None else bias
-        if s.dtype in _FLOAT32_64:
-            out = bias_out if want_bias else None
-            gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope, out)
-        else:  # float16: in float32, as in forward
-            gz, gb = kernel(s, "bias_activation_backward")(*_as_float32(grad, s, b), name, slope)
-            gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)
-        return gz, gb if want_bias else None
+    if type(s) is not _ndarray:  # one test of the type on the host's path
+        if isinstance(s, np.generic):  # a 0-d output: host
+            s = np.asarray(s)
+        else:  # a device array: the fused kernel
+            b = _zeros_bias(s) if bias is None else bias
+            if s.dtype in _FLOAT32_64:
+                out = bias_out if want_bias else None
+                gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope, out)
+            else:  # float16: in float32, as in forward
+                kern = kernel(s, "bias_activation_backward")
+                gz, gb = kern(*_as_float32(grad, s, b), name, slope)
+                gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)
+            return gz, gb if want_bias else None
     if name == "identity":
         return grad, bias_grad(grad) if want_bias else None
     out = grad if overwrite and grad.flags.c_contiguous else None
