@@ -228,11 +228,11 @@ static void gk_parallel(gk_task task, const void *ctx, int spans, int threads) {
     pthread_mutex_unlock(&gk_pool.lock);
 }
 
-/* Spans for a pass over `units` (rows, columns or elements) on `threads` threads whose
- * results do not depend on where its spans end: GK_SPANS_PER_THREAD a thread, so that a
- * worker that starts late (woken from its sleep, or kept off its core) costs only the
- * spans the others take in its place, and the threads finish within a span of each
- * other. */
+/* Spans for a pass over `units` (rows, columns or elements) on `threads` threads:
+ * GK_SPANS_PER_THREAD a thread, so that a worker that starts late (woken from its sleep,
+ * or kept off its core) costs only the spans the others take in its place, and the
+ * threads finish within a span of each other. The same for the same thread count, so a
+ * result that depends on where spans end (the backward's partial sums) does too. */
 static inline int gk_spans(int threads, ptrdiff_t units) {
     long long want = threads <= 1 ? 1 : (long long)threads * GK_SPANS_PER_THREAD;
     if (want > GK_MAX_SPANS) want = GK_MAX_SPANS;
