@@ -55,7 +55,7 @@ PARALLEL_MIN = 1 << 17
 
 #: The same for the compiled kernels (``gpukit/_host/native.py``), which split over the
 #: library's own threads (``csrc/pool.h``): no Python in the hand-off, and a worker that
-#: ran a span in the last ~20 us starts the next within a microsecond, one asleep in a
+#: ran a span in the last ~200 us starts the next within a microsecond, one asleep in a
 #: few.
 NATIVE_MIN = 1 << 15
 

@@ -2,7 +2,7 @@
  * handed over without Python's GIL. A hand-off through Python threads (a future, a lock,
  * the GIL taken by the worker and back) costs 40-45 us on the project's 2-core VM, the time
  * of a whole 256x256 pass; here the caller posts the call and bumps each worker's mailbox,
- * and a worker, spinning for a short while after its last span (GK_SPIN_NS), starts within
+ * and a worker, spinning for a while after its last span (GK_SPIN_NS), starts within
  * a microsecond, or is woken from a futex once it has gone to sleep (Linux; elsewhere it
  * naps).
  *
@@ -15,10 +15,19 @@
  * The thread count is the caller's, per call (gpukit/_host/parallel.py: the cores, capped
  * by the BLAS count a threadpoolctl limit sets). One call uses the pool at a time; a call
  * made while another holds it (another Python thread, or a span calling a kernel) runs its
- * spans one after the other on its own thread, with the same results. The workers spin no
- * longer than GK_SPIN_NS after a span, so that BLAS, called next, gets the cores back
- * within that time. */
+ * spans one after the other on its own thread, with the same results.
+ *
+ * A spinning thread (a worker after its span, the caller waiting for the workers' last
+ * spans) yields its core every few microseconds, as OpenBLAS's waiting threads do: BLAS's
+ * threads, called next, take the core at once, and a worker the scheduler woke onto the
+ * caller's own core (it does so on this project's VM, for tens of milliseconds at a time)
+ * lets the caller run instead of holding it until the scheduler's tick, which made
+ * such calls take 2-4x their time. A worker that spins through the Python between two
+ * back-to-back calls is not woken for the second: each wake-up is a chance for that
+ * placement, and while two threads take turns sleeping on one core, that core rarely
+ * holds two runnable threads, so the scheduler sees nothing to move. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -29,10 +38,11 @@
 #endif
 
 /* How long a worker (and a caller waiting for its spans) spins before sleeping: longer
- * than the Python between two kernel calls of a training step, short against a BLAS
- * call that might follow */
+ * than the Python between two kernel calls of a training step, and between two passes
+ * of a loop over 16 MB; a BLAS call that follows meanwhile takes the core (the spin
+ * yields it) */
 #ifndef GK_SPIN_NS
-#define GK_SPIN_NS 20000
+#define GK_SPIN_NS 200000
 #endif
 #define GK_MAX_WORKERS 255
 #define GK_MAX_SPANS 0xffff /* the claim word's span count */
@@ -102,7 +112,8 @@ static void gk_wake(_Atomic unsigned *word) {
 #endif
 }
 
-/* Wait until *word != value: spin for spin_ns, then sleep, announcing it in *sleeping
+/* Wait until *word != value: spin for spin_ns (yielding the core every 256 pauses, to any
+ * thread waiting for it), then sleep, announcing it in *sleeping
  * (the other side wakes a sleeper only; both sides' accesses are sequentially consistent,
  * so a change made as the waiter goes to sleep is either seen or woken). */
 static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic int *sleeping,
@@ -113,6 +124,7 @@ static unsigned gk_wait_change(_Atomic unsigned *word, unsigned value, _Atomic i
         if ((now = atomic_load(word)) != value) return now;
         gk_relax();
         if ((i & 255) == 0) {
+            sched_yield();
             long long t = gk_now_ns();
             if (until == 0) {
                 until = t + spin_ns;
