@@ -90,6 +90,12 @@ class Comparison(common.Undoable):
         """The largest ratio the comparison's goal accepts at ``params``; None: information."""
         return None
 
+    def overhead_target(self, *params: Any) -> float | None:
+        """The most seconds per call gpukit's side may take over the peer's at ``params``
+        (``tools.peers``' ``over``, from the pairs: where the peer is the library call
+        gpukit makes, gpukit's own cost); None: no such goal."""
+        return None
+
     def teardown(self, *params: Any) -> None:
         self.clean_up()
 

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-from asv_bench import bench_matmul, peers
+from asv_bench import bench_core, bench_matmul, peers
 from gpukit._bench import timing
 from gpukit._bench.timing import Pair, compare
 from tools import peers as cli
@@ -167,6 +167,21 @@ def test_a_missed_target_and_an_unstable_ratio_are_marked():
     skipped = cli.Result(row, skipped="no GPU")
     summary = cli.footer([missed, shaky, skipped])
     assert "targets: 0 of 1 met; 1 of 2 ratios unstable; 1 skipped, 0 failed" in summary
+
+
+def test_a_cost_target_judges_the_paired_over_and_both_kinds_are_counted():
+    """CallRatio's goal is gpukit's cost per call, not a ratio: 1.5 us over a 10 us peer
+    meets 2 us (ratio 1.15), 3 us does not (1.3); with a ratio target too, both must hold."""
+    row = cli.Row(Scripted, "track_ratio", ("run",))
+    under = cli.Result(row, Pair(11.5e-6, 10e-6, (1.15,) * 3), overhead_target=2e-6)
+    over = cli.Result(row, Pair(13e-6, 10e-6, (1.3,) * 3), overhead_target=2e-6)
+    assert under.met and cli.line(under, 50).endswith("over <= 2us ok")
+    assert not over.met and cli.line(over, 50).endswith("over <= 2us MISSED")
+    both = cli.Result(row, Pair(13e-6, 10e-6, (1.3,) * 3), target=1.2, overhead_target=5e-6)
+    assert not both.met and cli.line(both, 50).endswith("<= 1.20, over <= 5us MISSED")
+    assert "targets: 1 of 3 met;" in cli.footer([under, over, both])
+    assert cli.record([over], [], (0.0, 0.0, 0.0))["rows"][0]["overhead_target"] == 2e-6
+    assert bench_core.CallRatio().overhead_target("numpy", "asarray") == 2e-6
 
 
 def test_the_command_lists_and_refuses_what_matches_nothing(capsys):
