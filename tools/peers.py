@@ -16,7 +16,9 @@ idle pause: ``gpukit._bench.timing.compare``) with its quartiles, gpukit's cost 
 peer's from the pairs, ``over`` = (ratio - 1) x the peer's median (gpukit's own cost where
 the peer is the call gpukit makes), and the comparison's targets: a largest ratio
 (``target``), a most seconds of ``over`` (``overhead_target``: ``CallRatio``'s 2 us), or
-both, with ``ok`` or ``MISSED``.
+both, with ``ok`` or ``MISSED`` (a cost target on the per-pair costs' quartiles: met when
+the third quartile's is within it, missed when the first quartile's exceeds it,
+``unresolved`` between).
 
 ``--threads N`` sets ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS``
 before NumPy loads, so BLAS, gpukit's host kernels and PyTorch (which the comparisons run
@@ -133,12 +135,27 @@ class Result:
 
     @property
     def met(self) -> bool | None:
-        """Whether the timed row met every target it has; None without a target."""
+        """Whether the timed row met every target it has; None without a target, or where
+        the run cannot tell (:attr:`resolved`)."""
         if self.pair is None or (self.target is None and self.overhead_target is None):
             return None
+        if not self.resolved:
+            return None
         return (self.target is None or self.pair.ratio <= self.target) and (
-            self.overhead_target is None or overhead(self.pair) <= self.overhead_target
+            self.overhead_target is None or cost_range(self.pair)[1] <= self.overhead_target
         )
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the run can judge the cost target: the per-pair costs' quartiles
+        (:func:`cost_range`) both lie on one side of it. Met: even the third quartile's
+        cost is within the target; missed: even the first quartile's exceeds it. A call of
+        hundreds of microseconds on a shared machine moves by more than 2 us from pair to
+        pair, and its median cost says nothing about a 2 us goal either way."""
+        if self.pair is None or self.overhead_target is None:
+            return True
+        low, high = cost_range(self.pair)
+        return high <= self.overhead_target or low > self.overhead_target
 
 
 def run_row(row: Row, pairs: int | None = None) -> Result:
@@ -175,6 +192,14 @@ def overhead(pair: Any) -> float:  # a gpukit._bench.timing.Pair
     return (pair.ratio - 1.0) * pair.b_seconds
 
 
+def cost_range(pair: Any) -> tuple[float, float]:  # a gpukit._bench.timing.Pair
+    """gpukit's cost per call at the first and third quartiles of the per-pair ratios:
+    (q - 1) x the peer's median. With seven pairs the two quartiles bound the median
+    about as an 80 % interval would."""
+    q1, q3 = pair.quartiles
+    return (q1 - 1.0) * pair.b_seconds, (q3 - 1.0) * pair.b_seconds
+
+
 def header(width: int) -> str:
     return (
         f"{'benchmark':<{width}} {'gpukit':>9} {'peer':>9} {'over':>9} {'ratio':>7} "
@@ -198,7 +223,12 @@ def line(result: Result, width: int) -> str:
         goals.append(f"<= {result.target:.2f}")
     if result.overhead_target is not None:
         goals.append(f"over <= {_time(result.overhead_target)}")
-    target = f"{', '.join(goals)} {'ok' if result.met else 'MISSED'}" if goals else ""
+    if not result.resolved:
+        low, high = cost_range(p)
+        verdict = f"unresolved ({_time(low)} to {_time(high)})"
+    else:
+        verdict = "ok" if result.met else "MISSED"
+    target = f"{', '.join(goals)} {verdict}" if goals else ""
     return (
         f"{name} {_time(p.a_seconds):>9} {_time(p.b_seconds):>9} "
         f"{_time(overhead(p)):>9} {ratio:>7} {q1:>6.3f}-{q3:<6.3f}  {target}"
@@ -210,14 +240,19 @@ def footer(results: list[Result]) -> str:
     timed = [r for r in results if r.pair is not None]
     with_target = [r for r in timed if r.met is not None]
     met = sum(bool(r.met) for r in with_target)
+    unresolved = sum(not r.resolved for r in timed)
     unstable = sum(r.pair.unstable for r in timed)
     lines = [
         "",
         "gpukit, peer: median seconds per call; ratio: gpukit / peer, the median of interleaved",
         "  pairs of blocks (below 1: gpukit is faster); over: (ratio - 1) x peer, gpukit's cost",
         "  per call over the peer's, paired; quartiles: of the per-pair ratios; !: unstable by",
-        "  pyperf's rules (the machine moved; rerun when quiet)",
-        f"targets: {met} of {len(with_target)} met; {unstable} of {len(timed)} ratios unstable; "
+        "  pyperf's rules (the machine moved; rerun when quiet); a cost target is met when the",
+        "  cost at the third quartile is within it, missed when the first quartile's exceeds",
+        "  it, unresolved between (rerun, or judge the row by --callgrind)",
+        f"targets: {met} of {len(with_target)} met"
+        + (f", {unresolved} unresolved" if unresolved else "")
+        + f"; {unstable} of {len(timed)} ratios unstable; "
         f"{sum(r.skipped is not None for r in results)} skipped, "
         f"{sum(r.failed is not None for r in results)} failed",
         _machine(),
@@ -367,6 +402,7 @@ def record(results: list[Result], argv: Sequence[str], load_before: Sequence[flo
             "unstable": r.pair.unstable,
             "target": r.target,
             "overhead_target": r.overhead_target,
+            "resolved": r.resolved,
         })  # fmt: skip
     return {
         "conditions": {
