@@ -795,9 +795,12 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                         return None
                     if grad is view or not grad.flags.c_contiguous:  # copied there first
                         return None
-                    if st is not None and st.backend.device_of(grad) != st.device:
+                    if st is None:  # host memory: copied now, no list of copies to make
+                        slot[...] = grad
+                    elif st.backend.device_of(grad) != st.device:
                         return None  # on another device than its parameter: the full step raises
-                    stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
+                    else:
+                        stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
                 if arrays:  # its state arrays must still be its views (loaded ones are not)
                     have = state.get(p)
                     c = opt._count(have)
@@ -809,8 +812,8 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                     news.append((p, opt._new_state(c, arrays), c))
                 elif st is not None:  # logged with its count, as the full step logs it
                     news.append((p, None, opt._count(state.get(p))))
-            if stale is not None:
-                if st is None or st.backend.current_device() == st.device:
+            if stale is not None:  # a device's copies, run where fb lives
+                if st.backend.current_device() == st.device:
                     for slot, grad in stale:
                         slot[...] = grad
                 else:
