@@ -59,6 +59,25 @@ def test_loss_matches_torch(backend, rng, name, reduction, smoothing):
     assert rel_err(grad, t_out.grad.numpy()) < F32
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("reduction", "smoothing"), [("mean", 0.0), ("sum", 0.2)])
+def test_cross_entropy_loss_keeps_the_logits_dtype(backend, rng, dtype, reduction, smoothing):
+    """The loss is of the logits' dtype (the host's is not cast again: it already is), and
+    its value that of the float64 formula."""
+    out = (3 * rng.standard_normal((6, 4))).astype(dtype)
+    target = rng.integers(0, 4, 6)
+    loss = gk.nn.CrossEntropyLoss(reduction, label_smoothing=smoothing)(
+        gk.asarray(out), gk.asarray(target)
+    )
+    z = out.astype(np.float64)
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    per = -(1 - smoothing) * logp[np.arange(6), target] - smoothing / 4 * logp.sum(axis=1)
+    want = per.mean() if reduction == "mean" else per.sum()
+    assert loss.dtype == dtype
+    assert rel_err(float(loss), want) < TOL[np.dtype(dtype)]
+
+
 def test_float16_cross_entropy_is_computed_in_float32(backend, rng):
     """float16 logits are computed in float32 and rounded once, on every backend (the GPU
     kernel was launched on float16 data as if it were float64; found by the capability

@@ -17,6 +17,7 @@ from ..kernels._direct import kernel
 from .module import mismatch, namespace_of, on_device_of
 
 _NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
+_FLOAT16 = np.dtype(np.float16)  # compared with a dtype: no conversion of np.float16 per call
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -220,7 +221,7 @@ class CrossEntropyLoss(_Loss):
     def _forward(self, logits: Any, labels: Any) -> Any:
         self._check(logits, labels)
         self._dtype = dtype = logits.dtype
-        if dtype == np.float16:  # in float32 and rounded once, as the activations: the
+        if dtype == _FLOAT16:  # in float32 and rounded once, as the activations: the
             logits = logits.astype(np.float32)  # kernels take float32/float64
         n, c = logits.shape
         s = self.label_smoothing
@@ -257,7 +258,10 @@ class CrossEntropyLoss(_Loss):
             self._cache, self._handed = (grad, labels), False
             return loss.astype(dtype, copy=False)
         self._cache, self._handed = (probs, labels), None
-        return (total / n if self.reduction == "mean" else total).astype(dtype, copy=False)
+        out = total / n if self.reduction == "mean" else total
+        # a NumPy scalar: astype would make a copy of one already of the dtype (most of a
+        # small loss's own cost); only float16 logits' loss, computed in float32, is cast
+        return out if type(out) is dtype.type else out.astype(dtype)
 
     def _backward(self) -> Any:
         probs, labels = self._cache

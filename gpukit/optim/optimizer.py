@@ -757,9 +757,11 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     """The launches of a step laid out as the one that kept ``warm``: one per flat buffer,
     with its bound kernel. None, having changed nothing but gradient slots, where
     anything differs (a group or parameter added or replaced, a ``data`` replaced, a
-    gradient missing, strided, of another array type, dtype or shape or the parameter's
-    own array, a read-only parameter, state loaded, step counts that differ): the full step
-    then checks again and raises what it raises. The hyper-parameters are read each step,
+    gradient missing, strided on a device, of another array type, dtype or shape or the
+    parameter's own array, a read-only parameter, state loaded, step counts that differ):
+    the full step then checks again and raises what it raises. A host gradient is copied
+    into its slot as it is checked, strided ones too (the full step's contiguous copy of
+    one would hold the same values). The hyper-parameters are read each step,
     and made into the kernel's again (the learning rate checked), as there, where a value
     is not the object last read (a scheduler's new learning rate). An update without state
     arrays (plain SGD) never touches the state; on the host it does not read the step
@@ -793,11 +795,16 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                 if grad is not slot:
                     if type(grad) is not type(view) or grad.dtype != dtype or grad.shape != shape:
                         return None
-                    if grad is view or not grad.flags.c_contiguous:  # copied there first
+                    if grad is view:  # the full step raises
                         return None
-                    if st is not None and st.backend.device_of(grad) != st.device:
+                    if st is None:  # host memory: copied now, strided or not, no list of copies
+                        slot[...] = grad
+                    elif not grad.flags.c_contiguous:  # the full step copies it first
+                        return None
+                    elif st.backend.device_of(grad) != st.device:
                         return None  # on another device than its parameter: the full step raises
-                    stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
+                    else:
+                        stale = [(slot, grad)] if stale is None else [*stale, (slot, grad)]
                 if arrays:  # its state arrays must still be its views (loaded ones are not)
                     have = state.get(p)
                     c = opt._count(have)
@@ -809,8 +816,8 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                     news.append((p, opt._new_state(c, arrays), c))
                 elif st is not None:  # logged with its count, as the full step logs it
                     news.append((p, None, opt._count(state.get(p))))
-            if stale is not None:
-                if st is None or st.backend.current_device() == st.device:
+            if stale is not None:  # a device's copies, run where fb lives
+                if st.backend.current_device() == st.device:
                     for slot, grad in stale:
                         slot[...] = grad
                 else:
