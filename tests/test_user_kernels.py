@@ -350,7 +350,7 @@ def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
         (weighted_norm, (x, 2.0), (token(None), token(False))),
         (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
     ]:
-        key = kernel._key(kernel, *options, *args)
+        key = kernel._key(kernel, args, *options)
         kept = plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
         if type(kept[-1]) is _Device:  # two arrays on one of several devices: named last
             kept = kept[:-1]

@@ -110,10 +110,11 @@ class _Source:
 
     def evaluations(self, result: Node, empty: _F, label: str) -> tuple[_F, _F, _F]:
         """``(run, whole, into)`` of the lines so far (reading ``args``) and ``result``:
-        ``run(args)`` returns its value, ``whole(shape, args)`` writes it into a new
+        ``run(args)`` returns its value, ``whole(shape)(args)`` writes it into a new
         C-contiguous array of ``shape`` and ``dtype`` (``empty(shape, dtype)``) and
         ``into(out, args)`` into ``out``: a ufunc computing ``result`` writes its output
-        there, without a temporary and a copy."""
+        there, without a temporary and a copy. ``whole(shape)`` is a closure over the
+        shape: a call costs one function call, not a ``functools.partial``'s two."""
         call = self.call(result)
         lines = self.lines
         if call is None:
@@ -129,7 +130,9 @@ class _Source:
         run, whole, into = self._compile(
             [
                 *("def run(args):", *lines, f"    return {value}"),
-                *("def whole(shape, args):", *lines, allocate, write, "    return out"),
+                *("def whole(shape):", "    def evaluate(args):"),
+                *(f"    {line}" for line in (*lines, allocate, write, "    return out")),
+                "    return evaluate",
                 *("def into(out, args):", *lines, write),
             ],
             label,
@@ -163,8 +166,7 @@ class UserKernelOps:
     # costs more than evaluating a small kernel. Two threads may both make them (the last
     # is kept; both are right).
     def _program(self, body: Body, dtype: np.dtype) -> tuple[_F, _F, _F]:
-        """:meth:`_Source.evaluations` of ``body`` (literals in ``dtype``), ``whole`` under
-        :func:`_quiet`."""
+        """:meth:`_Source.evaluations` of ``body`` (literals in ``dtype``)."""
         try:
             return body.translations[self, dtype]
         except KeyError:
@@ -178,7 +180,7 @@ class UserKernelOps:
         run, whole, into = source.evaluations(
             body.result, self.xp.empty, f"gk.elementwise {body.name}"
         )
-        program = body.translations[self, dtype] = run, _quiet(whole), into
+        program = body.translations[self, dtype] = run, whole, into
         return program
 
     def _reducer(self, body: ReductionBody, dtype: np.dtype) -> tuple[_F, _F, _F | None]:
@@ -233,7 +235,7 @@ class UserKernelOps:
         """The default :meth:`user_elementwise_plan`."""
         _, whole, into = self._program(body, out_dtype)
         if math.prod(shape) <= BLOCK:  # one block
-            return functools.partial(whole, shape)
+            return _quiet(whole(shape))
         return functools.partial(self._blocks, into, shape, out_dtype)
 
     @_quiet
