@@ -285,33 +285,22 @@ class UserKernelOps:
         axis: tuple[int, ...] | None,
         keepdims: bool,
     ) -> Callable[[Sequence[Any]], Any]:
-        """The default :meth:`user_reduction_plan`."""
-        mapped, reduce, final = self._reducer(body, out_dtype)
-        return functools.partial(
-            self._reduce, mapped, reduce, final, shape, out_dtype, axis, keepdims
-        )
-
-    @_quiet
-    def _reduce(
-        self,
-        mapped: _F,
-        reduce: _F,
-        final: _F | None,
-        shape: tuple[int, ...],
-        out_dtype: np.dtype,
-        axis: tuple[int, ...] | None,
-        keepdims: bool,
-        args: Any,
-    ) -> Any:
-        """``final(reduce(mapped(args)))``, as :meth:`user_reduction` describes."""
+        """The default :meth:`user_reduction_plan`: ``final(reduce(mapped(args)))``, as
+        :meth:`user_reduction` describes, as a closure under :func:`_quiet` (a call costs
+        one function call, not a ``functools.partial`` of a method and eight arguments)."""
         xp = self.xp
-        m = xp.asarray(mapped(args))
-        if m.shape != shape:  # a mapped expression of fewer than every argument
-            m = xp.broadcast_to(m, shape)
-        out = reduce(m, axis=axis, keepdims=keepdims)
-        if final is not None:
-            out = final(out)
-        return xp.asarray(out).astype(out_dtype, copy=False)
+        mapped, reduce, final = self._reducer(body, out_dtype)
+
+        def evaluate(args: Any) -> Any:
+            m = xp.asarray(mapped(args))
+            if m.shape != shape:  # a mapped expression of fewer than every argument
+                m = xp.broadcast_to(m, shape)
+            out = reduce(m, axis=axis, keepdims=keepdims)
+            if final is not None:
+                out = final(out)
+            return xp.asarray(out).astype(out_dtype, copy=False)
+
+        return _quiet(evaluate)
 
 
 _BINARY = {
