@@ -35,7 +35,12 @@ _UFUNCS = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
 
 
 def _quiet(fn: _F) -> _F:
-    """``fn`` under ``numpy.errstate(all="ignore")``: inf and nan are results, as on a GPU."""
+    """``fn`` under ``numpy.errstate(all="ignore")``: inf and nan are results, as on a GPU.
+
+    The decorator is the cheapest public way to keep the caller's error callback and
+    buffer size (~5.4k instructions a call on NumPy 2.4): ``with numpy.errstate(...)``
+    builds the object on every call (~10k), and one errstate object is never entered twice.
+    """
     if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
         # NumPy 2's errstate decorator keeps its state per call: one call level, thread safe
         return np.errstate(all="ignore")(fn)
