@@ -42,15 +42,17 @@ _PLANS = _plans.table()
 
 @functools.cache
 def _key_function(n: int, options: int) -> Callable[..., tuple[Any, ...]]:
-    """``key(kernel, *options, *args)``: :func:`gpukit._dispatch.inputs.plan_for_all`'s
-    key of a call with ``n`` arguments and ``options`` tokens (the first look-up of a
-    warm call), as one tuple display, without that function's loop. Another argument
-    count raises TypeError, and so does hashing the key of an argument that cannot be
-    keyed (an unhashable dtype or shape)."""
+    """``key(kernel, args, *options)``: :func:`gpukit._dispatch.inputs.plan_for_all`'s
+    key of a call with the ``n`` arguments ``args`` and ``options`` tokens (the first
+    look-up of a warm call), as one tuple display, without that function's loop; ``args``
+    is the call's tuple, unpacked here (passing it on with ``*args`` would copy it). Another
+    argument count raises ValueError; hashing the key of an argument that cannot be keyed
+    (an unhashable dtype or shape) raises TypeError."""
     names = [f"x{i}" for i in range(n)]
     tokens = [f"o{i}" for i in range(options)]
     parts = [f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)" for x in names]
-    source = f"def key(kernel, {', '.join(tokens + names)}):\n"
+    source = f"def key({', '.join(['kernel', 'args', *tokens])}):\n"
+    source += f"    ({''.join(f'{x}, ' for x in names)}) = args\n"
     source += f"    return (kernel, active(), {', '.join(parts + tokens)})\n"
     scope: dict[str, Any] = {"active": active}
     exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
@@ -345,8 +347,8 @@ class ReductionKernel(_Kernel):
 @operation("gk.elementwise", plain=(ElementwiseKernel,))
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     try:
-        run, conversions = _PLANS[kernel._key(kernel, *args)]
-    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
+        run, conversions = _PLANS[kernel._key(kernel, args)]
+    except (KeyError, ValueError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
@@ -382,8 +384,8 @@ def _reduction(
     kernel: ReductionKernel, *args: Any, axis: Any = None, keepdims: bool = False
 ) -> Any:
     try:
-        run, conversions = _PLANS[kernel._key(kernel, token(axis), token(keepdims), *args)]
-    except (KeyError, TypeError):  # no plan yet, another argument count, not keyable
+        run, conversions = _PLANS[kernel._key(kernel, args, token(axis), token(keepdims))]
+    except (KeyError, ValueError, TypeError):  # no plan yet, another argument count, not keyable
         run, values = kernel._planned(args, axis, keepdims)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)

@@ -297,6 +297,24 @@ def test_overflow_and_invalid_values_are_results_without_warnings(backend, xp, s
             assert np.geterr() == before
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_callers_errcall_and_bufsize_stay_and_the_callback_is_silent(backend, xp):
+    # the kernel's errstate sets the error modes alone: the caller's callback stays set
+    # (and silent through the kernel's inf and nan), and so does its buffer size
+    called = []
+    x = xp.asarray([1e300, 0.0, 1.0, 2.0])
+    y = xp.asarray([1e-300, 0.0, 0.0, 4.0])
+    with np.errstate(all="call", call=lambda kind, flag: called.append(kind)):
+        np.setbufsize(4096)  # undone with the errstate block's state
+        for _ in range(3):  # cold and warm calls
+            np.testing.assert_array_equal(_np(ratio(x, y)), [np.inf, np.nan, np.inf, 1.0])
+            assert np.isnan(_np(sum_of_ratios(x, y)))
+        assert called == []
+        assert np.getbufsize() == 4096
+        np.multiply(np.float64(1e300), 1e300)  # the callback is still the caller's
+        assert called == ["overflow"]
+
+
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
     # the warm call skips the checks its plan made for these argument types, dtypes and
@@ -350,7 +368,7 @@ def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
         (weighted_norm, (x, 2.0), (token(None), token(False))),
         (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
     ]:
-        key = kernel._key(kernel, *options, *args)
+        key = kernel._key(kernel, args, *options)
         kept = plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
         if type(kept[-1]) is _Device:  # two arrays on one of several devices: named last
             kept = kept[:-1]
