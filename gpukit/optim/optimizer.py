@@ -757,11 +757,9 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
     """The launches of a step laid out as the one that kept ``warm``: one per flat buffer,
     with its bound kernel. None, having changed nothing but gradient slots, where
     anything differs (a group or parameter added or replaced, a ``data`` replaced, a
-    gradient missing, strided on a device, of another array type, dtype or shape or the
-    parameter's own array, a read-only parameter, state loaded, step counts that differ):
-    the full step then checks again and raises what it raises. A host gradient is copied
-    into its slot as it is checked, strided ones too (the full step's contiguous copy of
-    one would hold the same values). The hyper-parameters are read each step,
+    gradient missing, strided, of another array type, dtype or shape or the parameter's
+    own array, a read-only parameter, state loaded, step counts that differ): the full step
+    then checks again and raises what it raises. The hyper-parameters are read each step,
     and made into the kernel's again (the learning rate checked), as there, where a value
     is not the object last read (a scheduler's new learning rate). An update without state
     arrays (plain SGD) never touches the state; on the host it does not read the step
@@ -795,12 +793,10 @@ def _warm_launches(opt: Optimizer, warm: list[_Warm]) -> list[tuple[Any, ...]] |
                 if grad is not slot:
                     if type(grad) is not type(view) or grad.dtype != dtype or grad.shape != shape:
                         return None
-                    if grad is view:  # the full step raises
+                    if grad is view or not grad.flags.c_contiguous:  # copied there first
                         return None
-                    if st is None:  # host memory: copied now, strided or not, no list of copies
+                    if st is None:  # host memory: copied now, no list of copies to make
                         slot[...] = grad
-                    elif not grad.flags.c_contiguous:  # the full step copies it first
-                        return None
                     elif st.backend.device_of(grad) != st.device:
                         return None  # on another device than its parameter: the full step raises
                     else:
