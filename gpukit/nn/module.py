@@ -191,6 +191,15 @@ class Module:
         # the memory policy's steps inline (gk.nn.Module.__call__): one call level less
         # than @operation on the path of every layer
         try:
+            if type(x) is _ndarray and x.dtype.isnative:
+                # _call's host path, one call level less again: a NumPy array for a module
+                # without parameters, or with host parameters of the array's dtype
+                anchor = self._anchor()
+                if anchor is None:
+                    return self.forward(x)
+                ref = anchor.data
+                if type(ref) is _ndarray and ref.dtype == x.dtype:
+                    return self.forward(x)
             return _call(self, x)
         except Exception as exc:
             claimed = _CALL.claim(exc)
