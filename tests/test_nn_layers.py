@@ -265,6 +265,36 @@ def test_dropout_training_mask_scale_and_eval(backend, rng):
     assert rel_err(drop.eval()(x), gk.to_numpy(x)) == 0
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_dropout_scales_by_one_over_keep_rounded_once_to_the_dtype(backend, rng, dtype):
+    """The kept elements are ``x * s`` with ``s = 1 / (1 - p)`` rounded to the input's dtype
+    (PyTorch's scale), for a ``p`` whose ``s`` is inexact: the host's float32/float64
+    path multiplies by a Python float, which NumPy casts to the dtype first."""
+    p = float(rng.uniform(0.05, 0.95))
+    x = rng.standard_normal((64, 33)).astype(dtype)
+    y = gk.to_numpy(gk.nn.Dropout(p, seed=int(rng.integers(2**31)))(gk.asarray(x)))
+    kept = y != 0
+    assert y.dtype == np.dtype(dtype) and 0 < kept.sum() < x.size
+    s = np.dtype(dtype).type(1.0 / (1.0 - p))
+    assert np.array_equal(y[kept], x[kept] * s)
+
+
+def test_activation_kernels_are_kept_for_floating_arrays_only(rng):
+    """``_act.planned`` (an activation layer's warm call, which then skips the layer's
+    conversion of integers) finds a kept kernel for floating arrays only."""
+    from gpukit.nn import _act
+
+    z = rng.integers(-3, 4, (4, 8))
+    f = z.astype(np.float32)
+    for _ in range(2):  # the second call would find what the first kept
+        _act.forward("relu", z, None, 0.0, overwrite=False)
+        _act.forward("relu", f, None, 0.0, overwrite=False)
+    assert _act.planned("relu", z, 0.0) is None
+    y, (saved, from_output) = _act.planned("relu", f, 0.0)
+    assert y.dtype == np.float32 and np.array_equal(y, np.maximum(f, 0))
+    assert saved is y and from_output
+
+
 def test_softmax_of_integers_is_float64_without_wraparound(backend, rng):
     """Integer logits are shifted by their max in float64 (found by the fuzz test: the int64
     subtraction wrapped around and gave NaN)."""
@@ -495,6 +525,9 @@ def test_integer_activations_compute_in_float64(backend, rng, name, dtype):
     assert y.dtype == gx.dtype == np.float64
     assert rel_err(y, ty.detach().numpy()) < TOL[np.dtype(np.float64)]
     assert rel_err(gx, tx.grad.numpy()) < TOL[np.dtype(np.float64)]
+    # warm (the float64 arrays' kernel is kept): converted again, not computed in the dtype
+    again = layer(gk.asarray(x))
+    assert again.dtype == np.float64 and np.array_equal(gk.to_numpy(again), gk.to_numpy(y))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])

@@ -20,7 +20,7 @@ from .._runtime import plans as _plans
 from ..kernels import ACTIVATIONS
 from ..kernels._direct import bound, kernel
 
-__all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward"]
+__all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward", "planned"]
 
 _ndarray = np.ndarray
 _FLOAT32_64 = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
@@ -94,9 +94,25 @@ _BOUND = _plans.table()
 
 
 def _bound(key: Any, z: np.ndarray, bias: Any, name: str, slope: float) -> Any:
-    """The host kernel of :func:`forward` for arrays like ``z`` and ``bias``, kept."""
-    since = _plans.generation()
-    return _plans.remember(_BOUND, key, bound(z, "bias_activation", (z, bias, name, slope)), since)
+    """The host kernel of :func:`forward` for arrays like ``z`` and ``bias``, kept (a
+    floating ``z``'s only: :func:`planned` finds no other)."""
+    run = bound(z, "bias_activation", (z, bias, name, slope))
+    if z.dtype.kind != "f":
+        return run
+    return _plans.remember(_BOUND, key, run, _plans.generation())
+
+
+def planned(name: str, z: Any, slope: float) -> tuple[Any, tuple[Any, bool]] | None:
+    """``forward(name, z, None, slope, overwrite=False)`` where its host kernel for arrays
+    like ``z`` is kept, else None: an activation layer's warm call in one look-up. A
+    kernel is kept for floating arrays only, so a layer that converts other input
+    (``int`` to ``float64``) may skip its check where this finds one."""
+    if type(z) is _ndarray:
+        run = _BOUND.get((name, z.dtype, z.shape, None))
+        if run is not None:
+            y = run(z, None, name, slope)
+            return (y, (y, True)) if name in FROM_OUTPUT else (y, (z, False))
+    return None
 
 
 def backward(

@@ -34,6 +34,9 @@ __all__ = [
     "Tanh",
 ]
 
+#: The dtypes a Python float multiplies a host array in without a scalar of its own (Dropout)
+_FLOAT32_64 = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
 
 def _size(op: str, value: Any, name: str, lo: int = 0) -> int:
     """An integer ``>= lo``: TypeError for a float, a string or a bool, ValueError below."""
@@ -187,9 +190,12 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        if x.dtype.kind != "f":
-            x = _floating_input(type(self).__name__, x)
-        y, self._saved = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
+        done = _act.planned(self._name, x, self.negative_slope)  # a warm host call
+        if done is None:
+            if x.dtype.kind != "f":
+                x = _floating_input(type(self).__name__, x)
+            done = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
+        y, self._saved = done
         return y
 
     @on_grad_device
@@ -480,26 +486,32 @@ class Dropout(Module):
                 rng = self._rngs[key] = xp.random.default_rng(self._seed)
         return rng
 
-    def _draw(self, x: Any) -> Any:
-        """A mask shaped like ``x``: 0 with probability ``p``, else ``1 / (1 - p)``."""
-        rng = self._rngs.get(np.ndarray) if type(x) is np.ndarray else None
+    def _draw(self, x: Any, p: float, rng: Any) -> Any:
+        """A mask shaped like ``x``: 0 with probability ``p``, else ``1 / (1 - p)`` (``rng``:
+        the generator for ``x`` where the caller has it)."""
         if rng is None:
             rng = self._rng(x)
-        keep = rng.random(x.shape, dtype=np.float32) >= self.p
-        mask = keep.astype(x.dtype)
-        if self.p < 1.0:
-            mask *= x.dtype.type(1.0 / (1.0 - self.p))
+        mask = (rng.random(x.shape, dtype=np.float32) >= p).astype(x.dtype)
+        if p < 1.0:
+            scale = 1.0 / (1.0 - p)
+            if type(mask) is np.ndarray and mask.dtype in _FLOAT32_64:
+                # NumPy casts a Python float to the array's dtype before it multiplies
+                # (NEP 50): the value of x.dtype.type(scale), without making the scalar
+                mask *= scale
+            else:  # CuPy may multiply in float64 and round once; float16 may overflow
+                mask *= x.dtype.type(scale)
         return mask
 
     def forward(self, x: Any) -> Any:
-        if not self.training or self.p == 0.0:
+        p = self.p
+        if not self.training or p == 0.0:
             self._mask = None
             return x
         if type(x) is np.ndarray:
-            mask = self._draw(x)
+            mask = self._draw(x, p, self._rngs.get(np.ndarray))
         else:
             with on_device_of(x):  # CuPy draws and allocates on the current device
-                mask = self._draw(x)
+                mask = self._draw(x, p, None)
         self._mask = mask
         return x * mask
 
