@@ -6,6 +6,7 @@ tests/test_host_kernels.py checks what the kernels compute."""
 
 from __future__ import annotations
 
+import gc
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -136,6 +137,18 @@ def test_addresses_and_arrays_give_the_same_bits(module, rng, dtype):
     z = (v + np.tile(b, 6)).astype(np.float64)
     want = g * (special.ndtr(z) + z * np.exp(-z * z / 2) / np.sqrt(2 * np.pi))
     assert rel_err(runs[0][0], want) < TOL[dtype] * 10
+
+
+def test_a_plan_without_a_bias_keeps_the_zeros_it_passes_by_address(module, rng, dtype):
+    """A plan without a bias hands the kernel its own -0.0 row by address: the plan keeps
+    that array alive (freed, its memory would be reused by the NaN rows made here)."""
+    plan = native.plan_bias_act(4, 8, dtype, "tanh", False)
+    gc.collect()
+    junk = [np.full(32, np.nan, dtype) for _ in range(200)]
+    x = rng.standard_normal((4, 8)).astype(dtype)
+    y = np.empty_like(x)
+    assert plan(x, None, y, 0.0) and len(junk) == 200
+    assert rel_err(y, np.tanh(x.astype(np.float64))) < TOL[dtype]
 
 
 def test_calls_from_many_threads_at_once_each_give_their_own_result(module, rng, dtype):

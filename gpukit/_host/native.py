@@ -5,8 +5,8 @@ gradient), softmax cross-entropy (forward and backward) and the SGD and Adam/Ada
 updates run here when the module was built (``hatch_build.py``: every ``pip install``
 of gpukit with a C compiler and Python's headers at hand): one pass over the data,
 vectorised, a large one split over the module's own threads (``csrc/pool.h``; the
-module releases the GIL during the call). Each kernel is a function of
-``gpukit._host._kernels`` (``csrc/module.c``) taking arrays (checked: C-contiguous,
+module releases the GIL during a pass of more than 1,024 elements). Each kernel is a
+function of ``gpukit._host._kernels`` (``csrc/module.c``) taking arrays (checked: C-contiguous,
 aligned, long enough, writable where written) or addresses (unchecked). The module
 is imported at the first kernel call, not with gpukit. Without it, or for what it does
 not take (a dtype other than float32/float64, a layout other than C order), the callers
@@ -310,8 +310,10 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
     if not bias:  # nothing per column: one long row, as bias_act
         rows, cols = 1, rows * cols
     # the plan's own -0.0 bias (only read), not the thread's kept one, which may be
-    # replaced by a larger one while a plan still points at it
-    nz = None if bias else np.full(cols, -0.0, dtype)
+    # replaced by a larger one while a plan still points at it; passed by its address
+    # (the plan keeps the array): no buffer taken per call
+    zeros = None if bias else np.full(cols, -0.0, dtype)
+    nz = None if zeros is None else address(zeros)
     # one-thread work calls the kernel from run itself: no Python call in between
     # (a frame costs a tenth of a small pass's own overhead)
     if _small(rows * cols, weight):
@@ -332,6 +334,7 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
             return False
         return True
 
+    run.zeros = zeros  # type: ignore[attr-defined]  # the array at nz, alive with the plan
     return run
 
 

@@ -11,9 +11,9 @@
  *   - an int, an address (native.py's unplanned calls): taken as it is, aligned and not
  *     NULL, the caller's to keep in bounds;
  *   - None where the kernel takes NULL (no bias gradient, no momentum buffer).
- * The GIL is released while the kernel runs, so that other Python threads go on. Only
- * the documented C API is used, and no NumPy header: the build runs before NumPy is
- * installed.
+ * The GIL is released while the kernel runs a pass of more than GK_HOLD_GIL elements, so
+ * that other Python threads go on. Only the documented C API is used, and no NumPy
+ * header: the build runs before NumPy is installed.
  *
  * A METH_FASTCALL call with its arguments converted here costs far less than a ctypes
  * call, which builds a C argument list through libffi and converts each argument through
@@ -90,7 +90,15 @@ typedef struct {
     const char *sig;
     int (*check)(const char *name, const gk_arg *a, size_t t);
     void (*call)(const gk_arg *a, int f64);
+    int rows_at, cols_at; /* the counts whose product is the pass's elements (cols_at -1:
+                             rows_at is the count; rows_at -1: a _par kernel's large pass) */
 } gk_kernel;
+
+/* Passes of up to this many elements run with the GIL held: releasing and taking it back
+ * costs about as much as such a pass (~400 instructions, measured with callgrind: more
+ * than a 32-element tanh), and the hold is short (well under a microsecond for every
+ * activation), as NumPy keeps it for short ufunc loops. */
+#define GK_HOLD_GIL 1024
 
 /* The exception a failed PyObject_GetBuffer left, as ValueError naming the argument (a
  * TypeError, an object without the buffer protocol, stays one). */
@@ -387,25 +395,36 @@ static void call_adam_par(const gk_arg *a, int f64) {
                         a[8].d, a[9].d, a[10].d, a[11].d, a[12].d, a[13].i);
 }
 
-static const gk_kernel K_bias_act = {"rrwnnnid", check_bias_act, call_bias_act};
+static const gk_kernel K_bias_act = {"rrwnnnid", check_bias_act, call_bias_act, 3, 4};
 static const gk_kernel K_bias_act_grad = {"rrrwawnnnidi", check_bias_act_grad,
-                                          call_bias_act_grad};
-static const gk_kernel K_xent = {"rlwwnnd", check_rows, call_xent};
-static const gk_kernel K_xent_grad = {"rlrwnnd", check_rows, call_xent_grad};
-static const gk_kernel K_sgd = {"wrWnddddii", check_sgd, call_sgd};
-static const gk_kernel K_adam = {"wrwwndddddddd", check_adam, call_adam};
+                                          call_bias_act_grad, 6, 7};
+static const gk_kernel K_xent = {"rlwwnnd", check_rows, call_xent, 4, 5};
+static const gk_kernel K_xent_grad = {"rlrwnnd", check_rows, call_xent_grad, 4, 5};
+static const gk_kernel K_sgd = {"wrWnddddii", check_sgd, call_sgd, 3, -1};
+static const gk_kernel K_adam = {"wrwwndddddddd", check_adam, call_adam, 4, -1};
 /* each kernel's spans over the module's own threads (csrc/pool.h): the thread count
  * last, then for the bias kernels whether the spans are of columns */
-static const gk_kernel K_bias_act_par = {"rrwnnnidti", check_bias_act, call_bias_act_par};
+static const gk_kernel K_bias_act_par = {"rrwnnnidti", check_bias_act, call_bias_act_par, -1,
+                                         -1};
 static const gk_kernel K_bias_act_grad_par = {"rrrwawnnniditi", check_bias_act_grad_par,
-                                              call_bias_act_grad_par};
-static const gk_kernel K_xent_par = {"rlwwnndt", check_rows, call_xent_par};
-static const gk_kernel K_xent_grad_par = {"rlrwnndt", check_rows, call_xent_grad_par};
-static const gk_kernel K_sgd_par = {"wrWnddddiit", check_sgd, call_sgd_par};
-static const gk_kernel K_adam_par = {"wrwwnddddddddt", check_adam, call_adam_par};
+                                              call_bias_act_grad_par, -1, -1};
+static const gk_kernel K_xent_par = {"rlwwnndt", check_rows, call_xent_par, -1, -1};
+static const gk_kernel K_xent_grad_par = {"rlrwnndt", check_rows, call_xent_grad_par, -1,
+                                          -1};
+static const gk_kernel K_sgd_par = {"wrWnddddiit", check_sgd, call_sgd_par, -1, -1};
+static const gk_kernel K_adam_par = {"wrwwnddddddddt", check_adam, call_adam_par, -1, -1};
+
+/* Whether k's pass over these arguments has at most GK_HOLD_GIL elements (counts are at
+ * least 0: gk_parse). */
+static int gk_short(const gk_kernel *k, const gk_arg *a) {
+    if (k->rows_at < 0) return 0;
+    Py_ssize_t rows = a[k->rows_at].n;
+    if (k->cols_at < 0) return rows <= GK_HOLD_GIL;
+    return rows == 0 || a[k->cols_at].n <= GK_HOLD_GIL / rows;
+}
 
 /* One call: the arguments converted and checked with the GIL held, the kernel run
- * without it. */
+ * without it unless its pass is short (GK_HOLD_GIL). */
 static PyObject *gk_run(const gk_kernel *k, int f64, const char *name, PyObject *const *args,
                         Py_ssize_t nargs) {
     gk_arg a[GK_MAX_ARGS];
@@ -416,9 +435,13 @@ static PyObject *gk_run(const gk_kernel *k, int f64, const char *name, PyObject 
         gk_release(&held);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    k->call(a, f64);
-    Py_END_ALLOW_THREADS
+    if (gk_short(k, a)) {
+        k->call(a, f64);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        k->call(a, f64);
+        Py_END_ALLOW_THREADS
+    }
     gk_release(&held);
     Py_RETURN_NONE;
 }
