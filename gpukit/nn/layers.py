@@ -131,17 +131,20 @@ class Linear(Module):
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        self.in_features = _size("gk.nn.Linear", in_features, "in_features")
-        self.out_features = _size("gk.nn.Linear", out_features, "out_features")
+        n_in = _size("gk.nn.Linear", in_features, "in_features")
+        n_out = _size("gk.nn.Linear", out_features, "out_features")
         dtype = _float_dtype("gk.nn.Linear", dtype)
         rng = _random.generator(_seed("gk.nn.Linear", seed))
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        w = rng.uniform(-bound, bound, (out_features, in_features)).astype(dtype)
+        bound = 1.0 / math.sqrt(n_in) if n_in > 0 else 0.0
+        w = rng.uniform(-bound, bound, (n_out, n_in)).astype(dtype)
+        # the parameters first among the attributes: a call's search for the module's
+        # first parameter (Module._anchor) stops there
         self.weight = Parameter(_dispatch.asarray(w))
         self.bias = None
         if bias:
-            b = rng.uniform(-bound, bound, out_features).astype(dtype)
+            b = rng.uniform(-bound, bound, n_out).astype(dtype)
             self.bias = Parameter(_dispatch.asarray(b))
+        self.in_features, self.out_features = n_in, n_out
         self._x: Any = None
 
     def forward(self, x: Any) -> Any:
