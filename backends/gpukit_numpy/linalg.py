@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from typing import Any
 
 import numpy as np
@@ -245,8 +244,17 @@ def _lu_diagonal(a: np.ndarray) -> tuple[list[float], bool] | None:
     if a.dtype is not _FLOAT64 or a.ndim != 2 or not 0 < a.shape[0] <= _SMALL:
         return None
     lu, piv, _ = _lapack("getrf", _FLOAT64)(a.T)
-    exchanges = sum(map(operator.ne, piv.tolist(), range(len(piv))))  # pivots count from 0
-    return lu.diagonal().tolist(), exchanges % 2 == 1
+    pivots = piv.tolist()  # counting from 0
+    odd = False
+    if pivots != _IN_ORDER[len(pivots)]:  # no exchange (a dominant diagonal): one comparison
+        for i, p in enumerate(pivots):
+            if p != i:
+                odd = not odd
+    return lu.diagonal().tolist(), odd
+
+
+#: The pivots of an LU factorisation without row exchanges, by order (0 to :data:`_SMALL`).
+_IN_ORDER = [list(range(n)) for n in range(_SMALL + 1)]
 
 
 @functools.cache
@@ -407,9 +415,9 @@ class NumpyLinalg(LinalgOps):
         if lu is None:
             return super().linalg_det(a)
         diagonal, odd = lu
-        det = -1.0 if odd else 1.0
-        for d in diagonal:
-            det *= d
+        det = math.prod(diagonal)  # in order, as the loop it replaces: the same rounding
+        if odd:
+            det = -det
         if math.isinf(det):  # numpy.linalg's, which warns of the overflow as NumPy does
             return super().linalg_det(a)
         return np.float64(det + 0.0)  # + 0.0: a zero pivot gives 0.0, never -0.0
