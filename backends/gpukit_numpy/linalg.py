@@ -79,8 +79,10 @@ def _fortran(a: np.ndarray, lower: bool) -> tuple[np.ndarray, bool]:
     (transposing: 4x a plain copy's time at n=1000). A C-ordered real ``a`` is read as
     ``a.T``, whose other triangle holds the same entries; for a complex ``a`` that
     triangle holds their conjugates, so it keeps its layout."""
-    if a.dtype.kind != "c" and a.flags.c_contiguous and not a.flags.f_contiguous:
-        return a.T, not lower
+    if a.dtype.kind != "c":
+        flags = a.flags  # a new object at each read
+        if flags.c_contiguous and not flags.f_contiguous:
+            return a.T, not lower
     return a, lower
 
 
@@ -304,6 +306,15 @@ def _lstsq(a: np.ndarray, b: np.ndarray, rcond: float | None) -> tuple[Any, Any,
 #: The real scalar type of a vector's norm, for the dtypes BLAS takes.
 _NORM_SCALAR = {np.dtype(c): np.dtype(c.lower()).type for c in "fdFD"}
 
+
+@functools.cache
+def _nrm2(dtype: np.dtype) -> tuple[type, Any] | None:
+    """``(scalar type of the norm, BLAS nrm2)`` for vectors of ``dtype``, None where BLAS
+    takes no such vector: one look-up a call where there were two."""
+    scalar = _NORM_SCALAR.get(dtype)
+    return None if scalar is None else (scalar, _blas("nrm2", dtype))
+
+
 #: Arrays from this many entries up are first checked through their sum.
 _SUM_CHECK_MIN = 1 << 18
 #: Arrays of at most this many entries are first checked through their sum in Python.
@@ -346,9 +357,10 @@ class NumpyLinalg(LinalgOps):
         is entered (NumPy's ``dot`` reports an overflowing square); other norms as by
         default. A NumPy scalar of the real dtype, as ``numpy.linalg.norm``'s."""
         if axis is None and not keepdims and x.ndim == 1 and ord in (None, 2) and x.size:
-            scalar = _NORM_SCALAR.get(x.dtype)
-            if scalar is not None:
-                return scalar(_blas("nrm2", x.dtype)(x))
+            found = _nrm2(x.dtype)
+            if found is not None:
+                scalar, nrm2 = found
+                return scalar(nrm2(x))
         return super().linalg_norm_quiet(x, ord, axis, keepdims)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
