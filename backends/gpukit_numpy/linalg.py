@@ -57,7 +57,10 @@ def _lookup(a: np.ndarray, b: np.ndarray | None = None):
     """The lookup of LAPACK routines for a call on ``a`` (and ``b``): ``_own`` where one
     has more than :data:`_ONE_THREAD` entries, else ``_lapack``. One lookup serves all the
     calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
-    return _lookup_for(a.size, 0 if b is None else b.size)
+    # :func:`_lookup_for`'s test, without its call and max() (a warm small call's cost)
+    if a.size > _ONE_THREAD or (b is not None and b.size > _ONE_THREAD):
+        return _own
+    return _lapack
 
 
 def _lookup_for(*sizes: int):
@@ -94,7 +97,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
     own time (n=1024, one thread; that of an upper factor at 0.03x)."""
     m, lower = _fortran(a, lower=True)
     # the upper triangle of a real a.T gives U = L.T
-    c, info = _lookup(a)("potrf", a.dtype)(m, lower=lower, clean=clean)
+    c, info = _lookup(a)("potrf", a.dtype)(m, lower, clean)  # by position: f2py parses keywords per call
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
@@ -104,7 +107,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, lower = _fortran(c, lower=True)
-    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower=lower)
+    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower)  # (c, b, lower)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
@@ -210,7 +213,7 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
 def _pocon(c: np.ndarray, anorm: float) -> float:
     m, lower = _fortran(c, lower=True)
-    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
+    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, "L" if lower else "U")  # uplo
     return rcond
 
 
@@ -414,7 +417,9 @@ class NumpyLinalg(LinalgOps):
         lu, piv, info = _lapack("getrf", a.dtype)(a.T)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-        inverse, info = _lapack("getri", a.dtype)(lu, piv, overwrite_lu=1)
+        # (lu, piv, lwork, overwrite_lu) by position, lwork SciPy's default: f2py parses
+        # keywords at ~2k instructions a call
+        inverse, info = _lapack("getri", a.dtype)(lu, piv, max(3 * len(piv), 1), 1)
         if info != 0:
             raise ValueError(f"illegal value in argument {-info} of getri")
         return inverse.T
@@ -458,7 +463,7 @@ class NumpyLinalg(LinalgOps):
             return super().linalg_eigh(a, uplo)
         m, lower = _fortran(a, uplo == "L")
         name = "heevd" if a.dtype.kind == "c" else "syevd"
-        w, v, info = _lapack(name, a.dtype)(m, compute_v=1, lower=lower)
+        w, v, info = _lapack(name, a.dtype)(m, 1, lower)  # (a, compute_v, lower): by position
         if info > 0:
             raise np.linalg.LinAlgError("eigenvalues did not converge")
         if info < 0:
@@ -471,9 +476,8 @@ class NumpyLinalg(LinalgOps):
         and ``Vh = u.T`` (the transposes of unitary matrices), C-ordered."""
         if not _small(a) or not 0 < a.shape[1] <= _SMALL:
             return super().linalg_svd(a, full_matrices, compute_uv)
-        u, s, vt, info = _lapack("gesdd", a.dtype)(
-            a.T, compute_uv=int(compute_uv), full_matrices=int(full_matrices)
-        )
+        # (a, compute_uv, full_matrices) by position: f2py parses keywords per call
+        u, s, vt, info = _lapack("gesdd", a.dtype)(a.T, int(compute_uv), int(full_matrices))
         if info > 0:
             raise np.linalg.LinAlgError("SVD did not converge")
         if info < 0:
