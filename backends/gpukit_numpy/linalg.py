@@ -96,8 +96,9 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
     the upper triangle of a lower factor in Fortran order at 0.3x the factorisation's
     own time (n=1024, one thread; that of an upper factor at 0.03x)."""
     m, lower = _fortran(a, lower=True)
-    # the upper triangle of a real a.T gives U = L.T
-    c, info = _lookup(a)("potrf", a.dtype)(m, lower, clean)  # by position: f2py parses keywords per call
+    # the upper triangle of a real a.T gives U = L.T; options by position (f2py parses
+    # keywords at a cost per call)
+    c, info = _lookup(a)("potrf", a.dtype)(m, lower, clean)
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
