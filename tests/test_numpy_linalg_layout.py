@@ -160,7 +160,7 @@ def test_cho_solve_hands_potrs_a_view(lapack, rng, dtype, lower):
     b = random_array((N, 3), dtype, rng=rng)
     x = gk.linalg.cho_solve((c.astype(dtype), lower), b)
     assert rel_err(x, np.linalg.solve(h, b.astype(np.float64))) < TOL[np.dtype(dtype)]
-    (matrix, _), _ = _only(lapack, "potrs")
+    (matrix, *_), _ = _only(lapack, "potrs")  # (c, b, lower)
     assert matrix.flags.f_contiguous
 
 

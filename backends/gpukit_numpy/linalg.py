@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 from typing import Any
 
 import numpy as np
@@ -58,7 +57,10 @@ def _lookup(a: np.ndarray, b: np.ndarray | None = None):
     """The lookup of LAPACK routines for a call on ``a`` (and ``b``): ``_own`` where one
     has more than :data:`_ONE_THREAD` entries, else ``_lapack``. One lookup serves all the
     calls on one matrix: a pivot array goes only to its own library's ``getrs``."""
-    return _lookup_for(a.size, 0 if b is None else b.size)
+    # :func:`_lookup_for`'s test, without its call and max() (a warm small call's cost)
+    if a.size > _ONE_THREAD or (b is not None and b.size > _ONE_THREAD):
+        return _own
+    return _lapack
 
 
 def _lookup_for(*sizes: int):
@@ -80,8 +82,10 @@ def _fortran(a: np.ndarray, lower: bool) -> tuple[np.ndarray, bool]:
     (transposing: 4x a plain copy's time at n=1000). A C-ordered real ``a`` is read as
     ``a.T``, whose other triangle holds the same entries; for a complex ``a`` that
     triangle holds their conjugates, so it keeps its layout."""
-    if a.dtype.kind != "c" and a.flags.c_contiguous and not a.flags.f_contiguous:
-        return a.T, not lower
+    if a.dtype.kind != "c":
+        flags = a.flags  # a new object at each read
+        if flags.c_contiguous and not flags.f_contiguous:
+            return a.T, not lower
     return a, lower
 
 
@@ -92,8 +96,9 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
     the upper triangle of a lower factor in Fortran order at 0.3x the factorisation's
     own time (n=1024, one thread; that of an upper factor at 0.03x)."""
     m, lower = _fortran(a, lower=True)
-    # the upper triangle of a real a.T gives U = L.T
-    c, info = _lookup(a)("potrf", a.dtype)(m, lower=lower, clean=clean)
+    # the upper triangle of a real a.T gives U = L.T; options by position (f2py parses
+    # keywords at a cost per call)
+    c, info = _lookup(a)("potrf", a.dtype)(m, lower, clean)
     if info > 0:
         raise np.linalg.LinAlgError(f"leading minor of order {info} is not positive definite")
     if info < 0:
@@ -103,7 +108,7 @@ def _potrf(a: np.ndarray, clean: bool = True) -> np.ndarray:
 
 def _potrs(c: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, lower = _fortran(c, lower=True)
-    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower=lower)
+    x, info = _lookup(c, b)("potrs", c.dtype)(m, b, lower)  # (c, b, lower)
     if info != 0:
         raise ValueError(f"illegal value in argument {-info} of potrs")
     return x
@@ -209,7 +214,7 @@ def _hermitian_norm1(a: np.ndarray) -> float:
 
 def _pocon(c: np.ndarray, anorm: float) -> float:
     m, lower = _fortran(c, lower=True)
-    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, uplo="L" if lower else "U")
+    rcond, _ = _lookup(c)("pocon", c.dtype)(m, anorm, "L" if lower else "U")  # uplo
     return rcond
 
 
@@ -245,8 +250,17 @@ def _lu_diagonal(a: np.ndarray) -> tuple[list[float], bool] | None:
     if a.dtype is not _FLOAT64 or a.ndim != 2 or not 0 < a.shape[0] <= _SMALL:
         return None
     lu, piv, _ = _lapack("getrf", _FLOAT64)(a.T)
-    exchanges = sum(map(operator.ne, piv.tolist(), range(len(piv))))  # pivots count from 0
-    return lu.diagonal().tolist(), exchanges % 2 == 1
+    pivots = piv.tolist()  # counting from 0
+    odd = False
+    if pivots != _IN_ORDER[len(pivots)]:  # no exchange (a dominant diagonal): one comparison
+        for i, p in enumerate(pivots):
+            if p != i:
+                odd = not odd
+    return lu.diagonal().tolist(), odd
+
+
+#: The pivots of an LU factorisation without row exchanges, by order (0 to :data:`_SMALL`).
+_IN_ORDER = [list(range(n)) for n in range(_SMALL + 1)]
 
 
 @functools.cache
@@ -296,6 +310,15 @@ def _lstsq(a: np.ndarray, b: np.ndarray, rcond: float | None) -> tuple[Any, Any,
 #: The real scalar type of a vector's norm, for the dtypes BLAS takes.
 _NORM_SCALAR = {np.dtype(c): np.dtype(c.lower()).type for c in "fdFD"}
 
+
+@functools.cache
+def _nrm2(dtype: np.dtype) -> tuple[type, Any] | None:
+    """``(scalar type of the norm, BLAS nrm2)`` for vectors of ``dtype``, None where BLAS
+    takes no such vector: one look-up a call where there were two."""
+    scalar = _NORM_SCALAR.get(dtype)
+    return None if scalar is None else (scalar, _blas("nrm2", dtype))
+
+
 #: Arrays from this many entries up are first checked through their sum.
 _SUM_CHECK_MIN = 1 << 18
 #: Arrays of at most this many entries are first checked through their sum in Python.
@@ -338,9 +361,10 @@ class NumpyLinalg(LinalgOps):
         is entered (NumPy's ``dot`` reports an overflowing square); other norms as by
         default. A NumPy scalar of the real dtype, as ``numpy.linalg.norm``'s."""
         if axis is None and not keepdims and x.ndim == 1 and ord in (None, 2) and x.size:
-            scalar = _NORM_SCALAR.get(x.dtype)
-            if scalar is not None:
-                return scalar(_blas("nrm2", x.dtype)(x))
+            found = _nrm2(x.dtype)
+            if found is not None:
+                scalar, nrm2 = found
+                return scalar(nrm2(x))
         return super().linalg_norm_quiet(x, ord, axis, keepdims)
 
     def krylov_space(self, dtype: np.dtype) -> Any:
@@ -394,7 +418,9 @@ class NumpyLinalg(LinalgOps):
         lu, piv, info = _lapack("getrf", a.dtype)(a.T)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix: U[{info - 1}, {info - 1}] is zero")
-        inverse, info = _lapack("getri", a.dtype)(lu, piv, overwrite_lu=1)
+        # (lu, piv, lwork, overwrite_lu) by position, lwork SciPy's default: f2py parses
+        # keywords at ~2k instructions a call
+        inverse, info = _lapack("getri", a.dtype)(lu, piv, max(3 * len(piv), 1), 1)
         if info != 0:
             raise ValueError(f"illegal value in argument {-info} of getri")
         return inverse.T
@@ -407,9 +433,9 @@ class NumpyLinalg(LinalgOps):
         if lu is None:
             return super().linalg_det(a)
         diagonal, odd = lu
-        det = -1.0 if odd else 1.0
-        for d in diagonal:
-            det *= d
+        det = math.prod(diagonal)  # in order, as the loop it replaces: the same rounding
+        if odd:
+            det = -det
         if math.isinf(det):  # numpy.linalg's, which warns of the overflow as NumPy does
             return super().linalg_det(a)
         return np.float64(det + 0.0)  # + 0.0: a zero pivot gives 0.0, never -0.0
@@ -438,7 +464,7 @@ class NumpyLinalg(LinalgOps):
             return super().linalg_eigh(a, uplo)
         m, lower = _fortran(a, uplo == "L")
         name = "heevd" if a.dtype.kind == "c" else "syevd"
-        w, v, info = _lapack(name, a.dtype)(m, compute_v=1, lower=lower)
+        w, v, info = _lapack(name, a.dtype)(m, 1, lower)  # (a, compute_v, lower): by position
         if info > 0:
             raise np.linalg.LinAlgError("eigenvalues did not converge")
         if info < 0:
@@ -451,9 +477,8 @@ class NumpyLinalg(LinalgOps):
         and ``Vh = u.T`` (the transposes of unitary matrices), C-ordered."""
         if not _small(a) or not 0 < a.shape[1] <= _SMALL:
             return super().linalg_svd(a, full_matrices, compute_uv)
-        u, s, vt, info = _lapack("gesdd", a.dtype)(
-            a.T, compute_uv=int(compute_uv), full_matrices=int(full_matrices)
-        )
+        # (a, compute_uv, full_matrices) by position: f2py parses keywords per call
+        u, s, vt, info = _lapack("gesdd", a.dtype)(a.T, int(compute_uv), int(full_matrices))
         if info > 0:
             raise np.linalg.LinAlgError("SVD did not converge")
         if info < 0:

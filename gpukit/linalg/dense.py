@@ -10,6 +10,7 @@ dimensions are stacks of matrices; results are ``numpy.linalg``'s named tuples.
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -927,10 +928,12 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         out = backend.linalg_norm(x, ord, axis, keepdims)
     else:  # an overflowing power is rescued, not an overflow to report
         out = backend.linalg_norm_quiet(x, ord, axis, keepdims)
-        out = _norm_range.rescue(
-            backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out, axes,
-            keepdims,
-        )  # fmt: skip
+        # one norm between 0 and inf needs none: rescue's first test, without its call
+        if out.ndim or not 0.0 < float(out) < math.inf:
+            out = _norm_range.rescue(
+                backend.xp, lambda y: backend.linalg_norm(y, ord, axis, keepdims), x, out,
+                axes, keepdims,
+            )  # fmt: skip
     return out.astype(np.float16) if half else out
 
 
