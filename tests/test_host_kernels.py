@@ -427,6 +427,44 @@ def test_an_update_changes_nothing_while_the_status_holds_an_error(path, rng, dt
         assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("n", [64, 300_001])
+def test_a_planned_sgd_update_runs_the_kernel_or_leaves_the_call_to_the_fallback(rng, dtype, n):
+    """native.plan_sgd: the kernel on arrays it takes, with sgd_update's arguments;
+    everything, untouched, to the fallback under a status flag, on a strided array
+    and with the module disabled."""
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    from gpukit._runtime import device_status
+
+    left = []
+    plan = native.plan_sgd(n, np.dtype(dtype), lambda *a: left.append(a))
+    for case in sorted(SGD_CASES):
+        args = _sgd_args(case)[1]
+        lr, momentum, dampening, nesterov, weight_decay, first_step = args
+        p, g, buf = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+        q, b = p.copy(), buf.copy()
+        plan(q, g, b, *args)
+        assert left == []
+        want_b = buf if momentum else None
+        native.sgd(p, g, want_b, lr, momentum, dampening, weight_decay, nesterov, first_step)
+        np.testing.assert_array_equal(q, p)
+        np.testing.assert_array_equal(b, buf)
+    status = device_status.INITIAL.copy()
+    status[device_status.FLAGS] = device_status.NONFINITE
+    wide = rng.standard_normal(2 * n).astype(dtype)
+    p, g, buf = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+    before = [a.copy() for a in (p, g, buf, wide)]
+    plan(p, g, buf, *args, status)
+    plan(wide[::2], g, buf, *args)
+    with native.disabled():
+        plan(p, g, buf, *args)
+    for a, b in zip((p, g, buf, wide), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert [len(a) for a in left] == [10, 10, 10]
+    assert left[0][-1] is status and left[1][0].base is wide and left[2][-1] is None
+    assert all(a[1] is g and a[3:9] == args for a in left)
+
+
 def test_updates_do_not_depend_on_the_split(path, rng, dtype):
     """Each element is computed the same way on one thread or several."""
     threadpoolctl = pytest.importorskip("threadpoolctl")

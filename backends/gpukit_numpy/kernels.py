@@ -353,41 +353,15 @@ def sgd_update(
 def _bind_sgd_update(param: np.ndarray, *args: Any) -> Callable[..., None]:
     """:func:`sgd_update` planned for arrays like these (gpukit.kernels' plans): the
     compiled kernel bound once for up to ``_SMALL_SGD`` elements, plain SGD included
-    (the module's call costs less than the two ufunc passes of :func:`_small_sgd`)."""
+    (the module's call costs less than the two ufunc passes of :func:`_small_sgd`), with
+    :func:`sgd_update` where it does not run."""
     if type(param) is not np.ndarray or type(args[0]) is not np.ndarray:
         return sgd_update
     n = param.size
     if n > _SMALL_SGD:  # plain SGD's BLAS axpy decides per call
         return sgd_update
-    planned = _native.plan_elementwise("gk_sgd", n, param.dtype)
-    if planned is None:
-        return sgd_update
-
-    def run(
-        param: np.ndarray,
-        grad: np.ndarray,
-        momentum_buffer: np.ndarray | None,
-        lr: float,
-        momentum: float,
-        dampening: float,
-        nesterov: bool,
-        weight_decay: float,
-        first_step: bool,
-        status: np.ndarray | None = None,
-    ) -> None:
-        if status is None or not status[0]:
-            buf = momentum_buffer if momentum else None
-            # the flags are Python bools, which the module reads as the C ints it takes
-            if planned(
-                (param, grad, buf), lr, momentum, dampening, weight_decay, nesterov, first_step
-            ):
-                return
-        sgd_update(
-            param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
-            first_step, status,
-        )  # fmt: skip
-
-    return run
+    planned = _native.plan_sgd(n, param.dtype, sgd_update)
+    return sgd_update if planned is None else planned
 
 
 sgd_update.bind = _bind_sgd_update  # type: ignore[attr-defined]

@@ -46,6 +46,7 @@ __all__ = [
     "plan_bias_act_grad",
     "plan_elementwise",
     "plan_rows",
+    "plan_sgd",
     "sgd",
     "takes",
     "thresholds",
@@ -519,6 +520,56 @@ def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
         except ValueError:  # an array the kernel does not take; it did not run
             return False
         return True
+
+    return run
+
+
+def plan_sgd(n: int, dtype: np.dtype, otherwise: Callable[..., None]) -> Any:
+    """:func:`sgd` over flat C-contiguous arrays of ``n`` elements of ``dtype``, as a
+    function of ``gpukit.kernels.sgd_update``'s arguments in a backend's order,
+    ``(param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
+    first_step, status=None)`` (the buffer read with momentum only), that leaves them to
+    ``otherwise`` where the kernels do not take the arrays or a flag of ``status`` (the
+    device status, gpukit._runtime.device_status) is set; None, and split, as
+    :func:`plan_elementwise`. One call level, with the kernel's arguments as they are (no
+    tuples made): a small parameter's update costs little more than those calls."""
+    if not _planned(dtype, n):
+        return None
+    if _small(n):
+        fn, threads = _fn("gk_sgd", dtype), None
+    else:
+        fn = _fn("gk_sgd_par", dtype)
+        threads = _per_count(lambda t: (parallel.plan(n, 1, 1, parallel.NATIVE_MIN, t),))
+
+    def run(
+        param: np.ndarray,
+        grad: np.ndarray,
+        momentum_buffer: np.ndarray | None,
+        lr: float,
+        momentum: float,
+        dampening: float,
+        nesterov: bool,
+        weight_decay: float,
+        first_step: bool,
+        status: np.ndarray | None = None,
+    ) -> None:
+        if (status is None or not status[0]) and not _off.get():
+            buf = momentum_buffer if momentum else None
+            # the flags are Python bools, which the module reads as the C ints it takes
+            try:
+                if threads is None:
+                    fn(param, grad, buf, n, lr, momentum, dampening, weight_decay, nesterov,
+                       first_step)  # fmt: skip
+                else:
+                    fn(param, grad, buf, n, lr, momentum, dampening, weight_decay, nesterov,
+                       first_step, *threads())  # fmt: skip
+                return
+            except ValueError:  # an array the kernel does not take; it did not run
+                pass
+        otherwise(
+            param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
+            first_step, status,
+        )  # fmt: skip
 
     return run
 
