@@ -41,22 +41,35 @@ _PLANS = _plans.table()
 
 
 @functools.cache
-def _key_function(n: int, options: int) -> Callable[..., tuple[Any, ...]]:
+def _key_function(loose: tuple[bool, ...], options: int) -> Any:
     """``key(kernel, args, *options)``: :func:`gpukit._dispatch.inputs.plan_for_all`'s
-    key of a call with the ``n`` arguments ``args`` and ``options`` tokens (the first
+    key of a call with ``len(loose)`` arguments ``args`` and ``options`` tokens (the first
     look-up of a warm call), as one tuple display, without that function's loop; ``args``
     is the call's tuple, unpacked here (passing it on with ``*args`` would copy it). Another
     argument count raises ValueError; hashing the key of an argument that cannot be keyed
-    (an unhashable dtype or shape) raises TypeError."""
-    names = [f"x{i}" for i in range(n)]
+    (an unhashable dtype or shape) raises TypeError.
+
+    An argument's dtype and shape are read as attributes, which costs less than
+    ``getattr`` with a default, but raises AttributeError where it has none (a scalar),
+    except at the positions ``loose`` marks (``key.loose``), where ``getattr`` gives None
+    as plan_for_all's does: a kernel widens its key to the positions where it met one
+    (:meth:`_Kernel._planned`)."""
+    names = [f"x{i}" for i in range(len(loose))]
     tokens = [f"o{i}" for i in range(options)]
-    parts = [f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)" for x in names]
+    parts = [
+        f"type({x}), getattr({x}, 'dtype', None), getattr({x}, 'shape', None)"
+        if wide
+        else f"type({x}), {x}.dtype, {x}.shape"
+        for x, wide in zip(names, loose, strict=True)
+    ]
     source = f"def key({', '.join(['kernel', 'args', *tokens])}):\n"
     source += f"    ({''.join(f'{x}, ' for x in names)}) = args\n"
     source += f"    return (kernel, active(), {', '.join(parts + tokens)})\n"
     scope: dict[str, Any] = {"active": active}
-    exec(compile(source, f"<gk kernel key of {n}>", "exec"), scope)  # generated names only
-    return scope["key"]
+    exec(compile(source, f"<gk kernel key of {len(loose)}>", "exec"), scope)  # generated names
+    key = scope["key"]
+    key.loose = loose
+    return key
 
 
 def _dtype_spec(what: str, value: Any, argument: str) -> np.dtype | None:
@@ -98,7 +111,7 @@ class _Kernel:
         functools.update_wrapper(cast(Any, self), fn)  # name, docstring, help(kernel)
         self._body = body
         self.params = body.params
-        self._key = _key_function(len(body.params), self._options)
+        self._key = _key_function((False,) * len(body.params), self._options)
         self.in_dtypes = _in_specs(self._what, in_dtypes, body.params)
         self.out_dtype = _dtype_spec(self._what, out_dtype, "out_dtype")
         if self.out_dtype is None and all(d is not None for d in self.in_dtypes):
@@ -191,6 +204,14 @@ class _Kernel:
         looked up and kept as :func:`gpukit._dispatch.inputs.plan_for_all` and
         :func:`~gpukit._dispatch.inputs.keep` say: for arguments of the same types, dtypes
         and shapes when the checks and :func:`prepare` handed the arrays back unchanged."""
+        loose = self._key.loose
+        if len(args) == len(loose):  # attributes read with a default where one lacked them
+            wide = tuple(
+                w or not (hasattr(x, "dtype") and hasattr(x, "shape"))
+                for w, x in zip(loose, args, strict=True)
+            )
+            if wide != loose:  # one assignment: threads never see a key without its marks
+                self._key = _key_function(wide, self._options)
         plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
         if plan is not None:  # kept for arrays sharing one of several devices
             return plan[0], _converted(args, plan[1])
@@ -348,7 +369,8 @@ class ReductionKernel(_Kernel):
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     try:
         run, conversions = _PLANS[kernel._key(kernel, args)]
-    except (KeyError, ValueError, TypeError):  # no plan yet, another argument count, not keyable
+    except (KeyError, ValueError, TypeError, AttributeError):
+        # no plan yet, another argument count, not keyable, a scalar where the key had none
         run, values = kernel._planned(args)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
@@ -385,7 +407,7 @@ def _reduction(
 ) -> Any:
     try:
         run, conversions = _PLANS[kernel._key(kernel, args, token(axis), token(keepdims))]
-    except (KeyError, ValueError, TypeError):  # no plan yet, another argument count, not keyable
+    except (KeyError, ValueError, TypeError, AttributeError):  # as _elementwise's
         run, values = kernel._planned(args, axis, keepdims)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)

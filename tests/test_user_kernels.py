@@ -356,23 +356,36 @@ def test_a_warm_kernel_raises_what_a_cold_one_raises(backend, xp):
 
 
 def test_a_warm_call_finds_its_plan_at_the_first_look_up(xp):
-    # the key a warm call builds is plan_for_all's, under which the first call kept it
+    # the key a warm call builds is plan_for_all's, under which the first call kept it;
+    # a kernel first met with an array where a scalar comes later widens its key there
     from gpukit import _user_kernels
     from gpukit._dispatch.inputs import _Device, plan_for_all
     from gpukit._runtime.plans import token
 
+    @gk.elementwise
+    def mixed(x, y):
+        return x * y
+
     x, n = xp.ones((2, 3), dtype=np.float32), np.float64(0.5)
-    for kernel, args, options in [
-        (softplus, (x,), ()),
-        (blend, (x, 1, n), ()),
-        (weighted_norm, (x, 2.0), (token(None), token(False))),
-        (largest_gap, (x, x), (token((0, -1)), token(np.True_))),
+    for kernel, args, kwargs in [
+        (softplus, (x,), {}),
+        (blend, (x, 1, n), {}),
+        (weighted_norm, (x, 2.0), {"axis": None, "keepdims": False}),
+        (largest_gap, (x, x), {"axis": (0, -1), "keepdims": np.True_}),
+        (mixed, (x, x), {}),
+        (mixed, (x, 2.0), {}),
+        (mixed, (3, x), {}),
+        (mixed, (x, x), {}),
     ]:
+        first = _np(kernel(*args, **kwargs))  # plans (or finds the plan)
+        options = tuple(map(token, kwargs.values()))
         key = kernel._key(kernel, args, *options)
         kept = plan_for_all(_user_kernels._PLANS, kernel, args, *options)[1]
         if type(kept[-1]) is _Device:  # two arrays on one of several devices: named last
             kept = kept[:-1]
         assert key == kept
+        np.testing.assert_array_equal(_np(kernel(*args, **kwargs)), first)
+    assert mixed._key.loose == (True, True)
 
 
 def test_a_warm_kernel_still_compares_devices():
