@@ -53,7 +53,7 @@ def _key_function(loose: tuple[bool, ...], options: int) -> Any:
     ``getattr`` with a default, but raises AttributeError where it has none (a scalar),
     except at the positions ``loose`` marks (``key.loose``), where ``getattr`` gives None
     as plan_for_all's does: a kernel widens its key to the positions where it met one
-    (:meth:`_Kernel._planned`)."""
+    (:meth:`_Kernel._widen`)."""
     names = [f"x{i}" for i in range(len(loose))]
     tokens = [f"o{i}" for i in range(options)]
     parts = [
@@ -204,14 +204,6 @@ class _Kernel:
         looked up and kept as :func:`gpukit._dispatch.inputs.plan_for_all` and
         :func:`~gpukit._dispatch.inputs.keep` say: for arguments of the same types, dtypes
         and shapes when the checks and :func:`prepare` handed the arrays back unchanged."""
-        loose = self._key.loose
-        if len(args) == len(loose):  # attributes read with a default where one lacked them
-            wide = tuple(
-                w or not (hasattr(x, "dtype") and hasattr(x, "shape"))
-                for w, x in zip(loose, args, strict=True)
-            )
-            if wide != loose:  # one assignment: threads never see a key without its marks
-                self._key = _key_function(wide, self._options)
         plan, key = plan_for_all(_PLANS, self, args, *map(token, options))
         if plan is not None:  # kept for arrays sharing one of several devices
             return plan[0], _converted(args, plan[1])
@@ -222,6 +214,18 @@ class _Kernel:
         run = self._evaluation(backend, tuple(v.dtype for v in values), plan)
         keep(_PLANS, key, since, (run, conversions), backend, arrays, placed)
         return run, values
+
+    def _widen(self, args: tuple[Any, ...]) -> None:
+        """Read the dtype and shape with a default (:func:`_key_function`) at the positions
+        where an argument of ``args`` lacks them, after the key raised AttributeError."""
+        loose = self._key.loose
+        if len(args) == len(loose):
+            wide = tuple(
+                w or not (hasattr(x, "dtype") and hasattr(x, "shape"))
+                for w, x in zip(loose, args, strict=True)
+            )
+            if wide != loose:  # one assignment: threads never see a key without its marks
+                self._key = _key_function(wide, self._options)
 
     def _evaluation(
         self, backend: Any, dtypes: tuple[np.dtype, ...], plan: tuple[Any, ...]
@@ -369,8 +373,10 @@ class ReductionKernel(_Kernel):
 def _elementwise(kernel: ElementwiseKernel, *args: Any) -> Any:
     try:
         run, conversions = _PLANS[kernel._key(kernel, args)]
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except (KeyError, ValueError, TypeError, AttributeError) as missed:
         # no plan yet, another argument count, not keyable, a scalar where the key had none
+        if isinstance(missed, AttributeError):
+            kernel._widen(args)
         run, values = kernel._planned(args)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
@@ -407,7 +413,9 @@ def _reduction(
 ) -> Any:
     try:
         run, conversions = _PLANS[kernel._key(kernel, args, token(axis), token(keepdims))]
-    except (KeyError, ValueError, TypeError, AttributeError):  # as _elementwise's
+    except (KeyError, ValueError, TypeError, AttributeError) as missed:  # as _elementwise's
+        if isinstance(missed, AttributeError):
+            kernel._widen(args)
         run, values = kernel._planned(args, axis, keepdims)
         return run(values)
     return run(_converted(args, conversions) if conversions else args)
