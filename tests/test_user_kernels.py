@@ -298,6 +298,28 @@ def test_overflow_and_invalid_values_are_results_without_warnings(backend, xp, s
 
 
 @pytest.mark.filterwarnings("error")
+def test_numpys_default_error_state_is_quiet_in_a_kernel_and_restored_after(backend, xp):
+    # the common case, no errstate block around the call (the state a fresh context has):
+    # no warning from the kernel, cold or warm, NumPy's default warnings right after
+    import contextvars
+
+    def calls():
+        assert np.geterr() == {"divide": "warn", "over": "warn", "under": "ignore",
+                               "invalid": "warn"}  # fmt: skip
+        x = xp.asarray([1e300, 0.0, 1.0, 2.0])
+        y = xp.asarray([1e-300, 0.0, 0.0, 4.0])
+        z = xp.asarray([1e308, -1e308, 1.0])
+        for _ in range(3):  # the first call plans, the next ones run on the plan
+            np.testing.assert_array_equal(_np(ratio(x, y)), [np.inf, np.nan, np.inf, 1.0])
+            np.testing.assert_array_equal(_np(axpy_like(z, z)), [np.inf, -np.inf, 3.0])
+            assert np.isnan(_np(sum_of_ratios(x, y)))
+            with pytest.raises(RuntimeWarning, match="overflow"):
+                np.multiply(np.float64(1e300), 1e300)
+
+    contextvars.Context().run(calls)
+
+
+@pytest.mark.filterwarnings("error")
 def test_a_callers_errcall_and_bufsize_stay_and_the_callback_is_silent(backend, xp):
     # the kernel's errstate sets the error modes alone: the caller's callback stays set
     # (and silent through the kernel's inf and nan), and so does its buffer size
