@@ -63,6 +63,11 @@ def _functions_ref(x, y):
     )  # fmt: skip
 
 
+@gk.elementwise
+def axpy_like(x, y):
+    return 2.0 * x + y
+
+
 @gk.reduction
 def weighted_norm(x, w):
     return sqrt(sum(w * x * x))  # noqa: F821
