@@ -119,3 +119,80 @@ def test_a_route_kept_for_a_lone_first_array_is_not_taken_by_other_arguments(rng
         with pytest.raises(TypeError, match=refused):
             _where(sharded)
         assert fake_device.current_device() == 0
+
+
+# -- the generated front (gpukit._dispatch.front): the operation's own signature --------
+@operation("gk.test_shapes")
+def _shapes(a, /, b, *rest, c=None, **more):
+    """Its arguments as received, and where it ran."""
+    backend = gk.get_backend()
+    return backend.name, backend.current_device(), (a, b, rest, c, more)
+
+
+def test_the_front_binds_as_the_operation_does():
+    with gk.use_backend("numpy"):
+        _, _, got = _shapes(1, 2, 3, 4, c=5, d=6)
+        assert got == (1, 2, (3, 4), 5, {"d": 6})
+        _, _, got = _shapes(1, b=2)
+        assert got == (1, 2, (), None, {})
+        # the operation's own TypeErrors, word for word, before anything runs
+        bad = [
+            (_shapes, (1,), {}),
+            (_shapes, (), {"a": 1, "b": 2}),
+            (_where, (1,), {"d": 2}),
+            (_where, (1, 2, 3), {}),
+            (_six, tuple(range(7)), {}),
+            (_six, (1,), {"b": 2}),
+        ]
+        for op, args, kwargs in bad:
+            with pytest.raises(TypeError) as own:
+                op.__wrapped__(*args, **kwargs)
+            with pytest.raises(TypeError) as got:
+                op(*args, **kwargs)
+            assert str(got.value) == str(own.value)
+            assert op.__name__ in str(got.value)
+
+
+@pytest.mark.parametrize("where", ["rest", "more"])
+def test_a_sharded_argument_among_variadic_ones_reaches_its_kind(rng, where):
+    with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
+        x = gk.shard(rng.standard_normal(8))
+        for _ in range(2):  # warm, then the array
+            assert _shapes(1, 2, 3, d=4)[:2] == ("numpy", 0)
+        args, kwargs = ((1, 2, x), {}) if where == "rest" else ((1, 2), {"d": x})
+        with pytest.raises(TypeError, match=r"gk\.test_shapes does not accept a ShardedArray"):
+            _shapes(*args, **kwargs)
+
+
+@pytest.mark.parametrize("where", ["rest", "more"])
+def test_a_device_array_among_variadic_ones_makes_its_device_current(fake_device, where):
+    x = fake_device.asarray(np.ones(2), device=1)
+    args, kwargs = ((1, 2, x), {}) if where == "rest" else ((1, 2), {"d": x})
+    for _ in range(2):
+        assert _shapes(*args, **kwargs)[:2] == ("fakedevice", 1)
+        assert fake_device.current_device() == 0
+
+
+@operation("gk.test_narrow")
+def _narrow(a, b=None, *, c=False, d=None):
+    raise AssertionError("a sharded argument runs the kind's implementation")
+
+
+def test_a_kind_gets_the_call_without_the_defaulted_arguments(rng):
+    from gpukit._dispatch import implements
+
+    received = []
+
+    @implements("gk.test_narrow", "sharded")
+    def narrow(a, *, c=True):  # fewer parameters, and a default of its own
+        received.append((a, c))
+        return "sharded"
+
+    with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
+        x = gk.shard(rng.standard_normal(8))
+    for _ in range(2):  # cold and warm route
+        assert _narrow(x) == "sharded" and received.pop() == (x, True)
+        assert _narrow(x, None, c=False) == "sharded" and received.pop() == (x, True)
+        assert _narrow(x, c=0) == "sharded" and received.pop() == (x, 0)  # not the default
+        with pytest.raises(TypeError, match="'d'"):  # given: passed on, refused there
+            _narrow(x, d=1)

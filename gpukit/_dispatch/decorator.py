@@ -11,8 +11,7 @@ import numpy as np
 from .._runtime import memory
 from .._runtime import plans as _plans
 from .._runtime.placement import owner_of
-from .._select.registry import trim_traceback
-from ..errors import BackendUnavailableError
+from .front import front, given
 from .kinds import find, implementation
 
 __all__ = ["operation"]
@@ -78,9 +77,11 @@ def operation(
         attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
         # argument types (keyword names after the positional types), or the first
         # argument's type where no other is of a type that is not plain -> route: None
-        # (run here), (None, implementation) of an array kind, or (backend, position of
-        # the first device array; None when the backend has one device, always current)
+        # (run here: no kind, and no device array or one of a backend with one device,
+        # always current), (None, implementation) of an array kind, or (backend, position
+        # of the first device array) for a backend of several devices
         routes = _plans.table()
+        as_given = given(fn)
 
         def route(key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             since = _plans.generation()
@@ -88,85 +89,65 @@ def operation(
             if found is not None and found[0].name not in native:
                 plan: Any = (None, implementation(name, *found))  # or its TypeError
             else:
-                plan = None
+                plan = None  # also for a backend of one device, always current
                 for position, x in enumerate((*args, *kwargs.values())):
                     backend = owner_of(x)
                     if backend is not None:
-                        plan = (backend, None if backend.device_count() == 1 else position)
+                        if backend.device_count() > 1:
+                            plan = (backend, position)
                         break
             return _plans.remember(routes, key, plan, since)
 
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                # by loops (issuperset would first build a set of the types), the many
-                # None arguments by identity
-                other = False
-                for x in args:
-                    if x is not None and type(x) not in plain_types:
-                        other = True
+        def routed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """The call of arguments not all plain, bound by ``fn``'s signature (front)."""
+            for x in (*args, *kwargs.values()):
+                if type(x) not in plain_types:
+                    break
+            else:  # (front calls this with a type that is not plain)
+                return guarded(*args, **kwargs)
+            # The route follows from the arguments of types that are not plain: where
+            # the first argument is the only one (or repeated), its type alone is the
+            # key (a type, never equal to the tuples below, and the key front looks up).
+            key: Any = type(x) if args and x is args[0] else None
+            if key is not None:
+                for y in (*args, *kwargs.values()):
+                    if y is not x and type(y) not in plain_types:
+                        key = None
                         break
-                else:
-                    if kwargs:  # an empty dict's values are not looked at
-                        for x in kwargs.values():
-                            if type(x) not in plain_types:
-                                other = True
-                                break
-                if other:
-                    # The route follows from the arguments of types that are not plain:
-                    # where the first argument is the only one (or repeated), its type
-                    # alone is the key (a type, never equal to the tuples below), which
-                    # costs a loop rather than a tuple of every argument's type.
-                    key = type(x) if args and x is args[0] else None
-                    if key is not None:
-                        for y in args:
-                            if y is not x and y is not None and type(y) not in plain_types:
-                                key = None
-                                break
-                        else:
-                            if kwargs:
-                                for y in kwargs.values():
-                                    if type(y) not in plain_types:
-                                        key = None
-                                        break
-                    if key is None:
-                        if kwargs:
-                            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
-                        elif len(args) == 2:  # two arrays: a third of map's cost
-                            key = (type(args[0]), type(args[1]))
-                        else:
-                            key = tuple(map(type, args))
-                    try:
-                        plan = routes[key]
-                    except KeyError:
-                        plan = route(key, args, kwargs)
-                    if plan is not None:
-                        backend, where = plan
-                        if backend is None:
-                            return where(*args, **kwargs)
-                        if where is not None:
-                            home = (
-                                args[where]
-                                if where < len(args)
-                                else (*args, *kwargs.values())[where]
-                            )
-                            device = backend.device_of(home)
-                            if device != backend.current_device():  # asking costs less
-                                with backend.use_device(device):
-                                    return guarded(*args, **kwargs)
-                # run here: the memory policy's steps inline, one call level less (and
-                # no empty dict of keywords to unpack)
-                try:
-                    return attempt(*args, **kwargs) if kwargs else attempt(*args)
-                except Exception as exc:
-                    claimed = claim(exc)
-                    if claimed is None:
-                        raise
-                return retry(claimed, args, kwargs)
-            except BackendUnavailableError as exc:
-                trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
-                raise
+            if key is None:
+                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+            try:
+                plan = routes[key]
+            except KeyError:
+                plan = route(key, args, kwargs)
+            if plan is not None:
+                backend, where = plan
+                if backend is None:
+                    args, kwargs = as_given(args, kwargs)
+                    return where(*args, **kwargs)
+                device = backend.device_of((*args, *kwargs.values())[where])
+                if device != backend.current_device():  # asking costs less
+                    with backend.use_device(device):
+                        return guarded(*args, **kwargs)
+            try:
+                return attempt(*args, **kwargs)
+            except Exception as exc:
+                claimed = claim(exc)
+                if claimed is None:
+                    raise
+            return retry(claimed, args, kwargs)
 
+        wrapper = front(
+            fn,
+            name,
+            plain=plain_types,
+            routes=routes,
+            attempt=attempt,
+            claim=claim,
+            retry=retry,
+            routed=routed,
+        )
+        functools.update_wrapper(wrapper, fn)
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -197,7 +197,8 @@ class Policy:
         def with_out(*args: Any, **kwargs: Any) -> Any:
             if position is not None and len(args) > position:
                 out = args[position]
-                args = (*args[:position], None, *args[position + 1 :])
+                if out is not None:
+                    args = (*args[:position], None, *args[position + 1 :])
             else:
                 out = kwargs.get("out")
                 if out is not None:
