@@ -1,13 +1,17 @@
 """The function a public operation's caller calls: generated from the operation's signature.
 
 A warm call on plain arguments (:data:`gpukit._dispatch.decorator._PLAIN`) runs the
-operation at once; its test is one expression over the parameters by name, unrolled, where
-a function of ``(*args, **kwargs)`` would pack the arguments and loop over them (about
-1,800 instructions a call of six arguments, most of the decorator's cost). Every other
-call is handed to the decorator's ``routed`` with the arguments bound by the signature:
-the positional ones (a variadic one's included) as a tuple, the keyword-only ones as a
-dictionary, every parameter there whether given or defaulted, as the operation receives
-them.
+operation at once; its test is one expression over the positional parameters by name,
+unrolled, where a function of ``(*args, **kwargs)`` would pack the arguments and loop
+over them (about 1,800 instructions of a call of six arguments, most of the decorator's
+cost). The generated function takes the operation's positional parameters as the
+operation does (names, defaults, a variadic one) and every keyword argument beyond them
+in one ``**`` dictionary, passed on only when not empty: the operation binds the
+keyword-only ones itself, with its own defaults and its own ``TypeError`` for a missing
+or unexpected one (a keyword-only parameter of the generated function would fill its
+default on every call, and then pass it by keyword). Every other call is handed to the
+decorator's ``routed``: the positional arguments (the variadic ones included) as a
+tuple, the keyword ones as given.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import itertools
 import linecache
 import os
 from collections.abc import Callable
+from textwrap import indent
 from typing import Any
 
 from .._select.registry import trim_traceback
@@ -31,27 +36,37 @@ _made = itertools.count()  # one source file name per generated function
 _TEMPLATE = """\
 def {name}({signature}):
     try:
-{loops}        if {test}:
-            try:
-                return attempt({call})
-            except Exception as exc:
-                claimed = claim(exc)
-                if claimed is None:
-                    raise
-            return retry(claimed, {args}, {kwargs})
-        return routed({args}, {kwargs})
+{loops}{main}
     except BackendUnavailableError as exc:
         trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
         raise
 """
 
-# the test of a variadic parameter's values, before the others': a loop whose ``else``
-# runs the rest (a break leaves for routed)
+# a variadic parameter's values are tested first, each: one not plain goes to routed
 _LOOP = """\
         for value in {values}:
             if type(value) not in plain:
-                return routed({args}, {kwargs})
+                return routed({args}, {keywords})
 """
+
+# the body of a function taking keywords: those given, when all plain, passed on
+_KEYWORDS = """\
+if not {keywords}:
+{short}
+for value in {keywords}.values():
+    if type(value) not in plain:
+        break
+else:
+{full}"""
+
+_RUN = """\
+try:
+    return attempt({call})
+except Exception as exc:
+    claimed = claim(exc)
+    if claimed is None:
+        raise
+return retry(claimed, {args}, {keywords})"""
 
 
 def front(
@@ -65,7 +80,7 @@ def front(
     retry: Callable[..., Any],
     routed: Callable[[tuple[Any, ...], dict[str, Any]], Any],
 ) -> Callable[..., Any]:
-    """The caller's function of ``fn``, the operation ``name``, with ``fn``'s signature.
+    """The caller's function of ``fn``, the operation ``name``.
 
     It calls ``attempt`` (``fn`` under the memory policy's first step, ``claim`` and
     ``retry`` its other two) when every argument is of a ``plain`` type, or when the
@@ -76,11 +91,16 @@ def front(
     --------
     >>> def double(x, *, times=2):
     ...     return x * times
-    >>> f = front(double, "gk.example_double", plain=frozenset({int}), routes={}, attempt=double,
-    ...           claim=lambda exc: None, retry=None, routed=lambda a, k: ("routed", a, k))
-    >>> f(3), f(3.0, times=3)
-    (6, ('routed', (3.0,), {'times': 3}))
+    >>> f = front(double, "gk.example_double", plain=frozenset({int}), routes={},
+    ...           attempt=double, claim=lambda exc: None, retry=None,
+    ...           routed=lambda a, k: ("routed", a, k))
+    >>> f(3), f(3, times=3), f(3.0)
+    (6, 9, ('routed', (3.0,), {}))
     """
+    parameters = inspect.signature(fn).parameters.values()
+    keywords = "keywords"  # the name of the ``**`` parameter: fn's own, or one it lacks
+    while keywords in {p.name for p in parameters if p.kind is not _P.VAR_KEYWORD}:
+        keywords = "_" + keywords
     scope: dict[str, Any] = {
         "plain": plain,
         "routes": routes,
@@ -93,68 +113,62 @@ def front(
         "trim_traceback": trim_traceback,
     }
     signature: list[str] = []
-    call: list[str] = []
-    positional: list[str] = []
-    keywords: list[str] = []
-    tests: list[str] = []
-    variadic: list[str] = []
+    positional: list[str] = []  # the call's positional part, as the tuple routed gets
+    tests: list[str] = []  # plain, each positional argument; the first's last
+    loops: list[str] = []
     first = None
-    slash = star = False
-    for i, p in enumerate(inspect.signature(fn).parameters.values()):
+    only = False  # after positional-only parameters: a "/" before the next one
+    for i, p in enumerate(parameters):
         n = p.name
-        text = n if p.default is _P.empty else f"{n}=_d{i}"
-        if p.default is not _P.empty:
-            scope[f"_d{i}"] = p.default
-        if p.kind is _P.POSITIONAL_ONLY:
-            slash = True
-        elif slash:
+        if only and p.kind is not _P.POSITIONAL_ONLY:
             signature.append("/")
-            slash = False
-        if p.kind is _P.VAR_POSITIONAL:
-            signature.append(f"*{n}")
-            call.append(f"*{n}")
-            positional.append(f"*{n}")
-            variadic.append(n)
-            star = True
-            continue
+        only = p.kind is _P.POSITIONAL_ONLY
         if p.kind is _P.VAR_KEYWORD:
-            signature.append(f"**{n}")
-            call.append(f"**{n}")
-            keywords.append(f"**{n}")
-            variadic.append(f"{n}.values()")
-            continue
-        if p.kind is _P.KEYWORD_ONLY:
-            if not star:
-                signature.append("*")
-                star = True
-            call.append(f"{n}={n}")
-            keywords.append(f"{n!r}: {n}")
-        else:
-            call.append(n)
+            keywords = n
+        elif p.kind is _P.VAR_POSITIONAL:
+            signature.append(f"*{n}")
+            positional.append(f"*{n}")
+            loops.append(n)
+        elif p.kind is not _P.KEYWORD_ONLY:
+            if p.default is _P.empty:
+                signature.append(n)
+            else:
+                signature.append(f"{n}=_d{i}")
+                scope[f"_d{i}"] = p.default
             positional.append(n)
-        signature.append(text)
-        # None first (an identity test, cheaper than a type's look-up); the first
-        # parameter's own test, with its route, comes last
-        if first is None and p.kind is not _P.KEYWORD_ONLY:
-            first = n
-        else:
-            again = "" if first is None else f" or {n} is {first}"
-            tests.append(f"({n} is None or type({n}) in plain{again})")
-    if slash:
+            if first is None:
+                first = n  # its own test, with its route, comes last
+                continue
+            # identity tests before a type's look-up: None, or the default as it was left
+            test = f"{n} is None or type({n}) in plain or {n} is {first}"
+            if p.default is not None and p.default is not _P.empty:
+                test = f"{n} is _d{i} or {test}"
+            tests.append(f"({test})")
+    if only:
         signature.append("/")
     if first is not None:
-        kept = f"routes.get(type({first}), miss) is None"
-        tests.append(f"(type({first}) in plain or {kept})")
+        tests.append(f"(type({first}) in plain or routes.get(type({first}), miss) is None)")
     args = f"({', '.join(positional)}{',' if len(positional) == 1 else ''})"
-    kwargs = "{" + ", ".join(keywords) + "}"
+    if any(p.kind in (_P.KEYWORD_ONLY, _P.VAR_KEYWORD) for p in parameters):
+        signature.append(f"**{keywords}")
+        short = _RUN.format(call=", ".join(positional), args=args, keywords="{}")
+        full = _RUN.format(
+            call=", ".join([*positional, f"**{keywords}"]), args=args, keywords=keywords
+        )
+        body = _KEYWORDS.format(
+            keywords=keywords, short=indent(short, "    "), full=indent(full, "    ")
+        )
+    else:  # no dictionary to make on each call
+        keywords = "{}"
+        body = _RUN.format(call=", ".join(positional), args=args, keywords=keywords)
+    main = body if not tests else f"if {' and '.join(tests)}:\n{indent(body, '    ')}"
+    if tests or keywords != "{}":  # else only variadic positional ones, in the loops
+        main += f"\nreturn routed({args}, {keywords})"
     source = _TEMPLATE.format(
         name=fn.__name__,
         signature=", ".join(signature),
-        loops="".join(_LOOP.format(values=v, args=args, kwargs=kwargs) for v in variadic),
-        test=" and ".join(tests) or "True",
-        call=", ".join(call),
-        args=args,
-        kwargs=kwargs,
+        loops="".join(_LOOP.format(values=v, args=args, keywords=keywords) for v in loops),
+        main=indent(main, " " * 8),
     )
     # a name in this folder: gpukit.errors.warn passes over gpukit's own frames by path;
     # kept in linecache (never checked against a file: no time) for tracebacks
@@ -165,31 +179,30 @@ def front(
 
 
 def given(fn: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]]]:
-    """``(args, kwargs) -> (args, kwargs)`` without the defaulted arguments :func:`front`
-    binds: the trailing positional and the keyword-only ones that are their default
-    object, for an implementation with a signature of its own (an array kind's), which
-    then gets the call as it could have been written.
+    """``(args, kwargs) -> (args, kwargs)`` without the trailing positional arguments that
+    are their default object, which :func:`front` passes on as bound: for an
+    implementation with a signature of its own (an array kind's), which then gets the
+    call as it could have been written.
 
     Examples
     --------
-    >>> def f(a, b=None, *, c=False):
+    >>> def f(a, b=None, c=0, *, d=False):
     ...     pass
-    >>> given(f)((1, None), {"c": False}), given(f)((1, 2), {"c": True})
-    (((1,), {}), ((1, 2), {'c': True}))
+    >>> given(f)((1, None, 0), {}), given(f)((1, 2, 0), {"d": False})
+    (((1,), {}), ((1, 2), {'d': False}))
     """
-    params = list(inspect.signature(fn).parameters.values())
-    positional = [
-        p.default for p in params if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+    defaults = [
+        p.default
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
     ]
-    keywords = {p.name: p.default for p in params if p.kind is _P.KEYWORD_ONLY}
 
     def strip(
         args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         n = len(args)
-        while 0 < n <= len(positional) and args[n - 1] is positional[n - 1]:
+        while 0 < n <= len(defaults) and args[n - 1] is defaults[n - 1]:
             n -= 1
-        kept = {k: v for k, v in kwargs.items() if k not in keywords or v is not keywords[k]}
-        return args[:n], kept
+        return args[:n], kwargs
 
     return strip

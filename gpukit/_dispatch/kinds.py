@@ -107,10 +107,10 @@ def register_kind(
 def implements(operation: str, kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as ``operation``'s implementation for ``kind``.
 
-    The function is called with the public operation's own arguments, unchanged, bound
-    by the operation's signature: the positional ones by position, the keyword-only ones
-    by keyword, and those left at their default (the trailing positional ones, the
-    keyword-only ones) not passed, so it may take fewer parameters than the operation.
+    The function is called with the public operation's own arguments, unchanged: its
+    positional parameters by position (also one the caller named), without the trailing
+    ones left at their default, and the keyword-only ones as the caller gave them, so it
+    may take fewer parameters than the operation.
     """
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
