@@ -99,8 +99,9 @@ def operation(
             return _plans.remember(routes, key, plan, since)
 
         def routed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            """The call of arguments not all plain, bound by ``fn``'s signature (front)."""
-            for x in (*args, *kwargs.values()):
+            """The call of arguments not all plain, bound as :func:`front` binds them."""
+            values = (*args, *kwargs.values()) if kwargs else args
+            for x in values:
                 if type(x) not in plain_types:
                     break
             else:  # (front calls this with a type that is not plain)
@@ -110,7 +111,7 @@ def operation(
             # key (a type, never equal to the tuples below, and the key front looks up).
             key: Any = type(x) if args and x is args[0] else None
             if key is not None:
-                for y in (*args, *kwargs.values()):
+                for y in values:
                     if y is not x and type(y) not in plain_types:
                         key = None
                         break
@@ -120,12 +121,17 @@ def operation(
                 plan = routes[key]
             except KeyError:
                 plan = route(key, args, kwargs)
+            return follow(plan, args, kwargs)
+
+        def follow(plan: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            """The call along its route ``plan`` (``routes``'s)."""
             if plan is not None:
                 backend, where = plan
                 if backend is None:
                     args, kwargs = as_given(args, kwargs)
                     return where(*args, **kwargs)
-                device = backend.device_of((*args, *kwargs.values())[where])
+                home = args[where] if where < len(args) else (*args, *kwargs.values())[where]
+                device = backend.device_of(home)
                 if device != backend.current_device():  # asking costs less
                     with backend.use_device(device):
                         return guarded(*args, **kwargs)
@@ -146,6 +152,7 @@ def operation(
             claim=claim,
             retry=retry,
             routed=routed,
+            follow=follow,
         )
         functools.update_wrapper(wrapper, fn)
         return wrapper  # type: ignore[return-value]

@@ -9,9 +9,11 @@ operation does (names, defaults, a variadic one) and every keyword argument beyo
 in one ``**`` dictionary, passed on only when not empty: the operation binds the
 keyword-only ones itself, with its own defaults and its own ``TypeError`` for a missing
 or unexpected one (a keyword-only parameter of the generated function would fill its
-default on every call, and then pass it by keyword). Every other call is handed to the
-decorator's ``routed``: the positional arguments (the variadic ones included) as a
-tuple, the keyword ones as given.
+default on every call, and then pass it by keyword). A call whose first argument alone
+is not plain follows the route kept for its type (the decorator's ``follow``: a device
+to make current, an array kind's implementation); every other call is handed to the
+decorator's ``routed``, which finds the route: the positional arguments (the variadic
+ones included) as a tuple, the keyword ones as given.
 """
 
 from __future__ import annotations
@@ -79,13 +81,16 @@ def front(
     claim: Callable[[BaseException], Any],
     retry: Callable[..., Any],
     routed: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+    follow: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any],
 ) -> Callable[..., Any]:
     """The caller's function of ``fn``, the operation ``name``.
 
     It calls ``attempt`` (``fn`` under the memory policy's first step, ``claim`` and
     ``retry`` its other two) when every argument is of a ``plain`` type, or when the
     first parameter's is the only other type (or the same object again) and ``routes``
-    keeps None (run here) under that type; ``routed(args, kwargs)`` otherwise.
+    keeps None (run here) under that type; ``follow(plan, args, kwargs)`` with the route
+    ``plan`` kept there otherwise (no keyword given); ``routed(args, kwargs)`` for every
+    other call.
 
     Examples
     --------
@@ -93,7 +98,7 @@ def front(
     ...     return x * times
     >>> f = front(double, "gk.example_double", plain=frozenset({int}), routes={},
     ...           attempt=double, claim=lambda exc: None, retry=None,
-    ...           routed=lambda a, k: ("routed", a, k))
+    ...           routed=lambda a, k: ("routed", a, k), follow=None)
     >>> f(3), f(3, times=3), f(3.0)
     (6, 9, ('routed', (3.0,), {}))
     """
@@ -109,12 +114,13 @@ def front(
         "claim": claim,
         "retry": retry,
         "routed": routed,
+        "follow": follow,
         "BackendUnavailableError": BackendUnavailableError,
         "trim_traceback": trim_traceback,
     }
     signature: list[str] = []
     positional: list[str] = []  # the call's positional part, as the tuple routed gets
-    tests: list[str] = []  # plain, each positional argument; the first's last
+    tests: list[str] = []  # plain: each positional argument but the first
     loops: list[str] = []
     first = None
     only = False  # after positional-only parameters: a "/" before the next one
@@ -137,7 +143,7 @@ def front(
                 scope[f"_d{i}"] = p.default
             positional.append(n)
             if first is None:
-                first = n  # its own test, with its route, comes last
+                first = n  # tested with its route, after the others
                 continue
             # identity tests before a type's look-up: None, or the default as it was left
             test = f"{n} is None or type({n}) in plain or {n} is {first}"
@@ -146,8 +152,6 @@ def front(
             tests.append(f"({test})")
     if only:
         signature.append("/")
-    if first is not None:
-        tests.append(f"(type({first}) in plain or routes.get(type({first}), miss) is None)")
     args = f"({', '.join(positional)}{',' if len(positional) == 1 else ''})"
     if any(p.kind in (_P.KEYWORD_ONLY, _P.VAR_KEYWORD) for p in parameters):
         signature.append(f"**{keywords}")
@@ -161,8 +165,18 @@ def front(
     else:  # no dictionary to make on each call
         keywords = "{}"
         body = _RUN.format(call=", ".join(positional), args=args, keywords=keywords)
-    main = body if not tests else f"if {' and '.join(tests)}:\n{indent(body, '    ')}"
-    if tests or keywords != "{}":  # else only variadic positional ones, in the loops
+    if first is not None:  # the route kept for its type where only it is not plain
+        given = "" if keywords == "{}" else f" and not {keywords}"
+        main = (
+            f"plan = None if type({first}) in plain else routes.get(type({first}), miss)\n"
+            f"if plan is None:\n{indent(body, '    ')}\n"
+            f"elif plan is not miss{given}:\n    return follow(plan, {args}, {keywords})"
+        )
+        if tests:
+            main = f"if {' and '.join(tests)}:\n{indent(main, '    ')}"
+    else:
+        main = body
+    if first is not None or keywords != "{}":  # else variadic positional ones only
         main += f"\nreturn routed({args}, {keywords})"
     source = _TEMPLATE.format(
         name=fn.__name__,
