@@ -96,10 +96,11 @@ def test_a_device_array_on_the_current_device_or_another_runs_there_and_restores
             assert fake_device.current_device() == 1
 
 
-def test_a_route_kept_for_a_lone_first_array_is_not_taken_by_other_arguments(rng, fake_device):
-    # a call whose first argument is the only one of a type that is not plain keeps its
-    # route under that type alone; calls with another such argument, anywhere, or with
-    # the array elsewhere, must not take it (warm, each call in turn)
+def test_a_route_kept_for_a_first_array_is_not_taken_by_other_arguments(rng, fake_device):
+    # a call whose first argument is of the only type that is not plain among them keeps
+    # its route under that type alone (the route of such arrays: the first one's device);
+    # calls with an argument of another such type, anywhere, or with the array elsewhere,
+    # must not take it (warm, each call in turn)
     on0 = fake_device.asarray(np.ones(2), device=0)
     on1 = fake_device.asarray(np.ones(2), device=1)
     with gk.use_backend(NumpyBackend(2)):  # two virtual CPU devices
@@ -108,8 +109,10 @@ def test_a_route_kept_for_a_lone_first_array_is_not_taken_by_other_arguments(rng
     for _ in range(3):
         assert _where(on1)[:2] == ("fakedevice", 1)
         assert _where(on1, None, c="s")[:2] == ("fakedevice", 1)
-        assert _where(on1, on1)[:2] == ("fakedevice", 1)  # repeated: still alone
-        assert _where(on0, on1)[:2] == ("fakedevice", 0)
+        assert _where(on1, on1)[:2] == ("fakedevice", 1)  # repeated
+        assert _where(on0, on1)[:2] == ("fakedevice", 0)  # the first one's device
+        assert _where(on1, on0)[:2] == ("fakedevice", 1)
+        assert _where(on1, c=on0)[:2] == ("fakedevice", 1)
         assert _where(np.ones(2), on1)[:2] == ("fakedevice", 1)
         assert _where(np.ones(2), c=on1)[:2] == ("fakedevice", 1)
         with pytest.raises(TypeError, match=refused):

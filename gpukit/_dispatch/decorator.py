@@ -76,7 +76,7 @@ def operation(
         plain_types = _PLAIN.union(plain)
         attempt, claim, retry = guarded.attempt, guarded.claim, guarded.retry
         # argument types (keyword names after the positional types), or the first
-        # argument's type where no other is of a type that is not plain -> route: None
+        # argument's type where every other one is plain or of that type -> route: None
         # (run here: no kind, and no device array or one of a backend with one device,
         # always current), (None, implementation) of an array kind, or (backend, position
         # of the first device array) for a backend of several devices
@@ -107,16 +107,22 @@ def operation(
             else:  # (front calls this with a type that is not plain)
                 return guarded(*args, **kwargs)
             # The route follows from the arguments of types that are not plain: where
-            # the first argument is the only one (or repeated), its type alone is the
+            # the first argument's type is the only one (a device array's, a kind's: the
+            # route of one such argument, wherever others are), that type alone is the
             # key (a type, never equal to the tuples below, and the key front looks up).
             key: Any = type(x) if args and x is args[0] else None
             if key is not None:
                 for y in values:
-                    if y is not x and type(y) not in plain_types:
+                    if type(y) is not key and type(y) not in plain_types:
                         key = None
                         break
             if key is None:
-                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+                if kwargs:
+                    key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+                elif len(args) == 2:  # two arrays: a third of map's cost
+                    key = (type(args[0]), type(args[1]))
+                else:
+                    key = tuple(map(type, args))
             try:
                 plan = routes[key]
             except KeyError:
@@ -135,8 +141,8 @@ def operation(
                 if device != backend.current_device():  # asking costs less
                     with backend.use_device(device):
                         return guarded(*args, **kwargs)
-            try:
-                return attempt(*args, **kwargs)
+            try:  # (an empty dictionary unpacked costs the call)
+                return attempt(*args, **kwargs) if kwargs else attempt(*args)
             except Exception as exc:
                 claimed = claim(exc)
                 if claimed is None:

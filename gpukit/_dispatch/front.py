@@ -5,15 +5,16 @@ operation at once; its test is one expression over the positional parameters by 
 unrolled, where a function of ``(*args, **kwargs)`` would pack the arguments and loop
 over them (about 1,800 instructions of a call of six arguments, most of the decorator's
 cost). The generated function takes the operation's positional parameters as the
-operation does (names, defaults, a variadic one) and every keyword argument beyond them
-in one ``**`` dictionary, passed on only when not empty: the operation binds the
-keyword-only ones itself, with its own defaults and its own ``TypeError`` for a missing
-or unexpected one (a keyword-only parameter of the generated function would fill its
-default on every call, and then pass it by keyword). A call whose first argument alone
-is not plain follows the route kept for its type (the decorator's ``follow``: a device
-to make current, an array kind's implementation); every other call is handed to the
-decorator's ``routed``, which finds the route: the positional arguments (the variadic
-ones included) as a tuple, the keyword ones as given.
+operation does (names and defaults; an operation with a variadic one gets every
+positional argument in one tuple, tested in a loop and passed on as it is) and every
+keyword argument beyond them in one ``**`` dictionary, passed on only when not empty:
+the operation binds the keyword-only ones itself, with its own defaults and its own
+``TypeError`` for a missing or unexpected one (a keyword-only parameter of the generated
+function would fill its default on every call, and then pass it by keyword). A call
+whose first argument alone is not plain follows the route kept for its type (the
+decorator's ``follow``: a device to make current, an array kind's implementation);
+every other call is handed to the decorator's ``routed``, which finds the route: the
+positional arguments as a tuple, the keyword ones as given.
 """
 
 from __future__ import annotations
@@ -87,10 +88,10 @@ def front(
 
     It calls ``attempt`` (``fn`` under the memory policy's first step, ``claim`` and
     ``retry`` its other two) when every argument is of a ``plain`` type, or when the
-    first parameter's is the only other type (or the same object again) and ``routes``
-    keeps None (run here) under that type; ``follow(plan, args, kwargs)`` with the route
-    ``plan`` kept there otherwise (no keyword given); ``routed(args, kwargs)`` for every
-    other call.
+    first argument's type is the only other one (its route is that of every argument of
+    the type) and ``routes`` keeps None (run here) under that type; ``follow(plan, args,
+    kwargs)`` with the route ``plan`` kept there otherwise (no keyword given);
+    ``routed(args, kwargs)`` for every other call.
 
     Examples
     --------
@@ -124,6 +125,12 @@ def front(
     loops: list[str] = []
     first = None
     only = False  # after positional-only parameters: a "/" before the next one
+    variadic = [p.name for p in parameters if p.kind is _P.VAR_POSITIONAL]
+    if variadic:  # every positional argument in fn's own tuple: tested in a loop, passed
+        signature.append(f"*{variadic[0]}")  # on as it is (the user kernels' call)
+        positional.append(f"*{variadic[0]}")
+        loops.append(variadic[0])
+        parameters = [p for p in parameters if p.kind in (_P.KEYWORD_ONLY, _P.VAR_KEYWORD)]
     for i, p in enumerate(parameters):
         n = p.name
         if only and p.kind is not _P.POSITIONAL_ONLY:
@@ -131,10 +138,6 @@ def front(
         only = p.kind is _P.POSITIONAL_ONLY
         if p.kind is _P.VAR_KEYWORD:
             keywords = n
-        elif p.kind is _P.VAR_POSITIONAL:
-            signature.append(f"*{n}")
-            positional.append(f"*{n}")
-            loops.append(n)
         elif p.kind is not _P.KEYWORD_ONLY:
             if p.default is _P.empty:
                 signature.append(n)
@@ -146,13 +149,13 @@ def front(
                 first = n  # tested with its route, after the others
                 continue
             # identity tests before a type's look-up: None, or the default as it was left
-            test = f"{n} is None or type({n}) in plain or {n} is {first}"
+            test = f"{n} is None or type({n}) in plain or type({n}) is type({first})"
             if p.default is not None and p.default is not _P.empty:
                 test = f"{n} is _d{i} or {test}"
             tests.append(f"({test})")
     if only:
         signature.append("/")
-    args = f"({', '.join(positional)}{',' if len(positional) == 1 else ''})"
+    args = variadic[0] if variadic else f"({', '.join(positional)}{',' * (len(positional) == 1)})"
     if any(p.kind in (_P.KEYWORD_ONLY, _P.VAR_KEYWORD) for p in parameters):
         signature.append(f"**{keywords}")
         short = _RUN.format(call=", ".join(positional), args=args, keywords="{}")
