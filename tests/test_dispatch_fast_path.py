@@ -203,3 +203,23 @@ def test_a_kind_gets_the_call_as_given(rng):
         assert _narrow(a=x) == "sharded" and received.pop() == (x, True)
         with pytest.raises(TypeError, match="'d'"):  # given: passed on, refused there
             _narrow(x, d=None)
+
+
+def test_parameters_named_as_the_fronts_own_names_are_theirs(fake_device):
+    @operation("gk.test_names")
+    def names(value, plan=None, *, type=None, plain=None, exc=None):
+        return gk.get_backend().current_device(), (value, plan, type, plain, exc)
+
+    with gk.use_backend("numpy"):
+        assert names(1, 2, type=3, plain=4, exc=5) == (0, (1, 2, 3, 4, 5))
+        assert names(value=1) == (0, (1, None, None, None, None))
+    x = fake_device.asarray(np.ones(2), device=1)
+    for _ in range(2):
+        device, (value, *rest) = names(x, None, type="t")
+        assert device == 1 and value is x and rest == [None, "t", None, None]
+
+    def taken(_gk_plain):
+        pass
+
+    with pytest.raises(TypeError, match=r"gk\.test_taken: parameter names starting with _gk_"):
+        operation("gk.test_taken")(taken)

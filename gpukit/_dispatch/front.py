@@ -40,36 +40,36 @@ _TEMPLATE = """\
 def {name}({signature}):
     try:
 {loops}{main}
-    except BackendUnavailableError as exc:
-        trim_traceback(exc)  # the user's call and the reason, not gpukit's frames
+    except _gk_BackendUnavailableError as _gk_exc:
+        _gk_trim_traceback(_gk_exc)  # the user's call and the reason, not gpukit's frames
         raise
 """
 
 # a variadic parameter's values are tested first, each: one not plain goes to routed
 _LOOP = """\
-        for value in {values}:
-            if type(value) not in plain:
-                return routed({args}, {keywords})
+        for _gk_value in {values}:
+            if _gk_type(_gk_value) not in _gk_plain:
+                return _gk_routed({args}, {keywords})
 """
 
 # the body of a function taking keywords: those given, when all plain, passed on
 _KEYWORDS = """\
 if not {keywords}:
 {short}
-for value in {keywords}.values():
-    if type(value) not in plain:
+for _gk_value in {keywords}.values():
+    if _gk_type(_gk_value) not in _gk_plain:
         break
 else:
 {full}"""
 
 _RUN = """\
 try:
-    return attempt({call})
-except Exception as exc:
-    claimed = claim(exc)
-    if claimed is None:
+    return _gk_attempt({call})
+except Exception as _gk_exc:
+    _gk_claimed = _gk_claim(_gk_exc)
+    if _gk_claimed is None:
         raise
-return retry(claimed, {args}, {keywords})"""
+return _gk_retry(_gk_claimed, {args}, {keywords})"""
 
 
 def front(
@@ -104,21 +104,24 @@ def front(
     (6, 9, ('routed', (3.0,), {}))
     """
     parameters = inspect.signature(fn).parameters.values()
-    keywords = "keywords"  # the name of the ``**`` parameter: fn's own, or one it lacks
-    while keywords in {p.name for p in parameters if p.kind is not _P.VAR_KEYWORD}:
-        keywords = "_" + keywords
+    keywords = "_gk_keywords"  # the name of the ``**`` parameter, or fn's own
+    # the generated code's own names: "_gk_" before each, so that no parameter's hides one
     scope: dict[str, Any] = {
-        "plain": plain,
-        "routes": routes,
-        "miss": object(),
-        "attempt": attempt,
-        "claim": claim,
-        "retry": retry,
-        "routed": routed,
-        "follow": follow,
-        "BackendUnavailableError": BackendUnavailableError,
-        "trim_traceback": trim_traceback,
+        "_gk_type": type,  # (a parameter named type would hide the builtin)
+        "_gk_plain": plain,
+        "_gk_routes": routes,
+        "_gk_miss": object(),
+        "_gk_attempt": attempt,
+        "_gk_claim": claim,
+        "_gk_retry": retry,
+        "_gk_routed": routed,
+        "_gk_follow": follow,
+        "_gk_BackendUnavailableError": BackendUnavailableError,
+        "_gk_trim_traceback": trim_traceback,
     }
+    taken = [p.name for p in parameters if p.name.startswith("_gk_")]
+    if taken:
+        raise TypeError(f"{name}: parameter names starting with _gk_ are gpukit's: {taken}")
     signature: list[str] = []
     positional: list[str] = []  # the call's positional part, as the tuple routed gets
     tests: list[str] = []  # plain: each positional argument but the first
@@ -142,16 +145,18 @@ def front(
             if p.default is _P.empty:
                 signature.append(n)
             else:
-                signature.append(f"{n}=_d{i}")
-                scope[f"_d{i}"] = p.default
+                signature.append(f"{n}=_gk_d{i}")
+                scope[f"_gk_d{i}"] = p.default
             positional.append(n)
             if first is None:
                 first = n  # tested with its route, after the others
                 continue
             # identity tests before a type's look-up: None, or the default as it was left
-            test = f"{n} is None or type({n}) in plain or type({n}) is type({first})"
+            test = (
+                f"{n} is None or _gk_type({n}) in _gk_plain or _gk_type({n}) is _gk_type({first})"
+            )
             if p.default is not None and p.default is not _P.empty:
-                test = f"{n} is _d{i} or {test}"
+                test = f"{n} is _gk_d{i} or {test}"
             tests.append(f"({test})")
     if only:
         signature.append("/")
@@ -171,16 +176,18 @@ def front(
     if first is not None:  # the route kept for its type where only it is not plain
         given = "" if keywords == "{}" else f" and not {keywords}"
         main = (
-            f"plan = None if type({first}) in plain else routes.get(type({first}), miss)\n"
-            f"if plan is None:\n{indent(body, '    ')}\n"
-            f"elif plan is not miss{given}:\n    return follow(plan, {args}, {keywords})"
+            f"_gk_plan = (None if _gk_type({first}) in _gk_plain\n"
+            f"            else _gk_routes.get(_gk_type({first}), _gk_miss))\n"
+            f"if _gk_plan is None:\n{indent(body, '    ')}\n"
+            f"elif _gk_plan is not _gk_miss{given}:\n"
+            f"    return _gk_follow(_gk_plan, {args}, {keywords})"
         )
         if tests:
             main = f"if {' and '.join(tests)}:\n{indent(main, '    ')}"
     else:
         main = body
     if first is not None or keywords != "{}":  # else variadic positional ones only
-        main += f"\nreturn routed({args}, {keywords})"
+        main += f"\nreturn _gk_routed({args}, {keywords})"
     source = _TEMPLATE.format(
         name=fn.__name__,
         signature=", ".join(signature),
