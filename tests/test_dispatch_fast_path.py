@@ -223,3 +223,11 @@ def test_parameters_named_as_the_fronts_own_names_are_theirs(fake_device):
 
     with pytest.raises(TypeError, match=r"gk\.test_taken: parameter names starting with _gk_"):
         operation("gk.test_taken")(taken)
+
+
+def test_a_lambda_is_an_operation_too():
+    square = operation("gk.test_lambda")(lambda x, *, k=2: x**k)
+    with gk.use_backend("numpy"):
+        assert square(3) == 9 and square(2, k=3) == 8
+        with pytest.raises(TypeError, match="<lambda>"):
+            square()

@@ -188,8 +188,11 @@ def front(
         main = body
     if first is not None or keywords != "{}":  # else variadic positional ones only
         main += f"\nreturn _gk_routed({args}, {keywords})"
+    # the function's own name where it can be one (not a lambda's): update_wrapper sets
+    # the qualified name, which Python's own TypeErrors print
+    defined = fn.__name__ if fn.__name__.isidentifier() else "_gk_operation"
     source = _TEMPLATE.format(
-        name=fn.__name__,
+        name=defined,
         signature=", ".join(signature),
         loops="".join(_LOOP.format(values=v, args=args, keywords=keywords) for v in loops),
         main=indent(main, " " * 8),
@@ -199,7 +202,7 @@ def front(
     filename = os.path.join(_HERE, f"<operation {name}: {fn.__qualname__} #{next(_made)}>")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), scope)
-    return scope[fn.__name__]
+    return scope[defined]
 
 
 def given(fn: Callable[..., Any]) -> Callable[..., tuple[tuple[Any, ...], dict[str, Any]]]:
