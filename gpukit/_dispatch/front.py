@@ -174,12 +174,12 @@ def front(
         keywords = "{}"
         body = _RUN.format(call=", ".join(positional), args=args, keywords=keywords)
     if first is not None:  # the route kept for its type where only it is not plain
-        given = "" if keywords == "{}" else f" and not {keywords}"
+        unnamed = "" if keywords == "{}" else f" and not {keywords}"  # no keyword given
         main = (
             f"_gk_plan = (None if _gk_type({first}) in _gk_plain\n"
             f"            else _gk_routes.get(_gk_type({first}), _gk_miss))\n"
             f"if _gk_plan is None:\n{indent(body, '    ')}\n"
-            f"elif _gk_plan is not _gk_miss{given}:\n"
+            f"elif _gk_plan is not _gk_miss{unnamed}:\n"
             f"    return _gk_follow(_gk_plan, {args}, {keywords})"
         )
         if tests:
