@@ -486,6 +486,33 @@ def test_updates_do_not_depend_on_the_split(path, rng, dtype):
         assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(1,), (7,), (2047,), (2048,), (2049,), (3, 1500)], ids=str)
+def test_the_finite_check_finds_each_nan_and_inf(path, rng, kind, shape):
+    """The numpy backend's linalg_all_finite on both paths (the compiled kernel's blocks
+    of 2,048 entries; NumPy's sum or count) against ``isfinite(x).all()``: one NaN, inf or
+    -inf (in either part of a complex entry) at the first, a random and the last entry,
+    in C and Fortran order; the largest finite values, subnormals and -0.0 are finite."""
+    dtype = np.dtype(kind)
+    real = dtype.type(0).real.dtype
+    with gk.use_backend("numpy") as backend:
+        for order in ("C", "F"):
+            x = np.asarray(rng.standard_normal(shape), dtype=dtype, order=order)
+            flat = x.reshape(-1, order="A")  # a view: x's entries in memory order
+            assert backend.linalg_all_finite(x)
+            for at in (0, int(rng.integers(flat.size)), flat.size - 1):
+                for bad in (np.nan, np.inf, -np.inf):
+                    for value in (bad, complex(1.0, bad)) if dtype.kind == "c" else (bad,):
+                        y = x.copy(order="A")
+                        y.reshape(-1, order="A")[at] = value
+                        assert not np.isfinite(y).all()
+                        assert not backend.linalg_all_finite(y), (order, at, value)
+            edge = x.copy(order="A")
+            edges = [np.finfo(real).max, np.finfo(real).smallest_subnormal, -0.0]
+            edge.reshape(-1, order="A")[:3] = edges[: edge.size]
+            assert backend.linalg_all_finite(edge)
+
+
 def test_address_is_the_first_element_s_for_every_kind_of_array(dtype):
     """native.address: the module's, through the buffer protocol (any strides,
     read-only, empty, unaligned), or ``a.ctypes.data`` without it; the same number."""

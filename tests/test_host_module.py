@@ -183,6 +183,44 @@ def test_calls_from_many_threads_at_once_each_give_their_own_result(module, rng,
         assert list(pool.map(caller, range(4))) == [True] * 4
 
 
+def test_all_finite_takes_only_the_buffers_it_reads_right(module, rng):
+    """all_finite answers for contiguous float32/float64 (complex) arrays in native byte
+    order, C or Fortran, a 0-d one and an empty one; None, leaving no error set, for what
+    it would misread (strides, float16, long double, integers, the other byte order, an
+    unaligned buffer) and for objects without a buffer."""
+    a = rng.standard_normal((6, 4))
+    taken = [a, np.asfortranarray(a), a.astype(np.float32), a.astype(np.complex64),
+             a.astype(np.complex128), np.array(2.0), np.float64(3.0), a[:0]]  # fmt: skip
+    assert [module.all_finite(x) for x in taken] == [True] * len(taken)
+    raw = np.zeros(8 * 5, np.uint8)[1:-7].view(np.float64)  # not aligned
+    refused = [a[:, ::2], a.astype(np.float16), a.astype(np.longdouble),
+               np.arange(4), a.astype(">f8" if sys.byteorder == "little" else "<f8"), raw,
+               [1.0, np.nan], None, "1.0"]  # fmt: skip
+    assert [module.all_finite(x) for x in refused] == [None] * len(refused)
+    with np.errstate(invalid="ignore"):
+        assert module.all_finite(np.array([1.0, np.nan])[::1]) is False
+
+
+def test_all_finite_from_many_threads_at_once(module, rng, dtype):
+    """all_finite releases the GIL on a long array: Python threads checking arrays at
+    once, each with its NaN or inf in another block or none, each get their own answer."""
+    n = 3 * 2048 + 5
+    arrays = []
+    for k in range(8):
+        x = rng.standard_normal(n).astype(dtype)
+        if k % 4:
+            x[int(rng.integers(n))] = (np.nan, np.inf, -np.inf)[k % 4 - 1]
+        arrays.append(x)
+    want = [bool(np.isfinite(x).all()) for x in arrays]
+    assert want.count(True) == 2
+
+    def caller(k):
+        return all(module.all_finite(arrays[k]) is want[k] for _ in range(200))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(caller, range(8))) == [True] * 8
+
+
 def test_back_to_back_calls_on_more_threads_than_cores_each_run_every_span_once(module, rng):
     """The pool's spans are claimed, not assigned: with more threads than cores a worker
     often wakes after its call is over, or during the next one. Calls of two sizes, one

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gpukit._host import native as _native
 from gpukit.backend._ops.linalg import LinalgOps
 
 from .lapack import routines as numpy_lapack
@@ -330,20 +331,26 @@ class NumpyLinalg(LinalgOps):
     LAPACK's condition estimates for one matrix."""
 
     def linalg_all_finite(self, x: Any) -> bool:
-        """Whether every entry of ``x`` is finite; a large array through its sum first.
+        """Whether every entry of ``x`` is finite: the compiled kernel's answer
+        (:func:`gpukit._host.native.all_finite`: one pass, no temporary), else NumPy's.
 
-        ``isfinite(x).all()`` writes a boolean array of ``x``'s size: 1.5 ms for a
-        2000x2000 float64 matrix, against 1.0 for its sum, on one core. A NaN or inf entry
-        makes the sum NaN or inf (``inf - inf`` is NaN), so a finite sum proves ``x``
-        finite; only a non-finite one, which huge finite entries can also give, is looked
-        at entry by entry. NumPy sums on the calling thread. A BLAS mat-vec with ones is
-        as quick on two threads, but leaves NumPy's OpenBLAS threads spinning while the
-        LAPACK call that follows (SciPy's: another OpenBLAS, another thread pool) wants
-        every core: on two busy cores ``gk.linalg.solve`` at n=1000 took 1.7x as long
-        behind it. The entries are counted rather than reduced with ``all()``: NumPy's
-        count of true values skips the reduction machinery, whose set-up is most of a
-        small check; a small array is summed in Python, cheaper than any NumPy call.
+        Where the kernel does not take ``x`` (another dtype or layout, the module not
+        built): ``isfinite(x).all()`` writes a boolean array of ``x``'s size, 1.5 ms for
+        a 2000x2000 float64 matrix, against 1.0 for its sum, on one core, so a large
+        array is summed first. A NaN or inf entry makes the sum NaN or inf (``inf -
+        inf`` is NaN), so a finite sum proves ``x`` finite; only a non-finite one, which
+        huge finite entries can also give, is looked at entry by entry. NumPy sums on
+        the calling thread. A BLAS mat-vec with ones is as quick on two threads, but
+        leaves NumPy's OpenBLAS threads spinning while the LAPACK call that follows
+        (SciPy's: another OpenBLAS, another thread pool) wants every core: on two busy
+        cores ``gk.linalg.solve`` at n=1000 took 1.7x as long behind it. The entries are
+        counted rather than reduced with ``all()``: NumPy's count of true values skips
+        the reduction machinery, whose set-up is most of a small check; a small array is
+        summed in Python, cheaper than any NumPy call.
         """
+        found = _native.all_finite(x)
+        if found is not None:
+            return found
         size = x.size
         if size <= _PYTHON_SUM_MAX:
             total = sum((x if x.ndim == 1 else x.ravel()).tolist())

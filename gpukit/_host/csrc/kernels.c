@@ -1,6 +1,6 @@
 /* gpukit's host kernels: bias + activation forward and backward (with the bias
- * gradient's column sums), softmax cross-entropy forward and backward, and the SGD and
- * Adam/AdamW updates, in float32 and float64. Each makes one pass over its rows (the
+ * gradient's column sums), softmax cross-entropy forward and backward, the SGD and
+ * Adam/AdamW updates and the test that every element is finite, in float32 and float64. Each makes one pass over its rows (the
  * updates: over flat buffers), a large call split into spans of rows (of elements) over
  * the kernels' own threads (pool.h). gpukit/_host/build_native.py compiles this file
  * beside module.c, the CPython extension module whose functions gpukit/_host/native.py
@@ -19,6 +19,7 @@
  * CPU at hand.
  */
 #define _GNU_SOURCE /* syscall: the pool's futex */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,10 @@ static inline ptrdiff_t gk_head(const void *p, size_t size, ptrdiff_t n) {
     ptrdiff_t h = (ptrdiff_t)(((64 - ((uintptr_t)p & 63)) & 63) / size);
     return h < n ? h : n;
 }
+
+/* Elements per block of gk_all_finite: a block with a NaN or inf ends the pass (16 KiB
+ * of float64, in L1) */
+#define GK_FINITE_BLOCK 2048
 
 /* the activations, numbered as native.ACTIVATIONS lists them */
 enum { GK_IDENTITY, GK_RELU, GK_LEAKY_RELU, GK_GELU, GK_GELU_TANH, GK_SILU, GK_SIGMOID, GK_TANH };
@@ -245,6 +250,7 @@ static inline double tanh_f64(double x) {
 #define LOG logf
 #define FABS fabsf
 #define SQRT sqrtf
+#define T_MAX FLT_MAX
 #include "kernels_body.h"
 #undef T
 #undef SFX
@@ -255,6 +261,7 @@ static inline double tanh_f64(double x) {
 #undef LOG
 #undef FABS
 #undef SQRT
+#undef T_MAX
 
 #define T double
 #define SFX(name) name##_f64
@@ -265,4 +272,5 @@ static inline double tanh_f64(double x) {
 #define LOG log
 #define FABS fabs
 #define SQRT sqrt
+#define T_MAX DBL_MAX
 #include "kernels_body.h"

@@ -1,6 +1,6 @@
 /* The kernels of one floating type, included by kernels.c once per type with T (the
- * type), SFX (the exported names' suffix) and EXP, EXP_LOW, PHI, TANH, LOG, FABS, SQRT
- * (its functions) defined. A matrix is rows x cols elements, row i starting ld elements
+ * type), SFX (the exported names' suffix), EXP, EXP_LOW, PHI, TANH, LOG, FABS, SQRT
+ * (its functions) and T_MAX (its largest finite value) defined. A matrix is rows x cols elements, row i starting ld elements
  * after row i - 1 (a span of a larger matrix's columns has ld > cols); x and y (g and gx)
  * may be the same array: each element is read before its own output is written, and
  * never again, so the loops are vectorised as free of dependences ("omp simd",
@@ -517,4 +517,20 @@ GK_EXPORT void SFX(gk_adam_par)(T *p, const T *g, T *m, T *v, ptrdiff_t n, doubl
     SFX(gk_adam_job) job = {p, m, v, g, n, omb1, beta2, omb2, eps, l2, decay, step_size,
                             inv_bc2};
     gk_parallel(SFX(gk_adam_span), &job, gk_spans(threads, n), threads);
+}
+
+/* Whether each of the n elements at x is finite (SciPy's check_finite, gk.linalg's
+ * checks): |x| <= T_MAX is false for inf and NaN, OR-ed over blocks of GK_FINITE_BLOCK
+ * elements, each one vectorised loop without a branch; the pass stops after the first
+ * block holding one. */
+GK_EXPORT GK_KERNEL int SFX(gk_all_finite)(const T *x, ptrdiff_t n) {
+    for (ptrdiff_t lo = 0; lo < n; lo += GK_FINITE_BLOCK) {
+        ptrdiff_t hi = n - lo > GK_FINITE_BLOCK ? lo + GK_FINITE_BLOCK : n;
+        int bad = 0;
+        _Pragma("omp simd reduction(|:bad)") for (ptrdiff_t i = lo; i < hi; ++i) {
+            bad |= !(FABS(x[i]) <= T_MAX);
+        }
+        if (bad) return 0;
+    }
+    return 1;
 }

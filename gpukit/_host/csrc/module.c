@@ -51,7 +51,8 @@ int gk_spans_of(int threads, ptrdiff_t units);
     void gk_sgd_par_##SFX(T *, const T *, T *, ptrdiff_t, double, double, double, double,    \
                           int, int, int);                                                    \
     void gk_adam_par_##SFX(T *, const T *, T *, T *, ptrdiff_t, double, double, double,      \
-                           double, double, double, double, double, int);
+                           double, double, double, double, double, int);                     \
+    int gk_all_finite_##SFX(const T *, ptrdiff_t);
 GK_DECLARE(float, f32)
 GK_DECLARE(double, f64)
 
@@ -497,6 +498,47 @@ static PyObject *py_address(PyObject *m, PyObject *o) {
     return p;
 }
 
+/* all_finite(x): whether every element of x is finite, for a contiguous buffer (C or
+ * Fortran order) of float32 or float64, or of their complex pairs, in native byte order
+ * (a NumPy array's); None for any other object, which the caller then checks itself.
+ * The GIL is released for a pass of more than GK_HOLD_GIL elements. */
+static PyObject *py_all_finite(PyObject *m, PyObject *o) {
+    (void)m;
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_FORMAT | PyBUF_ANY_CONTIGUOUS) < 0) {
+        PyErr_Clear(); /* no such buffer: not this function's to refuse */
+        Py_RETURN_NONE;
+    }
+    const char *f = view.format ? view.format : "B";
+#if PY_LITTLE_ENDIAN
+    if (*f == '@' || *f == '=' || *f == '<') ++f;
+#else
+    if (*f == '@' || *f == '=' || *f == '>' || *f == '!') ++f;
+#endif
+    Py_ssize_t pair = *f == 'Z' ? 2 : 1; /* a complex element: two of its real type */
+    f += pair - 1;
+    size_t size = f[0] == 'd' && f[1] == '\0' ? sizeof(double)
+                  : f[0] == 'f' && f[1] == '\0' ? sizeof(float)
+                                                : 0;
+    if (size == 0 || view.itemsize != pair * (Py_ssize_t)size || (uintptr_t)view.buf % size) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = view.len / (Py_ssize_t)size;
+    int finite;
+    if (n <= GK_HOLD_GIL) {
+        finite = size == sizeof(double) ? gk_all_finite_f64(view.buf, n)
+                                        : gk_all_finite_f32(view.buf, n);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        finite = size == sizeof(double) ? gk_all_finite_f64(view.buf, n)
+                                        : gk_all_finite_f32(view.buf, n);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(finite);
+}
+
 #define GK_METHODS(NAME)                                                                  \
     {"gk_" #NAME "_f32", (PyCFunction)(void (*)(void))py_##NAME##_f32, METH_FASTCALL,     \
      "gk_" #NAME " in float32 (csrc/kernels_body.h)"},                                    \
@@ -510,6 +552,9 @@ static PyMethodDef gk_methods[] = {
     {"spans", (PyCFunction)(void (*)(void))py_spans, METH_FASTCALL,
      "spans(threads, units): the spans of a pass over units rows on threads threads."},
     {"address", py_address, METH_O, "address(obj): the address of obj's first element."},
+    {"all_finite", py_all_finite, METH_O,
+     "all_finite(x): whether every element of x is finite; None where x is no contiguous "
+     "float32/float64 (complex) buffer in native byte order."},
     {NULL, NULL, 0, NULL},
 };
 
