@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+import subprocess
 from typing import ClassVar
 
 import pytest
@@ -215,6 +216,26 @@ def test_callgrind_counts_instructions_per_call(capsys):
     ours, peer, diff = (float(v) for v in row.split()[-4:-1])
     # each figure is rounded on its own: the difference may be one off theirs
     assert ours > peer > 0 and abs(diff - (ours - peer)) <= 1
+
+
+def test_callgrind_runs_the_rows_with_string_hashing_fixed(monkeypatch, capsys):
+    """The run under valgrind gets PYTHONHASHSEED=0 (a count then compares from run to
+    run) unless the caller set one, and one thread for every library."""
+    seen = []
+
+    def run(cmd, env, **kwargs):
+        seen.append(env)
+        return subprocess.CompletedProcess(cmd, 0, stdout="{}\n", stderr="")
+
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/valgrind")
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    pattern = r"CallRatio.*\('numpy', 'matmul 8x8 float32'\)"
+    assert cli.main(["--callgrind", "-b", pattern]) == 0
+    monkeypatch.setenv("PYTHONHASHSEED", "123")
+    assert cli.main(["--callgrind", "-b", pattern]) == 0
+    assert [env["PYTHONHASHSEED"] for env in seen] == ["0", "123"]
+    assert all(env["OPENBLAS_NUM_THREADS"] == "1" for env in seen)
 
 
 # -- the record of a run and its plot -----------------------------------------------------------

@@ -27,6 +27,8 @@ with BLAS's thread count) all get N. ``--cupy-sim`` puts the CuPy simulator
 runs the selected rows under ``valgrind --tool=callgrind`` instead (one thread) and prints
 instructions per call, which do not move with the machine's load: meant for small calls
 (``-b CallRatio``), since each side runs ``--calls`` times under the simulator of a CPU.
+String hashing is fixed there (``PYTHONHASHSEED=0`` unless it is set), so that a count
+compares from one run to the next.
 
 ``--json FILE`` writes the run's results with the conditions they were measured in (date,
 commit, processor, threads, load before and after); ``--plot FILE`` draws them (matplotlib:
@@ -335,6 +337,9 @@ def _callgrind(args: argparse.Namespace, rows: list[Row]) -> int:
         cmd += ["--child", "--calls", str(args.calls)] + (["--cupy-sim"] if args.cupy_sim else [])
         cmd += [arg for rx in args.bench or () for arg in ("-b", rx)]
         env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, "1")}
+        # string hashes fixed: a long row's count moved by up to 10k instructions from one
+        # run of the same code to the next with the process's random hash seed
+        env.setdefault("PYTHONHASHSEED", "0")
         if args.cupy_sim:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (SIM_PATH, env.get("PYTHONPATH")) if p)
         done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
