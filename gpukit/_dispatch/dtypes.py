@@ -75,12 +75,14 @@ def check(op: str, name: str, x: Any, accepted: Collection[np.dtype] | None = No
     ...
     TypeError: gk.matmul: argument 'a' has dtype <U1; expected a numeric dtype (bool, integer, float16/32/64 or complex64/128)
     """  # noqa: E501
-    if type(x) is not np.ndarray:  # the exact type first: the common case costs nothing
+    if type(x) is np.ndarray:  # the exact type first: the common case costs nothing
+        dtype = x.dtype  # (isinstance(dtype, np.dtype) costs about 1k instructions)
+    else:
         refuse_foreign(op, name, x)
-    dtype = getattr(x, "dtype", None)
-    if not isinstance(dtype, np.dtype):
-        x = np.asarray(x)
-        dtype = x.dtype
+        dtype = getattr(x, "dtype", None)
+        if not isinstance(dtype, np.dtype):
+            x = np.asarray(x)
+            dtype = x.dtype
     if accepted is None:
         if dtype in NATIVE_NUMERIC:  # the common case, one set look-up
             return x

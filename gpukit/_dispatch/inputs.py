@@ -348,12 +348,18 @@ def asarray(
     >>> x.dtype, x.shape
     (dtype('float32'), (2, 2))
     """
-    source = owner_of(obj)
-    # numeric, native order, a real array; a device array of a native numeric dtype has
-    # nothing for the check to refuse or convert (None, masked arrays, matrices are host)
-    kind = getattr(obj, "dtype", None) if source is not None else None
-    if not isinstance(kind, np.dtype) or kind not in _dtypes.NATIVE_NUMERIC:
-        obj = _dtypes.check("gk.asarray", "obj", obj)
+    # numeric, native order, a real array: a NumPy array or a device array of a native
+    # numeric dtype has nothing for the check to refuse or convert (None, masked arrays,
+    # matrices are host); isinstance(x, np.dtype) alone costs about 1k instructions
+    if type(obj) is _ndarray:
+        source = None
+        if obj.dtype not in _dtypes.NATIVE_NUMERIC:
+            obj = _dtypes.check("gk.asarray", "obj", obj)
+    else:
+        source = owner_of(obj)
+        kind = getattr(obj, "dtype", None) if source is not None else None
+        if not isinstance(kind, np.dtype) or kind not in _dtypes.NATIVE_NUMERIC:
+            obj = _dtypes.check("gk.asarray", "obj", obj)
     if dtype is not None and np.dtype(dtype).char not in _dtypes.NUMERIC_CHARS:
         raise TypeError(f"gk.asarray: dtype {np.dtype(dtype)} is not {_dtypes.NUMERIC}")
     backend = get_backend()
