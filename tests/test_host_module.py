@@ -185,12 +185,14 @@ def test_calls_from_many_threads_at_once_each_give_their_own_result(module, rng,
 
 def test_all_finite_takes_only_the_buffers_it_reads_right(module, rng):
     """all_finite answers for contiguous float32/float64 (complex) arrays in native byte
-    order, C or Fortran, a 0-d one and an empty one; None, leaving no error set, for what
-    it would misread (strides, float16, long double, integers, the other byte order, an
-    unaligned buffer) and for objects without a buffer."""
+    order, C or Fortran, read-only, a 0-d one and an empty one; None, leaving no error
+    set, for what it would misread (strides, float16, long double, integers, the other
+    byte order, an unaligned buffer) and for objects without a buffer."""
     a = rng.standard_normal((6, 4))
+    frozen = a.copy()
+    frozen.flags.writeable = False
     taken = [a, np.asfortranarray(a), a.astype(np.float32), a.astype(np.complex64),
-             a.astype(np.complex128), np.array(2.0), np.float64(3.0), a[:0]]  # fmt: skip
+             a.astype(np.complex128), frozen, np.array(2.0), np.float64(3.0), a[:0]]  # fmt: skip
     assert [module.all_finite(x) for x in taken] == [True] * len(taken)
     raw = np.zeros(8 * 5, np.uint8)[1:-7].view(np.float64)  # not aligned
     refused = [a[:, ::2], a.astype(np.float16), a.astype(np.longdouble),
