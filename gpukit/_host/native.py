@@ -168,8 +168,8 @@ def all_finite(x: Any) -> bool | None:
     It takes a contiguous array (C or Fortran order) of float32, float64, complex64 or
     complex128 in native byte order, read in one vectorised pass that ends after the first
     block of 2,048 elements holding NaN or inf, with the GIL released for more than 1,024
-    elements. A call costs about a fifth of the smallest NumPy check's
-    (``isfinite(x).all()``), and writes no boolean array.
+    elements. On a 4x4 matrix a call costs about a quarter of the instructions of the
+    cheapest NumPy check (``count_nonzero(isfinite(x))``), and writes no boolean array.
 
     Examples
     --------
