@@ -1,7 +1,8 @@
 /* gpukit's host kernels: bias + activation forward and backward (with the bias
  * gradient's column sums), softmax cross-entropy forward and backward, the SGD and
- * Adam/AdamW updates and the test that every element is finite, in float32 and float64. Each makes one pass over its rows (the
- * updates: over flat buffers), a large call split into spans of rows (of elements) over
+ * Adam/AdamW updates, and the test that every element is finite, in float32 and
+ * float64. Each makes one pass over its rows (the updates and the test: over flat
+ * buffers), a large call (but the test's) split into spans of rows (of elements) over
  * the kernels' own threads (pool.h). gpukit/_host/build_native.py compiles this file
  * beside module.c, the CPython extension module whose functions gpukit/_host/native.py
  * calls, as a unit of its own without Python's headers: how the compiler inlines and

@@ -1,10 +1,11 @@
 /* The kernels of one floating type, included by kernels.c once per type with T (the
  * type), SFX (the exported names' suffix), EXP, EXP_LOW, PHI, TANH, LOG, FABS, SQRT
- * (its functions) and T_MAX (its largest finite value) defined. A matrix is rows x cols elements, row i starting ld elements
- * after row i - 1 (a span of a larger matrix's columns has ld > cols); x and y (g and gx)
- * may be the same array: each element is read before its own output is written, and
- * never again, so the loops are vectorised as free of dependences ("omp simd",
- * -fopenmp-simd: no OpenMP run time, no threads of its own). */
+ * (its functions) and T_MAX (its largest finite value) defined. A matrix is rows x cols
+ * elements, row i starting ld elements after row i - 1 (a span of a larger matrix's
+ * columns has ld > cols); x and y (g and gx) may be the same array: each element is
+ * read before its own output is written, and never again, so the loops are vectorised
+ * as free of dependences ("omp simd", -fopenmp-simd: no OpenMP run time, no threads of
+ * its own). */
 
 /* one pass over the rows: z = x + b, y = EXPR(z); ALIGN (a constant): from the output
  * row's first 64-byte boundary (gk_head) */
