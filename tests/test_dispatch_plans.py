@@ -15,10 +15,12 @@ import logging
 import os
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.linalg
+from subproc import run_python
 
 import gpukit as gk
 from gpukit._dispatch import operation, prepare
@@ -614,6 +616,45 @@ def test_a_warm_plan_on_one_device_still_guards_and_follows_the_selection(rng):
         assert type(host) is np.ndarray and rel_err(host, np.fft.fft(x)) < 1e-12
     finally:
         gk.unregister_backend("fake1")
+
+
+_UNRESOLVED = """
+import numpy as np, gpukit as gk
+from gpukit import fft as gk_fft
+from gpukit import _matmul
+from gpukit._select import selection
+from fakedevice import FakeDeviceBackend
+gk.register_backend("fake1", lambda: FakeDeviceBackend(1))
+rng = np.random.default_rng({seed})
+x, a = rng.standard_normal(16), rng.standard_normal((4, 4))
+with gk.use_backend("fake1") as fake:  # a scoped selection: the default stays unresolved
+    d, m = fake.asarray(x), fake.asarray(a)
+for _ in range(3):
+    y, mm = gk.fft.fft(d), gk.matmul(m, m)
+assert selection.active() is None, "a call on device arrays resolved GPUKIT_BACKEND"
+for name, table in (("fft", gk_fft._PLANS), ("matmul", _matmul._PLANS)):
+    assert any(k[1] is None for k in table), f"{{name}}: no plan kept before a selection"
+assert fake.owns(mm)  # (the fake backend hands FFTs back as NumPy arrays)
+err = lambda got, want: np.linalg.norm(got - want) / np.linalg.norm(want)
+assert err(np.asarray(y), np.fft.fft(x)) < 1e-12 and err(np.asarray(mm), a @ a) < 1e-12
+for _ in range(2):  # host data resolves GPUKIT_BACKEND=numpy (the backend made: tables
+    gk.fft.fft(x)  # emptied, nothing kept) and is planned under it the next time
+assert selection.active() is gk.get_backend() and gk.get_backend().name == "numpy"
+assert any(k[1] is gk.get_backend() for k in gk_fft._PLANS)
+print("ok")
+"""
+
+
+def test_device_arrays_are_planned_before_any_selection_is_resolved(rng):
+    """A script that hands gpukit only device arrays never resolves ``GPUKIT_BACKEND``
+    (the arrays say where a call runs): their plans are kept all the same, under no
+    selection, so its warm calls skip the checks a resolved selection's would."""
+    proc = run_python(
+        _UNRESOLVED.format(seed=int(rng.integers(2**32))),
+        env={"GPUKIT_BACKEND": "numpy"},
+        extra_path=[str(Path(__file__).parent)],
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_a_warm_kernel_plan_still_refuses_read_only_overlapping_or_swapped_arrays(rng):

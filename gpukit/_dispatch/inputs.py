@@ -182,7 +182,7 @@ def prepare(*arrays: Any, names: Sequence[str] | None = None) -> tuple[Backend, 
     return backend, out
 
 
-def untouched(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
+def untouched(selected: Backend | None, arrays: Sequence[Any]) -> Backend | None:
     """The backend :func:`prepare` hands ``arrays`` back on untouched while ``selected`` is
     active, whatever their values: no transfer, no device to compare; else None.
 
@@ -291,8 +291,9 @@ def keep(
     :func:`placed`, read before generation ``since``) when the front-end's checks handed
     every array of ``given`` back as ``out`` unchanged on ``backend``, where
     :func:`prepare` leaves any arrays of those types (no transfer, one device), or the key
-    names the one device they share: a warm call then needs neither."""
-    if key is None or key[1] is None:
+    names the one device they share: a warm call then needs neither. With no selection
+    resolved yet (``key[1]`` None) that holds for device arrays alone."""
+    if key is None:
         return
     for x, y in zip(given, out, strict=True):
         if x is not y:

@@ -88,16 +88,19 @@ def placement(arrays: Sequence[Any], names: Sequence[str]) -> tuple[Backend | No
     return owner, device
 
 
-def settled(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
-    """Where an operation on ``arrays`` runs while ``selected`` is active, when that follows
-    from their types alone and nothing is left to do per call; else None.
+def settled(selected: Backend | None, arrays: Sequence[Any]) -> Backend | None:
+    """Where an operation on ``arrays`` runs while ``selected`` is active (None: no backend
+    resolved yet), when that follows from their types alone and nothing is left to do per
+    call; else None.
 
     Nothing is left to do when no argument needs moving (host data on a host backend,
     arrays of a device backend on that backend) and no device needs comparing (that
     backend has one device, or there is one array: the operation runs on its device,
     made current by :func:`gpukit._dispatch.operation`; no virtual CPU device arrays).
     Otherwise, and for a mixture of device backends, :func:`placement` decides, and
-    raises, call by call.
+    raises, call by call. Device arrays never consult the selection, so they settle
+    before one is resolved (a script that hands gpukit only CuPy arrays never resolves
+    one); host data waits for it.
     """
     owners = set()
     count = 0
@@ -109,7 +112,7 @@ def settled(selected: Backend, arrays: Sequence[Any]) -> Backend | None:
         owners.add(owner_of(x))
         count += 1
     if not owners or owners == {None}:
-        return None if selected.is_device else selected
+        return None if selected is None or selected.is_device else selected
     if len(owners) > 1:
         return None
     (backend,) = owners
