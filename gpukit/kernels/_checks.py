@@ -200,7 +200,7 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
     arrays with the bits :data:`UPDATABLE`, read ones with :data:`OWNDATA`, distinct
     objects) is the front-end's to test first, without building these dicts.
     """
-    given = []
+    names, arrays = [], []
     for name, x in updated.items():
         if x is None:
             continue
@@ -211,41 +211,58 @@ def check_updatable(op: str, updated: dict[str, Any], read: dict[str, Any]) -> N
             )
         if not getattr(flags, "writeable", True):  # CuPy: always
             raise ValueError(f"{op}: {name} is updated in place but is read-only")
-        given.append((name, x))
-    n = len(given)  # the updated arrays, found C-contiguous
-    given += [(name, x) for name, x in read.items() if x is not None]
-    arrays = [x for _, x in given]
-    if type(arrays[0]) is np.ndarray:
-        items, shares = arrays, np.may_share_memory
-    else:
-        spans = [_span(x) if i < n or x.flags.c_contiguous else None for i, x in enumerate(arrays)]
-        if None in spans:
-            items, shares = arrays, namespace(*arrays).may_share_memory
-        else:
-            # a C-contiguous array occupies exactly its span, so comparing spans is
-            # exact, without a call into the array library per pair
-            items, shares = spans, _overlap
-    for i, (name, _) in enumerate(given):
-        for j in range(i + 1, len(given)):
-            if shares(items[i], items[j]):
-                raise ValueError(
-                    f"{op}: {name} and {given[j][0]} overlap in memory; each must be an "
-                    "array of its own (an in-place update reading and writing the same "
-                    "memory gives wrong results)"
-                )
+        names.append(name)
+        arrays.append(x)
+    n = len(arrays)  # the updated arrays, found C-contiguous
+    for name, x in read.items():
+        if x is not None:
+            names.append(name)
+            arrays.append(x)
+    spans = None if type(arrays[0]) is np.ndarray else _spans(arrays, n)
+    if spans is not None:  # device arrays: their spans compared inline (the common case)
+        for i in range(len(spans) - 1):
+            device, start, end = spans[i]
+            for j in range(i + 1, len(spans)):
+                other, begin, stop = spans[j]
+                # a byte of both (an empty span shares none)
+                if (
+                    start < stop
+                    and begin < end
+                    and start < end
+                    and begin < stop
+                    and device == other
+                ):
+                    raise _overlapping(op, names[i], names[j])
+        return
+    shares = (
+        np.may_share_memory
+        if type(arrays[0]) is np.ndarray
+        else namespace(*arrays).may_share_memory
+    )
+    for i in range(len(arrays) - 1):
+        for j in range(i + 1, len(arrays)):
+            if shares(arrays[i], arrays[j]):
+                raise _overlapping(op, names[i], names[j])
 
 
-def _span(x: Any) -> tuple[Any, int, int] | None:
-    """``(device, start, end)``: the bytes C-contiguous device array ``x`` occupies, from
-    its memory pointer (CuPy's ``data.ptr``, ``data.device_id``) and ``nbytes``; None for
-    an array without such a pointer."""
-    data = getattr(x, "data", None)
-    ptr = getattr(data, "ptr", None)
-    if type(ptr) is not int:
-        return None
-    return getattr(data, "device_id", None), ptr, ptr + x.nbytes
+def _overlapping(op: str, name: str, other: str) -> ValueError:
+    return ValueError(
+        f"{op}: {name} and {other} overlap in memory; each must be an array of its own (an "
+        "in-place update reading and writing the same memory gives wrong results)"
+    )
 
 
-def _overlap(a: tuple[Any, int, int], b: tuple[Any, int, int]) -> bool:
-    """Whether two spans of :func:`_span` share a byte (an empty one shares none)."""
-    return a[0] == b[0] and max(a[1], b[1]) < min(a[2], b[2])
+def _spans(arrays: Sequence[Any], updated: int) -> list[tuple[Any, int, int]] | None:
+    """``(device, start, end)`` per array: the bytes each occupies, from its memory
+    pointer (CuPy's ``data.ptr``, ``data.device_id``) and ``nbytes``; None when one has no
+    such pointer or is a strided view (the first ``updated`` are known C-contiguous). A
+    C-contiguous array occupies exactly its span, so comparing spans is exact, without a
+    call into the array library per pair."""
+    spans = []
+    for i, x in enumerate(arrays):
+        data = getattr(x, "data", None)
+        ptr = getattr(data, "ptr", None)
+        if type(ptr) is not int or (i >= updated and not x.flags.c_contiguous):
+            return None
+        spans.append((getattr(data, "device_id", None), ptr, ptr + x.nbytes))
+    return spans
