@@ -335,7 +335,7 @@ def _bind_softmax_cross_entropy(logits, labels, label_smoothing, status=None, se
         logits = cupy.ascontiguousarray(logits)
         labels = cupy.ascontiguousarray(labels.astype(np.int64) if widen else labels)
         loss = cupy.empty(n, dtype=dtype)
-        probs = cupy.empty_like(logits)
+        probs = cupy.empty((n, c), dtype=dtype)  # not empty_like: its order logic is Python
         if launch is not None:
             kernel, grid, dims = launch
             kernel(
@@ -384,7 +384,7 @@ def softmax_cross_entropy_train(
     n, c = logits.shape
     divisor = n if reduction == "mean" else 1
     loss = cupy.empty((), dtype=logits.dtype)
-    grad = cupy.empty_like(logits)
+    grad = cupy.empty((n, c), dtype=logits.dtype)
     if not n:  # no rows: the empty mean is NaN, the empty sum 0
         loss.fill(np.nan if reduction == "mean" else 0)
         return loss, grad
