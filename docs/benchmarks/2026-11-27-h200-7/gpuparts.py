@@ -1,35 +1,61 @@
-"""Timed pieces of the gk.kernels front-end on real CuPy."""
-import sys, timeit
-import numpy as np, cupy
+"""Timed pieces of ``gk.kernels.sgd_update`` on real CuPy, with no backend selected.
+
+Session 14's probe (run13.sh, run14.sh): ``python3 gpuparts.py`` from the checkout's
+root with ``GPUKIT_BACKEND=cupy`` and the checkout on ``PYTHONPATH``.
+"""
+
+import timeit
+
+import cupy
+import numpy as np
+
 import gpukit as gk
-from gpukit.kernels._checks import check_updatable, PLANS
+from gpukit._select.selection import active
+from gpukit.kernels._checks import PLANS, check_updatable
+from gpukit_cupy.kernels import _elementwise as ew
+
 try:
     from gpukit.kernels._checks import _span
 except ImportError:  # 9c743d6: one _spans for all arrays
-    from gpukit.kernels._checks import _spans
-    _span = lambda x: _spans([x], 1)
-from gpukit._select.selection import active
-from gpukit_cupy.kernels import _elementwise as ew
+
+    def _span(x):
+        from gpukit.kernels._checks import _spans
+
+        return _spans([x], 1)
+
+
 f32 = np.float32
-p = cupy.asarray(np.ones(64, f32)); g = cupy.asarray(np.ones(64, f32))
+p, g = cupy.asarray(np.ones(64, f32)), cupy.asarray(np.ones(64, f32))
 m, v = cupy.zeros(64, f32), cupy.zeros(64, f32)
 sgd = ew.sgd_plain(False)
 op = "gk.kernels.sgd_update"
 gk.kernels.sgd_update(p, g, lr=1e-9)
-key = (op, active(), type(p), p.dtype, p.shape, type(g), g.dtype, g.shape, type(None), None)
 gk.kernels.sgd_update(p, g, lr=1e-9)
 found = [k for k in PLANS if k[0] == op]
 print("plan keys:", found)
 run = PLANS[found[0]]
 raw = gk.kernels.sgd_update.__wrapped__
-stmts = {
+statements = {
     "gk sgd_update": lambda: gk.kernels.sgd_update(p, g, lr=1e-9),
     "front fn (__wrapped__)": lambda: raw(p, g, lr=1e-9),
     "peer": lambda: sgd(g, f32(1e-9), f32(0.0), p),
     "bound run": lambda: run(p, g, None, 1e-9, 0.0, 0.0, False, 0.0, False),
-    "key tuple": lambda: (op, active(), type(p), p.dtype, p.shape, type(g), g.dtype, g.shape, type(None), None),
+    "key tuple": lambda: (
+        op,
+        active(),
+        type(p),
+        p.dtype,
+        p.shape,
+        type(g),
+        g.dtype,
+        g.shape,
+        type(None),
+        None,
+    ),
     "PLANS[key]": lambda: PLANS[found[0]],
-    "check_updatable": lambda: check_updatable(op, {"param": p, "momentum_buffer": None}, {"grad": g}),
+    "check_updatable": lambda: check_updatable(
+        op, {"param": p, "momentum_buffer": None}, {"grad": g}
+    ),
     "p.flags": lambda: p.flags,
     "p.flags.c_contiguous": lambda: p.flags.c_contiguous,
     "_span(p)": lambda: _span(p),
@@ -46,9 +72,11 @@ stmts = {
     "empty": lambda: None,
 }
 sync = cupy.cuda.Device().synchronize
-for name, f in stmts.items():
-    for _ in range(200): f()
-    best = []
+for name, f in statements.items():
+    for _ in range(200):
+        f()
+    times = []
     for _ in range(7):
-        sync(); best.append(timeit.timeit(f, number=1000) / 1000)
-    print(f"{min(best)*1e6:9.3f} us  {name}")
+        sync()
+        times.append(timeit.timeit(f, number=1000) / 1000)
+    print(f"{min(times) * 1e6:9.3f} us  {name}")
