@@ -193,6 +193,48 @@ def test_warm_plans_name_the_device_their_arrays_share(cupy_backend, rng):
     )
 
 
+def test_linalg_pairs_on_one_device_plan_nothing_when_warm(cupy_backend, rng, monkeypatch):
+    """``solve``, ``lstsq`` and ``cho_solve`` of two arrays on one of several devices keep
+    their plan under that device: a warm call makes no decision (every one starts by
+    reading the plans' generation), and computes the float64 reference; a mixture of
+    devices is still refused."""
+    import cupy
+    import scipy.linalg
+
+    from gpukit._runtime import plans
+
+    m = rng.standard_normal((4, 4))
+    a, b, tall = m @ m.T + 4 * np.eye(4), rng.standard_normal(4), rng.standard_normal((6, 4))
+    factor = np.linalg.cholesky(a)
+    with cupy.cuda.Device(1):
+        a1, b1, tall1, col1, c1 = map(cupy.asarray, (a, b, tall, tall[:, 0], factor))
+    calls = {
+        "solve": (lambda: gk.linalg.solve(a1, b1), np.linalg.solve(a, b)),
+        "lstsq": (
+            lambda: gk.linalg.lstsq(tall1, col1)[0],
+            np.linalg.lstsq(tall, tall[:, 0], rcond=None)[0],
+        ),
+        "cho_solve": (
+            lambda: gk.linalg.cho_solve((c1, True), b1),
+            scipy.linalg.cho_solve((factor, True), b),
+        ),
+    }
+    for call, _ in calls.values():
+        call()
+        call()
+    decided = []
+    generation = plans.generation
+    monkeypatch.setattr(plans, "generation", lambda: decided.append(1) or generation())
+    for name, (call, want) in calls.items():
+        got = call()
+        assert decided == [], f"{name} planned again on a warm call"
+        assert got.device.id == 1 and rel_err(got, want) < TOL[np.dtype(np.float64)], name
+        decided.clear()  # (rel_err's own first calls plan)
+    col0 = cupy.asarray(tall[:, 0])  # the current device, 0
+    with pytest.raises(gk.DeviceMismatchError, match="'b' is on cupy:0 but argument 'a'"):
+        gk.linalg.lstsq(tall1, col0)
+
+
 def test_kernel_plans_name_the_device_their_arrays_share(cupy_backend, rng, monkeypatch):
     """Each ``gk.kernels`` front-end keeps a plan for arrays on one of several devices:
     a warm call there takes no kernel from the backend, arrays of the same types, dtypes

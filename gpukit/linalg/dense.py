@@ -326,9 +326,7 @@ def lstsq(
     ([1.0, 1.0], 2)
     """
     op = "gk.linalg.lstsq"
-    plan, key = plan_for(
-        _LSTSQ, op, a, type(b), getattr(b, "dtype", None), getattr(b, "shape", None)
-    )
+    plan, key = plan_for_pair(_LSTSQ, op, a, b, None)
     if plan is None:
         since = _plans.generation()
         given = (a, b)
@@ -630,9 +628,7 @@ def cho_solve(c: Any, b: Any, *, check_finite: bool = True) -> Any:
             raise ValueError(f"{op}: a tuple 'c' must be (c, lower), got {len(c)} items")
         c, lower = c
         reject(op, c=c)  # a sharded or Dask factor, as refused outside the tuple
-    plan, key = plan_for(
-        _CHO_SOLVE, op, c, type(b), getattr(b, "dtype", None), getattr(b, "shape", None)
-    )
+    plan, key = plan_for_pair(_CHO_SOLVE, op, c, b, None)
     if plan is None:
         since = _plans.generation()
         given = (c, b)
