@@ -366,13 +366,14 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
 
 
 def plan_bias_act_grad(
-    rows: int, cols: int, dtype: np.dtype, name: str, of_output: bool, bias: bool
+    rows: int, cols: int, dtype: np.dtype, name: str, of_output: bool, bias: bool, sums: bool = True
 ) -> Any:
-    """:func:`bias_act_grad` with the bias gradient for C-contiguous ``rows`` x ``cols``
-    arrays of ``dtype`` (``bias``: whether one is given), as a function
-    ``(g, v, b, gx, slope)`` returning the bias gradient, or None, having done nothing,
-    where the kernels do not take the arrays; None, and split, as :func:`plan_bias_act`
-    (the sums as :func:`bias_act_grad` adds them)."""
+    """:func:`bias_act_grad` for C-contiguous ``rows`` x ``cols`` arrays of ``dtype``
+    (``bias``: whether one is given), as a function ``(g, v, b, gx, slope)`` returning
+    the bias gradient (``gx`` itself where not ``sums``: an activation layer's pass, no
+    column sums formed), or None, having done nothing, where the kernels do not take the
+    arrays; None, and split, as :func:`plan_bias_act` (the sums as :func:`bias_act_grad`
+    adds them)."""
     if not _planned(dtype, rows * cols):
         return None
     code, weight = ACTIVATIONS.index(name), _weight(name, dtype, True, of_output)
@@ -382,8 +383,8 @@ def plan_bias_act_grad(
         fn = _fn("gk_bias_act_grad", dtype)
 
         def call(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
-            acc = zeros(cols)
-            part = _kept("part", dtype, cols)
+            acc = zeros(cols) if sums else None
+            part = _kept("part", dtype, cols)  # the kernel's scratch, sums or not
             fn(g, v, b, gx, acc, part, rows, cols, cols, code, slope, flag)
             return acc
 
@@ -393,10 +394,10 @@ def plan_bias_act_grad(
 
         def call(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
             threads, by_cols, spans = split()
-            acc = zeros((spans, cols))
+            acc = zeros((spans, cols)) if sums else None
             part = _kept("part", dtype, spans * cols)
             par(g, v, b, gx, acc, part, rows, cols, cols, code, slope, flag, threads, by_cols)
-            return acc[0] if spans == 1 else acc.sum(axis=0)
+            return None if acc is None else acc[0] if spans == 1 else acc.sum(axis=0)
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
         if _off.get():
@@ -405,6 +406,8 @@ def plan_bias_act_grad(
             acc = call(g, v, b if bias else nz, gx, slope)
         except ValueError:  # an array the kernel does not take; it did not run
             return None
+        if acc is None:
+            return gx
         return acc if wide else acc.astype(dtype)  # acc is this call's own: no copy
 
     return run

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
+
 from .. import _dispatch
 from ..kernels._direct import kernel
 
@@ -37,7 +39,11 @@ def capturing() -> Iterator[None]:
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     """``a @ b`` (``b`` 2-D; ``a``'s leading axes kept), into ``out`` when given."""
     if not _capturing.get():
-        return a @ b if out is None else _dispatch.namespace(a).matmul(a, b, out=out)
+        if out is None:
+            return a @ b
+        # a host product into an optimizer's flat buffer without the namespace's dispatch
+        xp = np if type(a) is np.ndarray else _dispatch.namespace(a)
+        return xp.matmul(a, b, out=out)
     c = kernel(a, "matmul_tiled")(a.reshape(-1, a.shape[-1]), b)
     c = c.reshape(*a.shape[:-1], b.shape[1])
     if out is None:
