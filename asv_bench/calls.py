@@ -115,6 +115,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
         ]
         out += _host_rows(rng, spd, b4)
         out += _layer_rows(rng)
+        out += _backward_rows(rng)
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(
             (
@@ -369,6 +370,100 @@ def _layer_rows(rng: Any) -> list[tuple[str, Callable[[], object], Callable[[], 
         ("nn.BCEWithLogitsLoss 4x8", lambda: bce(x, t), numpy_bce),
     ]
     return out + [_adam_row(rng, decoupled) for decoupled in (False, True)]
+
+
+def _backward_rows(rng: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """The backward passes of the ``gk.nn`` layers and losses on 4x8 float32, each after
+    one forward pass, against the NumPy code computing the same gradients from what the
+    forward pass kept (a parameter's gradient added to the one it holds)."""
+    from scipy.special import erfc
+
+    f = np.float32
+    x = rng.standard_normal((4, 8)).astype(f)
+    g = rng.standard_normal((4, 8)).astype(f)
+    t = rng.random((4, 8)).astype(f)
+    labels = rng.integers(0, 8, 4)
+    linear = gk.nn.Linear(8, 8, seed=0)
+    norm = gk.nn.LayerNorm(8)
+    dropout = gk.nn.Dropout(0.5, seed=0)
+    softmax = gk.nn.Softmax()
+    names = ("ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU")
+    acts = [getattr(gk.nn, name)() for name in names]
+    outputs = {type(layer).__name__: np.asarray(layer(x)) for layer in (*acts, softmax, norm)}
+    linear(x)
+    mask = dropout(x) / x  # the scaled mask the layer kept (x has no zeros)
+    mse, xent, bce = gk.nn.MSELoss(), gk.nn.CrossEntropyLoss(), gk.nn.BCEWithLogitsLoss()
+    mse(x, t), xent(x, labels), bce(x, t)
+    w, gw, gb = linear.weight.data, np.zeros((8, 8), f), np.zeros(8, f)
+    nw, ngw, ngb = norm.weight.data, np.zeros(8, f), np.zeros(8, f)
+    sig, tanh, soft = outputs["Sigmoid"], outputs["Tanh"], outputs["Softmax"]
+    xc = x - x.mean(axis=-1, keepdims=True)
+    rstd = 1 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + f(1e-5))
+    xhat = xc * rstd
+    diff = x - t
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    probs = e / e.sum(axis=1, keepdims=True)
+    rows = np.arange(4)
+
+    def numpy_linear() -> object:
+        gw.__iadd__(g.T @ x)
+        gb.__iadd__(g.sum(axis=0))
+        return g @ w
+
+    def numpy_silu() -> object:
+        s = 1 / (1 + np.exp(-x))
+        return g * s * (1 + x * (1 - s))
+
+    def numpy_gelu() -> object:
+        cdf = f(0.5) * erfc(x * f(-(0.5**0.5)))
+        return g * (cdf + x * np.exp(x * x * f(-0.5)) * f((2 * np.pi) ** -0.5))
+
+    def numpy_softmax() -> object:
+        r = g - (g * soft).sum(axis=-1, keepdims=True)
+        r *= soft
+        return r
+
+    def numpy_layer_norm() -> object:
+        ngw.__iadd__((g * xhat).sum(axis=0))
+        ngb.__iadd__(g.sum(axis=0))
+        gn = g * nw
+        gx = gn - gn.mean(axis=-1, keepdims=True)
+        gx -= xhat * (gn * xhat).mean(axis=-1, keepdims=True)
+        gx *= rstd
+        return gx
+
+    def numpy_cross_entropy() -> object:
+        r = probs.copy()
+        r[rows, labels] -= f(1)
+        r *= f(0.25)
+        return r
+
+    def numpy_bce() -> object:
+        half = f(0.5)
+        r = half + half * np.tanh(half * x) - t
+        r *= f(1 / 32)
+        return r
+
+    relu, leaky, sigmoid, tanh_layer, silu, gelu = acts
+    return [
+        ("nn.Linear 4x8 backward", lambda: linear.backward(g), numpy_linear),
+        ("nn.ReLU backward 4x8", lambda: relu.backward(g), lambda: g * (x > 0)),
+        (
+            "nn.LeakyReLU backward 4x8",
+            lambda: leaky.backward(g),
+            lambda: np.where(x > 0, g, f(0.01) * g),
+        ),
+        ("nn.Sigmoid backward 4x8", lambda: sigmoid.backward(g), lambda: g * sig * (1 - sig)),
+        ("nn.Tanh backward 4x8", lambda: tanh_layer.backward(g), lambda: g * (1 - tanh * tanh)),
+        ("nn.SiLU backward 4x8", lambda: silu.backward(g), numpy_silu),
+        ("nn.GELU backward 4x8", lambda: gelu.backward(g), numpy_gelu),
+        ("nn.Softmax backward 4x8", lambda: softmax.backward(g), numpy_softmax),
+        ("nn.LayerNorm backward 4x8", lambda: norm.backward(g), numpy_layer_norm),
+        ("nn.Dropout backward 4x8, training", lambda: dropout.backward(g), lambda: g * mask),
+        ("nn.MSELoss backward 4x8", mse.backward, lambda: diff * f(2 / 32)),
+        ("nn.CrossEntropyLoss backward 4x8", xent.backward, numpy_cross_entropy),
+        ("nn.BCEWithLogitsLoss backward 4x8", bce.backward, numpy_bce),
+    ]
 
 
 def _adam_row(rng: Any, decoupled: bool) -> tuple[str, Callable[[], object], Callable[[], object]]:
