@@ -338,6 +338,11 @@ def gradient(
     g2 = _rows(np.ascontiguousarray(_plain(grad)), c)
     v2 = _rows(np.ascontiguousarray(_plain(v)), c)
     o2 = _rows(_plain(out), c)
+    if g2.shape != v2.shape or o2.shape != g2.shape:  # the kernels take their addresses
+        raise ValueError(
+            f"gradient: grad {np.shape(grad)}, v {np.shape(v)} and out {np.shape(out)} must "
+            "have one shape"
+        )
     b = None if bias is None else _plain(bias)
     if native.takes(g2, v2, o2, b):
         return out, native.bias_act_grad(g2, v2, b, o2, name, slope, of_output, want_bias)

@@ -165,17 +165,23 @@ class Linear(Module):
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         return self._backward(grad_output, need_input_grad, None)
 
+    _atomic_backward = True  # the gradients are added once all three are computed
+
     def _backward(self, g: Any, need_input_grad: bool, grad_bias: Any) -> Any:
-        x = self._x
-        gt, xt = _flat(g, self.out_features).T, _flat(x, self.in_features)
+        x, weight, bias = self._x, self.weight, self.bias
+        if g.ndim == 2 and x.ndim == 2:  # a batch of rows, the common case: no reshape
+            gt, xt = g.T, x
+        else:
+            gt, xt = _flat(g, self.out_features).T, _flat(x, self.in_features)
         # written straight into the optimizer's flat gradient buffer when it can be
-        out = self.weight._grad_target()
-        self.weight.accumulate(_gemm.matmul(gt, xt, out))
-        if self.bias is not None:
-            if grad_bias is None:
-                grad_bias = _act.bias_grad(g, self.bias._grad_target())
-            self.bias.accumulate(grad_bias)
-        return _gemm.matmul(g, self.weight.data) if need_input_grad else None
+        grad_weight = _gemm.matmul(gt, xt, weight._grad_target())
+        if bias is not None and grad_bias is None:
+            grad_bias = _act.bias_grad(g, bias._grad_target())
+        grad_input = _gemm.matmul(g, weight.data) if need_input_grad else None
+        weight.accumulate(grad_weight)
+        if bias is not None:
+            bias.accumulate(grad_bias)
+        return grad_input
 
     def extra_repr(self) -> str:
         return (
@@ -189,6 +195,7 @@ class _Activation(Module):
 
     _name = "identity"
     negative_slope = 0.0
+    _atomic_backward = True  # no parameters
 
     def __init__(self) -> None:
         super().__init__()
@@ -207,9 +214,11 @@ class _Activation(Module):
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
-        gz, _ = _act.backward(
-            self._name, grad_output, self._saved, None, self.negative_slope, want_bias=False
-        )
+        gz = _act.planned_backward(self._name, grad_output, self._saved, self.negative_slope)
+        if gz is None:
+            gz, _ = _act.backward(
+                self._name, grad_output, self._saved, None, self.negative_slope, want_bias=False
+            )
         return gz
 
 
@@ -371,6 +380,8 @@ class Activation(Module):
     [0.25, 0.0625]
     """
 
+    _atomic_backward = True  # no parameters
+
     def __init__(self, forward: ElementwiseKernel, backward: ElementwiseKernel) -> None:
         super().__init__()
         for name, kernel, n in (("forward", forward, 1), ("backward", backward, 2)):
@@ -410,6 +421,8 @@ class Softmax(Module):
     >>> gk.nn.Softmax()(np.zeros((1, 4))).tolist()
     [[0.25, 0.25, 0.25, 0.25]]
     """
+
+    _atomic_backward = True  # no parameters
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
@@ -474,6 +487,8 @@ class Dropout(Module):
     >>> drop.eval()(np.ones(3)).tolist()
     [1.0, 1.0, 1.0]
     """
+
+    _atomic_backward = True  # no parameters
 
     def __init__(self, p: float = 0.5, *, seed: int | None = None) -> None:
         super().__init__()

@@ -11,7 +11,7 @@ from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.capabilities import declare
 from .._runtime import device_status as _status
-from .._runtime.memory import Policy, operation
+from .._runtime.memory import Policy
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
 from .module import mismatch, namespace_of, on_device_of
@@ -70,19 +70,16 @@ class _Loss:
                 raise
         return _CALL.retry(claimed, (self, output, target), {})
 
-    @operation("gk.nn.loss.backward")
     def backward(self) -> Any:
         """d(loss)/d(output) for the last call, shaped like the output."""
-        if self._cache is None:
-            raise RuntimeError(
-                f"{type(self).__name__}.backward called before the loss: call "
-                "loss_fn(output, target) first"
-            )
-        first = self._cache[0] if isinstance(self._cache, tuple) else self._cache
-        if type(first) is np.ndarray:
-            return self._backward()
-        with on_device_of(first):
-            return self._backward()
+        # the memory policy's steps inline (gk.nn.loss.backward), as __call__'s
+        try:
+            return _backward(self)
+        except Exception as exc:
+            claimed = _BACKWARD.claim(exc)
+            if claimed is None:
+                raise
+        return _BACKWARD.retry(claimed, (self,), {})
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(reduction={self.reduction!r})"
@@ -103,6 +100,24 @@ def _call(loss: _Loss, output: Any, target: Any) -> Any:
 
 
 _CALL = Policy("gk.nn.loss", _call)
+
+
+def _backward(loss: _Loss) -> Any:
+    """:meth:`_Loss.backward` without its memory policy."""
+    cache = loss._cache
+    if cache is None:
+        raise RuntimeError(
+            f"{type(loss).__name__}.backward called before the loss: call "
+            "loss_fn(output, target) first"
+        )
+    first = cache[0] if type(cache) is tuple else cache
+    if type(first) is np.ndarray:
+        return loss._backward()
+    with on_device_of(first):
+        return loss._backward()
+
+
+_BACKWARD = Policy("gk.nn.loss.backward", _backward)
 
 
 def _same_shape(name: str, output: Any, target: Any) -> None:
@@ -274,11 +289,12 @@ class CrossEntropyLoss(_Loss):
         n, c = probs.shape
         scale = 1.0 / n if self.reduction == "mean" and n else 1.0
         s = self.label_smoothing
-        g = probs - probs.dtype.type(s / c) if s else probs.copy()
-        g[np.arange(n), labels] -= probs.dtype.type(1 - s)
+        real = probs.dtype.type
+        g = probs - real(s / c) if s else probs.copy()
+        g[np.arange(n), labels] -= real(1 - s)
         if scale != 1.0:
-            g *= probs.dtype.type(scale)
-        return g.astype(self._dtype, copy=False)
+            g *= real(scale)
+        return g if g.dtype == self._dtype else g.astype(self._dtype)
 
     def __repr__(self) -> str:
         return (

@@ -20,7 +20,6 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -34,17 +33,17 @@ from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
 from ..errors import DeviceMismatchError
 
-# The gradients of the backward pass running in this thread, added to the parameters
-# when it has finished: (thread id, [(parameter, gradient), ...]). The thread id keeps
-# worker threads, which inherit the caller's context (DataParallel), out of it.
-_pending: ContextVar[tuple[int, list[tuple[Parameter, Any]]] | None] = ContextVar(
-    "gpukit_nn_pending_gradients", default=None
-)
+
+class _Pass(threading.local):
+    """The gradients of the backward pass running in this thread, added to the parameters
+    when it has finished (None outside a pass). Per thread, not per context: worker
+    threads, which may run a context copied from the caller's (DataParallel), run
+    passes of their own; and a pass never yields to other code in its thread."""
+
+    pending: list[tuple[Parameter, Any]] | None = None
 
 
-def _deferred() -> list[tuple[Parameter, Any]] | None:
-    entry = _pending.get()
-    return entry[1] if entry is not None and entry[0] == threading.get_ident() else None
+_pass = _Pass()
 
 
 __all__ = ["Module", "Parameter"]
@@ -100,7 +99,7 @@ class Parameter:
         slot = self._slot
         if slot is None or self.grad is not None or slot[0] is not self.data:
             return None
-        pending = _deferred()
+        pending = _pass.pending
         if pending is not None and any(q is self for q, _ in pending):
             return None  # used twice in one pass: the second gradient is added to the first
         return slot[1]
@@ -121,7 +120,7 @@ class Parameter:
         Inside a module's ``backward`` the addition waits until the whole backward pass
         has succeeded.
         """
-        pending = _deferred()
+        pending = _pass.pending
         if pending is not None:
             pending.append((self, grad))
         elif self.grad is None:
@@ -155,6 +154,12 @@ class Module:
 
     training: bool = True
     _forwarded: bool = False  # whether a forward pass has run (backward needs its caches)
+    _output_shape: tuple[int, ...] | None = None  # the last forward output's (None: no array)
+    # Whether the class's backward adds its gradients to parameters only after everything
+    # it computes has succeeded (or adds none): then its outermost pass needs no list of
+    # gradients to add at the end (_backward_op). A subclass defining its own backward
+    # without saying so is taken not to (__init_subclass__).
+    _atomic_backward: bool = False
 
     def __init__(self) -> None:
         self.training = True
@@ -162,8 +167,12 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
         super().__init_subclass__(**kwargs)
+        if "backward" in vars(cls) and "_atomic_backward" not in vars(cls):
+            cls._atomic_backward = False  # a backward of its own makes no such promise
         cls.forward = _forward_op(getattr(cls.forward, "raw", cls.forward), cls.__name__)
-        cls.backward = _backward_op(getattr(cls.backward, "raw", cls.backward), cls.__name__)
+        cls.backward = _backward_op(
+            getattr(cls.backward, "raw", cls.backward), cls.__name__, cls._atomic_backward
+        )
 
     # -- computation -------------------------------------------------------------------------
     def forward(self, x: Any) -> Any:
@@ -444,15 +453,11 @@ def namespace_of(x: Any) -> Any:
 
 
 def on_grad_device(backward: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a module's ``backward``: it computes on the device holding ``grad_output``
-    (CuPy computes and allocates on the current device, whichever the caller has)."""
-
-    @functools.wraps(backward)
-    def wrapper(self: Module, grad_output: Any, *args: Any, **kwargs: Any) -> Any:
-        with on_device_of(grad_output):
-            return backward(self, grad_output, *args, **kwargs)
-
-    return wrapper
+    """Mark a module's ``backward``: it computes on the device holding ``grad_output``
+    (CuPy computes and allocates on the current device, whichever the caller has), which
+    the wrapper every ``backward`` wears (:func:`_backward_op`) makes current."""
+    backward.on_grad_device = True  # type: ignore[attr-defined]
+    return backward
 
 
 def assign(dst: Any, value: Any, name: str) -> None:
@@ -492,7 +497,8 @@ def mismatch(where: str, name: str, got: np.dtype, want: np.dtype) -> str:
 
 
 def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` as ``name``'s forward, recording that a forward pass has run.
+    """``fn`` as ``name``'s forward, recording that a forward pass has run and the shape of
+    its output (what :func:`_backward_op` takes).
 
     Allocation failures are explained by the entry points that run it (``model(x)``,
     ``fit``, ``predict``), which are operations; this adds no second wrapper per layer.
@@ -501,6 +507,10 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def forward(self: Module, x: Any) -> Any:
         y = fn(self, x)
+        try:
+            self._output_shape = y.shape
+        except AttributeError:  # a subclass's forward may return anything
+            self._output_shape = None
         if not self._forwarded:  # a read costs less than a write: once per module
             self._forwarded = True
         return y
@@ -509,14 +519,20 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return forward
 
 
-def _backward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` as ``name``'s backward: refused before a forward pass; gradients added to
-    the parameters only once the whole (outermost) pass has succeeded; never re-run."""
+def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..., Any]:
+    """``fn`` as ``name``'s backward: refused before a forward pass and for a gradient of
+    another shape than the last forward output's; gradients added to the parameters only
+    once the whole (outermost) pass has succeeded, which an ``atomic`` backward
+    (:attr:`Module._atomic_backward`) ensures itself; never re-run."""
 
     # the subclass's own default (True for layers, False for Sequential), read once
     default = inspect.signature(fn).parameters["need_input_grad"].default
+    policy = Policy(f"gk.nn.{name}.backward", fn, inplace=True)
+    switch = getattr(fn, "on_grad_device", False)
 
-    @operation(f"gk.nn.{name}.backward", inplace=True)
+    # the memory policy's steps inline, as Module.__call__'s: one call level less than
+    # @operation on every layer's backward. An in-place operation is never re-run: claim
+    # raises OutOfMemoryError for an allocation failure; anything else propagates as it is
     @functools.wraps(fn)
     def backward(self: Module, grad_output: Any, *, need_input_grad: Any = _UNSET) -> Any:
         if need_input_grad is _UNSET:
@@ -526,20 +542,52 @@ def _backward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
                 f"{name}.backward called before forward: run the forward pass (model(x)) "
                 "first; backward uses what it kept"
             )
-        if _deferred() is not None:  # inside an outer backward pass, which adds them
-            return fn(self, grad_output, need_input_grad=need_input_grad)
-        pending: list[tuple[Parameter, Any]] = []
-        token = _pending.set((threading.get_ident(), pending))
+        want = self._output_shape
+        if want is not None:
+            got = getattr(grad_output, "shape", None)
+            if got != want:
+                _check_shape(name, grad_output, got, want)
+        # an outer pass adds the gradients; else this one does at its end, unless atomic
+        outer = not atomic and _pass.pending is None
         try:
-            out = fn(self, grad_output, need_input_grad=need_input_grad)
-        finally:
-            _pending.reset(token)
-        for p, g in pending:
-            p.accumulate(g)
-        return out
+            if outer:
+                pending = _pass.pending = []
+            try:
+                if switch and type(grad_output) is not _ndarray:
+                    with on_device_of(grad_output):
+                        out = fn(self, grad_output, need_input_grad=need_input_grad)
+                else:
+                    out = fn(self, grad_output, need_input_grad=need_input_grad)
+            finally:
+                if outer:
+                    _pass.pending = None
+            if outer:
+                for p, g in pending:
+                    p.accumulate(g)
+            return out
+        except Exception as exc:
+            policy.claim(exc)
+            raise
 
     backward.raw = fn  # type: ignore[attr-defined]
     return backward
+
+
+def _check_shape(name: str, grad_output: Any, got: Any, want: tuple[int, ...]) -> None:
+    """Refuse a ``grad_output`` whose shape is not the forward output's ``want`` (``got``:
+    its ``shape`` attribute; a list or a scalar has none, and is seen as NumPy sees it)."""
+    if got is None:
+        try:
+            got = np.shape(grad_output)
+        except ValueError:  # a ragged list
+            got = "no shape (a ragged sequence)"
+        if got == want:
+            return
+    raise ValueError(
+        f"{name}.backward: grad_output has shape {got} but the last forward pass's output "
+        f"has shape {want}; they must match (the gradient of the loss with respect to that "
+        "output)"
+    )
 
 
 def _call(module: Module, x: Any) -> Any:

@@ -1,0 +1,305 @@
+"""gk.nn backward passes: the gradient's shape, the warm host activation pass, all-or-nothing
+gradients (deferred, or added by an atomic layer at its end), threads and fork."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+from scipy.special import erf
+
+import gpukit as gk
+from gpukit._host import native
+from gpukit.nn import _gemm
+
+from helpers import TOL, rel_err, same_errors_warm_as_cold
+
+ACTS = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU"]
+
+
+def _derivative(cls: str, z: np.ndarray) -> np.ndarray:
+    """d act(z) / dz in float64."""
+    s = 1 / (1 + np.exp(-z))
+    return {
+        "ReLU": lambda: (z > 0).astype(np.float64),
+        "LeakyReLU": lambda: np.where(z > 0, 1.0, 0.01),
+        "Sigmoid": lambda: s * (1 - s),
+        "Tanh": lambda: 1 - np.tanh(z) ** 2,
+        "SiLU": lambda: s * (1 + z * (1 - s)),
+        "GELU": lambda: (
+            0.5 * (1 + erf(z / np.sqrt(2))) + z * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
+        ),
+    }[cls]()
+
+
+def _layers() -> dict[str, gk.nn.Module]:
+    @gk.elementwise
+    def softsign(x):
+        return x / (1.0 + abs(x))
+
+    @gk.elementwise
+    def softsign_grad(x, g):
+        return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
+
+    layers = {cls: getattr(gk.nn, cls)() for cls in ACTS}
+    layers.update(
+        Linear=gk.nn.Linear(8, 8, seed=0),
+        Softmax=gk.nn.Softmax(),
+        LayerNorm=gk.nn.LayerNorm(8),
+        Dropout=gk.nn.Dropout(0.5, seed=0),
+        Activation=gk.nn.Activation(softsign, softsign_grad),
+        Sequential=gk.nn.Sequential(gk.nn.Linear(8, 8, seed=1), gk.nn.Tanh()),
+    )
+    return layers
+
+
+@pytest.mark.parametrize("name", sorted(_layers()))
+def test_backward_refuses_a_gradient_of_another_shape(rng, name):
+    """A gradient of another shape than the last forward output's is a ValueError naming
+    both shapes, warm as cold, and adds no gradient: more elements (the compiled
+    activation pass once read past the saved input's end), as many in another shape,
+    fewer, and shapes that broadcast (Dropout and Softmax once broadcast them silently)."""
+    layer = _layers()[name]
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    g = rng.standard_normal((4, 8)).astype(np.float32)
+    layer(x)
+    params = list(layer.parameters())
+    wrong = [(8, 8), (8, 4), (3, 8), (4, 1), (1, 8), (32,)]
+    for shape in wrong:
+        with pytest.raises(ValueError) as info:
+            layer.backward(np.ones(shape, np.float32))
+        assert str(info.value).startswith(
+            f"{name}.backward: grad_output has shape {shape} but the last forward pass's "
+            "output has shape (4, 8); they must match"
+        )
+    assert all(p.grad is None for p in params)
+    same_errors_warm_as_cold(
+        [lambda: layer.backward(g)],
+        [lambda shape=shape: layer.backward(np.ones(shape, np.float32)) for shape in wrong],
+    )
+
+
+def test_backward_takes_a_list_seen_as_numpy_sees_it(rng):
+    """A list gradient is checked by its NumPy shape: the output's is taken, another refused."""
+    layer = gk.nn.Tanh()
+    x = rng.standard_normal((2, 3))
+    layer(x)
+    g = rng.standard_normal((2, 3))
+    want = g * (1 - np.tanh(x) ** 2)
+    assert rel_err(layer.backward(g.tolist()), want) < TOL[np.dtype(np.float64)]
+    with pytest.raises(ValueError, match=r"grad_output has shape \(3,\) but .* \(2, 3\)"):
+        layer.backward([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"grad_output has shape no shape \(a ragged"):
+        layer.backward([[1.0], [1.0, 2.0]])
+
+
+def test_a_custom_module_whose_output_has_no_shape_is_not_checked():
+    """A forward returning something without a shape (a tuple) leaves its backward's
+    gradient to the module."""
+
+    class Pair(gk.nn.Module):
+        def forward(self, x):
+            return x, 2 * x
+
+        def backward(self, grad_output, *, need_input_grad=True):
+            a, b = grad_output
+            return a + 2 * b
+
+    pair = Pair()
+    pair(np.ones(3))
+    assert pair.backward((np.ones(3), np.ones(3))).tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize("cls", ACTS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(5, 7), (3, 4, 6), (9,)])
+def test_warm_activation_backward_matches_float64_references(rng, cls, dtype, shape):
+    """An activation layer's backward, cold then warm (its compiled pass kept), with the
+    compiled kernels switched off, of strided and F-ordered gradients (which the kept
+    pass does not take), and of a float64 gradient for a float32 layer (promoted, as
+    NumPy promotes)."""
+    layer = getattr(gk.nn, cls)()
+    x = rng.standard_normal(shape).astype(dtype)
+    layer(x)
+    wide = rng.standard_normal((*shape[:-1], 2 * shape[-1])).astype(dtype)
+    g = np.ascontiguousarray(wide[..., ::2])
+    d = _derivative(cls, x.astype(np.float64))
+    want = g.astype(np.float64) * d
+    tol = TOL[np.dtype(dtype)]
+    for _ in range(3):
+        got = layer.backward(g)
+        assert got.dtype == np.dtype(dtype) and got.shape == shape
+        assert rel_err(got, want) < tol
+    with native.disabled():
+        assert rel_err(layer.backward(g), want) < tol
+    assert rel_err(layer.backward(wide[..., ::2]), want) < tol
+    assert rel_err(layer.backward(np.asfortranarray(g)), want) < tol
+    if dtype == "float32":
+        g64 = g.astype(np.float64)
+        got = layer.backward(g64)
+        assert got.dtype == np.float64 and rel_err(got, g64 * d) < tol
+
+
+def test_the_host_gradient_pass_refuses_arrays_of_other_shapes():
+    """The host activation gradient gives the kernels addresses: arrays whose rows differ
+    are refused before they run."""
+    from gpukit._host.activations import gradient
+
+    with pytest.raises(ValueError, match=r"grad \(8, 8\), v \(4, 8\) and out \(8, 8\)"):
+        gradient(np.ones((8, 8)), np.ones((4, 8)), "relu", 0.0)
+
+
+class _FailingProduct:
+    """``_gemm.matmul`` that raises MemoryError on the call numbered ``fail`` (from 0)."""
+
+    def __init__(self, fail: int) -> None:
+        self.real, self.fail, self.calls = _gemm.matmul, fail, 0
+
+    def __call__(self, *args, **kwargs):
+        n, self.calls = self.calls, self.calls + 1
+        if n == self.fail:
+            raise MemoryError("injected")
+        return self.real(*args, **kwargs)
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["no-gradient", "gradient-held"])
+@pytest.mark.parametrize("slots", [False, True], ids=["plain", "optimizer-slots"])
+def test_a_failed_linear_backward_adds_no_gradient(rng, monkeypatch, held, slots):
+    """A Linear adds its gradients only once all three are computed (it defers nothing to
+    a list): a pass whose input-gradient product fails leaves every gradient as it was,
+    with or without gradients held, written into an optimizer's flat buffer or not; the
+    next pass adds them."""
+    layer = gk.nn.Linear(6, 3, seed=0)
+    if slots:
+        gk.optim.SGD(layer.parameters(), lr=0.1)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    g = rng.standard_normal((5, 3)).astype(np.float32)
+    layer(x)
+    if held:
+        layer.backward(g)
+    before = {n: None if p.grad is None else p.grad.copy() for n, p in layer.named_parameters()}
+    monkeypatch.setattr(_gemm, "matmul", _FailingProduct(1))  # the input gradient's product
+    with pytest.raises(gk.OutOfMemoryError, match=r"gk\.nn\.Linear\.backward ran out"):
+        layer.backward(g)
+    for n, p in layer.named_parameters():
+        assert (p.grad is None) if before[n] is None else np.array_equal(p.grad, before[n]), n
+    monkeypatch.undo()
+    layer.backward(g)
+    want_w = g.T.astype(np.float64) @ x.astype(np.float64)
+    times = 2 if held else 1
+    assert rel_err(layer.weight.grad, times * want_w) < TOL[np.dtype(np.float32)]
+    assert rel_err(layer.bias.grad, times * g.astype(np.float64).sum(0)) < TOL[np.dtype(np.float32)]
+
+
+def test_a_subclass_backward_is_deferred_unless_it_says_it_is_atomic(rng):
+    """A subclass defining its own backward is not taken to be atomic, even of an atomic
+    layer: the gradients it adds before failing are dropped with the pass."""
+
+    class Scaled(gk.nn.ReLU):
+        def __init__(self):
+            super().__init__()
+            self.scale = gk.nn.Parameter(np.ones(1))
+
+        def backward(self, grad_output, *, need_input_grad=True):
+            self.scale.accumulate(np.ones(1))
+            raise ValueError("after adding")
+
+    class Plain(gk.nn.ReLU):
+        pass
+
+    assert gk.nn.ReLU._atomic_backward and Plain._atomic_backward
+    assert not Scaled._atomic_backward
+    layer = Scaled()
+    layer(np.ones(2))
+    with pytest.raises(ValueError, match="after adding"):
+        layer.backward(np.ones(2))
+    assert layer.scale.grad is None
+
+
+def _mlp(seed: int) -> gk.nn.Sequential:
+    return gk.nn.Sequential(
+        gk.nn.Linear(6, 5, seed=seed, dtype="float64"),
+        gk.nn.ReLU(),
+        gk.nn.Linear(5, 3, seed=seed + 1, dtype="float64"),
+    )
+
+
+def test_backward_passes_in_threads_add_each_their_own_gradients(rng):
+    """Passes running at once in several threads (each its own outermost pass, nested and
+    atomic layers alike) add exactly their own gradients: none lost to, or taken from,
+    another thread's pass."""
+    n_threads, passes = 4, 200
+    x = rng.standard_normal((4, 6)).astype(np.float64)
+    g = rng.standard_normal((4, 3)).astype(np.float64)
+    solo = _mlp(0)
+    solo(x)
+    solo.backward(g)
+    one = {n: p.grad.copy() for n, p in solo.named_parameters()}
+    models = [(_mlp(0), gk.nn.Linear(6, 3, seed=0, dtype="float64")) for _ in range(n_threads)]
+    barrier, errors = threading.Barrier(n_threads), []
+
+    def work(model, layer):
+        try:
+            barrier.wait()
+            for _ in range(passes):
+                model(x)
+                model.backward(g)
+                layer(x)
+                layer.backward(g)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=pair) for pair in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    want_linear = g.T @ x
+    for model, layer in models:
+        for n, p in model.named_parameters():
+            assert rel_err(p.grad, passes * one[n]) < 1e-12, n
+        assert rel_err(layer.weight.grad, passes * want_linear) < 1e-12
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_during_another_threads_pass_adds_its_gradients(rng):
+    """A process forked while another thread is inside a backward pass: the child's own
+    passes add their gradients (the other thread's pass, and its list, are not the
+    child's)."""
+    x = rng.standard_normal((4, 6))
+    g = rng.standard_normal((4, 3))
+    inside, release = threading.Event(), threading.Event()
+
+    class Waiting(gk.nn.Module):
+        def forward(self, x):
+            return x
+
+        def backward(self, grad_output, *, need_input_grad=True):
+            inside.set()
+            release.wait(30)
+            return grad_output
+
+    outer = gk.nn.Sequential(gk.nn.Linear(6, 3, seed=0, dtype="float64"), Waiting())
+    outer(x)
+    worker = threading.Thread(target=lambda: outer.backward(g))
+    worker.start()
+    assert inside.wait(30)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 if its pass added the gradient within 60 s
+            signal.alarm(60)
+            model = gk.nn.Linear(6, 3, seed=0, dtype="float64")
+            model(x)
+            model.backward(g)
+            ok = model.weight.grad is not None and np.allclose(model.weight.grad, g.T @ x)
+            os._exit(0 if ok else 3)
+    finally:
+        release.set()
+        worker.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert np.allclose(outer[0].weight.grad, g.T @ x)
