@@ -20,6 +20,13 @@ from helpers import TOL, rel_err, same_errors_warm_as_cold
 ACTS = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU"]
 
 
+@pytest.fixture(autouse=True)
+def _host():
+    """Layers made on the host whichever backend the run selects: these are host paths."""
+    with gk.use_backend("numpy"):
+        yield
+
+
 def _derivative(cls: str, z: np.ndarray) -> np.ndarray:
     """d act(z) / dz in float64."""
     s = 1 / (1 + np.exp(-z))
@@ -80,6 +87,22 @@ def test_backward_refuses_a_gradient_of_another_shape(rng, name):
         [lambda: layer.backward(g)],
         [lambda shape=shape: layer.backward(np.ones(shape, np.float32)) for shape in wrong],
     )
+
+
+def test_every_backend_refuses_a_gradient_of_another_shape(backend, xp, rng):
+    """Device arrays too: a model's and a layer's backward refuse a broadcastable gradient
+    of another shape, and take one of the output's."""
+    model = gk.nn.Sequential(gk.nn.Linear(8, 4, seed=0), gk.nn.ReLU())
+    drop = gk.nn.Dropout(0.5, seed=0)
+    x = xp.asarray(rng.standard_normal((4, 8)).astype(np.float32))
+    for layer, name, shape in ((model, "Sequential", (4, 4)), (drop, "Dropout", (4, 8))):
+        layer(x)
+        with pytest.raises(ValueError, match=rf"^{name}\.backward: grad_output has shape \(4, 1\)"):
+            layer.backward(xp.ones((4, 1), np.float32))
+        g = xp.ones(shape, np.float32)
+        out = layer.backward(g, need_input_grad=True)
+        assert type(out) is type(g) and out.shape == (4, 8)
+    assert all(p.grad is not None for p in model.parameters())
 
 
 def test_backward_takes_a_list_seen_as_numpy_sees_it(rng):

@@ -52,6 +52,7 @@ _ndarray = np.ndarray
 #: Types of attribute values that are never a parameter or a module (Module._anchor)
 _LEAVES = frozenset({bool, int, float, str, tuple, list, dict, type(None), _ndarray})
 _UNSET: Any = object()  # need_input_grad not passed: the subclass's default applies
+_NO_FORWARD: Any = object()  # Module._output_shape before the first forward pass
 
 
 class Parameter:
@@ -153,8 +154,9 @@ class Module:
     """
 
     training: bool = True
-    _forwarded: bool = False  # whether a forward pass has run (backward needs its caches)
-    _output_shape: tuple[int, ...] | None = None  # the last forward output's (None: no array)
+    # the last forward output's shape: None where it has none, _NO_FORWARD before the
+    # first forward pass (backward needs what a forward pass kept)
+    _output_shape: Any = _NO_FORWARD
     # Whether the class's backward adds its gradients to parameters only after everything
     # it computes has succeeded (or adds none): then its outermost pass needs no list of
     # gradients to add at the end (_backward_op). A subclass defining its own backward
@@ -511,8 +513,6 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             self._output_shape = y.shape
         except AttributeError:  # a subclass's forward may return anything
             self._output_shape = None
-        if not self._forwarded:  # a read costs less than a write: once per module
-            self._forwarded = True
         return y
 
     forward.raw = fn  # type: ignore[attr-defined]
@@ -537,15 +537,15 @@ def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..
     def backward(self: Module, grad_output: Any, *, need_input_grad: Any = _UNSET) -> Any:
         if need_input_grad is _UNSET:
             need_input_grad = default
-        if not self._forwarded:
-            raise RuntimeError(
-                f"{name}.backward called before forward: run the forward pass (model(x)) "
-                "first; backward uses what it kept"
-            )
         want = self._output_shape
         if want is not None:
             got = getattr(grad_output, "shape", None)
             if got != want:
+                if want is _NO_FORWARD:
+                    raise RuntimeError(
+                        f"{name}.backward called before forward: run the forward pass "
+                        "(model(x)) first; backward uses what it kept"
+                    )
                 _check_shape(name, grad_output, got, want)
         # an outer pass adds the gradients; else this one does at its end, unless atomic
         outer = not atomic and _pass.pending is None
