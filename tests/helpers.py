@@ -93,3 +93,18 @@ def same_errors_warm_as_cold(warm, failing) -> None:
     for call in warm:
         call(), call()  # the second call runs on the kept plan
     assert [_raised(call) for call in failing] == cold
+
+
+@gk.elementwise
+def _softsign(x):
+    return x / (1.0 + abs(x))
+
+
+@gk.elementwise
+def _softsign_grad(x, g):
+    return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
+
+
+def softsign_layer() -> gk.nn.Activation:
+    """A ``gk.nn.Activation`` of user kernels: softsign and its gradient."""
+    return gk.nn.Activation(_softsign, _softsign_grad)

@@ -35,7 +35,7 @@ import gpukit.sharding
 import gpukit.sparse
 from gpukit.testing import random_spd
 
-from helpers import rel_err
+from helpers import rel_err, softsign_layer
 
 pytestmark = [pytest.mark.gpu, pytest.mark.multi_gpu(2)]
 
@@ -453,18 +453,8 @@ def _sum_of_squares(x):
     return sum(x * x)  # the kernel language's sum, not Python's
 
 
-@gk.elementwise
-def _softsign(x):
-    return x / (1.0 + abs(x))
-
-
-@gk.elementwise
-def _softsign_grad(x, g):
-    return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
-
-
 def _activation(rng):
-    layer = gk.nn.Activation(_softsign, _softsign_grad).to("cupy", device=1)
+    layer = softsign_layer().to("cupy", device=1)
     x = rng.standard_normal((5, 4)).astype(np.float32)
     y = layer(on1(x))
     g = layer.backward(on1(np.ones_like(x)))

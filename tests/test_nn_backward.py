@@ -15,7 +15,7 @@ import gpukit as gk
 from gpukit._host import native
 from gpukit.nn import _gemm
 
-from helpers import TOL, rel_err, same_errors_warm_as_cold
+from helpers import TOL, rel_err, same_errors_warm_as_cold, softsign_layer
 
 ACTS = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU"]
 
@@ -43,21 +43,13 @@ def _derivative(cls: str, z: np.ndarray) -> np.ndarray:
 
 
 def _layers() -> dict[str, gk.nn.Module]:
-    @gk.elementwise
-    def softsign(x):
-        return x / (1.0 + abs(x))
-
-    @gk.elementwise
-    def softsign_grad(x, g):
-        return g / ((1.0 + abs(x)) * (1.0 + abs(x)))
-
     layers = {cls: getattr(gk.nn, cls)() for cls in ACTS}
     layers.update(
         Linear=gk.nn.Linear(8, 8, seed=0),
         Softmax=gk.nn.Softmax(),
         LayerNorm=gk.nn.LayerNorm(8),
         Dropout=gk.nn.Dropout(0.5, seed=0),
-        Activation=gk.nn.Activation(softsign, softsign_grad),
+        Activation=softsign_layer(),
         Sequential=gk.nn.Sequential(gk.nn.Linear(8, 8, seed=1), gk.nn.Tanh()),
     )
     return layers
