@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from scipy.special import erf
 
 import gpukit as gk
 from gpukit._host import native
-from gpukit.nn import _gemm
+from gpukit._runtime import plans
+from gpukit.nn import _act, _gemm, module
 
 from helpers import TOL, rel_err, same_errors_warm_as_cold, softsign_layer
 
@@ -136,6 +138,7 @@ def test_warm_activation_backward_matches_float64_references(rng, cls, dtype, sh
     compiled kernels switched off, of strided and F-ordered gradients (which the kept
     pass does not take), and of a float64 gradient for a float32 layer (promoted, as
     NumPy promotes)."""
+    plans.forget()  # cold: no pass kept by an earlier test
     layer = getattr(gk.nn, cls)()
     x = rng.standard_normal(shape).astype(dtype)
     layer(x)
@@ -148,6 +151,8 @@ def test_warm_activation_backward_matches_float64_references(rng, cls, dtype, sh
         got = layer.backward(g)
         assert got.dtype == np.dtype(dtype) and got.shape == shape
         assert rel_err(got, want) < tol
+    kept = _act.planned_backward(layer._name, g, layer._saved, layer.negative_slope)
+    assert kept is not None and rel_err(kept, want) < tol  # the warm calls' compiled pass
     with native.disabled():
         assert rel_err(layer.backward(g), want) < tol
     assert rel_err(layer.backward(wide[..., ::2]), want) < tol
@@ -209,9 +214,40 @@ def test_a_failed_linear_backward_adds_no_gradient(rng, monkeypatch, held, slots
     assert rel_err(layer.bias.grad, times * g.astype(np.float64).sum(0)) < TOL[np.dtype(np.float32)]
 
 
-def test_a_subclass_backward_is_deferred_unless_it_says_it_is_atomic(rng):
-    """A subclass defining its own backward is not taken to be atomic, even of an atomic
-    layer: the gradients it adds before failing are dropped with the pass."""
+def test_an_out_of_memory_pass_frees_its_gradients_before_memory_is_released(rng, monkeypatch):
+    """The gradients a failed outermost pass was holding (a fused Linear + ReLU's, waiting
+    to be added) are garbage by the time the out-of-memory policy releases memory."""
+    from gpukit._runtime import memory
+
+    model = gk.nn.Sequential(
+        gk.nn.Linear(6, 5, seed=0), gk.nn.ReLU(), gk.nn.Linear(5, 3, seed=1), gk.nn.ReLU()
+    )
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    model(x)
+    made, alive = [], []
+    failing, real_release = _FailingProduct(2), memory._release  # the first step's weight
+
+    def product(*args, **kwargs):
+        out = failing(*args, **kwargs)
+        made.append(weakref.ref(out))
+        return out
+
+    def release(backend):
+        real_release(backend)  # collects first
+        alive.append(sum(ref() is not None for ref in made))
+
+    monkeypatch.setattr(_gemm, "matmul", product)
+    monkeypatch.setattr(memory, "_release", release)
+    with pytest.raises(gk.OutOfMemoryError, match=r"gk\.nn\.Sequential\.backward ran out"):
+        model.backward(np.ones((4, 3), np.float32))
+    assert len(made) == 2 and alive == [0]
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_subclass_backward_is_deferred_unless_it_says_it_is_atomic(monkeypatch):
+    """A subclass defining its own backward (or Linear's body), or a mixin supplying one,
+    is not taken to be atomic, even of an atomic layer: the gradients it adds before
+    failing are dropped with the pass."""
 
     class Scaled(gk.nn.ReLU):
         def __init__(self):
@@ -225,13 +261,38 @@ def test_a_subclass_backward_is_deferred_unless_it_says_it_is_atomic(rng):
     class Plain(gk.nn.ReLU):
         pass
 
-    assert gk.nn.ReLU._atomic_backward and Plain._atomic_backward
-    assert not Scaled._atomic_backward
+    class Decayed(gk.nn.Linear):  # Linear's backward around a body of its own
+        def _backward(self, g, need_input_grad, grad_bias):
+            self.weight.accumulate(0.1 * self.weight.data)
+            return super()._backward(g, need_input_grad, grad_bias)
+
+    class Mixin:  # a backward from a class that is not a Module, before Linear
+        def backward(self, grad_output, *, need_input_grad=True):
+            self.weight.accumulate(np.ones_like(self.weight.data))
+            raise ValueError("after adding")
+
+    class Mixed(Mixin, gk.nn.Linear):
+        pass
+
+    for cls in (Scaled, Decayed, Mixed):
+        assert not module._atomic(cls), cls.__name__
+    assert module._atomic(gk.nn.ReLU) and module._atomic(Plain) and module._atomic(gk.nn.Linear)
     layer = Scaled()
     layer(np.ones(2))
     with pytest.raises(ValueError, match="after adding"):
         layer.backward(np.ones(2))
     assert layer.scale.grad is None
+    mixed = Mixed(3, 2, seed=0)
+    mixed(np.ones((1, 3), np.float32))
+    with pytest.raises(ValueError, match="after adding"):
+        mixed.backward(np.ones((1, 2), np.float32))
+    assert mixed.weight.grad is None
+    decayed = Decayed(3, 2, seed=0)
+    decayed(np.ones((1, 3), np.float32))
+    monkeypatch.setattr(_gemm, "matmul", _FailingProduct(1))
+    with pytest.raises(gk.OutOfMemoryError):
+        decayed.backward(np.ones((1, 2), np.float32))
+    assert decayed.weight.grad is None
 
 
 def _mlp(seed: int) -> gk.nn.Sequential:
@@ -306,12 +367,15 @@ def test_a_child_forked_during_another_threads_pass_adds_its_gradients(rng):
     try:
         pid = os.fork()
         if pid == 0:  # the child: exit 0 if its pass added the gradient within 60 s
-            signal.alarm(60)
-            model = gk.nn.Linear(6, 3, seed=0, dtype="float64")
-            model(x)
-            model.backward(g)
-            ok = model.weight.grad is not None and np.allclose(model.weight.grad, g.T @ x)
-            os._exit(0 if ok else 3)
+            try:
+                signal.alarm(60)
+                model = gk.nn.Linear(6, 3, seed=0, dtype="float64")
+                model(x)
+                model.backward(g)
+                ok = model.weight.grad is not None and np.allclose(model.weight.grad, g.T @ x)
+                os._exit(0 if ok else 3)
+            except BaseException:  # never back into pytest in the child
+                os._exit(4)
     finally:
         release.set()
         worker.join()

@@ -138,12 +138,15 @@ def planned_backward(name: str, grad: Any, saved: tuple[Any, bool], slope: float
     v, of_output = saved
     if type(grad) is not _ndarray or type(v) is not _ndarray or v.dtype != grad.dtype:
         return None
-    key = (name, of_output, grad.dtype, grad.shape)
+    shape = grad.shape
+    if v.shape != shape:
+        return None
+    key = (name, of_output, grad.dtype, shape)
     run = _BOUND_GRAD.get(key)
     if run is None:
-        if v.shape != grad.shape or name == "identity":
+        if name == "identity":
             return None
-        run = _bound_grad(key, name, of_output, grad.dtype, grad.shape)
+        run = _bound_grad(key, name, of_output, grad.dtype, shape)
     return run(grad, v, slope)
 
 

@@ -159,8 +159,8 @@ class Module:
     _output_shape: Any = _NO_FORWARD
     # Whether the class's backward adds its gradients to parameters only after everything
     # it computes has succeeded (or adds none): then its outermost pass needs no list of
-    # gradients to add at the end (_backward_op). A subclass defining its own backward
-    # without saying so is taken not to (__init_subclass__).
+    # gradients to add at the end (_backward_op). Honoured only for the backward of the
+    # class that says so (_atomic).
     _atomic_backward: bool = False
 
     def __init__(self) -> None:
@@ -169,11 +169,9 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
         super().__init_subclass__(**kwargs)
-        if "backward" in vars(cls) and "_atomic_backward" not in vars(cls):
-            cls._atomic_backward = False  # a backward of its own makes no such promise
         cls.forward = _forward_op(getattr(cls.forward, "raw", cls.forward), cls.__name__)
         cls.backward = _backward_op(
-            getattr(cls.backward, "raw", cls.backward), cls.__name__, cls._atomic_backward
+            getattr(cls.backward, "raw", cls.backward), cls.__name__, _atomic(cls)
         )
 
     # -- computation -------------------------------------------------------------------------
@@ -519,6 +517,22 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return forward
 
 
+def _atomic(cls: type) -> bool:
+    """``_atomic_backward`` of the class declaring it, where the backward that runs is that
+    class's own: False where a subclass or a mixin supplies ``backward``, or ``_backward``
+    (the Linear layer's body), which makes no such promise."""
+    declaring = next((c for c in cls.__mro__ if "_atomic_backward" in vars(c)), None)
+    if declaring is None or not vars(declaring)["_atomic_backward"]:
+        return False
+
+    def raw(c: type) -> Any:
+        return getattr(c.backward, "raw", c.backward)
+
+    return raw(cls) is raw(declaring) and getattr(cls, "_backward", None) is getattr(
+        declaring, "_backward", None
+    )
+
+
 def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..., Any]:
     """``fn`` as ``name``'s backward: refused before a forward pass and for a gradient of
     another shape than the last forward output's; gradients added to the parameters only
@@ -549,6 +563,7 @@ def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..
                 _check_shape(name, grad_output, got, want)
         # an outer pass adds the gradients; else this one does at its end, unless atomic
         outer = not atomic and _pass.pending is None
+        pending = None
         try:
             if outer:
                 pending = _pass.pending = []
@@ -566,6 +581,7 @@ def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..
                     p.accumulate(g)
             return out
         except Exception as exc:
+            pending = None  # the failed pass's gradients: freed before claim releases memory
             policy.claim(exc)
             raise
 
@@ -586,7 +602,7 @@ def _check_shape(name: str, grad_output: Any, got: Any, want: tuple[int, ...]) -
     raise ValueError(
         f"{name}.backward: grad_output has shape {got} but the last forward pass's output "
         f"has shape {want}; they must match (the gradient of the loss with respect to that "
-        "output)"
+        "output; a module used at several places of a model keeps its last forward pass's)"
     )
 
 
