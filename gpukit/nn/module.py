@@ -7,7 +7,8 @@ accumulates the gradients of the parameters into ``Parameter.grad`` (Torch7's
 
 Every subclass's ``forward`` and ``backward`` are wrapped when the class is made
 (:meth:`Module.__init_subclass__`): ``backward`` before ``forward`` is a ``RuntimeError``,
-and a backward pass is all or nothing: the gradients it produces are added to the
+a ``grad_output`` of another shape than the last forward output's a ``ValueError``, and a
+backward pass is all or nothing: the gradients it produces are added to the
 parameters' ``.grad`` only once the whole pass has succeeded, so a failed pass leaves
 them as they were (a backward pass is never re-run: it is an in-place operation). An
 allocation failure in ``model(x)`` or ``backward`` becomes :class:`~gpukit.OutOfMemoryError`.
