@@ -18,6 +18,7 @@ from .module import mismatch, namespace_of, on_device_of
 
 _NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
 _FLOAT16 = np.dtype(np.float16)  # compared with a dtype: no conversion of np.float16 per call
+_MAXIMUM, _ADD = np.maximum.reduce, np.add.reduce
 
 __all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "MSELoss"]
 
@@ -250,16 +251,18 @@ class CrossEntropyLoss(_Loss):
                 f"[{int(labels.min())}, {int(labels.max())}]"
             )
         if type(logits) is np.ndarray:
-            z = logits - logits.max(axis=1, keepdims=True)
+            # the ufunc reductions ndarray.max and .sum call, without NumPy's Python layer
+            # around them (~1.1k instructions each: gk.nn.Softmax calls them so too)
+            z = logits - _MAXIMUM(logits, 1, None, None, True)
             probs = np.exp(z)
-            sums = probs.sum(axis=1, keepdims=True)
+            sums = _ADD(probs, 1, None, None, True)
             probs /= sums
             # log p[i, j] = z[i, j] - log s[i]: only n logarithms, no (n, c) log-probabilities
             # (floating sums keep the logits' dtype)
-            log_sums = np.log(sums).sum()
-            total = log_sums - z[np.arange(n), labels].sum()
+            log_sums = _ADD(np.log(sums), None)
+            total = log_sums - _ADD(z[np.arange(n), labels], None)
             if s:
-                total = (1 - s) * total - s / c * (z.sum() - c * log_sums)
+                total = (1 - s) * total - s / c * (_ADD(z, None) - c * log_sums)
         else:
             # on a device the kernel flags a label out of range in the device's status:
             # optimizer steps there are skipped until the host reads it (_label_error)
