@@ -450,8 +450,12 @@ class Softmax(Module):
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
-        y = self._y
-        g = grad_output - (grad_output * y).sum(axis=self.dim, keepdims=True)
+        y, dim = self._y, self.dim
+        gy = grad_output * y
+        if type(gy) is np.ndarray:  # the ufunc reduction itself, as forward
+            g = grad_output - _ADD(gy, dim, None, None, True)
+        else:
+            g = grad_output - gy.sum(axis=dim, keepdims=True)
         g *= y
         return g
 
@@ -561,7 +565,7 @@ def _row_mean(a: Any, axes: tuple[int, ...], n: int) -> Any:
     Python layer that costs more than both on small rows (CuPy's is one launch, not two)."""
     if type(a) is not np.ndarray:
         return a.mean(axis=axes, keepdims=True)
-    total = a.sum(axis=axes, keepdims=True)
+    total = _ADD(a, axes, None, None, True)  # ndarray.sum without its Python layer
     total /= n
     return total
 
