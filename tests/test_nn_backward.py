@@ -3,6 +3,7 @@ gradients (deferred, or added by an atomic layer at its end), threads and fork."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -41,6 +42,18 @@ def _derivative(cls: str, z: np.ndarray) -> np.ndarray:
         "GELU": lambda: (
             0.5 * (1 + erf(z / np.sqrt(2))) + z * np.exp(-z * z / 2) / np.sqrt(2 * np.pi)
         ),
+    }[cls]()
+
+
+def _activation(cls: str, z: np.ndarray) -> np.ndarray:
+    """act(z) in float64."""
+    return {
+        "ReLU": lambda: np.maximum(z, 0),
+        "LeakyReLU": lambda: np.where(z > 0, z, 0.01 * z),
+        "Sigmoid": lambda: 1 / (1 + np.exp(-z)),
+        "Tanh": lambda: np.tanh(z),
+        "SiLU": lambda: z / (1 + np.exp(-z)),
+        "GELU": lambda: 0.5 * z * (1 + erf(z / np.sqrt(2))),
     }[cls]()
 
 
@@ -161,6 +174,43 @@ def test_warm_activation_backward_matches_float64_references(rng, cls, dtype, sh
         g64 = g.astype(np.float64)
         got = layer.backward(g64)
         assert got.dtype == np.float64 and rel_err(got, g64 * d) < tol
+
+
+@pytest.mark.parametrize("cls", ACTS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_warm_fused_linear_activation_backward_matches_float64_references(rng, cls, dtype):
+    """Two of a Sequential's Linear + activation steps (one fused host pass each for the
+    activation's and the bias's gradients, kept per dtype and shape; the first step's
+    gradient written over the second's input gradient, a temporary), cold then warm,
+    with the compiled kernels switched off too: every gradient against float64."""
+    plans.forget()
+    act = getattr(gk.nn, cls)
+    linears = [gk.nn.Linear(6, 5, seed=0, dtype=dtype), gk.nn.Linear(5, 4, seed=1, dtype=dtype)]
+    model = gk.nn.Sequential(linears[0], act(), linears[1], act())
+    x = rng.standard_normal((7, 6)).astype(dtype)
+    g = rng.standard_normal((7, 4)).astype(dtype)
+    (w1, b1), (w2, b2) = ((m.weight.data.astype(float), m.bias.data.astype(float)) for m in linears)
+    z1 = x.astype(float) @ w1.T + b1
+    h = _activation(cls, z1)
+    z2 = h @ w2.T + b2
+    dz2 = g.astype(float) * _derivative(cls, z2)
+    dz1 = (dz2 @ w2) * _derivative(cls, z1)
+    want = [dz1 @ w1, dz1.T @ x.astype(float), dz1.sum(0), dz2.T @ h, dz2.sum(0)]
+    tol = TOL[np.dtype(dtype)]
+    for off in (False, False, False, True):
+        for p in model.parameters():
+            p.grad = None
+        with native.disabled() if off else contextlib.nullcontext():
+            model(x)
+            gx = model.backward(g, need_input_grad=True)
+        got = [gx, linears[0].weight.grad, linears[0].bias.grad]
+        got += [linears[1].weight.grad, linears[1].bias.grad]
+        assert gx.dtype == np.dtype(dtype)
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert rel_err(a, b) < tol, (off, k)
+    # the warm passes ran on kept compiled passes with the bias gradient, one per step
+    kept = {key[3] for key, run in _act._PASSES.items() if key[5] and run is not _act._unplanned}
+    assert kept == {(7, 5), (7, 4)}
 
 
 def test_the_host_gradient_pass_refuses_arrays_of_other_shapes():

@@ -131,49 +131,44 @@ def planned(name: str, z: Any, slope: float) -> tuple[Any, tuple[Any, bool]] | N
 
 def planned_backward(name: str, grad: Any, saved: tuple[Any, bool], slope: float) -> Any:
     """The input gradient of ``backward(name, grad, saved, None, slope, want_bias=False)``
-    for host arrays of one floating dtype and shape (an activation layer's warm pass, in
-    one look-up), or None: :func:`backward` then computes it. The compiled pass is kept
-    per (activation, whether from the output, dtype, shape), not per array: one that the
-    kernel does not take (strided, unaligned) is None as well."""
-    v, of_output = saved
-    if type(grad) is not _ndarray or type(v) is not _ndarray or v.dtype != grad.dtype:
+    for host arrays of one floating dtype and shape (an activation layer's warm pass), or
+    None: :func:`backward` then computes it."""
+    v = saved[0]
+    if type(grad) is not _ndarray or type(v) is not _ndarray:
         return None
-    shape = grad.shape
-    if v.shape != shape:
+    dtype, shape = grad.dtype, grad.shape
+    if v.dtype != dtype or v.shape != shape:
         return None
-    key = (name, of_output, grad.dtype, shape)
-    run = _BOUND_GRAD.get(key)
-    if run is None:
-        if name == "identity":
-            return None
-        run = _bound_grad(key, name, of_output, grad.dtype, shape)
-    return run(grad, v, slope)
+    key = (name, saved[1], dtype, shape, False, False)
+    run = _PASSES.get(key) or _new_pass(key)
+    return run(grad, v, None, np.empty(shape, dtype), slope)
 
 
-#: (activation, from its output or not, the host gradient's dtype and shape) -> the
-#: compiled input-gradient pass of :func:`planned_backward` for such arrays
-_BOUND_GRAD = _plans.table()
+#: (activation, from its output or not, the host arrays' dtype and shape, with a bias,
+#: with the bias gradient) -> the compiled gradient pass ``(g, v, b, gx, slope)`` for
+#: such arrays (:func:`gpukit._host.native.plan_bias_act_grad`): the bias gradient, or
+#: ``gx`` itself without it, or None having done nothing where the kernels do not take
+#: the arrays (strided, unaligned): :func:`gradient` then computes it
+_PASSES = _plans.table()
 
 
-def _bound_grad(key: Any, name: str, of_output: bool, dtype: np.dtype, shape: Any) -> Any:
-    """The pass of :func:`planned_backward` for arrays like its key's, kept; one that
-    returns None where the compiled kernels cannot run it (not built, no elements, a
-    dtype they do not take), so that :func:`backward` computes it without asking again."""
+def _new_pass(key: tuple[Any, ...]) -> Any:
+    """The pass of :data:`_PASSES` for ``key``, planned and kept; one that returns None
+    where the compiled kernels cannot run one (not built, no elements, a dtype they do
+    not take), and, not kept, for an activation or a derivative from the output that they
+    do not compute (:func:`gradient` raises what it raises)."""
+    name, of_output, dtype, shape, bias, sums = key
+    if name == "identity" or name not in ACTIVATIONS or (of_output and name not in FROM_OUTPUT):
+        return _unplanned
     c = shape[-1] if shape else 1
     rows = math.prod(shape) // max(c, 1)
-    planned = _native.plan_bias_act_grad(rows, c, dtype, name, of_output, False, sums=False)
-    if planned is None:
+    run = _native.plan_bias_act_grad(rows, c, dtype, name, of_output, bias, sums)
+    return _plans.remember(_PASSES, key, run or _unplanned, _plans.generation())
 
-        def run(g: np.ndarray, v: np.ndarray, slope: float) -> Any:
-            return None
 
-    else:
-        empty = np.empty
-
-        def run(g: np.ndarray, v: np.ndarray, slope: float) -> Any:
-            return planned(g, v, None, empty(shape, dtype), slope)
-
-    return _plans.remember(_BOUND_GRAD, key, run, _plans.generation())
+def _unplanned(g: Any, v: Any, b: Any, gx: Any, slope: float) -> None:
+    """The pass of a key the compiled kernels cannot run: :func:`gradient` then."""
+    return None
 
 
 def backward(
@@ -211,6 +206,18 @@ def backward(
         return grad, bias_grad(grad) if want_bias else None
     out = grad if overwrite and grad.flags.c_contiguous else None
     pre_bias = None if saved[1] else bias  # a saved input is from before the bias
+    if type(grad) is _ndarray:  # the kept compiled pass for arrays of one dtype and shape
+        dtype, shape = grad.dtype, grad.shape
+        if (
+            s.dtype == dtype
+            and s.shape == shape
+            and (pre_bias is None or (type(pre_bias) is _ndarray and pre_bias.dtype == dtype))
+        ):
+            key = (name, saved[1], dtype, shape, pre_bias is not None, want_bias)
+            gx = np.empty(shape, dtype) if out is None else out
+            done = (_PASSES.get(key) or _new_pass(key))(grad, s, pre_bias, gx, slope)
+            if done is not None:
+                return gx, done if want_bias else None
     return gradient(
         grad, s, name, slope, bias=pre_bias, of_output=saved[1], out=out, want_bias=want_bias
     )
