@@ -178,7 +178,7 @@ def test_warm_activation_backward_matches_float64_references(rng, cls, dtype, sh
 
 @pytest.mark.parametrize("cls", ACTS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_warm_fused_linear_activation_backward_matches_float64_references(rng, cls, dtype):
+def test_warm_fused_linear_activation_passes_match_float64_references(rng, cls, dtype):
     """Two of a Sequential's Linear + activation steps (one fused host pass each for the
     activation's and the bias's gradients, kept per dtype and shape; the first step's
     gradient written over the second's input gradient, a temporary), cold then warm,
@@ -211,6 +211,9 @@ def test_warm_fused_linear_activation_backward_matches_float64_references(rng, c
     # the warm passes ran on kept compiled passes with the bias gradient, one per step
     kept = {key[3] for key, run in _act._PASSES.items() if key[5] and run is not _act._unplanned}
     assert kept == {(7, 5), (7, 4)}
+    if cls in ("ReLU", "Sigmoid", "Tanh"):  # their forward writes over the product, kept too
+        kept = {key[2] for key, run in _act._IN_PLACE.items() if run is not _act._not_run}
+        assert kept == {(7, 5), (7, 4)}
 
 
 def test_the_host_gradient_pass_refuses_arrays_of_other_shapes():

@@ -87,7 +87,7 @@ def forward(
     if bias is None and name == "identity":
         return z, (z, True)
     if overwrite and from_output and z.flags.c_contiguous:
-        y = bias_activate(z, bias, z, name, slope)
+        y = _in_place(name, z, bias, slope)
     else:  # a new C-contiguous output (bias_activate writes only such a one)
         key = (
             name,
@@ -100,6 +100,39 @@ def forward(
             run = _bound(key, z, bias, name, slope)
         y = run(z, bias, name, slope)
     return y, (y if from_output else z, from_output)
+
+
+def _in_place(name: str, z: np.ndarray, bias: Any, slope: float) -> np.ndarray:
+    """``act(z + bias)`` written over the C-contiguous host array ``z``: by the compiled
+    pass kept for such arrays where the kernels take them, else by ``bias_activate``."""
+    if bias is None or (type(bias) is _ndarray and bias.dtype == z.dtype):
+        key = (name, z.dtype, z.shape, bias is not None)
+        run = _IN_PLACE.get(key) or _new_in_place(key)
+        if run(z, bias, z, slope):
+            return z
+    return bias_activate(z, bias, z, name, slope)
+
+
+#: (activation, the host array's dtype and shape, with a bias) -> the compiled forward
+#: pass ``(x, b, y, slope) -> bool`` of :func:`_in_place` for such arrays
+#: (:func:`gpukit._host.native.plan_bias_act`)
+_IN_PLACE = _plans.table()
+
+
+def _new_in_place(key: tuple[Any, ...]) -> Any:
+    """The pass of :data:`_IN_PLACE` for ``key``, planned and kept; one that does nothing
+    and says so where the compiled kernels cannot run one (not built, no elements, a
+    dtype they do not take)."""
+    name, dtype, shape, bias = key
+    c = shape[-1] if shape else 1
+    rows = math.prod(shape) // max(c, 1)
+    run = _native.plan_bias_act(rows, c, dtype, name, bias)
+    return _plans.remember(_IN_PLACE, key, run or _not_run, _plans.generation())
+
+
+def _not_run(x: Any, b: Any, y: Any, slope: float) -> bool:
+    """The pass of a key the compiled kernels cannot run: ``bias_activate`` then."""
+    return False
 
 
 #: (activation, the host input's dtype and shape, the bias's type, dtype and shape or
