@@ -50,7 +50,11 @@ def _bind_bias_activation(
     with its split over the host threads (:func:`gpukit._host.native.plan_bias_act`)."""
     c = x.shape[-1] if x.ndim else 1
     planned = None
-    if type(x) is np.ndarray and (bias is None or type(bias) is np.ndarray):
+    # the compiled kernel reads c entries of the bias: a bias of another length (a layer's
+    # replaced parameter) computes as NumPy adds, unplanned
+    if type(x) is np.ndarray and (
+        bias is None or (type(bias) is np.ndarray and bias.shape == (c,))
+    ):
         rows = x.size // max(c, 1)
         planned = _native.plan_bias_act(rows, c, x.dtype, activation, bias is not None)
     if planned is None:
@@ -111,7 +115,11 @@ def _bind_bias_activation_backward(
     planned = None
     if activation == "identity":
         return _bind_identity_backward(grad_y, grad_bias_out)
-    if grad_bias_out is None and all(type(a) is np.ndarray for a in (grad_y, v, bias)):
+    if (
+        grad_bias_out is None
+        and all(type(a) is np.ndarray for a in (grad_y, v, bias))
+        and bias.shape == (c,)
+    ):
         of_output = output is not None
         rows = v.size // max(c, 1)
         planned = _native.plan_bias_act_grad(rows, c, v.dtype, activation, of_output, not of_output)

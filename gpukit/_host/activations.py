@@ -264,7 +264,9 @@ def bias_activate(x: Any, bias: Any, out: Any, name: str, slope: float) -> Any:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
     x2, o2, b = _rows(_plain(x), c), _rows(_plain(out), c), bias
     b = None if bias is None else _plain(bias)
-    if native.takes(x2, o2, b):
+    # the kernels read c entries of the bias by its address: exactly c, or NumPy's ufuncs
+    # (which broadcast a bias of one, refuse others)
+    if native.takes(x2, o2, b) and (b is None or b.shape == (c,)):
         native.bias_act(x2, b, o2, name, slope)
         return out
     itemsize = o2.dtype.itemsize
@@ -344,7 +346,7 @@ def gradient(
             "have one shape"
         )
     b = None if bias is None else _plain(bias)
-    if native.takes(g2, v2, o2, b):
+    if native.takes(g2, v2, o2, b) and (b is None or b.shape == (c,)):  # as bias_activate
         return out, native.bias_act_grad(g2, v2, b, o2, name, slope, of_output, want_bias)
     dtype = o2.dtype
     itemsize = dtype.itemsize

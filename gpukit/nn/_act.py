@@ -105,7 +105,9 @@ def forward(
 def _in_place(name: str, z: np.ndarray, bias: Any, slope: float) -> np.ndarray:
     """``act(z + bias)`` written over the C-contiguous host array ``z``: by the compiled
     pass kept for such arrays where the kernels take them, else by ``bias_activate``."""
-    if bias is None or (type(bias) is _ndarray and bias.dtype == z.dtype):
+    if bias is None or (
+        type(bias) is _ndarray and bias.dtype == z.dtype and bias.shape == z.shape[-1:]
+    ):
         key = (name, z.dtype, z.shape, bias is not None)
         run = _IN_PLACE.get(key) or _new_in_place(key)
         if run(z, bias, z, slope):
@@ -244,7 +246,14 @@ def backward(
         if (
             s.dtype == dtype
             and s.shape == shape
-            and (pre_bias is None or (type(pre_bias) is _ndarray and pre_bias.dtype == dtype))
+            and (
+                pre_bias is None
+                or (
+                    type(pre_bias) is _ndarray
+                    and pre_bias.dtype == dtype
+                    and pre_bias.shape == shape[-1:]
+                )
+            )
         ):
             key = (name, saved[1], dtype, shape, pre_bias is not None, want_bias)
             gx = np.empty(shape, dtype) if out is None else out
