@@ -165,6 +165,29 @@ def test_fft_of_a_size_seen_creates_no_plan_and_copies_nothing():
     assert s.syncs == 0 and s.pool_misses == 0
 
 
+# -- a layer without parameters -------------------------------------------------------------
+@pytest.mark.parametrize("name", ["ReLU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh"])
+def test_an_activation_layer_is_one_launch_each_way(name):
+    """Forward and backward, warm: one kernel and one allocation (its result) each, as a
+    CuPy ufunc's; no array of zeros allocated and filled to stand for a missing bias."""
+    cost("mlp_step")  # skips off the simulator
+    import cupysim
+
+    gk = gpu_cost._gk()
+    layer = getattr(gk.nn, name)()
+    x = gk.asarray(np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8))
+    g = gk.asarray(np.ones((4, 8), np.float32))
+    layer(x), layer.backward(g)
+    with cupysim.trace() as forward:
+        layer(x)
+    with cupysim.trace() as backward:
+        layer.backward(g)
+    for t in (forward, backward):
+        s = t.summary()
+        assert (s.device_ops, s.allocations, s.syncs) == (1, 1, 0), s
+    assert forward.kernel_names()[f"gk_act_forward_{layer._name}"] == 1
+
+
 # -- a dense solve ---------------------------------------------------------------------------
 def test_solve_reads_back_only_its_verdicts():
     """``solve`` of one 1000x1000 matrix: its condition number from the inverse the factors

@@ -390,3 +390,72 @@ def test_flag_nonfinite(cupy_backend, dtype):
     want[0], want[5], want[6] = 2, 2, 1  # the NaN of call 2: the earliest serial flagged
     np.testing.assert_array_equal(cp.asnumpy(status), want)
     np.testing.assert_array_equal(twin, want)
+
+
+def _assert_within_ulps(got, want, scale, dtype) -> None:
+    """``got`` (device) within 64 ulps of ``want``'s terms, as the registered kernels."""
+    import cupy as cp
+
+    host = cp.asnumpy(got).astype(np.float64)
+    assert np.isfinite(host).all(), "unwritten (NaN) or non-finite outputs"
+    bound = 64 * np.finfo(dtype).eps * (np.abs(want) + scale)
+    assert (np.abs(host - want) <= bound).all(), np.abs(host - want).max()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [1, 7, 1000003])
+@pytest.mark.parametrize("act", gk.kernels.ACTIVATIONS)
+def test_activation(cupy_backend, act, size, dtype, rng):
+    """An activation layer's forward pass on the device: one launch, against the float64
+    formula (the NumPy reference on float64 inputs); a strided input is read in place."""
+    import cupy as cp
+
+    gpu, host = _internal("activation")
+    x = rng.standard_normal((7, size)).astype(dtype) * 3
+    want = host(x.astype(np.float64), act, 0.01)
+    _poisoned_pool(cp, x.nbytes)
+    got = gpu(cp.asarray(x), act, 0.01)
+    assert got.shape == x.shape and got.dtype == dtype and got.flags.c_contiguous
+    _assert_within_ulps(got, want, 1.0 + np.abs(x), dtype)
+    strided = gpu(cp.asarray(x)[::2, ::-1], act, 0.01)  # no copy made first: CuPy indexes it
+    assert strided.flags.c_contiguous
+    _assert_within_ulps(strided, want[::2, ::-1], 1.0 + np.abs(x[::2, ::-1]), dtype)
+    twin = host(x, act, 0.01)
+    assert twin.dtype == dtype
+    assert np.all(np.abs(twin - want) <= 64 * np.finfo(dtype).eps * (np.abs(want) + 1 + np.abs(x)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [1, 7, 1000003])
+@pytest.mark.parametrize("act", gk.kernels.ACTIVATIONS)
+def test_activation_backward(cupy_backend, act, size, dtype, rng):
+    """``grad_y * act'(x)``, and from the forward output for the activations whose
+    derivative is a function of it, against the float64 formulas; the identity's is
+    ``grad_y`` itself, as ``bias_activation_backward``'s."""
+    import cupy as cp
+
+    from gpukit._host.activations import FROM_OUTPUT
+
+    gpu, host = _internal("activation_backward")
+    x = rng.standard_normal((7, size)).astype(dtype) * 3
+    gy = rng.standard_normal((7, size)).astype(dtype)
+    d_gy = cp.asarray(gy)
+    if act == "identity":
+        assert gpu(d_gy, cp.asarray(x), act, 0.01, False) is d_gy
+        assert host(gy, x, act, 0.01, False) is gy
+        return
+    scale = np.abs(gy) * (1.0 + np.abs(x))  # derivatives are O(1); gelu_tanh's O(|z|)
+    want = host(gy.astype(np.float64), x.astype(np.float64), act, 0.01, False)
+    _poisoned_pool(cp, x.nbytes)
+    got = gpu(d_gy, cp.asarray(x), act, 0.01, False)
+    assert got.shape == x.shape and got.dtype == dtype
+    _assert_within_ulps(got, want, scale, dtype)
+    strided = gpu(d_gy[:, ::-1], cp.asarray(x)[:, ::-1], act, 0.01, False)
+    _assert_within_ulps(strided, want[:, ::-1], scale[:, ::-1], dtype)
+    twin = host(gy, x, act, 0.01, False)
+    assert np.all(np.abs(twin - want) <= 64 * np.finfo(dtype).eps * (np.abs(want) + scale))
+    if act in FROM_OUTPUT:
+        y = _internal("activation")[1](x, act, 0.01)  # the forward output, in dtype
+        want = host(gy.astype(np.float64), y.astype(np.float64), act, 0.01, True)
+        got = gpu(d_gy, cp.asarray(y), act, 0.01, True)
+        _assert_within_ulps(got, want, np.abs(gy) * (1.0 + np.abs(y)), dtype)

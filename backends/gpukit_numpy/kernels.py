@@ -23,6 +23,8 @@ from gpukit._host.activations import bias_activate, column_sums, gradient
 from . import blas as _blas
 
 __all__ = [
+    "activation",
+    "activation_backward",
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
@@ -183,6 +185,24 @@ def _bind_identity_backward(
 
 
 bias_activation_backward.bind = _bind_bias_activation_backward  # type: ignore[attr-defined]
+
+
+def activation(x: np.ndarray, activation: str, negative_slope: float) -> np.ndarray:
+    """Reference of the internal kernel ``activation`` (an activation layer's forward
+    pass): ``act(x)``, a new C-contiguous array; :func:`bias_activation` without a bias."""
+    return bias_activate(x, None, np.empty_like(x, order="C"), activation, negative_slope)
+
+
+def activation_backward(
+    grad_y: np.ndarray, v: np.ndarray, activation: str, negative_slope: float, of_output: bool
+) -> np.ndarray:
+    """Reference of the internal kernel ``activation_backward`` (an activation layer's
+    backward pass): ``grad_y * act'(v)``, ``v`` the forward input, or its output where
+    ``of_output`` (identity, relu, sigmoid and tanh only); :func:`bias_activation_backward`
+    without a bias or its gradient. The identity's is ``grad_y`` itself."""
+    if activation == "identity":
+        return grad_y
+    return gradient(grad_y, v, activation, negative_slope, of_output=of_output)[0]
 
 
 #: Elements per round of an update, and the scratch blocks' size: large enough that a

@@ -211,6 +211,30 @@ INTERNAL_KERNELS: dict[str, KernelSpec] = {
     s.name: s
     for s in (
         KernelSpec(
+            "activation",
+            _ELEMENTWISE,
+            _ELEMENTWISE_WHY,
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
+            "an activation layer's forward pass, bias_activation without a bias: reads x, "
+            "writes y (2 arrays), where passing a bias of zeros adds an allocation and a "
+            "fill launch",
+        ),
+        KernelSpec(
+            "activation_backward",
+            _ELEMENTWISE,
+            _ELEMENTWISE_WHY + "; without a bias there is no column sum to share",
+            None,
+            (),
+            ("float32", "float64"),
+            _CUPY_LAUNCH,
+            "an activation layer's backward pass, bias_activation_backward without a "
+            "bias or its gradient: reads grad_y and x (or the forward output, for "
+            "identity, relu, sigmoid and tanh), writes grad_x (3 arrays)",
+        ),
+        KernelSpec(
             "softmax_cross_entropy_train",
             _RAW,
             "the rows as softmax_cross_entropy's; the reduced loss adds every row's, which "

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dispatch
 from .._host import native as _native
 from .._host.activations import FROM_OUTPUT, bias_activate, gradient
 from .._runtime import plans as _plans
@@ -58,9 +57,12 @@ def _as_float32(*arrays: Any) -> list[Any]:
     return [a.astype(np.float32) for a in arrays]
 
 
-def _zeros_bias(z: Any) -> Any:
-    """No bias, for the fused kernels: -0.0, as ``z + -0.0`` is ``z``, signed zeros too."""
-    return _dispatch.namespace(z).full(z.shape[-1], -0.0, dtype=z.dtype)
+def _device_forward(z: Any, bias: Any, name: str, slope: float) -> Any:
+    """``act(z + bias)`` on a device: the fused kernel, or without a bias its twin (no
+    array of zeros to allocate and fill)."""
+    if bias is None:
+        return kernel(z, "activation")(z, name, slope)
+    return kernel(z, "bias_activation")(z, bias, name, slope)
 
 
 def forward(
@@ -73,13 +75,13 @@ def forward(
     if type(z) is not _ndarray:  # one test of the type on the host's path
         if isinstance(z, np.generic):  # a 0-d result: host
             z = np.asarray(z)
-        else:  # a device array: the fused kernel
-            b = _zeros_bias(z) if bias is None else bias
+        else:  # a device array: one launch, the fused kernel's or, without a bias, its twin's
             if z.dtype in _FLOAT32_64:
-                return kernel(z, "bias_activation")(z, b, name, slope), (z, False)
-            # the fused kernels take float32/float64 (gk.kernels): float16 is computed in
-            # float32 and rounded once, as PyTorch computes half-precision activations
-            y = kernel(z, "bias_activation")(*_as_float32(z, b), name, slope)
+                return _device_forward(z, bias, name, slope), (z, False)
+            # the kernels take float32/float64 (gk.kernels): float16 is computed in float32
+            # and rounded once, as PyTorch computes half-precision activations
+            b = None if bias is None else bias.astype(np.float32)
+            y = _device_forward(z.astype(np.float32), b, name, slope)
             return y.astype(z.dtype), (z, False)
     # the derivative of FROM_OUTPUT activations is written with the output, so the input may
     # be overwritten; the others keep their input (before the bias) for backward
@@ -227,15 +229,19 @@ def backward(
     if type(s) is not _ndarray:  # one test of the type on the host's path
         if isinstance(s, np.generic):  # a 0-d output: host
             s = np.asarray(s)
-        else:  # a device array: the fused kernel
-            b = _zeros_bias(s) if bias is None else bias
-            if s.dtype in _FLOAT32_64:
-                out = bias_out if want_bias else None
-                gz, gb = kernel(s, "bias_activation_backward")(grad, s, b, name, slope, out)
-            else:  # float16: in float32, as in forward
-                kern = kernel(s, "bias_activation_backward")
-                gz, gb = kern(*_as_float32(grad, s, b), name, slope)
-                gz, gb = gz.astype(s.dtype), gb.astype(s.dtype)
+        else:  # a device array: the fused kernel, or without a bias its twin
+            half = s.dtype not in _FLOAT32_64  # float16: in float32, as in forward
+            g, v = _as_float32(grad, s) if half else (grad, s)
+            if bias is None:
+                gz = kernel(s, "activation_backward")(g, v, name, slope, False)
+                gb = bias_grad(gz) if want_bias else None
+            else:
+                b = bias.astype(np.float32) if half else bias
+                out = bias_out if want_bias and not half else None
+                gz, gb = kernel(s, "bias_activation_backward")(g, v, b, name, slope, out)
+            if half:
+                gz = gz.astype(s.dtype)
+                gb = None if gb is None else gb.astype(s.dtype)
             return gz, gb if want_bias else None
     if name == "identity":
         return grad, bias_grad(grad) if want_bias else None

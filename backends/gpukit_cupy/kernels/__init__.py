@@ -30,6 +30,8 @@ from ._graphed import sgd_update_graphed as sgd_update_graphed
 from ._launch import BLOCK, ctype, function, index, scalar, sm_count
 
 __all__ = [
+    "activation",
+    "activation_backward",
     "adam_update",
     "bias_activation",
     "bias_activation_backward",
@@ -80,6 +82,19 @@ def _bind_bias_activation(x, bias, activation: str, negative_slope: float):
 
 
 bias_activation.bind = _bind_bias_activation
+
+
+@_on_inputs_device
+def activation(x, activation: str, negative_slope: float):
+    return _elementwise.act_forward(activation)(x, x.dtype.type(negative_slope))
+
+
+@_on_inputs_device
+def activation_backward(grad_y, v, activation: str, negative_slope: float, of_output: bool):
+    if activation == "identity":
+        return grad_y
+    kernel = _elementwise.act_backward(activation, of_output)
+    return kernel(grad_y, v, v.dtype.type(negative_slope))
 
 
 @_on_inputs_device

@@ -40,6 +40,35 @@ def bias_act_forward(activation: str) -> cupy.ElementwiseKernel:
     )
 
 
+@cache
+def act_forward(activation: str) -> cupy.ElementwiseKernel:
+    """``y = act(x)``: :func:`bias_act_forward` without a bias."""
+    return cupy.ElementwiseKernel(
+        "T x, T slope",
+        "T y",
+        f"y = act_forward<T, {ACTIVATIONS.index(activation)}>(x, slope)",
+        f"gk_act_forward_{activation}",
+        preamble=_activations(),
+    )
+
+
+@cache
+def act_backward(activation: str, of_output: bool) -> cupy.ElementwiseKernel:
+    """``grad_x = grad_y * act'(v)``, ``v`` the forward input or (``of_output``) its output:
+    the bias-free ``grad_x`` of ``bias_act.cu``'s ``bias_act_backward``."""
+    a = ACTIVATIONS.index(activation)
+    derivative = (
+        f"act_derivative_of_output<T, {a}>(v)" if of_output else f"act_derivative<T, {a}>(v, slope)"
+    )
+    return cupy.ElementwiseKernel(
+        "T grad_y, T v, T slope",
+        "T grad_x",
+        f"grad_x = grad_y * {derivative}",
+        f"gk_act_backward_{activation}{'_of_output' if of_output else ''}",
+        preamble=_activations(),
+    )
+
+
 def _update(in_params: str, out_params: str, body: str, name: str, guarded: bool):
     """An in-place optimizer update; ``guarded``: it reads the device's status buffer
     (``raw int64 status``, gpukit._runtime.device_status) and changes nothing while a
