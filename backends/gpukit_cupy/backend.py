@@ -31,6 +31,8 @@ else:
     _import_error = None
 
 
+#: use_device's context where the device asked for is the only one
+_CURRENT = contextlib.nullcontext()
 _CUDA_ERROR_NO_DEVICE = 100  # cudaErrorNoDevice (CuPy exports no constant for it)
 
 
@@ -189,6 +191,10 @@ class CupyBackend(CupyMatmul, CupyFFT, CupyLinalg, CupyMemoryMixin, CupyUserKern
         return cupy.cuda.runtime.getDevice()  # what Device().id reads, without the object
 
     def use_device(self, index: int) -> contextlib.AbstractContextManager[Any]:
+        if index == 0 and self._count == 1:
+            # the only device is always the current one: nothing to switch (entering a
+            # cupy.cuda.Device costs every layer call on it a few hundred ns)
+            return _CURRENT
         return cupy.cuda.Device(index)
 
     def capture_graph(self, work: Any) -> tuple[Any, Any]:
