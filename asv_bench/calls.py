@@ -8,7 +8,6 @@ comparison measure the same calls.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 import numpy as np
 
 import gpukit as gk
+
+from . import calls_nn
 
 #: The row only a device backend has: a host input, moved by the call.
 TRANSFER = "fft.fft 16, NumPy input"
@@ -114,8 +115,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             ),
         ]
         out += _host_rows(rng, spd, b4)
-        out += _layer_rows(rng)
-        out += _backward_rows(rng)
+        out += [_adam_row(rng, decoupled) for decoupled in (False, True)]
     else:  # host inputs reaching a device backend: the implicit transfer
         out.append(
             (
@@ -125,6 +125,7 @@ def rows(xp: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]
             )
         )
         out += _cupy_kernel_rows(xp, rng)
+    out += calls_nn.layer_rows(xp, rng) + calls_nn.backward_rows(xp, rng)
     out += _tiled_and_user_kernel_rows(xp, host, peer_fft, a8, r16, r4x4, c4x4)
     return out
 
@@ -208,8 +209,6 @@ def _host_rows(
     bias = rng.standard_normal(8).astype(np.float32)
     labels = rng.integers(0, 8, 4)
     p, g = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
-    layer = gk.nn.Linear(8, 8, seed=0)
-    w, lb = layer.weight.data, layer.bias.data
     param = gk.nn.Parameter(p.copy())
     param.grad = g
     sgd = gk.optim.SGD([param], lr=1e-9)
@@ -247,7 +246,6 @@ def _host_rows(
             lambda: gk.kernels.sgd_update(p, g, lr=1e-9),
             numpy_sgd,
         ),
-        ("nn.Linear 4x8 forward", lambda: layer(x), lambda: x @ w.T + lb),
         ("optim.SGD step 64", sgd.step, numpy_sgd),
         *_kernel_rows(rng, x, bias, labels),
     ]
@@ -301,168 +299,6 @@ def _kernel_rows(
             lambda: gk.kernels.adam_update(p, g, m, v, step=1, lr=lr),
             numpy_adam,
         ),
-    ]
-
-
-def _layer_rows(rng: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """The ``gk.nn`` layers and losses without parameters, and the Adam steps, on 4x8
-    float32 (64 parameters), each against the NumPy/SciPy code computing the same."""
-    from scipy.special import erfc
-
-    x = rng.standard_normal((4, 8)).astype(np.float32)
-    t = rng.random((4, 8)).astype(np.float32)
-    labels = rng.integers(0, 8, 4)
-    draw = np.random.default_rng(0)
-    norm = gk.nn.LayerNorm(8)
-    w, b = norm.weight.data, norm.bias.data
-    dropout = gk.nn.Dropout(0.5, seed=0)
-    f = np.float32
-    rows = [
-        ("nn.ReLU forward 4x8", gk.nn.ReLU(), lambda: np.maximum(x, f(0))),
-        ("nn.LeakyReLU forward 4x8", gk.nn.LeakyReLU(), lambda: np.where(x > 0, x, f(0.01) * x)),
-        ("nn.Sigmoid forward 4x8", gk.nn.Sigmoid(), lambda: 1 / (1 + np.exp(-x))),
-        ("nn.Tanh forward 4x8", gk.nn.Tanh(), lambda: np.tanh(x)),
-        ("nn.SiLU forward 4x8", gk.nn.SiLU(), lambda: x / (1 + np.exp(-x))),
-        ("nn.GELU forward 4x8", gk.nn.GELU(), lambda: x * erfc(x * f(-(0.5**0.5))) * f(0.5)),
-    ]
-    out: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
-        (label, functools.partial(layer, x), peer) for label, layer, peer in rows
-    ]
-
-    # each peer makes the NumPy calls the layer makes (LayerNorm: the corrected two-pass
-    # variance and the finite check of its host path), so the difference is gpukit's own
-    def numpy_softmax() -> object:
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        e /= e.sum(axis=-1, keepdims=True)
-        return e
-
-    def numpy_layer_norm() -> object:
-        xc = x - x.mean(axis=-1, keepdims=True)
-        xc -= xc.mean(axis=-1, keepdims=True)
-        var = (xc * xc).mean(axis=-1, keepdims=True)
-        rstd = 1 / np.sqrt(var + f(1e-5))
-        np.isfinite(var).all()
-        y = xc * rstd * w
-        y += b
-        return y
-
-    def numpy_dropout() -> object:
-        mask = (draw.random(x.shape, dtype=f) >= 0.5).astype(f)
-        mask *= f(2)
-        return x * mask
-
-    def numpy_cross_entropy() -> object:
-        shifted = x - x.max(axis=1, keepdims=True)
-        logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-        return -logp[np.arange(4), labels].mean()
-
-    def numpy_bce() -> object:
-        return np.mean(np.maximum(x, 0) - x * t + np.log1p(np.exp(-np.abs(x))))
-
-    mse, xent, bce = gk.nn.MSELoss(), gk.nn.CrossEntropyLoss(), gk.nn.BCEWithLogitsLoss()
-    softmax = gk.nn.Softmax()
-    out += [
-        ("nn.Softmax forward 4x8", lambda: softmax(x), numpy_softmax),
-        ("nn.LayerNorm forward 4x8", lambda: norm(x), numpy_layer_norm),
-        ("nn.Dropout forward 4x8, training", lambda: dropout(x), numpy_dropout),
-        ("nn.MSELoss 4x8", lambda: mse(x, t), lambda: np.mean((x - t) ** 2)),
-        ("nn.CrossEntropyLoss 4x8", lambda: xent(x, labels), numpy_cross_entropy),
-        ("nn.BCEWithLogitsLoss 4x8", lambda: bce(x, t), numpy_bce),
-    ]
-    return out + [_adam_row(rng, decoupled) for decoupled in (False, True)]
-
-
-def _backward_rows(rng: Any) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """The backward passes of the ``gk.nn`` layers and losses on 4x8 float32, each after
-    one forward pass, against the NumPy code computing the same gradients from what the
-    forward pass kept (a parameter's gradient added to the one it holds)."""
-    from scipy.special import erfc
-
-    f = np.float32
-    x = rng.standard_normal((4, 8)).astype(f)
-    g = rng.standard_normal((4, 8)).astype(f)
-    t = rng.random((4, 8)).astype(f)
-    labels = rng.integers(0, 8, 4)
-    linear = gk.nn.Linear(8, 8, seed=0)
-    norm = gk.nn.LayerNorm(8)
-    dropout = gk.nn.Dropout(0.5, seed=0)
-    softmax = gk.nn.Softmax()
-    names = ("ReLU", "LeakyReLU", "Sigmoid", "Tanh", "SiLU", "GELU")
-    acts = [getattr(gk.nn, name)() for name in names]
-    outputs = {type(layer).__name__: np.asarray(layer(x)) for layer in (*acts, softmax, norm)}
-    linear(x)
-    mask = dropout(x) / x  # the scaled mask the layer kept (x has no zeros)
-    mse, xent, bce = gk.nn.MSELoss(), gk.nn.CrossEntropyLoss(), gk.nn.BCEWithLogitsLoss()
-    mse(x, t), xent(x, labels), bce(x, t)
-    w, gw, gb = linear.weight.data, np.zeros((8, 8), f), np.zeros(8, f)
-    nw, ngw, ngb = norm.weight.data, np.zeros(8, f), np.zeros(8, f)
-    sig, tanh, soft = outputs["Sigmoid"], outputs["Tanh"], outputs["Softmax"]
-    xc = x - x.mean(axis=-1, keepdims=True)
-    rstd = 1 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + f(1e-5))
-    xhat = xc * rstd
-    diff = x - t
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    probs = e / e.sum(axis=1, keepdims=True)
-    rows = np.arange(4)
-
-    def numpy_linear() -> object:
-        gw.__iadd__(g.T @ x)
-        gb.__iadd__(g.sum(axis=0))
-        return g @ w
-
-    def numpy_silu() -> object:
-        s = 1 / (1 + np.exp(-x))
-        return g * s * (1 + x * (1 - s))
-
-    def numpy_gelu() -> object:
-        cdf = f(0.5) * erfc(x * f(-(0.5**0.5)))
-        return g * (cdf + x * np.exp(x * x * f(-0.5)) * f((2 * np.pi) ** -0.5))
-
-    def numpy_softmax() -> object:
-        r = g - (g * soft).sum(axis=-1, keepdims=True)
-        r *= soft
-        return r
-
-    def numpy_layer_norm() -> object:
-        ngw.__iadd__((g * xhat).sum(axis=0))
-        ngb.__iadd__(g.sum(axis=0))
-        gn = g * nw
-        gx = gn - gn.mean(axis=-1, keepdims=True)
-        gx -= xhat * (gn * xhat).mean(axis=-1, keepdims=True)
-        gx *= rstd
-        return gx
-
-    def numpy_cross_entropy() -> object:
-        r = probs.copy()
-        r[rows, labels] -= f(1)
-        r *= f(0.25)
-        return r
-
-    def numpy_bce() -> object:
-        half = f(0.5)
-        r = half + half * np.tanh(half * x) - t
-        r *= f(1 / 32)
-        return r
-
-    relu, leaky, sigmoid, tanh_layer, silu, gelu = acts
-    return [
-        ("nn.Linear 4x8 backward", lambda: linear.backward(g), numpy_linear),
-        ("nn.ReLU backward 4x8", lambda: relu.backward(g), lambda: g * (x > 0)),
-        (
-            "nn.LeakyReLU backward 4x8",
-            lambda: leaky.backward(g),
-            lambda: np.where(x > 0, g, f(0.01) * g),
-        ),
-        ("nn.Sigmoid backward 4x8", lambda: sigmoid.backward(g), lambda: g * sig * (1 - sig)),
-        ("nn.Tanh backward 4x8", lambda: tanh_layer.backward(g), lambda: g * (1 - tanh * tanh)),
-        ("nn.SiLU backward 4x8", lambda: silu.backward(g), numpy_silu),
-        ("nn.GELU backward 4x8", lambda: gelu.backward(g), numpy_gelu),
-        ("nn.Softmax backward 4x8", lambda: softmax.backward(g), numpy_softmax),
-        ("nn.LayerNorm backward 4x8", lambda: norm.backward(g), numpy_layer_norm),
-        ("nn.Dropout backward 4x8, training", lambda: dropout.backward(g), lambda: g * mask),
-        ("nn.MSELoss backward 4x8", mse.backward, lambda: diff * f(2 / 32)),
-        ("nn.CrossEntropyLoss backward 4x8", xent.backward, numpy_cross_entropy),
-        ("nn.BCEWithLogitsLoss backward 4x8", bce.backward, numpy_bce),
     ]
 
 

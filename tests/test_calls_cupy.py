@@ -1,12 +1,14 @@
-"""The CuPy rows of the per-call comparison (``asv_bench/calls.py``) for ``gk.kernels`` and
-the optimizer steps: each peer launches the kernel gpukit launches, so the difference of
-the two is gpukit's own cost on the host (issue 33)."""
+"""The CuPy rows of the per-call comparison (``asv_bench/calls.py``) for ``gk.kernels``, the
+optimizer steps and the ``gk.nn`` layers and losses: each peer asks the device for what
+gpukit asks (the same launches, allocations and copies), so the difference of the two is
+gpukit's own cost on the host (issue 33)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import gpukit as gk
 from asv_bench import calls
 
 from helpers import simulated
@@ -78,3 +80,59 @@ def test_the_peer_asks_the_device_for_what_gpukit_asks(rows, label):
     work = _device_work(ours)
     assert any(kind == "kernel" for kind, *_ in work)
     assert work == _device_work(peer)
+
+
+#: The ``gk.nn`` rows (asv_bench/calls_nn.py): every layer and loss, forward and backward.
+NN_ROWS = [label for label in calls.labels() if label.startswith("nn.")]
+
+
+def test_every_nn_row_has_a_cupy_peer(rows):
+    assert len(NN_ROWS) == 26
+    assert set(NN_ROWS) <= set(rows)
+
+
+@pytest.mark.parametrize("label", NN_ROWS)
+def test_the_nn_peer_computes_what_gpukit_computes(rows, label):
+    """Within float32 rounding (the peers' reductions may add in another order)."""
+    ours, peer = rows[label]
+    got, want = ours(), peer()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got.get(), want.get(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("label", NN_ROWS)
+def test_the_nn_peer_asks_the_device_for_what_gpukit_asks(rows, label):
+    """The same launches, allocations and copies, in the same order: the rows' difference
+    is gpukit's host code alone."""
+    if not simulated():
+        pytest.skip("device work is traced on the CuPy simulator (python -m pytest --cupy=sim)")
+    ours, peer = rows[label]
+    assert _device_work(ours) == _device_work(peer)
+
+
+def test_the_only_device_is_made_current_without_a_switch(cupy_backend, monkeypatch):
+    """With one device, it is always the current one: ``use_device(0)`` enters no
+    ``cupy.cuda.Device`` (a warm layer call made one per call); any other index is still
+    CuPy's to accept or refuse."""
+    import cupy
+
+    made = []
+
+    class Spy(cupy.cuda.Device):
+        def __init__(self, *args):
+            made.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(cupy_backend, "_count", 1)
+    monkeypatch.setattr(cupy.cuda, "Device", Spy)
+    layer = gk.nn.Tanh()
+    x = cupy_backend.asarray(np.ones((4, 8), np.float32), device=0)
+    layer(x)
+    with cupy_backend.use_device(0):
+        assert cupy.cuda.runtime.getDevice() == 0
+    made.clear()
+    np.testing.assert_allclose(layer(x).get(), np.tanh(np.ones((4, 8))), rtol=1e-6)
+    layer.backward(x)
+    assert made == []
+    cupy_backend.use_device(1)
+    assert made == [(1,)]
