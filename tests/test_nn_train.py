@@ -115,6 +115,28 @@ def test_model_input_placement(fake_device, rng):
         device_model(np.ones((1, 2), np.float32))
 
 
+@pytest.mark.parametrize("device", [0, 1])
+def test_a_device_model_takes_input_on_its_device_only(fake_device, device):
+    """Warm and cold: an input of the model's array type on its device is used as it is,
+    on another device refused, naming both, without moving it (the check is not a
+    plan's: the device of an array is not in its type)."""
+    layer = gk.nn.Linear(2, 2, seed=0).to("fakedevice", device=device)
+    mine = fake_device.asarray(np.ones((3, 2), np.float32), device=device)
+    other = fake_device.asarray(np.ones((3, 2), np.float32), device=1 - device)
+    gk.reset_transfer_stats()
+    for _ in range(2):
+        y = layer(mine)
+        assert fake_device.device_of(y) == device
+        with pytest.raises(
+            gk.DeviceMismatchError,
+            match=rf"'parameters' is on fakedevice:{device} but argument 'x' is on "
+            rf"fakedevice:{1 - device}",
+        ):
+            layer(other)
+    stats = gk.transfer_stats()
+    assert stats.host_to_device.calls == 0 and stats.device_to_device.calls == 0
+
+
 def _fit(model, opt, x, y, **kwargs):
     kwargs = {"epochs": 1, "batch_size": 2, "progress": False, **kwargs}
     return gk.nn.fit(model, gk.nn.MSELoss(), opt, x, y, **kwargs)

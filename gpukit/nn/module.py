@@ -641,7 +641,14 @@ _CALL = Policy("gk.nn.Module.__call__", _call)
 
 def _place(x: Any, ref: Any) -> Any:
     """``x`` where the parameter ``ref`` lives; host data moves to a device model."""
-    model_owner, x_owner = _dispatch.owner_of(ref), _dispatch.owner_of(x)
+    model_owner = _dispatch.owner_of(ref)
+    if (
+        type(x) is type(ref)
+        and model_owner is not None
+        and model_owner.device_of(x) == model_owner.device_of(ref)
+    ):
+        return x  # the model's own kind of array on its device: nothing to move or refuse
+    x_owner = _dispatch.owner_of(x)
     if model_owner is None:
         if x_owner is not None:
             raise DeviceMismatchError(
