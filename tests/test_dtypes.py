@@ -196,6 +196,68 @@ def test_masked_arrays_and_matrices_are_refused_everywhere(case, kind):
     assert want in msg, msg
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_types_seen_before_do_not_let_foreign_arrays_through():
+    """The refusal remembers the types that passed it: after lists, arrays and their
+    subclasses have passed, None, masked arrays and matrices are still refused, and so is
+    a proxy whose ``__class__`` claims a masked array, though an instance of the same
+    proxy class claiming a list passed just before."""
+    from gpukit._dispatch.dtypes import refuse_foreign
+
+    class Claims:
+        def __init__(self, cls):
+            self._cls = cls
+
+        @property
+        def __class__(self):
+            return self._cls
+
+    class Sub(np.ndarray):
+        pass
+
+    for _ in range(2):
+        for plain in ([1.0], np.ones(2), np.ones(2).view(Sub), 3.0, Claims(list)):
+            refuse_foreign("op", "a", plain)
+        for bad, words in [
+            (None, "got None"),
+            (np.ma.masked_array([1.0]), "masked array"),
+            (np.matrix([[1.0]]), "numpy.matrix"),
+            (Claims(np.ma.MaskedArray), "masked array"),
+        ]:
+            with pytest.raises(TypeError, match=words):
+                refuse_foreign("op", "a", bad)
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_the_remembered_types_under_threads():
+    """Threads passing new types (past the bound of remembered ones) and foreign arrays at
+    once: every foreign array is refused, every plain one passes."""
+    import threading
+
+    from gpukit._dispatch.dtypes import refuse_foreign
+
+    errors, start = [], threading.Barrier(8)
+
+    def work(seed: int) -> None:
+        start.wait()
+        for i in range(40):
+            kind = type(f"Plain{seed}_{i}", (), {})
+            refuse_foreign("op", "a", kind())
+            for bad in (None, np.ma.masked_array([1.0]), np.matrix([[1.0]])):
+                try:
+                    refuse_foreign("op", "a", bad)
+                except TypeError:
+                    continue
+                errors.append(bad)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_the_refusal_does_not_import_numpy_ma(tmp_path):
     from subproc import run_python
 

@@ -117,6 +117,9 @@ def refuse_foreign(op: str, name: str, x: Any) -> None:
     ...
     TypeError: gk.matmul: argument 'a' is a numpy.ma masked array; gpukit would ignore its mask. Fill the masked entries (a.filled(value)) or drop them (a.compressed()), then pass a plain array
     """  # noqa: E501
+    cls = type(x)
+    if cls in _PLAIN:
+        return
     if x is None:
         raise TypeError(f"{op}: argument {name!r} must be an array, got None")
     ma = sys.modules.get("numpy.ma")  # not imported: x cannot be a masked array
@@ -131,6 +134,15 @@ def refuse_foreign(op: str, name: str, x: Any) -> None:
             f"{op}: argument {name!r} is a numpy.matrix, whose operators and indexing mean "
             f"other things than an array's; pass np.asarray({name})"
         )
+    if x.__class__ is cls and len(_PLAIN) < _PLAIN_MAX:  # not a proxy claiming a class
+        _PLAIN.add(cls)
+
+
+#: The types :func:`refuse_foreign` passed: whether a type is None's or a masked array's or
+#: matrix's subclass does not change (and no masked array exists before ``numpy.ma`` is
+#: imported), so a device array's type is checked once, not on every call
+_PLAIN: set[type] = set()
+_PLAIN_MAX = 64  # a bound for programs that make classes as they go (mocks do)
 
 
 def words(dtypes: Collection[np.dtype]) -> str:
