@@ -15,24 +15,36 @@ from ..cuda_sources import source
 BLOCK = 256
 
 _modules: dict[tuple[str, int], cupy.RawModule] = {}
+#: (file, name expression, device) -> the kernel: ``RawModule.get_function`` makes a new
+#: ``RawKernel`` on every call (and looks its function up again), a launch's worth of
+#: host time for a launcher that asks per call
+_functions: dict[tuple[str, str, int], cupy.RawKernel] = {}
 _lock = threading.Lock()
 
 
 def function(filename: str, name_expression: str) -> cupy.RawKernel:
     """The kernel ``name_expression`` of ``filename``, compiled for the current device."""
-    key = (filename, cupy.cuda.Device().id)
-    module = _modules.get(key)
-    if module is None:
+    key = (filename, name_expression, cupy.cuda.runtime.getDevice())
+    found = _functions.get(key)
+    if found is None:
         with _lock:
-            module = _modules.get(key)
-            if module is None:
-                module = cupy.RawModule(
-                    code=source(filename),
-                    options=("--std=c++17",),
-                    name_expressions=list(cuda_sources()[filename]),
-                )
-                _modules[key] = module
-    return module.get_function(name_expression)
+            found = _functions.get(key)
+            if found is None:
+                found = _functions[key] = _module(filename, key[2]).get_function(name_expression)
+    return found
+
+
+def _module(filename: str, device: int) -> cupy.RawModule:
+    """``filename``'s module for ``device`` (current), compiled once; the caller holds
+    ``_lock``."""
+    module = _modules.get((filename, device))
+    if module is None:
+        module = _modules[(filename, device)] = cupy.RawModule(
+            code=source(filename),
+            options=("--std=c++17",),
+            name_expressions=list(cuda_sources()[filename]),
+        )
+    return module
 
 
 @cache
@@ -42,7 +54,7 @@ def _sm_count(device: int) -> int:
 
 def sm_count() -> int:
     """Streaming multiprocessors of the current device."""
-    return _sm_count(cupy.cuda.Device().id)
+    return _sm_count(cupy.cuda.runtime.getDevice())
 
 
 def ctype(dtype: np.dtype) -> str:
