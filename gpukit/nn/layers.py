@@ -18,7 +18,7 @@ from .._runtime.memory import operation
 from .._user_kernels import ElementwiseKernel
 from ..kernels._checks import check_range, real
 from . import _act, _gemm, _random
-from .module import Module, Parameter, namespace_of, on_device_of, on_grad_device
+from .module import Module, Parameter, as_dtype, namespace_of, on_device_of, on_grad_device
 
 __all__ = [
     "GELU",
@@ -441,7 +441,7 @@ class Softmax(Module):
             y = np.exp(x - _MAXIMUM(x, dim, None, None, True))
             y /= _ADD(y, dim, None, None, True)
         else:
-            y = _dispatch.namespace(x).exp(x - x.max(axis=dim, keepdims=True))
+            y = namespace_of(x).exp(x - x.max(axis=dim, keepdims=True))
             y /= y.sum(axis=dim, keepdims=True)
         self._y = y
         return y
@@ -680,22 +680,22 @@ class LayerNorm(Module):
         xhat = xc * rstd
         self._cache = (xhat, rstd, axes)
         if self.weight is None:
-            return xhat.astype(x.dtype, copy=False)
+            return as_dtype(xhat, x.dtype)
         y = xhat * self.weight.data
         if self.bias is not None:
             y += self.bias.data
-        return y.astype(x.dtype, copy=False)
+        return as_dtype(y, x.dtype)
 
     @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         xhat, rstd, axes = self._cache
-        g = grad_output.astype(xhat.dtype, copy=False)  # float16 in float32, as forward
+        g = as_dtype(grad_output, xhat.dtype)  # float16 in float32, as forward
         lead = tuple(range(g.ndim - len(axes)))
         if self.weight is not None:
             dtype = self.weight.data.dtype
-            self.weight.accumulate((g * xhat).sum(axis=lead).astype(dtype, copy=False))
+            self.weight.accumulate(as_dtype((g * xhat).sum(axis=lead), dtype))
             if self.bias is not None:
-                self.bias.accumulate(g.sum(axis=lead).astype(dtype, copy=False))
+                self.bias.accumulate(as_dtype(g.sum(axis=lead), dtype))
             g = g * self.weight.data
         if not need_input_grad:
             return None
@@ -703,7 +703,7 @@ class LayerNorm(Module):
         gx = g - _row_mean(g, axes, n)
         gx -= xhat * _row_mean(g * xhat, axes, n)
         gx *= rstd
-        return gx.astype(grad_output.dtype, copy=False)
+        return as_dtype(gx, grad_output.dtype)
 
     def extra_repr(self) -> str:
         return (

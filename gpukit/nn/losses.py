@@ -14,7 +14,7 @@ from .._runtime import device_status as _status
 from .._runtime.memory import Policy
 from ..kernels._checks import check_range
 from ..kernels._direct import kernel
-from .module import mismatch, namespace_of, on_device_of
+from .module import as_dtype, mismatch, namespace_of, on_device_of
 
 _NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
 _FLOAT16 = np.dtype(np.float16)  # compared with a dtype: no conversion of np.float16 per call
@@ -274,7 +274,7 @@ class CrossEntropyLoss(_Loss):
                     logits, labels, s, self.reduction, *flag
                 )
             self._cache, self._handed = (grad, labels), False
-            return loss.astype(dtype, copy=False)
+            return as_dtype(loss, dtype)
         self._cache, self._handed = (probs, labels), None
         out = total / n if self.reduction == "mean" else total
         # a NumPy scalar: astype would make a copy of one already of the dtype (most of a
@@ -288,7 +288,7 @@ class CrossEntropyLoss(_Loss):
             # first call hands it over, a later one a copy to change freely
             g = probs.copy() if self._handed else probs
             self._handed = True
-            return g.astype(self._dtype, copy=False)
+            return as_dtype(g, self._dtype)
         n, c = probs.shape
         scale = 1.0 / n if self.reduction == "mean" and n else 1.0
         s = self.label_smoothing

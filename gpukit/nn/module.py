@@ -448,9 +448,19 @@ def on_device_of(x: Any) -> contextlib.AbstractContextManager[Any]:
 
 
 def namespace_of(x: Any) -> Any:
-    """``x``'s array namespace: ``numpy`` for a host array without ``gk.namespace``'s
-    dispatch (a few microseconds of a small layer's call), else ``gk.namespace(x)``."""
-    return np if type(x) is np.ndarray else _dispatch.namespace(x)
+    """``x``'s array namespace: ``numpy`` for a host array, its backend's for a device
+    array, without ``gk.namespace``'s dispatch (a few microseconds of a small layer's
+    call); else ``gk.namespace(x)``."""
+    if type(x) is np.ndarray:
+        return np
+    owner = _dispatch.owner_of(x)
+    return _dispatch.namespace(x) if owner is None else owner.xp
+
+
+def as_dtype(a: Any, dtype: Any) -> Any:
+    """``a.astype(dtype, copy=False)``: ``a`` itself where it has ``dtype`` (the common
+    case), without the method call (CuPy's parses its keywords in Python on every call)."""
+    return a if a.dtype == dtype else a.astype(dtype)
 
 
 def on_grad_device(backward: Callable[..., Any]) -> Callable[..., Any]:

@@ -382,7 +382,7 @@ _tickets: dict[tuple[int, int], Any] = {}
 
 
 def _ticket():
-    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
     found = _tickets.get(key)
     if found is None:
         # zeroed by a kernel, not uploaded: the first use may be inside a capture
