@@ -154,6 +154,8 @@ class Module:
     )
     """
 
+    # a class default, not an instance attribute set in __init__: a layer's parameters
+    # then come first among its attributes, where Module._anchor looks on every call
     training: bool = True
     # the last forward output's shape: None where it has none, _NO_FORWARD before the
     # first forward pass (backward needs what a forward pass kept)
@@ -163,9 +165,6 @@ class Module:
     # gradients to add at the end (_backward_op). Honoured only for the backward of the
     # class that says so (_atomic).
     _atomic_backward: bool = False
-
-    def __init__(self) -> None:
-        self.training = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
