@@ -78,6 +78,45 @@ def test_cross_entropy_loss_keeps_the_logits_dtype(backend, rng, dtype, reductio
     assert rel_err(float(loss), want) < TOL[np.dtype(dtype)]
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # empty mean
+def test_one_cross_entropy_loss_changed_between_calls(backend, rng):
+    """One loss object called warm on batches of other sizes, label dtypes, reductions and
+    smoothings (a device keeps its kernel per arrays and reduction): each call's loss and
+    gradient are those of the float64 formula for that call."""
+    loss_fn = gk.nn.CrossEntropyLoss()
+    calls = [
+        (6, "int64", "mean", 0.0),
+        (6, "int64", "mean", 0.0),
+        (6, "int32", "mean", 0.0),
+        (6, "int64", "sum", 0.0),
+        (3, "int64", "sum", 0.2),
+        (6, "int64", "mean", 0.1),
+        (0, "int64", "sum", 0.0),
+        (0, "int64", "mean", 0.0),
+        (6, "int64", "mean", 0.0),
+    ]
+    for rows, labels_dtype, reduction, smoothing in calls:
+        loss_fn.reduction, loss_fn.label_smoothing = reduction, smoothing
+        out = (3 * rng.standard_normal((rows, 4))).astype(np.float32)
+        target = rng.integers(0, 4, rows).astype(labels_dtype)
+        loss = float(loss_fn(gk.asarray(out), gk.asarray(target)))
+        grad = gk.to_numpy(loss_fn.backward())
+        z = out.astype(np.float64)
+        logp = z - z.max(axis=1, keepdims=True, initial=-np.inf)
+        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        onehot = np.eye(4)[target]
+        soft = (1 - smoothing) * onehot + smoothing / 4
+        per = -(soft * logp).sum(axis=1)
+        scale = 1 / rows if reduction == "mean" and rows else 1.0
+        if rows == 0 and reduction == "mean":
+            assert np.isnan(loss)
+        else:
+            assert rel_err(loss, per.sum() * scale) < F32
+        assert grad.shape == (rows, 4)
+        if rows:
+            assert rel_err(grad, (np.exp(logp) - soft) * scale) < F32
+
+
 def test_float16_cross_entropy_is_computed_in_float32(backend, rng):
     """float16 logits are computed in float32 and rounded once, on every backend (the GPU
     kernel was launched on float16 data as if it were float64; found by the capability

@@ -11,9 +11,10 @@ from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.capabilities import declare
 from .._runtime import device_status as _status
+from .._runtime import plans as _plans
 from .._runtime.memory import Policy
 from ..kernels._checks import check_range
-from ..kernels._direct import kernel
+from ..kernels._direct import bound
 from .module import as_dtype, mismatch, namespace_of, on_device_of
 
 _NO_STATUS = nullcontext()  # a host loss: nothing numbered, nothing to hold
@@ -270,9 +271,13 @@ class CrossEntropyLoss(_Loss):
             # the reduced loss and its gradient in one launch: backward hands the gradient over
             with _NO_STATUS if st is None else st.lock:
                 flag = () if st is None else (st.buffer, st.next_serial())
-                loss, grad = kernel(logits, "softmax_cross_entropy_train")(
-                    logits, labels, s, self.reduction, *flag
-                )
+                args = (logits, labels, s, self.reduction, *flag)
+                key = (
+                    type(logits), logits.dtype, n, c, type(labels), labels.dtype,
+                    self.reduction, None if st is None else st.device,
+                )  # fmt: skip
+                run = _TRAIN.get(key) or _train_kernel(key, args)
+                loss, grad = run(*args)
             self._cache, self._handed = (grad, labels), False
             return as_dtype(loss, dtype)
         self._cache, self._handed = (probs, labels), None
@@ -304,6 +309,18 @@ class CrossEntropyLoss(_Loss):
             f"CrossEntropyLoss(reduction={self.reduction!r}, "
             f"label_smoothing={self.label_smoothing})"
         )
+
+
+#: (the logits' type, dtype and shape, the labels' type and dtype, the reduction, the
+#: device) -> a device's training kernel of CrossEntropyLoss bound to such arrays (the
+#: backend's ``bind``: its kernel and launch settled once)
+_TRAIN = _plans.table()
+
+
+def _train_kernel(key: Any, args: tuple[Any, ...]) -> Any:
+    """The kernel of :data:`_TRAIN` for ``key``, bound to arrays like ``args``' and kept."""
+    since = _plans.generation()
+    return _plans.remember(_TRAIN, key, bound(args[0], "softmax_cross_entropy_train", args), since)
 
 
 class BCEWithLogitsLoss(_Loss):

@@ -394,37 +394,60 @@ def _ticket():
 def softmax_cross_entropy_train(
     logits, labels, label_smoothing: float, reduction: str, status=None, serial: int = 0
 ):
-    logits = cupy.ascontiguousarray(logits)
-    labels = _labels(labels)
+    args = (logits, labels, label_smoothing, reduction, status, serial)
+    return _bind_softmax_cross_entropy_train(*args)(*args)
+
+
+def _bind_softmax_cross_entropy_train(
+    logits, labels, label_smoothing: float, reduction: str, status=None, serial: int = 0
+):
+    """:func:`softmax_cross_entropy_train` planned for arrays of these shapes and dtypes and
+    this reduction (gpukit.nn's plans): the kernel compiled for the current device, the
+    launch's grid and the reduction's scalars, settled once. The arrays' device is
+    current, as for :func:`matmul_tiled`."""
     n, c = logits.shape
+    dtype = logits.dtype
+    widen = labels.dtype not in _LABELS  # as _labels does, decided once
     divisor = n if reduction == "mean" else 1
-    loss = cupy.empty((), dtype=logits.dtype)
-    grad = cupy.empty((n, c), dtype=logits.dtype)
-    if not n:  # no rows: the empty mean is NaN, the empty sum 0
-        loss.fill(np.nan if reduction == "mean" else 0)
+    launch = None
+    if n:  # no rows: the empty mean is NaN, the empty sum 0
+        name = f"softmax_xent_train<{ctype(dtype)}, {'long long' if widen else _ltype(labels)}>"
+        scale = (scalar(dtype, 1.0 / divisor), index(divisor))
+        launch = function(_XENT, name), (min(n, sm_count() * 16),), (index(n), index(c)), scale
+
+    def run(logits, labels, label_smoothing, reduction, status=None, serial=0):
+        logits = cupy.ascontiguousarray(logits)
+        labels = cupy.ascontiguousarray(labels.astype(np.int64) if widen else labels)
+        loss = cupy.empty((), dtype=dtype)
+        grad = cupy.empty((n, c), dtype=dtype)
+        if launch is None:
+            loss.fill(np.nan if reduction == "mean" else 0)
+            return loss, grad
+        kernel, grid, dims, scale = launch
+        row_loss = cupy.empty(n, dtype=dtype)
+        kernel(
+            grid,
+            (BLOCK,),
+            (
+                logits,
+                labels,
+                row_loss,
+                grad,
+                loss,
+                *dims,
+                scalar(dtype, label_smoothing),
+                *scale,
+                status,  # None: a null pointer, nothing flagged
+                np.int64(serial),
+                _ticket(),
+            ),
+        )
         return loss, grad
-    row_loss = cupy.empty(n, dtype=logits.dtype)
-    kernel = function(_XENT, f"softmax_xent_train<{ctype(logits.dtype)}, {_ltype(labels)}>")
-    kernel(
-        (min(n, sm_count() * 16),),
-        (BLOCK,),
-        (
-            logits,
-            labels,
-            row_loss,
-            grad,
-            loss,
-            index(n),
-            index(c),
-            scalar(logits.dtype, label_smoothing),
-            scalar(logits.dtype, 1.0 / divisor),
-            index(divisor),
-            status,  # None: a null pointer, nothing flagged
-            np.int64(serial),
-            _ticket(),
-        ),
-    )
-    return loss, grad
+
+    return run
+
+
+softmax_cross_entropy_train.bind = _bind_softmax_cross_entropy_train
 
 
 @_on_inputs_device
