@@ -115,6 +115,16 @@ def test_model_input_placement(fake_device, rng):
         device_model(np.ones((1, 2), np.float32))
 
 
+def test_a_device_backend_without_kernels_names_the_one_a_layer_needs(fake_device):
+    """An activation layer on a plug-in's device arrays calls an internal kernel (no
+    ``gk.kernels`` function): the error names it as internal; a public one by its name."""
+    x = fake_device.asarray(np.ones((2, 3), np.float32))
+    with pytest.raises(NotImplementedError, match=r"^the internal kernel 'activation' has no "):
+        gk.nn.Tanh()(x)
+    with pytest.raises(NotImplementedError, match=r"^gk\.kernels\.bias_activation has no "):
+        gk.kernels.bias_activation(x, fake_device.asarray(np.ones(3, np.float32)))
+
+
 @pytest.mark.parametrize("device", [0, 1])
 def test_a_device_model_takes_input_on_its_device_only(fake_device, device):
     """Warm and cold: an input of the model's array type on its device is used as it is,

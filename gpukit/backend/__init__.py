@@ -26,6 +26,7 @@ from ._ops.linalg import LinalgOps
 from ._ops.user import UserKernelOps
 from .collectives import PeerCopyCollectives
 from .graphs import CaptureFailed
+from .kernels import KERNELS
 
 __all__ = ["Backend", "Device"]
 
@@ -244,9 +245,12 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
 
     # -- custom kernels: see gpukit.kernels -----------------------------------------------------
     def kernel(self, name: str) -> Any:
-        """The implementation of the registered kernel ``name`` (``gk.kernels.<name>``)."""
+        """The implementation of the registered kernel ``name``: ``gk.kernels.<name>``, or
+        one of the internal kernels ``gk.nn`` and ``gk.optim`` call
+        (:data:`gpukit.backend.kernels.INTERNAL_KERNELS`)."""
+        what = f"gk.kernels.{name}" if name in KERNELS else f"the internal kernel {name!r}"
         raise NotImplementedError(
-            f"gk.kernels.{name} has no implementation on backend {self.name!r}; "
+            f"{what} has no implementation on backend {self.name!r}; "
             "run it on the numpy or cupy backend"
         )
 
