@@ -28,28 +28,29 @@ def _common() -> str:
     return source("gk_common.cuh")
 
 
+def _act_forward(params: str, z: str, name: str, activation: str) -> cupy.ElementwiseKernel:
+    """The kernel ``name``: ``y = act(z)``, ``z`` an expression of ``params``."""
+    return cupy.ElementwiseKernel(
+        params,
+        "T y",
+        f"y = act_forward<T, {ACTIVATIONS.index(activation)}>({z}, slope)",
+        name,
+        preamble=_activations(),
+    )
+
+
 @cache
 def bias_act_forward(activation: str) -> cupy.ElementwiseKernel:
     """``y = act(x + bias)``; bias broadcasts over the leading axes."""
-    return cupy.ElementwiseKernel(
-        "T x, T bias, T slope",
-        "T y",
-        f"y = act_forward<T, {ACTIVATIONS.index(activation)}>(x + bias, slope)",
-        f"gk_bias_act_forward_{activation}",
-        preamble=_activations(),
+    return _act_forward(
+        "T x, T bias, T slope", "x + bias", f"gk_bias_act_forward_{activation}", activation
     )
 
 
 @cache
 def act_forward(activation: str) -> cupy.ElementwiseKernel:
-    """``y = act(x)``: :func:`bias_act_forward` without a bias."""
-    return cupy.ElementwiseKernel(
-        "T x, T slope",
-        "T y",
-        f"y = act_forward<T, {ACTIVATIONS.index(activation)}>(x, slope)",
-        f"gk_act_forward_{activation}",
-        preamble=_activations(),
-    )
+    """``y = act(x)``: :func:`bias_act_forward` without a bias (an activation layer's)."""
+    return _act_forward("T x, T slope", "x", f"gk_act_forward_{activation}", activation)
 
 
 @cache
@@ -60,11 +61,12 @@ def act_backward(activation: str, of_output: bool) -> cupy.ElementwiseKernel:
     derivative = (
         f"act_derivative_of_output<T, {a}>(v)" if of_output else f"act_derivative<T, {a}>(v, slope)"
     )
+    variant = f"{activation}_of_output" if of_output else activation
     return cupy.ElementwiseKernel(
         "T grad_y, T v, T slope",
         "T grad_x",
         f"grad_x = grad_y * {derivative}",
-        f"gk_act_backward_{activation}{'_of_output' if of_output else ''}",
+        f"gk_act_backward_{variant}",
         preamble=_activations(),
     )
 
