@@ -339,6 +339,25 @@ def test_module_structure_repr_and_modes():
     assert all(m.training for m in model.modules())
 
 
+def test_a_module_mixing_in_a_base_with_arguments_initialises():
+    """``Module.__init__`` ends a subclass's ``super().__init__()`` chain, as
+    ``torch.nn.Module``'s does: a base after it in the MRO whose ``__init__`` takes
+    arguments is not called without them. A new module trains until told otherwise."""
+
+    class Tagged:
+        def __init__(self, tag):
+            self.tag = tag
+
+    class Layer(gk.nn.Module, Tagged):
+        def __init__(self):
+            super().__init__()
+            Tagged.__init__(self, "t")
+
+    layer = Layer()
+    assert layer.tag == "t" and layer.training
+    assert not layer.eval().training and layer.train().training
+
+
 def test_a_model_lives_where_its_first_parameter_does():
     """``model(x)`` places and types ``x`` by the first parameter in ``parameters()`` order
     (own parameters first, then each sub-module's, depth first), parameterless layers

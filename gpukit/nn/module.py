@@ -166,6 +166,11 @@ class Module:
     # class that says so (_atomic).
     _atomic_backward: bool = False
 
+    def __init__(self) -> None:
+        """Nothing to set (``training`` is the class's default until ``train``/``eval``);
+        defined so that a subclass's ``super().__init__()`` ends here, as in
+        ``torch.nn.Module``, whatever other bases a subclass mixes in."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
         super().__init_subclass__(**kwargs)
