@@ -200,8 +200,9 @@ def test_masked_arrays_and_matrices_are_refused_everywhere(case, kind):
 def test_types_seen_before_do_not_let_foreign_arrays_through():
     """The refusal remembers the types that passed it: after lists, arrays and their
     subclasses have passed, None, masked arrays and matrices are still refused, and so is
-    a proxy whose ``__class__`` claims a masked array, though an instance of the same
-    proxy class claiming a list passed just before."""
+    a proxy whose ``__class__`` claims a masked array, though instances of the same proxy
+    class claiming a list, or their own class (a proxy with no target yet), passed just
+    before."""
     from gpukit._dispatch.dtypes import refuse_foreign
 
     class Claims:
@@ -210,13 +211,13 @@ def test_types_seen_before_do_not_let_foreign_arrays_through():
 
         @property
         def __class__(self):
-            return self._cls
+            return type(self) if self._cls is None else self._cls
 
     class Sub(np.ndarray):
         pass
 
     for _ in range(2):
-        for plain in ([1.0], np.ones(2), np.ones(2).view(Sub), 3.0, Claims(list)):
+        for plain in ([1.0], np.ones(2), np.ones(2).view(Sub), 3.0, Claims(list), Claims(None)):
             refuse_foreign("op", "a", plain)
         for bad, words in [
             (None, "got None"),

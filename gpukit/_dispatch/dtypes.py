@@ -13,6 +13,7 @@ things), and ``None`` where an array is required. docs/numerics.rst states the r
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Collection
 from typing import Any
 
@@ -134,8 +135,22 @@ def refuse_foreign(op: str, name: str, x: Any) -> None:
             f"{op}: argument {name!r} is a numpy.matrix, whose operators and indexing mean "
             f"other things than an array's; pass np.asarray({name})"
         )
-    if x.__class__ is cls and len(_PLAIN) < _PLAIN_MAX:  # not a proxy claiming a class
+    if len(_PLAIN) < _PLAIN_MAX and _honest(cls):
         _PLAIN.add(cls)
+
+
+def _honest(cls: type) -> bool:
+    """Whether instances of ``cls`` report ``cls`` as their class, whatever they hold: no
+    class along its MRO defines ``__class__`` or a Python ``__getattribute__``, as proxies
+    do (claiming their target's class, and their own while they have none)."""
+    for c in cls.__mro__[:-1]:
+        found = vars(c)
+        if "__class__" in found:
+            return False
+        look_up = found.get("__getattribute__")
+        if look_up is not None and not isinstance(look_up, types.WrapperDescriptorType):
+            return False
+    return True
 
 
 #: The types :func:`refuse_foreign` passed: whether a type is None's or a masked array's or
