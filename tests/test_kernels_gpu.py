@@ -454,7 +454,11 @@ def test_activation_backward(cupy_backend, act, size, dtype, rng):
     _assert_within_ulps(strided, want[:, ::-1], scale[:, ::-1], dtype)
     twin = host(gy, x, act, 0.01, False)
     assert np.all(np.abs(twin - want) <= 64 * np.finfo(dtype).eps * (np.abs(want) + scale))
-    if act in FROM_OUTPUT:
+    if act not in FROM_OUTPUT:  # a derivative not written with the output: refused alike
+        for run, g in ((gpu, d_gy), (host, gy)):
+            with pytest.raises(ValueError, match="not a function of its output"):
+                run(g, g, act, 0.01, True)
+    else:
         y = _internal("activation")[1](x, act, 0.01)  # the forward output, in dtype
         want = host(gy.astype(np.float64), y.astype(np.float64), act, 0.01, True)
         got = gpu(d_gy, cp.asarray(y), act, 0.01, True)

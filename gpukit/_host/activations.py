@@ -28,15 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from ..backend.kernels import ACTIVATIONS
+from ..backend.kernels import ACTIVATIONS, FROM_OUTPUT
 from . import native
 from .parallel import BLOCK, constant, run, scratch, spans
 
 __all__ = ["FROM_OUTPUT", "bias_activate", "gradient"]
 
-#: Activations whose derivative is a function of their output: the output is what a layer
-#: keeps for its backward pass, and the input can be overwritten.
-FROM_OUTPUT = frozenset({"identity", "relu", "sigmoid", "tanh"})
 
 _SQRT1_2 = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

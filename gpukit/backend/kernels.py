@@ -22,7 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ACTIVATIONS", "INTERNAL_KERNELS", "KERNELS", "KernelSpec", "cuda_sources", "spec"]
+__all__ = [
+    "ACTIVATIONS",
+    "FROM_OUTPUT",
+    "INTERNAL_KERNELS",
+    "KERNELS",
+    "KernelSpec",
+    "cuda_sources",
+    "spec",
+]
 
 #: Activation names, in the order of the ``ACT`` template argument of the CUDA code.
 ACTIVATIONS: tuple[str, ...] = (
@@ -36,9 +44,11 @@ ACTIVATIONS: tuple[str, ...] = (
     "tanh",
 )
 
-#: The ``ACT`` numbers of the activations whose derivative is a function of their output
-#: (identity, relu, sigmoid, tanh): ``bias_act_backward``'s ``OF_OUTPUT`` variants.
-_OF_OUTPUT = tuple(ACTIVATIONS.index(a) for a in ("identity", "relu", "sigmoid", "tanh"))
+#: Activations whose derivative is a function of their output: the output is what a layer
+#: keeps for its backward pass, and the input can be overwritten.
+FROM_OUTPUT = frozenset({"identity", "relu", "sigmoid", "tanh"})
+#: Their ``ACT`` numbers: ``bias_act_backward``'s ``OF_OUTPUT`` variants.
+_OF_OUTPUT = tuple(i for i, a in enumerate(ACTIVATIONS) if a in FROM_OUTPUT)
 _CTYPES = {"float32": "float", "float64": "double"}
 _LABELS = ("int", "long long")
 

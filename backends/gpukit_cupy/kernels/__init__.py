@@ -20,7 +20,7 @@ from typing import Any
 import cupy
 import numpy as np
 
-from gpukit.backend.kernels import ACTIVATIONS
+from gpukit.backend.kernels import ACTIVATIONS, FROM_OUTPUT
 
 from ..memory import unpooled
 from . import _elementwise
@@ -91,6 +91,8 @@ def activation(x, activation: str, negative_slope: float):
 
 @_on_inputs_device
 def activation_backward(grad_y, v, activation: str, negative_slope: float, of_output: bool):
+    if of_output and activation not in FROM_OUTPUT:  # as the NumPy reference refuses it
+        raise ValueError(f"the derivative of {activation!r} is not a function of its output")
     if activation == "identity":
         return grad_y
     kernel = _elementwise.act_backward(activation, of_output)
