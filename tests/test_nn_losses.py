@@ -220,3 +220,25 @@ def test_cross_entropy_refuses_labels_out_of_range_on_every_backend(backend, lab
     model.backward(loss_fn.backward())
     opt.step()
     assert not np.array_equal(gk.to_numpy(model.weight.data), before)
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_one_cross_entropy_loss_on_two_devices(cupy_backend, rng):
+    """Warm calls of one loss object on logits that alternate between two GPUs (its kept
+    kernels are per device): the loss and gradient are on the logits' device, with the
+    float64 formula's values."""
+    loss_fn = gk.nn.CrossEntropyLoss()
+    for device in (0, 1, 0, 1):
+        out = (3 * rng.standard_normal((5, 4))).astype(np.float32)
+        target = rng.integers(0, 4, 5)
+        x = cupy_backend.asarray(out, device=device)
+        loss = loss_fn(x, cupy_backend.asarray(target, device=device))
+        grad = loss_fn.backward()
+        assert cupy_backend.device_of(loss) == cupy_backend.device_of(grad) == device
+        z = out.astype(np.float64)
+        logp = z - z.max(axis=1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        assert rel_err(float(loss), -logp[np.arange(5), target].mean()) < F32
+        want = (np.exp(logp) - np.eye(4)[target]) / 5
+        assert rel_err(gk.to_numpy(grad), want) < F32
