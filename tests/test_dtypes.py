@@ -234,29 +234,28 @@ def test_the_remembered_types_under_threads():
     """Threads passing new types (past the bound of remembered ones) and foreign arrays at
     once: every foreign array is refused, every plain one passes."""
     import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     from gpukit._dispatch.dtypes import refuse_foreign
 
-    errors, start = [], threading.Barrier(8)
+    start = threading.Barrier(8)
 
-    def work(seed: int) -> None:
+    def let_through(seed: int) -> list:
+        """The foreign arrays the refusal let through while this thread added types."""
         start.wait()
+        passed = []
         for i in range(40):
-            kind = type(f"Plain{seed}_{i}", (), {})
-            refuse_foreign("op", "a", kind())
+            refuse_foreign("op", "a", type(f"Plain{seed}_{i}", (), {})())
             for bad in (None, np.ma.masked_array([1.0]), np.matrix([[1.0]])):
                 try:
                     refuse_foreign("op", "a", bad)
                 except TypeError:
                     continue
-                errors.append(bad)
+                passed.append(bad)
+        return passed
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    with ThreadPoolExecutor(8) as pool:
+        assert [bad for passed in pool.map(let_through, range(8)) for bad in passed] == []
 
 
 def test_the_refusal_does_not_import_numpy_ma(tmp_path):
