@@ -318,15 +318,9 @@ def flag_nonfinite(value, status, serial: int) -> None:
 _LABELS = (np.dtype(np.int32), np.dtype(np.int64))
 
 
-def _labels(labels):
-    """Labels as int32 or int64 (the two instantiated label types), contiguous."""
-    if labels.dtype not in _LABELS:
-        labels = labels.astype(np.int64)
-    return cupy.ascontiguousarray(labels)
-
-
 def _ltype(labels) -> str:
-    """The kernels' label type for ``labels`` as :func:`_labels` makes them."""
+    """The kernels' label type for ``labels``: int32 ones as they are, any other integer
+    dtype widened to int64 (the launchers' ``widen``)."""
     return "int" if labels.dtype == np.int32 else "long long"
 
 
@@ -342,7 +336,7 @@ def _bind_softmax_cross_entropy(logits, labels, label_smoothing, status=None, se
     grid, settled once. The arrays' device is current, as for :func:`matmul_tiled`."""
     n, c = logits.shape
     dtype = logits.dtype
-    widen = labels.dtype not in _LABELS  # as _labels does, decided once
+    widen = labels.dtype not in _LABELS  # to int64, decided once
     launch = None
     if n:
         kernel = function(_XENT, f"softmax_xent_forward<{ctype(dtype)}, {_ltype(labels)}>")
@@ -409,11 +403,11 @@ def _bind_softmax_cross_entropy_train(
     current, as for :func:`matmul_tiled`."""
     n, c = logits.shape
     dtype = logits.dtype
-    widen = labels.dtype not in _LABELS  # as _labels does, decided once
+    widen = labels.dtype not in _LABELS  # to int64, decided once
     divisor = n if reduction == "mean" else 1
     launch = None
     if n:  # no rows: the empty mean is NaN, the empty sum 0
-        name = f"softmax_xent_train<{ctype(dtype)}, {'long long' if widen else _ltype(labels)}>"
+        name = f"softmax_xent_train<{ctype(dtype)}, {_ltype(labels)}>"
         scale = (scalar(dtype, 1.0 / divisor), index(divisor))
         launch = function(_XENT, name), (min(n, sm_count() * 16),), (index(n), index(c)), scale
 
