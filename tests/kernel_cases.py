@@ -1,5 +1,6 @@
 """Runnable cases for every registered kernel, shared by the GPU tests and
-tools/run_kernels_once.py.
+tools/run_kernels_once.py, and (:data:`INTERNAL_CASES`) for the internal kernels, which
+the sanitizer runs too.
 
 A case is ``(kernel, id, run)``; ``run(to, rng, dtype)`` draws its inputs from
 ``rng``, places them with ``to`` (identity on the host, a device copy on the GPU),
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import gpukit as gk
+from gpukit.kernels._direct import kernel as _owned
 
 #: Element counts and class counts: none a multiple of a block size.
 SIZES = (1, 7, 1000003)
@@ -132,5 +134,64 @@ def _build() -> list[tuple[str, str, Run]]:
 CASES: list[tuple[str, str, Run]] = _build()
 
 
-def dtypes_of(kernel: str) -> tuple[str, ...]:
-    return gk.kernels.KERNELS[kernel].dtypes
+# -- the internal kernels, called as gk.nn and gk.optim call them ---------------------------
+def _act(act: str, size: int, backward: bool) -> Run:
+    def run(to, rng, dtype):
+        x = to(_normal(rng, _act_shape(size), dtype, 3.0))
+        if not backward:
+            return [_owned(x, "activation")(x, act, 0.01)]
+        gy = to(_normal(rng, x.shape, dtype))
+        return [_owned(x, "activation_backward")(gy, x, act, 0.01, False)]
+
+    return run
+
+
+def _status(to):
+    """A fresh device status buffer (gpukit._runtime.device_status's layout)."""
+    big = np.iinfo(np.int64).max
+    return to(np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64))
+
+
+def _xent_train(rows: int, classes: int, eps: float, reduction: str, flagged: bool) -> Run:
+    def run(to, rng, dtype):
+        logits = to(_normal(rng, (rows, classes), dtype, 5.0))
+        labels = to(rng.integers(0, classes, rows))
+        status = _status(to) if flagged else None
+        launch = _owned(logits, "softmax_cross_entropy_train")
+        return [*launch(logits, labels, eps, reduction, status, 3), *([status] if flagged else [])]
+
+    return run
+
+
+def _flag(value: float) -> Run:
+    def run(to, rng, dtype):
+        status = _status(to)
+        scalar = to(np.array(value, dtype=dtype))
+        _owned(scalar, "flag_nonfinite")(scalar, status, 2)
+        return [status]
+
+    return run
+
+
+def _build_internal() -> list[tuple[str, str, Run]]:
+    out = []
+    for act in gk.kernels.ACTIVATIONS:
+        for size in SIZES:
+            out.append(("activation", f"{act}-{size}", _act(act, size, False)))
+            out.append(("activation_backward", f"{act}-{size}", _act(act, size, True)))
+    # more rows than the grid has blocks (the last block's counter), and 10007 classes
+    for rows, classes in ((1, 1), (7, 10007), (4301, 3)):
+        for eps, reduction in ((0.0, "mean"), (0.1, "sum")):
+            for flagged in (False, True):
+                cid = f"{rows}x{classes}-eps{eps}-{reduction}{'-status' if flagged else ''}"
+                run = _xent_train(rows, classes, eps, reduction, flagged)
+                out.append(("softmax_cross_entropy_train", cid, run))
+    for value in (1.5, np.inf, np.nan):
+        out.append(("flag_nonfinite", f"{value}", _flag(value)))
+    return out
+
+
+#: A case per internal kernel configuration (gpukit.backend.kernels.INTERNAL_KERNELS),
+#: launched through the backend owning the arrays, as gk.nn does; the values are checked
+#: by tests/test_kernels_gpu.py's own tests of each.
+INTERNAL_CASES: list[tuple[str, str, Run]] = _build_internal()

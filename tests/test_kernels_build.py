@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_cases import CASES
+from kernel_cases import CASES, INTERNAL_CASES
 
 import gpukit as gk
 import gpukit_numpy.kernels as references
@@ -50,10 +50,12 @@ def test_registry_is_complete():
 
 def test_internal_kernels_are_complete():
     """Each internal kernel: a documented NumPy reference, a CUDA launcher, a GPU test,
-    and no public function."""
+    a case for the sanitizer, and no public function."""
     cuda_py = (HERE / "__init__.py").read_text()
     gpu_tests = (TESTS / "test_kernels_gpu.py").read_text()
+    cased = {kernel for kernel, _, _ in INTERNAL_CASES}
     for name, spec in INTERNAL_KERNELS.items():
+        assert name in cased, f"{name}: no case in tests/kernel_cases.py's INTERNAL_CASES"
         assert name not in KERNELS and not hasattr(gk.kernels, name), name
         assert getattr(references, name).__doc__, f"{name}: no documented NumPy reference"
         assert re.search(rf"^def {name}\(", cuda_py, re.M), f"{name}: no CUDA launcher"

@@ -1,4 +1,5 @@
-"""Launch every registered gk.kernels kernel on the GPU, for compute-sanitizer.
+"""Launch every registered kernel (gk.kernels' and the internal ones) on the GPU, for
+compute-sanitizer.
 
     compute-sanitizer --tool memcheck --error-exitcode 1 python tools/run_kernels_once.py
     python tools/run_kernels_once.py --list            # the kernel names, one per line
@@ -8,13 +9,14 @@
     python tools/run_kernels_once.py --krylov          # only the Krylov solvers' fused steps
 
 Runs each case of tests/kernel_cases.py (every activation, optimizer configuration,
-label type and tile shape, in every dtype the registry lists) except the
-million-element ones, on sizes that are not multiples of a block, then (in a full
-run, or with ``--user``) the kernels tests/test_user_kernels.py generates with
-``gk.elementwise``/``gk.reduction``: broadcast and scalar arguments, every function of
-the kernel language, reductions over each axis, and (in a full run, or with ``--krylov``) the
-fused steps of the CuPy Krylov solvers (backends/gpukit_cupy/krylov.cu): cg, bicgstab,
-minres and gmres in four dtypes on an operator whose size is not a block multiple.
+label type and tile shape, in every dtype the registry lists; its INTERNAL_CASES for the
+kernels only gk.nn and gk.optim launch) except the million-element ones, on sizes that
+are not multiples of a block, then (in a full run, or with ``--user``) the kernels
+tests/test_user_kernels.py generates with ``gk.elementwise``/``gk.reduction``: broadcast
+and scalar arguments, every function of the kernel language, reductions over each axis,
+and (in a full run, or with ``--krylov``) the fused steps of the CuPy Krylov solvers
+(backends/gpukit_cupy/krylov.cu): cg, bicgstab, minres and gmres in four dtypes on an
+operator whose size is not a block multiple.
 Exits 1 if a kernel is missing from the
 cases or an output is not finite; the sanitizer reports any out-of-bounds or misaligned
 access itself.
@@ -30,10 +32,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from kernel_cases import CASES  # noqa: E402
+from kernel_cases import CASES, INTERNAL_CASES  # noqa: E402
 from test_user_kernels import blend, functions, largest_gap, weighted_norm  # noqa: E402
 
 import gpukit as gk  # noqa: E402
+from gpukit.backend.kernels import INTERNAL_KERNELS, spec  # noqa: E402
+
+#: Every kernel a registry lists, public and internal.
+ALL = {**gk.kernels.KERNELS, **INTERNAL_KERNELS}
 
 
 def _user_kernels(cp) -> dict[str, list]:
@@ -87,14 +93,14 @@ def main(argv: list[str]) -> int:
         gk.set_backend("cupy")
         return (_report_user if argv == ["--user"] else _report_krylov)(cp, [])
     if argv == ["--list"]:
-        print("\n".join(sorted(gk.kernels.KERNELS)))
+        print("\n".join(sorted(ALL)))
         return 0
     if len(argv) == 2 and argv[0] == "--kernel":
-        chosen = {argv[1]} & set(gk.kernels.KERNELS)
+        chosen = {argv[1]} & set(ALL)
     elif len(argv) == 2 and argv[0] == "--kind":  # "ElementwiseKernel + ReductionKernel" has both
-        chosen = {n for n, k in gk.kernels.KERNELS.items() if argv[1] in k.kind.split(" + ")}
+        chosen = {n for n, k in ALL.items() if argv[1] in k.kind.split(" + ")}
     elif not argv:
-        chosen = set(gk.kernels.KERNELS)
+        chosen = set(ALL)
     else:
         chosen = set()
     if not chosen:
@@ -105,10 +111,10 @@ def main(argv: list[str]) -> int:
     gk.set_backend("cupy")
     launched: dict[str, int] = {}
     failures = []
-    for kernel, cid, run in CASES:
+    for kernel, cid, run in CASES + INTERNAL_CASES:
         if "1000003" in cid or kernel not in chosen:
             continue
-        for dtype in gk.kernels.KERNELS[kernel].dtypes:
+        for dtype in spec(kernel).dtypes:
             out = run(cp.asarray, np.random.default_rng(0), dtype)
             cp.cuda.Device().synchronize()
             if not all(bool(cp.isfinite(o).all()) for o in out):

@@ -215,8 +215,9 @@ KERNELS: dict[str, KernelSpec] = {
 #: Backend kernels with no public function, called by gk.nn and gk.optim through
 #: ``gpukit.kernels._direct`` on arrays they validated. The same contract as
 #: :data:`KERNELS` (a NumPy reference of the same name in ``gpukit_numpy.kernels``, whose
-#: docstring states the signature; a launcher in ``gpukit_cupy.kernels``; a GPU case in
-#: ``tests/kernel_cases.py``), without the front-end and its checks.
+#: docstring states the signature; a launcher in ``gpukit_cupy.kernels``; a GPU test in
+#: ``tests/test_kernels_gpu.py``; cases in ``tests/kernel_cases.py``, which the GPU lane runs
+#: under compute-sanitizer), without the front-end and its checks.
 INTERNAL_KERNELS: dict[str, KernelSpec] = {
     s.name: s
     for s in (
