@@ -656,3 +656,41 @@ def test_activation_of_a_numpy_scalar_is_computed_on_the_host(rng, name):
         gz, gb = _act.backward(name, g, (y[()], saved[1]), None, 0.0, want_bias=False)
         assert gb is None
         assert rel_err(gz, g * slope(ref(float(z)))) < TOL[np.dtype(np.float64)]
+
+
+@pytest.mark.gpu
+def test_device_activation_kernels_kept_per_slope_give_each_slope_its_zero(cupy_backend):
+    """A device layer's kept kernel is shared by layers of equal slopes: ``0.0`` and
+    ``-0.0`` are equal, but multiply a negative input (and its gradient) to zeros of
+    opposite signs, which each layer's output keeps, as on the host."""
+    x = np.array([[-2.0, -0.5, 1.0, 3.0]], np.float32)
+    g = np.ones_like(x)
+    for slopes in ((0.0, -0.0), (-0.0, 0.0)):
+        for slope in (*slopes, *slopes):  # each layer cold, then warm
+            host, device = gk.nn.LeakyReLU(slope), gk.nn.LeakyReLU(slope)
+            with gk.use_backend("numpy"):
+                want, want_grad = host(x), host.backward(g)
+            got = gk.to_numpy(device(cupy_backend.asarray(x)))
+            got_grad = gk.to_numpy(device.backward(cupy_backend.asarray(g)))
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+            np.testing.assert_array_equal(np.signbit(got_grad), np.signbit(want_grad))
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_one_device_activation_layer_on_two_devices(cupy_backend, rng):
+    """Warm calls of one activation layer on input alternating between two GPUs (its kept
+    kernels serve both): the output and gradient on the input's device, with the float64
+    formula's values."""
+    layer = gk.nn.SiLU()
+    for device in (0, 1, 0, 1):
+        x = rng.standard_normal((3, 5)).astype(np.float32)
+        g = rng.standard_normal((3, 5)).astype(np.float32)
+        y = layer(cupy_backend.asarray(x, device=device))
+        gx = layer.backward(cupy_backend.asarray(g, device=device))
+        assert cupy_backend.device_of(y) == device == cupy_backend.device_of(gx)
+        z = x.astype(np.float64)
+        s = 1 / (1 + np.exp(-z))
+        assert rel_err(gk.to_numpy(y), z * s) < TOL[np.dtype(np.float32)]
+        assert rel_err(gk.to_numpy(gx), g * s * (1 + z * (1 - s))) < TOL[np.dtype(np.float32)]

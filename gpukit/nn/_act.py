@@ -59,10 +59,28 @@ def _as_float32(*arrays: Any) -> list[Any]:
 
 def _device_forward(z: Any, bias: Any, name: str, slope: float) -> Any:
     """``act(z + bias)`` on a device: the fused kernel, or without a bias its twin (no
-    array of zeros to allocate and fill)."""
+    array of zeros to allocate and fill), kept bound for arrays like ``z``."""
     if bias is None:
-        return kernel(z, "activation")(z, name, slope)
+        key, args = (name, slope, type(z), z.dtype), (z, name, slope)
+        run = _DEVICE_FORWARD.get(key) or _keep(_DEVICE_FORWARD, key, "activation", z, args)
+        return run(*args)
     return kernel(z, "bias_activation")(z, bias, name, slope)
+
+
+#: (activation, slope, the device array's type and dtype) -> the owning backend's
+#: ``activation`` kernel bound to them (an activation layer's forward pass on a device)
+_DEVICE_FORWARD = _plans.table()
+
+#: (activation, slope, from the output or not, the device gradient's type and dtype, those
+#: of what forward kept) -> the backend's ``activation_backward`` bound to them
+_DEVICE_BACKWARD = _plans.table()
+
+
+def _keep(plans: dict[Any, Any], key: Any, name: str, data: Any, args: tuple[Any, ...]) -> Any:
+    """Kernel ``name`` of the backend owning ``data`` bound to ``args``, kept in ``plans``
+    under ``key``."""
+    since = _plans.generation()
+    return _plans.remember(plans, key, bound(data, name, args), since)
 
 
 def forward(
@@ -154,25 +172,31 @@ def _bound(key: Any, z: np.ndarray, bias: Any, name: str, slope: float) -> Any:
 
 
 def planned(name: str, z: Any, slope: float) -> tuple[Any, tuple[Any, bool]] | None:
-    """``forward(name, z, None, slope, overwrite=False)`` where its host kernel for arrays
-    like ``z`` is kept, else None: an activation layer's warm call in one look-up. A
-    kernel is kept for floating arrays only, so a layer that converts other input
-    (``int`` to ``float64``) may skip its check where this finds one."""
+    """``forward(name, z, None, slope, overwrite=False)`` where its kernel for arrays like
+    ``z`` is kept (host or device), else None: an activation layer's warm call in one
+    look-up. A kernel is kept for floating arrays only, so a layer that converts other
+    input (``int`` to ``float64``) may skip its check where this finds one."""
     if type(z) is _ndarray:
         run = _BOUND.get((name, z.dtype, z.shape, None))
         if run is not None:
             y = run(z, None, name, slope)
             return (y, (y, True)) if name in FROM_OUTPUT else (y, (z, False))
-    return None
+        return None
+    run = _DEVICE_FORWARD.get((name, slope, type(z), z.dtype))  # a device array
+    return None if run is None else (run(z, name, slope), (z, False))
 
 
 def planned_backward(name: str, grad: Any, saved: tuple[Any, bool], slope: float) -> Any:
     """The input gradient of ``backward(name, grad, saved, None, slope, want_bias=False)``
-    for host arrays of one floating dtype and shape (an activation layer's warm pass), or
-    None: :func:`backward` then computes it."""
+    for host arrays of one floating dtype and shape, or device arrays whose kernel is
+    kept (an activation layer's warm pass), or None: :func:`backward` then computes it."""
     v = saved[0]
     if type(grad) is not _ndarray or type(v) is not _ndarray:
-        return None
+        if type(grad) is not type(v):
+            return None
+        key = (name, slope, saved[1], type(grad), grad.dtype, type(v), v.dtype)
+        run = _DEVICE_BACKWARD.get(key)
+        return None if run is None else run(grad, v, name, slope, saved[1])
     dtype, shape = grad.dtype, grad.shape
     if v.dtype != dtype or v.shape != shape:
         return None
@@ -233,7 +257,11 @@ def backward(
             half = s.dtype not in _FLOAT32_64  # float16: in float32, as in forward
             g, v = _as_float32(grad, s) if half else (grad, s)
             if bias is None:
-                gz = kernel(s, "activation_backward")(g, v, name, slope, False)
+                key = (name, slope, False, type(g), g.dtype, type(v), v.dtype)
+                args = (g, v, name, slope, False)
+                plans = _DEVICE_BACKWARD
+                run = plans.get(key) or _keep(plans, key, "activation_backward", s, args)
+                gz = run(*args)
                 gb = bias_grad(gz) if want_bias else None
             else:
                 b = bias.astype(np.float32) if half else bias

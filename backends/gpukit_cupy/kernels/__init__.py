@@ -89,14 +89,53 @@ def activation(x, activation: str, negative_slope: float):
     return _elementwise.act_forward(activation)(x, x.dtype.type(negative_slope))
 
 
-@_on_inputs_device
-def activation_backward(grad_y, v, activation: str, negative_slope: float, of_output: bool):
+def _bind_activation(x, activation: str, negative_slope: float):
+    """:func:`activation` planned for arrays of this dtype and this activation (gpukit.nn's
+    plans, keyed by both and the slope): the kernel settled once, and the slope's scalar
+    for the very slope object bound (-0.0 equals 0.0 but multiplies to another zero)."""
+    kernel, real = _elementwise.act_forward(activation), x.dtype.type
+    slope, s = negative_slope, real(negative_slope)
+
+    @_on_inputs_device
+    def run(x, activation, negative_slope):
+        return kernel(x, s if negative_slope is slope else real(negative_slope))
+
+    return run
+
+
+activation.bind = _bind_activation
+
+
+def _gradient_kernel(activation: str, of_output: bool):
+    """The kernel of :func:`activation_backward`; None for the identity, whose input
+    gradient is ``grad_y`` itself."""
     if of_output and activation not in FROM_OUTPUT:  # as the NumPy reference refuses it
         raise ValueError(f"the derivative of {activation!r} is not a function of its output")
-    if activation == "identity":
-        return grad_y
-    kernel = _elementwise.act_backward(activation, of_output)
-    return kernel(grad_y, v, v.dtype.type(negative_slope))
+    return None if activation == "identity" else _elementwise.act_backward(activation, of_output)
+
+
+@_on_inputs_device
+def activation_backward(grad_y, v, activation: str, negative_slope: float, of_output: bool):
+    kernel = _gradient_kernel(activation, of_output)
+    return grad_y if kernel is None else kernel(grad_y, v, v.dtype.type(negative_slope))
+
+
+def _bind_activation_backward(grad_y, v, activation: str, negative_slope: float, of_output: bool):
+    """:func:`activation_backward` planned as :func:`activation` is (for these dtypes,
+    this activation and ``of_output``)."""
+    kernel, real = _gradient_kernel(activation, of_output), v.dtype.type
+    slope, s = negative_slope, real(negative_slope)
+
+    @_on_inputs_device
+    def run(grad_y, v, activation, negative_slope, of_output):
+        if kernel is None:
+            return grad_y
+        return kernel(grad_y, v, s if negative_slope is slope else real(negative_slope))
+
+    return run
+
+
+activation_backward.bind = _bind_activation_backward
 
 
 @_on_inputs_device
