@@ -7,6 +7,8 @@ tests/test_host_kernels.py checks what the kernels compute."""
 from __future__ import annotations
 
 import gc
+import importlib
+import pkgutil
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -271,12 +273,19 @@ def test_a_compiler_that_fails_leaves_no_module(tmp_path, monkeypatch):
     assert not (tmp_path / build_native.MODULE).exists()
 
 
-def test_without_the_module_gpukit_computes_the_kernels_with_numpy(monkeypatch, rng):
+def test_without_the_module_gpukit_computes_the_kernels_with_numpy(monkeypatch, rng, tmp_path):
     """As after a build without a compiler or Python.h: the module is not there, gpukit
     says so quietly (available() is False) and computes the same kernels with NumPy."""
     import gpukit._host as host_package
 
-    monkeypatch.setitem(sys.modules, "gpukit._host._kernels", None)  # importing it fails
+    # the package's folder as it is without the module: an empty one, once every other
+    # submodule is imported (with the module absent from the folder, ``from . import
+    # _kernels`` raised a plain ImportError, which warned)
+    for found in pkgutil.iter_modules(host_package.__path__):
+        if not found.name.startswith("_kernels"):
+            importlib.import_module(f"gpukit._host.{found.name}")
+    monkeypatch.setattr(host_package, "__path__", [str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "gpukit._host._kernels", raising=False)
     monkeypatch.delattr(host_package, "_kernels", raising=False)
     monkeypatch.setattr(native, "_loaded", False)
     monkeypatch.setattr(native, "_lib", None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import math
 import threading
 import warnings
@@ -72,9 +73,11 @@ def _load() -> Any:
 
     rebuild = "pip install -e . or python gpukit/_host/build_native.py"
     try:
-        from . import _kernels
-    except ModuleNotFoundError:  # not built: no C compiler or no Python.h at install
-        return None
+        # not "from . import _kernels": where no module is there, that raises a plain
+        # ImportError ("cannot import name"), not ModuleNotFoundError
+        _kernels = importlib.import_module(f"{__package__}._kernels")
+    except ModuleNotFoundError:  # not built (no C compiler or no Python.h at install), or
+        return None  # only for another Python
     except ImportError as e:  # not a module (the former ctypes library, _kernels.so)
         warnings.warn(
             f"gpukit's host kernel module could not be loaded ({e}); the host kernels use "
