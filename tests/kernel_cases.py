@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import gpukit as gk
+from gpukit._runtime import device_status
 from gpukit.kernels._direct import kernel as _owned
 
 #: Element counts and class counts: none a multiple of a block size.
@@ -147,9 +148,8 @@ def _act(act: str, size: int, backward: bool) -> Run:
 
 
 def _status(to):
-    """A fresh device status buffer (gpukit._runtime.device_status's layout)."""
-    big = np.iinfo(np.int64).max
-    return to(np.array([0, big, big, -big - 1, 0, big, 0, 0], dtype=np.int64))
+    """A fresh device status buffer (gpukit._runtime.device_status's)."""
+    return to(device_status.INITIAL.copy())
 
 
 def _xent_train(rows: int, classes: int, eps: float, reduction: str, flagged: bool) -> Run:

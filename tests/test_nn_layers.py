@@ -694,3 +694,33 @@ def test_one_device_activation_layer_on_two_devices(cupy_backend, rng):
         s = 1 / (1 + np.exp(-z))
         assert rel_err(gk.to_numpy(y), z * s) < TOL[np.dtype(np.float32)]
         assert rel_err(gk.to_numpy(gx), g * s * (1 + z * (1 - s))) < TOL[np.dtype(np.float32)]
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_kept_device_activation_kernels_launch_on_the_arrays_device(cupy_backend, rng):
+    """The shared activation code called directly (as the fused steps of a Sequential
+    call it) on arrays of GPU 1 while GPU 0 is current: its kept kernels launch on the
+    arrays' device, cold and warm, with the float64 formula's values."""
+    import cupy
+
+    from gpukit.nn import _act
+
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    g = rng.standard_normal((3, 5)).astype(np.float32)
+    z = x.astype(np.float64)
+    s = 1 / (1 + np.exp(-z))
+    x1, g1 = cupy_backend.asarray(x, device=1), cupy_backend.asarray(g, device=1)
+    tol = TOL[np.dtype(np.float32)]
+    with cupy.cuda.Device(0):
+        for _ in range(2):  # cold, then the kept kernels
+            y, saved = _act.forward("silu", x1, None, 0.0, overwrite=False)
+            gx, _ = _act.backward("silu", g1, saved, None, 0.0, want_bias=False)
+            warm_y, warm_saved = _act.planned("silu", x1, 0.0)
+            warm_gx = _act.planned_backward("silu", g1, warm_saved, 0.0)
+            for got, want in ((y, z * s), (warm_y, z * s)):
+                assert cupy_backend.device_of(got) == 1
+                assert rel_err(gk.to_numpy(got), want) < tol
+            for got in (gx, warm_gx):
+                assert cupy_backend.device_of(got) == 1
+                assert rel_err(gk.to_numpy(got), g * s * (1 + z * (1 - s))) < tol

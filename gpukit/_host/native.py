@@ -76,9 +76,10 @@ def _load() -> Any:
         # not "from . import _kernels": where no module is there, that raises a plain
         # ImportError ("cannot import name"), not ModuleNotFoundError
         _kernels = importlib.import_module(f"{__package__}._kernels")
-    except ModuleNotFoundError:  # not built (no C compiler or no Python.h at install), or
-        return None  # only for another Python
-    except ImportError as e:  # not a module (the former ctypes library, _kernels.so)
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name == f"{__package__}._kernels":
+            return None  # not built (no C compiler or no Python.h), or only for another Python
+        # not a module (the former ctypes library, _kernels.so), or one that fails to load
         warnings.warn(
             f"gpukit's host kernel module could not be loaded ({e}); the host kernels use "
             f"NumPy ufuncs until it is rebuilt ({rebuild})",

@@ -110,7 +110,9 @@ def bind(
     strings, taking the same arguments (numbers change from call to call: ``bind`` does
     not read them). What depends on values (layouts, the compiled kernels switched off
     in a context) stays in what it returns, and the front-end's checks of values run
-    before it on every call.
+    before it on every call. The internal kernels' binds may be narrower (a caller keys
+    them itself): CuPy's ``activation`` binds, whose kernels serve any shape, are kept per
+    activation and slope and keep the slope's scalar for the very object bound.
     """
     kernel = backend.kernel(name)
     binder = getattr(kernel, "bind", None)

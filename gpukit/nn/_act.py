@@ -4,8 +4,10 @@ Host arrays are computed in place with NumPy (the pre-activation is a fresh arra
 caller owns, so no temporaries are needed) and keep the output when the derivative can
 be written with it (ReLU, Sigmoid, Tanh); the formulas are the numpy backend's own
 (:mod:`gpukit._host.activations`), without the kernels' copies. Device arrays go through
-the fused kernels ``gk.kernels.bias_activation`` / ``bias_activation_backward``: one
-launch each way.
+the fused kernels ``gk.kernels.bias_activation`` / ``bias_activation_backward``, or without
+a bias their internal twins ``activation`` / ``activation_backward``, kept bound per
+activation, slope, array type and dtype: one launch each way. A slope is a Python float
+(the layers' validated attribute): it is part of the device plans' keys.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def _device_forward(z: Any, bias: Any, name: str, slope: float) -> Any:
 _DEVICE_FORWARD = _plans.table()
 
 #: (activation, slope, from the output or not, the device gradient's type and dtype, those
-#: of what forward kept) -> the backend's ``activation_backward`` bound to them
+#: of the array it multiplies: what forward kept, or its float32 copy for float16) -> the
+#: backend's ``activation_backward`` bound to them
 _DEVICE_BACKWARD = _plans.table()
 
 

@@ -202,7 +202,7 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        done = _act.planned(self._name, x, self.negative_slope)  # a warm host call
+        done = _act.planned(self._name, x, self.negative_slope)  # a warm call
         if done is None:
             if x.dtype.kind != "f":
                 x = _floating_input(type(self).__name__, x)

@@ -125,14 +125,19 @@ def _bind_activation_backward(grad_y, v, activation: str, negative_slope: float,
     this activation and ``of_output``)."""
     kernel, real = _gradient_kernel(activation, of_output), v.dtype.type
     slope, s = negative_slope, real(negative_slope)
+    if kernel is None:
+        return _identity_gradient
 
     @_on_inputs_device
     def run(grad_y, v, activation, negative_slope, of_output):
-        if kernel is None:
-            return grad_y
         return kernel(grad_y, v, s if negative_slope is slope else real(negative_slope))
 
     return run
+
+
+def _identity_gradient(grad_y, v, activation, negative_slope, of_output):
+    """The identity's input gradient, ``grad_y`` itself: nothing launched, on no device."""
+    return grad_y
 
 
 activation_backward.bind = _bind_activation_backward
