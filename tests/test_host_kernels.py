@@ -910,3 +910,21 @@ def test_one_thread_plans_run_the_kernel_or_refuse_leaving_the_outputs(
         assert plan(inputs, off) is False
     assert len(calls) == before + 1  # switched off: not called
     assert untouched(refused) and untouched(off)
+
+
+@pytest.mark.parametrize("slope", [0.0, -0.0])
+def test_leaky_relu_zeros_take_the_slopes_sign(path, dtype, slope):
+    """A leaky ReLU of slope 0.0 or -0.0: where the input is negative the output and the
+    gradient are zeros of the sign ``slope * x`` and ``slope * g`` have (as PyTorch and
+    the device kernels compute them), on the compiled path and on NumPy's alike."""
+    x = np.array([[-2.0, -0.5, 1.0, 3.0]], dtype)
+    g = np.array([[1.0, -1.0, 2.0, 1.0]], dtype)
+    y = gk.kernels.bias_activation(x, np.zeros(4, dtype), "leaky_relu", negative_slope=slope)
+    gx, _ = gk.kernels.bias_activation_backward(
+        g, x, np.zeros(4, dtype), "leaky_relu", negative_slope=slope
+    )
+    want_y = np.where(x > 0, x, dtype(slope) * x)
+    want_gx = np.where(x > 0, g, dtype(slope) * g)
+    for got, want in ((y, want_y), (gx, want_gx)):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -155,7 +155,9 @@ def _forward(z: np.ndarray, name: str, slope: float, w: list[np.ndarray]) -> Non
 
 def _leaky_derivative(z: np.ndarray, slope: float, d: np.ndarray) -> None:
     """``d = 1 if z > 0 else slope`` (a NaN z takes the slope, as in PyTorch)."""
-    if 0.0 <= slope <= 1.0:  # h (1 - slope) + slope with h = [z > 0]: exactly 1 or slope
+    # h (1 - slope) + slope with h = [z > 0]: exactly 1 or slope, but for slope -0.0,
+    # which 0.0 + -0.0 would turn into 0.0 (the gradient's zeros take the slope's sign)
+    if 0.0 <= slope <= 1.0 and math.copysign(1.0, slope) > 0:
         np.greater(z, 0, out=d)
         d *= 1.0 - slope
         d += slope
