@@ -102,12 +102,19 @@ def _matmul(m: int, k: int, n: int) -> Run:
     return run
 
 
+def _activation_cases(names: tuple[str, str], case: Any) -> list[tuple[str, str, Run]]:
+    """``case(act, size, backward)`` for every activation and size, forward (kernel
+    ``names[0]``) then backward (``names[1]``)."""
+    return [
+        (names[backward], f"{act}-{size}", case(act, size, backward))
+        for act in gk.kernels.ACTIVATIONS
+        for size in SIZES
+        for backward in (False, True)
+    ]
+
+
 def _build() -> list[tuple[str, str, Run]]:
-    out = []
-    for act in gk.kernels.ACTIVATIONS:
-        for size in SIZES:
-            out.append(("bias_activation", f"{act}-{size}", _bias_act(act, size, False)))
-            out.append(("bias_activation_backward", f"{act}-{size}", _bias_act(act, size, True)))
+    out = _activation_cases(("bias_activation", "bias_activation_backward"), _bias_act)
     for name, configs in OPTIM_CONFIGS.items():
         for i, cfg in enumerate(configs):
             for size in SIZES:
@@ -174,11 +181,7 @@ def _flag(value: float) -> Run:
 
 
 def _build_internal() -> list[tuple[str, str, Run]]:
-    out = []
-    for act in gk.kernels.ACTIVATIONS:
-        for size in SIZES:
-            out.append(("activation", f"{act}-{size}", _act(act, size, False)))
-            out.append(("activation_backward", f"{act}-{size}", _act(act, size, True)))
+    out = _activation_cases(("activation", "activation_backward"), _act)
     # more rows than the grid has blocks (the last block's counter), and 10007 classes
     for rows, classes in ((1, 1), (7, 10007), (4301, 3)):
         for eps, reduction in ((0.0, "mean"), (0.1, "sum")):
