@@ -327,3 +327,19 @@ print(s.size, s.ptr == x.data.ptr, pool.used_bytes())
 """
     r = run_sim(code, CUPYSIM_SANITIZE="address")
     assert r.stdout.split() == ["100", "True", "512"], r.stderr
+
+
+def test_address_sanitizer_mode_keeps_the_bytes_of_an_allocation_outside_the_pool():
+    """cudaMalloc outside the pool (``using_allocator(None)``, as gpukit's long-lived
+    buffers are made) holds its bytes in that mode too: only the pool's blocks are
+    reservations, cut into exact arrays."""
+    code = """
+import cupy
+with cupy.cuda.using_allocator(None):
+    x = cupy.zeros(3, dtype='u4')
+x[1] = 7
+s = x.data.mem._storage
+print(s.size, x.get().tolist(), cupy.get_default_memory_pool().used_bytes())
+"""
+    r = run_sim(code, CUPYSIM_SANITIZE="address")
+    assert r.stdout.split() == ["12", "[0,", "7,", "0]", "0"], r.stderr

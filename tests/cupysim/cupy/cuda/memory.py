@@ -71,15 +71,17 @@ class BaseMemory:
 class Memory(BaseMemory):
     """A ``cudaMalloc`` allocation on the current device, freed with the object."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, block: bool = False) -> None:
         self.size = size
         self.device_id = _devices.current()
         self.ptr = 0
         self._storage = None
         if size > 0:
-            # Under the address sanitizer pool blocks only reserve device bytes: each
-            # array gets its own exact-size storage (PooledMemory below).
-            self._storage = _sim.device_malloc(size, self.device_id, storage=not _exact())
+            # Under the address sanitizer a pool's blocks (``block``) only reserve device
+            # bytes: each array cut from one gets its own exact-size storage (PooledMemory
+            # below). An allocation outside the pool holds its bytes itself.
+            keep = not (block and _exact())
+            self._storage = _sim.device_malloc(size, self.device_id, storage=keep)
             self.ptr = self._storage.ptr
 
 
@@ -430,7 +432,7 @@ class SingleDeviceMemoryPool:
     """Memory pool for one device (memory.pyx ``SingleDeviceMemoryPool``)."""
 
     def __init__(self, allocator=None) -> None:
-        self._allocator = _malloc if allocator is None else allocator
+        self._allocator = _block_malloc if allocator is None else allocator
         self._arenas: dict[int, weakref.ref] = {}
         self._held: set[_Arena] = set()  # arenas holding free chunks (see _Arena)
         self._lock = threading.RLock()
@@ -592,7 +594,7 @@ class MemoryPool:
     """Memory pool for all GPU devices on the host (one SingleDeviceMemoryPool each)."""
 
     def __init__(self, allocator=None) -> None:
-        self._allocator = _malloc if allocator is None else allocator
+        self._allocator = _block_malloc if allocator is None else allocator
         self._pools: tuple[SingleDeviceMemoryPool, ...] | None = None
         self._lock = threading.Lock()
 
@@ -640,6 +642,11 @@ class MemoryPool:
 
 def _malloc(size: int) -> MemoryPointer:
     return MemoryPointer(Memory(size), 0)
+
+
+def _block_malloc(size: int) -> MemoryPointer:
+    """``_malloc`` for a pool's block (the pools' default allocator: see Memory)."""
+    return MemoryPointer(Memory(size, block=True), 0)
 
 
 def malloc_managed(size: int) -> MemoryPointer:
