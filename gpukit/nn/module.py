@@ -623,14 +623,13 @@ def _check_shape(name: str, grad_output: Any, got: Any, want: tuple[int, ...]) -
 
 def _call(module: Module, x: Any) -> Any:
     """:meth:`Module.__call__` without its memory policy."""
+    given = x
     if type(x) is _ndarray:
         if not x.dtype.isnative:  # >f4
             x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)
-        typed = True
     else:
         if kind_of(x) is not None:
             return module._call_kind(x)
-        typed = hasattr(x, "dtype")
         x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
     anchor = module._anchor()
     if anchor is not None:
@@ -638,9 +637,9 @@ def _call(module: Module, x: Any) -> Any:
         if type(x) is not type(ref) or type(x) is not _ndarray:
             x = _place(x, ref)
         if x.dtype != ref.dtype:
-            if typed:
+            if hasattr(given, "dtype"):  # an array of another dtype: never cast silently
                 raise TypeError(mismatch(f"gk.nn.{type(module).__name__}", "x", x.dtype, ref.dtype))
-            x = x.astype(ref.dtype)
+            x = x.astype(ref.dtype)  # a list or a scalar takes the parameters' dtype
         if type(ref) is not _ndarray:
             with on_device_of(ref):  # CuPy computes on the current device: the model's
                 return module.forward(x)

@@ -448,6 +448,8 @@ def _bind_softmax_cross_entropy_train(
     n, c = logits.shape
     dtype = logits.dtype
     widen = labels.dtype not in _LABELS  # to int64, decided once
+    # the loss object's smoothing, converted once (another value, or -0.0 for 0.0, anew)
+    smoothing, smoothing_scalar = label_smoothing, scalar(dtype, label_smoothing)
     divisor = n if reduction == "mean" else 1
     launch = None
     if n:  # no rows: the empty mean is NaN, the empty sum 0
@@ -475,7 +477,9 @@ def _bind_softmax_cross_entropy_train(
                 grad,
                 loss,
                 *dims,
-                scalar(dtype, label_smoothing),
+                smoothing_scalar
+                if label_smoothing is smoothing
+                else scalar(dtype, label_smoothing),
                 *scale,
                 status,  # None: a null pointer, nothing flagged
                 np.int64(serial),
