@@ -404,7 +404,7 @@ def _bind_softmax_cross_entropy(logits, labels, label_smoothing, status=None, se
                     *dims,
                     scalar(dtype, label_smoothing),
                     status,  # None: a null pointer, nothing flagged
-                    np.int64(serial),
+                    int(serial),  # a Python int passes as long long (CuPy's CScalar)
                 ),
             )
         return loss, probs
@@ -482,7 +482,7 @@ def _bind_softmax_cross_entropy_train(
                 else scalar(dtype, label_smoothing),
                 *scale,
                 status,  # None: a null pointer, nothing flagged
-                np.int64(serial),
+                int(serial),  # a Python int passes as long long (CuPy's CScalar)
                 _ticket(),
             ),
         )
