@@ -152,3 +152,17 @@ def test_launch_reports_reads_and_writes(monkeypatch, mod):
     x, y = cupy.zeros(1, dtype=np.float32), cupy.zeros(1, dtype=np.float32)
     _args(mod, x, y, np.int32(1), np.float32(1), 1, True, 1.0)
     assert seen == [("args", [id(x), id(y)], [id(y)], "raw")]  # const float* is only read
+
+
+@pytest.mark.parametrize(
+    "values, what",
+    [
+        ((None, None, 1, np.float32(1), 1, True, 1.0), "is a int:"),
+        ((None, None, np.int32(1), np.float64(1), 1, True, 1.0), "is a numpy.float64:"),
+        ((None, None, np.int32(1), np.float32(1), 1, True, np.array([1.0, 2.0])), "shape"),
+    ],
+)
+def test_argument_errors_say_what_was_passed(mod, values, what):
+    # the description is made only for the message (a dtype's str is costly Python)
+    with pytest.raises((KernelArgumentError, TypeError), match=what):
+        _args(mod, *values)

@@ -138,7 +138,10 @@ class _View:
     def _cupysim_kernel_arg(self):
         """The CArray struct (``cupy/_core/_carray.pyx``), read or written by the kernel."""
         data = struct.pack(f"<Qq{2 * self.ndim}q", self.ptr, self.size, *self.shape, *self.strides)
-        return data, f"{self.dtype} array", self.array, self.writes
+        return data, self._what, self.array, self.writes
+
+    def _what(self) -> str:  # for an error message only: a dtype's str costs ~29k instructions
+        return f"{self.dtype} array"
 
 
 class _CScalar:
@@ -170,7 +173,10 @@ class _CScalar:
         self.data = np.array(self.value, dtype=dtype).tobytes()
 
     def _cupysim_kernel_arg(self):
-        return self.data, f"{self.dtype} scalar", None, False
+        return self.data, self._what, None, False
+
+    def _what(self) -> str:  # for an error message only, as the operand's
+        return f"{self.dtype} scalar"
 
 
 class _Indexer:

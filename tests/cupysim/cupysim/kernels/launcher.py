@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from collections.abc import Callable
 from contextlib import nullcontext as _nothing
 from functools import cache
 from typing import Any
@@ -57,7 +58,9 @@ class _Arg:
     """One converted argument: the bytes ``_pointer`` would hand the driver.
 
     ``role``: "read"/"write" for arrays whose use the caller knows (elementwise and
-    reduction operands); None lets the parameter's constness decide.
+    reduction operands); None lets the parameter's constness decide. ``what`` describes the
+    argument for an error message: a string, or a function making it (formatting a dtype
+    costs ~29k instructions, which would be counted in every launch's host time).
     """
 
     __slots__ = ("array", "data", "dtype", "pointer_like", "role", "what")
@@ -65,7 +68,7 @@ class _Arg:
     def __init__(
         self,
         data: bytes,
-        what: str,
+        what: str | Callable[[], str],
         array: Any = None,
         pointer_like: bool = False,
         dtype: np.dtype | None = None,
@@ -122,14 +125,19 @@ def _convert(x: Any) -> _Arg:
                 "cupy.ndarray instead."
             )
         return _Arg(
-            np.ascontiguousarray(x).tobytes(), f"a numpy.ndarray of {x.dtype}", dtype=x.dtype
+            np.ascontiguousarray(x).tobytes(),
+            lambda: f"a numpy.ndarray of {x.dtype}",
+            dtype=x.dtype,
         )
     # _scalar.CScalar: the value stored in its dtype (PyArray_Pack: out-of-range
     # Python ints raise OverflowError).
     dtype = _scalar_dtype(x)
     data = np.array(x, dtype=dtype).tobytes()
-    what = type(x).__qualname__ if type(x).__module__ == "builtins" else f"numpy.{dtype}"
-    return _Arg(data, f"a {what}", dtype=dtype)
+    return _Arg(data, lambda: f"a {_scalar_name(x, dtype)}", dtype=dtype)
+
+
+def _scalar_name(x: Any, dtype: np.dtype) -> str:
+    return type(x).__qualname__ if type(x).__module__ == "builtins" else f"numpy.{dtype}"
 
 
 _KIND_DTYPES = {
@@ -142,9 +150,10 @@ _KIND_DTYPES = {
 
 def _check(spec: KernelSpec, i: int, p: ParamSpec, x: Any, arg: _Arg) -> None:
     def fail(why: str) -> None:
+        what = arg.what if isinstance(arg.what, str) else arg.what()
         raise KernelArgumentError(
             f"argument {i} of kernel {spec.expression} (parameter '{p.type}', {p.size} bytes) "
-            f"is {arg.what}: {why}. cuLaunchKernel would copy {p.size} bytes from it "
+            f"is {what}: {why}. cuLaunchKernel would copy {p.size} bytes from it "
             "unchecked and the kernel would read garbage"
         )
 
