@@ -445,6 +445,52 @@ def test_layers_and_losses_refuse_bad_input_as_well_warm_as_cold(rng):
     same_errors_warm_as_cold(warm, failing)
 
 
+def test_device_layers_refuse_bad_input_as_well_warm_as_cold(fake_device, rng):
+    """A device array type a layer has taken is checked again for each input's dtype: a
+    fake-device array of strings or complex numbers is refused with the same type and
+    message after valid calls of that type as on the first."""
+    x = fake_device.asarray(rng.standard_normal((4, 8)).astype(np.float32))
+    softmax, drop = gk.nn.Softmax(), gk.nn.Dropout(0.5, seed=0)
+    words = fake_device.asarray(np.array([["a"] * 8] * 4))
+    assert type(words) is type(x)
+    failing = [
+        lambda: softmax(words),
+        lambda: drop(words),
+        lambda: softmax(x.astype(np.complex64)),
+    ]
+    same_errors_warm_as_cold([lambda: softmax(x), lambda: drop(x)], failing)
+
+
+@pytest.mark.gpu
+def test_a_kind_registered_after_warm_device_calls_is_refused(cupy_backend, monkeypatch):
+    """An activation layer that took a device array type asks again which kind it is once
+    a kind is registered: values of that type are then refused, naming the layer; and a
+    complex input is refused as on the first call."""
+    from gpukit._dispatch import kinds
+    from gpukit._runtime import plans
+
+    tanh = gk.nn.Tanh()
+    x = cupy_backend.asarray(np.ones((2, 3), np.float32))
+    same_errors_warm_as_cold([lambda: tanh(x)], [lambda: tanh(x.astype(np.complex64))])
+    for name in ("_kinds", "_by_name", "_by_type"):  # the registry as it was, afterwards
+        monkeypatch.setattr(kinds, name, type(getattr(kinds, name))(getattr(kinds, name)))
+    device_array = type(x)
+    kinds.register_kind(
+        "wrapped",
+        lambda t: issubclass(t, device_array),
+        modules=(),
+        describe=lambda v: "wrapped array",
+        advice="unwrap it",
+    )
+    try:
+        with pytest.raises(TypeError, match=r"gk\.nn\.Tanh.*wrapped array"):
+            tanh(x)
+    finally:
+        monkeypatch.undo()
+        plans.forget()
+    np.testing.assert_allclose(gk.to_numpy(tanh(x)), np.tanh(np.ones((2, 3))), rtol=1e-6)
+
+
 def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="approximate"):
         gk.nn.GELU("fast")
@@ -694,6 +740,62 @@ def test_one_device_activation_layer_on_two_devices(cupy_backend, rng):
         s = 1 / (1 + np.exp(-z))
         assert rel_err(gk.to_numpy(y), z * s) < TOL[np.dtype(np.float32)]
         assert rel_err(gk.to_numpy(gx), g * s * (1 + z * (1 - s))) < TOL[np.dtype(np.float32)]
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("dtype", ["float16", "int32"])
+def test_activation_layer_converts_input_on_its_device(cupy_backend, rng, dtype):
+    """An activation layer's call does not make its input's device current (its kept
+    kernels launch there): a float16 input (computed in float32) or an integer one (in
+    float64), and a float16 gradient, on GPU 1 while GPU 0 is current, are converted and
+    computed on GPU 1, cold and warm, with the float64 formula's values."""
+    import cupy
+
+    layer = gk.nn.Tanh()
+    x = (rng.standard_normal((3, 5)) * 3).astype(dtype)
+    g = rng.standard_normal((3, 5)).astype(np.float16)
+    want = np.tanh(x.astype(np.float64))
+    tol = 1e-3 if dtype == "float16" else TOL[np.dtype(np.float64)]
+    with cupy.cuda.Device(0):
+        for _ in range(2):
+            y = layer(cupy_backend.asarray(x, device=1))
+            assert cupy_backend.device_of(y) == 1
+            assert y.dtype == (np.float16 if dtype == "float16" else np.float64)
+            assert rel_err(gk.to_numpy(y), want) < tol
+            if dtype == "float16":
+                gx = layer.backward(cupy_backend.asarray(g, device=1))
+                assert cupy_backend.device_of(gx) == 1 and gx.dtype == np.float16
+                assert rel_err(gk.to_numpy(gx), g * (1 - want * want)) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_a_subclass_forward_of_an_activation_runs_on_its_inputs_device(cupy_backend, rng):
+    """Only the activation layers' own forward computes on its input's device by itself: a
+    subclass's forward of CuPy calls (or a mixin's) gets that device made current by the
+    call, as every module without parameters does."""
+    import cupy
+
+    class Doubled(gk.nn.Tanh):
+        def forward(self, x):
+            return cupy.tanh(x) * 2
+
+    class Mixin:
+        def forward(self, x):
+            return cupy.tanh(x) * 3
+
+    class Mixed(Mixin, gk.nn.Tanh):
+        pass
+
+    assert gk.nn.Tanh._call_on_any_device and gk.nn.ReLU._call_on_any_device
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    with cupy.cuda.Device(0):
+        for layer, scale in ((Doubled(), 2), (Mixed(), 3)):
+            assert not layer._call_on_any_device
+            y = layer(cupy_backend.asarray(x, device=1))
+            assert cupy_backend.device_of(y) == 1
+            assert rel_err(gk.to_numpy(y), scale * np.tanh(x.astype(np.float64))) < 1e-6
 
 
 @pytest.mark.gpu

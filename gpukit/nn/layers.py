@@ -196,6 +196,9 @@ class _Activation(Module):
     _name = "identity"
     negative_slope = 0.0
     _atomic_backward = True  # no parameters
+    # a warm pass is one kept kernel, which launches on its arrays' device: only a cold
+    # one (which may also convert its input) makes that device current, not every call
+    _forward_on_input_device = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -204,21 +207,22 @@ class _Activation(Module):
     def forward(self, x: Any) -> Any:
         done = _act.planned(self._name, x, self.negative_slope)  # a warm call
         if done is None:
-            if x.dtype.kind != "f":
-                x = _floating_input(type(self).__name__, x)
-            done = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
+            with on_device_of(x):
+                if x.dtype.kind != "f":
+                    x = _floating_input(type(self).__name__, x)
+                done = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
         y, self._saved = done
         return y
 
-    @on_grad_device
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
         if not need_input_grad:
             return None
         gz = _act.planned_backward(self._name, grad_output, self._saved, self.negative_slope)
-        if gz is None:
-            gz, _ = _act.backward(
-                self._name, grad_output, self._saved, None, self.negative_slope, want_bias=False
-            )
+        if gz is None:  # as forward: a cold pass computes on the gradient's device
+            with on_device_of(grad_output):
+                gz, _ = _act.backward(
+                    self._name, grad_output, self._saved, None, self.negative_slope, want_bias=False
+                )
         return gz
 
 

@@ -29,6 +29,7 @@ from .. import _dispatch
 from .._dispatch import dtypes as _dtypes
 from .._dispatch.kinds import kind_of
 from .._runtime import devices as _devices
+from .._runtime import plans as _plans
 from .._runtime.memory import Policy, operation
 from .._select import registry as _registry
 from .._select.selection import get_backend, use_backend
@@ -163,8 +164,14 @@ class Module:
     # Whether the class's backward adds its gradients to parameters only after everything
     # it computes has succeeded (or adds none): then its outermost pass needs no list of
     # gradients to add at the end (_backward_op). Honoured only for the backward of the
-    # class that says so (_atomic).
+    # class that says so (_honoured).
     _atomic_backward: bool = False
+    # Whether the class's forward computes on its input's device by itself (its kernels
+    # launch there, and anything it allocates is made there): a call of a module without
+    # parameters then does not make the input's device current first (_call). Honoured
+    # only for the forward of the class that says so (_honoured), as _call_on_any_device.
+    _forward_on_input_device: bool = False
+    _call_on_any_device: bool = False
 
     def __init__(self) -> None:
         """Nothing to set (``training`` is the class's default until ``train``/``eval``);
@@ -174,9 +181,12 @@ class Module:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Wrap the subclass's ``forward`` and ``backward`` (see the module docstring)."""
         super().__init_subclass__(**kwargs)
+        cls._call_on_any_device = _honoured(cls, "_forward_on_input_device", ("forward",))
         cls.forward = _forward_op(getattr(cls.forward, "raw", cls.forward), cls.__name__)
         cls.backward = _backward_op(
-            getattr(cls.backward, "raw", cls.backward), cls.__name__, _atomic(cls)
+            getattr(cls.backward, "raw", cls.backward),
+            cls.__name__,
+            _honoured(cls, "_atomic_backward", ("backward", "_backward")),
         )
 
     # -- computation -------------------------------------------------------------------------
@@ -532,20 +542,20 @@ def _forward_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return forward
 
 
-def _atomic(cls: type) -> bool:
-    """``_atomic_backward`` of the class declaring it, where the backward that runs is that
-    class's own: False where a subclass or a mixin supplies ``backward``, or ``_backward``
-    (the Linear layer's body), which makes no such promise."""
-    declaring = next((c for c in cls.__mro__ if "_atomic_backward" in vars(c)), None)
-    if declaring is None or not vars(declaring)["_atomic_backward"]:
+def _honoured(cls: type, flag: str, methods: tuple[str, ...]) -> bool:
+    """The promise ``flag`` about ``methods`` (``_atomic_backward``: the ``backward`` and
+    the Linear layer's body ``_backward``) of the class declaring it, where the methods
+    that run are that class's own: False where a subclass or a mixin supplies one, which
+    makes no such promise."""
+    declaring = next((c for c in cls.__mro__ if flag in vars(c)), None)
+    if declaring is None or not vars(declaring)[flag]:
         return False
 
-    def raw(c: type) -> Any:
-        return getattr(c.backward, "raw", c.backward)
+    def raw(c: type, method: str) -> Any:
+        fn = getattr(c, method, None)
+        return getattr(fn, "raw", fn)
 
-    return raw(cls) is raw(declaring) and getattr(cls, "_backward", None) is getattr(
-        declaring, "_backward", None
-    )
+    return all(raw(cls, m) is raw(declaring, m) for m in methods)
 
 
 def _backward_op(fn: Callable[..., Any], name: str, atomic: bool) -> Callable[..., Any]:
@@ -624,13 +634,17 @@ def _check_shape(name: str, grad_output: Any, got: Any, want: tuple[int, ...]) -
 def _call(module: Module, x: Any) -> Any:
     """:meth:`Module.__call__` without its memory policy."""
     given = x
-    if type(x) is _ndarray:
+    t = type(x)
+    if t is _ndarray:
         if not x.dtype.isnative:  # >f4
             x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)
-    else:
+    elif t not in _DEVICE_ARRAYS or x.dtype not in _dtypes.NATIVE_NUMERIC:
         if kind_of(x) is not None:
             return module._call_kind(x)
+        since = _plans.generation()
         x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
+        if x is given and x.dtype in _dtypes.NATIVE_NUMERIC and _dispatch.owner_of(x):
+            _plans.remember(_DEVICE_ARRAYS, t, True, since)
     anchor = module._anchor()
     if anchor is not None:
         ref = anchor.data
@@ -643,10 +657,16 @@ def _call(module: Module, x: Any) -> Any:
         if type(ref) is not _ndarray:
             with on_device_of(ref):  # CuPy computes on the current device: the model's
                 return module.forward(x)
-    elif type(x) is not _ndarray:
+    elif type(x) is not _ndarray and not module._call_on_any_device:
         with on_device_of(x):  # no parameters: computed where the input lives
             return module.forward(x)
     return module.forward(x)
+
+
+#: The device array types (of a backend, of no kind) that ``_dtypes.check`` takes as
+#: they are with a native numeric dtype: an input of one with such a dtype needs neither
+#: test again (forgotten when a backend or a kind registers)
+_DEVICE_ARRAYS = _plans.table()
 
 
 _CALL = Policy("gk.nn.Module.__call__", _call)
