@@ -47,8 +47,10 @@ def check(device: int) -> int:
 
 
 def current() -> int:
-    """``cudaGetDevice`` for the calling thread."""
-    count()
+    """``cudaGetDevice`` for the calling thread; it fails as :func:`count` does (asked
+    only then: CuPy asks for the current device on every launch)."""
+    if config.fail == "driver" or config.devices == 0:
+        count()
     return getattr(_tls, "device", 0)
 
 

@@ -33,6 +33,8 @@ from cupysim import tracing as _trace
 from cupysim.config import config as _config
 from cupysim.runtime import check_peer_access as _check_peer_access
 
+from cupy._core.flags import Flags as _Flags
+
 
 def _memory():
     from cupy.cuda import memory
@@ -669,9 +671,13 @@ class _ndarray_base:
         )
 
     # -- attributes
+    # The metadata (shape, strides, dtype, flags, ...) is read from the view itself
+    # (``_npv``): queued writers change the memory's values only, and CuPy reads its own
+    # attributes without waiting for anything (a property per read costs the simulator
+    # more than the CuPy calls it stands for).
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._np.shape
+        return self._npv.shape
 
     @shape.setter
     def shape(self, newshape) -> None:
@@ -687,27 +693,27 @@ class _ndarray_base:
 
     @property
     def strides(self) -> tuple[int, ...]:
-        return self._np.strides
+        return self._npv.strides
 
     @property
     def dtype(self) -> np.dtype:
-        return self._np.dtype
+        return self._npv.dtype
 
     @property
     def size(self) -> int:
-        return self._np.size
+        return self._npv.size
 
     @property
     def ndim(self) -> int:
-        return self._np.ndim
+        return self._npv.ndim
 
     @property
     def itemsize(self) -> int:
-        return self._np.itemsize
+        return self._npv.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._np.nbytes
+        return self._npv.nbytes
 
     @property
     def device(self):
@@ -717,10 +723,8 @@ class _ndarray_base:
 
     @property
     def flags(self):
-        from cupy._core.flags import Flags
-
-        f = self._np.flags
-        return Flags(f.c_contiguous, f.f_contiguous, self.base is None)
+        f = self._npv.flags
+        return _Flags(f.c_contiguous, f.f_contiguous, self.base is None)
 
     @property
     def T(self):

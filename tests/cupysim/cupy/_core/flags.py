@@ -4,7 +4,10 @@ from __future__ import annotations
 
 
 class Flags:
-    # flags.pyx: the fields are read-only properties (assigning raises AttributeError)
+    # flags.pyx: the fields are read-only properties (assigning raises AttributeError), and
+    # a cdef class takes no other attribute
+    __slots__ = ("_c_contiguous", "_f_contiguous", "_owndata")
+
     def __init__(self, c_contiguous, f_contiguous, owndata) -> None:
         self._c_contiguous = c_contiguous
         self._f_contiguous = f_contiguous
