@@ -126,6 +126,56 @@ def test_backward_takes_a_list_seen_as_numpy_sees_it(rng):
         layer.backward([[1.0], [1.0, 2.0]])
 
 
+def _linear(rng, n=4):
+    return gk.nn.Linear(n, n, seed=int(rng.integers(2**31)))
+
+
+def _reference(m, v):
+    """The forward pass of a model of Sequential, Linear, Tanh and Dropout(0), in float64."""
+    if isinstance(m, gk.nn.Sequential):
+        for layer in m:
+            v = _reference(layer, v)
+        return v
+    if isinstance(m, gk.nn.Linear):
+        return v @ m.weight.data.astype(np.float64).T + m.bias.data
+    return np.tanh(v) if isinstance(m, gk.nn.Tanh) else v
+
+
+@pytest.mark.parametrize("layout", ["unfused", "fused", "nested", "appended", "inner"])
+def test_a_module_at_two_positions_of_a_sequential_refuses_backward(rng, layout):
+    """A module instance at two positions (a Linear in two fused pairs or not, inside a
+    nested Sequential, appended after a forward pass, twice inside an inner Sequential)
+    keeps only its last forward pass's inputs: its backward would give the earlier
+    position the later one's gradients. The backward refuses it, naming the module and
+    both positions, and adds no gradient; the forward pass alone stays right."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    lin = _linear(rng)
+    where = {"unfused": (0, 3), "fused": (0, 2), "nested": (0, 2), "appended": (0, 2)}
+    if layout == "unfused":
+        model = gk.nn.Sequential(lin, gk.nn.Tanh(), gk.nn.Dropout(0.0), lin)
+    elif layout == "fused":
+        model = gk.nn.Sequential(lin, gk.nn.Tanh(), lin, gk.nn.Tanh())
+    elif layout == "nested":
+        model = gk.nn.Sequential(gk.nn.Sequential(lin, gk.nn.Tanh()), gk.nn.Dropout(0.0), lin)
+    elif layout == "appended":
+        model = gk.nn.Sequential(lin, gk.nn.Tanh())
+        model(x)  # planned without the reuse
+        model.append(lin)
+    else:
+        tanh = gk.nn.Tanh()
+        model = gk.nn.Sequential(gk.nn.Sequential(tanh, gk.nn.Dropout(0.0), tanh), lin)
+        where["inner"] = (0, 2)
+    name = "Tanh" if layout == "inner" else "Linear"
+    y = model(x)
+    assert rel_err(y, _reference(model, x.astype(np.float64))) < TOL[np.dtype(np.float32)]
+    first, second = where[layout]
+    with pytest.raises(
+        RuntimeError, match=rf"one {name} instance is used at positions {first} and {second}"
+    ):
+        model.backward(np.ones_like(y), need_input_grad=True)
+    assert all(p.grad is None for p in model.parameters())
+
+
 def test_a_custom_module_whose_output_has_no_shape_is_not_checked():
     """A forward returning something without a shape (a tuple) leaves its backward's
     gradient to the module."""

@@ -119,8 +119,14 @@ def test_zero_grad_and_errors():
         gk.optim.SGD([np.zeros(2)], lr=0.1)
     with pytest.raises(TypeError, match=r"got Sequential; pass model\.parameters\(\)"):
         gk.optim.SGD(gk.nn.Sequential(gk.nn.Linear(2, 2)), lr=0.1)
-    with pytest.raises(ValueError, match=r"params\[0\] appears in more than one group"):
+    with pytest.raises(ValueError, match=r"params\[0\] of group 0 and params\[0\] of group 1"):
         gk.optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
+    q = gk.nn.Parameter(np.zeros(2))
+    with pytest.raises(ValueError, match=r"params\[1\] of group 0 and params\[2\] of group 0"):
+        gk.optim.SGD([q, p, p], lr=0.1)  # within one group too: it would be stepped twice
+    layer = gk.nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="used at two places"):
+        gk.optim.SGD(gk.nn.Sequential(layer, gk.nn.ReLU(), layer).parameters(), lr=0.1)
     with pytest.raises(TypeError, match="must be floating, got dtype int64"):
         gk.optim.SGD([gk.nn.Parameter(np.zeros(2, int))], lr=0.1)
 

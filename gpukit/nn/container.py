@@ -93,6 +93,7 @@ class Sequential(Module):
                 raise TypeError(f"Sequential argument {i} must be a Module, got {type(m)!r}")
         self._layers = list(modules)
         self._steps: list[Any] | None = None
+        self._reused: str | None = None  # what _plan found used at two positions
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
@@ -125,6 +126,7 @@ class Sequential(Module):
         return None
 
     def _plan(self) -> list[Any]:
+        self._reused = _reused(self._layers)
         steps: list[Any] = []
         layers = self._layers
         i = 0
@@ -159,6 +161,8 @@ class Sequential(Module):
         steps = self._steps
         if steps is None:
             raise RuntimeError("Sequential.backward called before any forward pass")
+        if self._reused is not None:
+            raise RuntimeError(self._reused)
         g, fresh = grad_output, False
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
@@ -170,3 +174,23 @@ class Sequential(Module):
             # a Linear's input gradient is a new product (g @ W) the next step may reuse
             fresh = type(step) in (Linear, _LinearAct)
         return g
+
+
+def _reused(layers: list[Module]) -> str | None:
+    """Why a backward pass through ``layers`` would be wrong, or None: a module (a layer or
+    one inside it) at two positions keeps only its last forward pass's inputs, so the
+    gradients of the earlier position would be computed from the later one's."""
+    seen: dict[int, int] = {}
+    for position, layer in enumerate(layers):
+        for m in layer.modules():
+            first = seen.setdefault(id(m), position)
+            if first != position:
+                return (
+                    f"Sequential.backward: one {type(m).__name__} instance is used at "
+                    f"positions {first} and {position}; a module keeps only its last "
+                    "forward pass's inputs, so the gradients of position "
+                    f"{first} would be computed from position {position}'s. Use one "
+                    "instance per position (copy.deepcopy(module) gives one with its own "
+                    "parameters); the forward pass alone (model(x), predict) is right"
+                )
+    return None

@@ -106,7 +106,7 @@ class Optimizer:
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         self.param_groups: list[dict[str, Any]] = []
-        seen: set[int] = set()
+        seen: dict[int, tuple[int, int]] = {}  # id -> (group, index) of each parameter
         for k, g in enumerate(groups):
             if not isinstance(g, dict) or "params" not in g:
                 raise TypeError(
@@ -120,9 +120,14 @@ class Optimizer:
                         f"{op}: params[{i}] must be a Parameter, got {type(p).__name__}"
                     )
                 _floating(op, i, p.data.dtype)
-                if id(p) in seen:
-                    raise ValueError(f"{op}: params[{i}] appears in more than one group")
-                seen.add(id(p))
+                where = seen.setdefault(id(p), (k, i))
+                if where != (k, i):
+                    raise ValueError(
+                        f"{op}: one parameter is listed twice, as params[{where[1]}] of group "
+                        f"{where[0]} and params[{i}] of group {k}; a step updates each "
+                        "parameter once: list it once (a module used at two places of a "
+                        "model lists its parameters twice: use one instance per place)"
+                    )
             self._validate(group)
             self.param_groups.append(group)
         self.state: dict[Parameter, dict[str, Any]] = {}
