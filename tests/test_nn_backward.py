@@ -141,10 +141,13 @@ def _reference(m, v):
     return np.tanh(v) if isinstance(m, gk.nn.Tanh) else v
 
 
-@pytest.mark.parametrize("layout", ["unfused", "fused", "nested", "appended", "inner"])
+@pytest.mark.parametrize(
+    "layout", ["unfused", "fused", "nested", "appended", "appended inside", "inner"]
+)
 def test_a_module_at_two_positions_of_a_sequential_refuses_backward(rng, layout):
     """A module instance at two positions (a Linear in two fused pairs or not, inside a
-    nested Sequential, appended after a forward pass, twice inside an inner Sequential)
+    nested Sequential, appended after a forward pass to the model or to a Sequential
+    inside it, twice inside an inner Sequential)
     keeps only its last forward pass's inputs: its backward would give the earlier
     position the later one's gradients. The backward refuses it, naming the module and
     both positions, and adds no gradient; the forward pass alone stays right."""
@@ -161,6 +164,12 @@ def test_a_module_at_two_positions_of_a_sequential_refuses_backward(rng, layout)
         model = gk.nn.Sequential(lin, gk.nn.Tanh())
         model(x)  # planned without the reuse
         model.append(lin)
+    elif layout == "appended inside":
+        inner = gk.nn.Sequential(gk.nn.Tanh())
+        model = gk.nn.Sequential(lin, inner)
+        model(x)  # planned without the reuse
+        inner.append(lin)  # the outer model now holds lin at positions 0 and 1
+        where[layout] = (0, 1)
     else:
         tanh = gk.nn.Tanh()
         model = gk.nn.Sequential(gk.nn.Sequential(tanh, gk.nn.Dropout(0.0), tanh), lin)

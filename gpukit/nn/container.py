@@ -11,6 +11,10 @@ from .module import Module, Parameter, on_grad_device
 
 __all__ = ["Sequential"]
 
+#: Counts the appends to any Sequential: a plan made before one may miss a module that a
+#: nested Sequential now holds at a second position (Sequential._plan, _reused)
+_layout = 0
+
 
 class _LinearAct:
     """One step for a Linear followed by an activation: ``act(x @ W.T + b)``.
@@ -94,6 +98,7 @@ class Sequential(Module):
         self._layers = list(modules)
         self._steps: list[Any] | None = None
         self._reused: str | None = None  # what _plan found used at two positions
+        self._layout = _layout  # the appends counted when _plan last ran
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
@@ -101,6 +106,8 @@ class Sequential(Module):
             raise TypeError(f"Sequential.append needs a Module, got {type(module)!r}")
         self._layers.append(module)
         self._steps = None
+        global _layout
+        _layout += 1  # a Sequential holding this one may now hold a module twice: re-plan
         return self
 
     def __getitem__(self, index: int) -> Module:
@@ -126,7 +133,7 @@ class Sequential(Module):
         return None
 
     def _plan(self) -> list[Any]:
-        self._reused = _reused(self._layers)
+        self._layout, self._reused = _layout, _reused(self._layers)
         steps: list[Any] = []
         layers = self._layers
         i = 0
@@ -143,7 +150,7 @@ class Sequential(Module):
 
     def forward(self, x: Any) -> Any:
         steps = self._steps
-        if steps is None:
+        if steps is None or self._layout != _layout:
             steps = self._steps = self._plan()
         for step in steps:
             x = step.forward(x)
