@@ -643,7 +643,7 @@ def _call(module: Module, x: Any) -> Any:
             return module._call_kind(x)
         since = _plans.generation()
         x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
-        if x is given and x.dtype in _dtypes.NATIVE_NUMERIC and _dispatch.owner_of(x):
+        if x is given and x.dtype in _dtypes.NATIVE_NUMERIC and _dispatch.owner_of(x) is not None:
             _plans.remember(_DEVICE_ARRAYS, t, True, since)
     anchor = module._anchor()
     if anchor is not None:
