@@ -648,14 +648,23 @@ def _call(module: Module, x: Any) -> Any:
     anchor = module._anchor()
     if anchor is not None:
         ref = anchor.data
-        if type(x) is not type(ref) or type(x) is not _ndarray:
-            x = _place(x, ref)
+        owner = device = None  # the model's device backend and device: none on the host
+        if type(ref) is _ndarray:
+            if type(x) is not _ndarray:
+                x = _place(x, ref, None)
+        else:
+            owner = _dispatch.owner_of(ref)
+            if owner is not None:
+                device = owner.device_of(ref)
+            # the model's own kind of array on its device: nothing to move or refuse
+            if type(x) is not type(ref) or owner is None or owner.device_of(x) != device:
+                x = _place(x, ref, owner)
         if x.dtype != ref.dtype:
             if hasattr(given, "dtype"):  # an array of another dtype: never cast silently
                 raise TypeError(mismatch(f"gk.nn.{type(module).__name__}", "x", x.dtype, ref.dtype))
             x = x.astype(ref.dtype)  # a list or a scalar takes the parameters' dtype
-        if type(ref) is not _ndarray:
-            with on_device_of(ref):  # CuPy computes on the current device: the model's
+        if owner is not None:
+            with owner.use_device(device):  # CuPy computes on the current device: the model's
                 return module.forward(x)
     elif type(x) is not _ndarray and not module._call_on_any_device:
         with on_device_of(x):  # no parameters: computed where the input lives
@@ -672,15 +681,9 @@ _DEVICE_ARRAYS = _plans.table()
 _CALL = Policy("gk.nn.Module.__call__", _call)
 
 
-def _place(x: Any, ref: Any) -> Any:
-    """``x`` where the parameter ``ref`` lives; host data moves to a device model."""
-    model_owner = _dispatch.owner_of(ref)
-    if (
-        type(x) is type(ref)
-        and model_owner is not None
-        and model_owner.device_of(x) == model_owner.device_of(ref)
-    ):
-        return x  # the model's own kind of array on its device: nothing to move or refuse
+def _place(x: Any, ref: Any, model_owner: Any) -> Any:
+    """``x`` where the parameter ``ref`` lives (``model_owner``: its device backend, None
+    for a host model); host data moves to a device model."""
     x_owner = _dispatch.owner_of(x)
     if model_owner is None:
         if x_owner is not None:
