@@ -463,15 +463,17 @@ def test_device_layers_refuse_bad_input_as_well_warm_as_cold(fake_device, rng):
 
 @pytest.mark.gpu
 def test_a_kind_registered_after_warm_device_calls_is_refused(cupy_backend, monkeypatch):
-    """An activation layer that took a device array type asks again which kind it is once
-    a kind is registered: values of that type are then refused, naming the layer; and a
-    complex input is refused as on the first call."""
+    """An activation layer (and a loss) that took a device array type asks again which
+    kind it is once a kind is registered: values of that type are then refused, naming
+    the layer or loss; and a complex input is refused as on the first call."""
     from gpukit._dispatch import kinds
     from gpukit._runtime import plans
 
-    tanh = gk.nn.Tanh()
+    tanh, mse = gk.nn.Tanh(), gk.nn.MSELoss()
     x = cupy_backend.asarray(np.ones((2, 3), np.float32))
-    same_errors_warm_as_cold([lambda: tanh(x)], [lambda: tanh(x.astype(np.complex64))])
+    same_errors_warm_as_cold(
+        [lambda: tanh(x), lambda: mse(x, x)], [lambda: tanh(x.astype(np.complex64))]
+    )
     for name in ("_kinds", "_by_name", "_by_type"):  # the registry as it was, afterwards
         monkeypatch.setattr(kinds, name, type(getattr(kinds, name))(getattr(kinds, name)))
     device_array = type(x)
@@ -485,6 +487,8 @@ def test_a_kind_registered_after_warm_device_calls_is_refused(cupy_backend, monk
     try:
         with pytest.raises(TypeError, match=r"gk\.nn\.Tanh.*wrapped array"):
             tanh(x)
+        with pytest.raises(TypeError, match=r"gk\.nn\.MSELoss.*wrapped array"):
+            mse(x, x)
     finally:
         monkeypatch.undo()
         plans.forget()

@@ -242,3 +242,49 @@ def test_one_cross_entropy_loss_on_two_devices(cupy_backend, rng):
         assert rel_err(float(loss), -logp[np.arange(5), target].mean()) < F32
         want = (np.exp(logp) - np.eye(4)[target]) / 5
         assert rel_err(gk.to_numpy(grad), want) < F32
+
+
+def test_device_losses_refuse_bad_input_as_well_warm_as_cold(fake_device, rng):
+    """A loss that took device arrays of a type takes the next ones without checking that
+    type again, but not their dtypes, devices or a host target: strings, complex output,
+    a host target (moved: counted) and arrays on two devices are treated after valid calls
+    as on the first."""
+    from helpers import same_errors_warm_as_cold
+
+    x = fake_device.asarray(rng.standard_normal((4, 3)).astype(np.float32))
+    t = fake_device.asarray(rng.standard_normal((4, 3)).astype(np.float32))
+    words = fake_device.asarray(np.array([["a"] * 3] * 4))
+    t1 = fake_device.asarray(rng.standard_normal((4, 3)).astype(np.float32), device=1)
+    mse, bce = gk.nn.MSELoss(), gk.nn.BCEWithLogitsLoss()
+    failing = [
+        lambda: mse(x, words),
+        lambda: mse(words, t),
+        lambda: bce(x.astype(np.complex64), t.astype(np.complex64)),
+        lambda: mse(x, t1),
+    ]
+    same_errors_warm_as_cold([lambda: mse(x, t), lambda: bce(x, t)], failing)
+    host = rng.standard_normal((4, 3)).astype(np.float32)
+    before = gk.transfer_stats().host_to_device.calls
+    got = mse(x, host)  # warm: the host target is still an implicit, counted transfer
+    assert gk.transfer_stats().host_to_device.calls == before + 1
+    want = np.mean((np.asarray(x, np.float64) - host) ** 2)
+    assert rel_err(float(got), want) < F32
+
+
+@pytest.mark.gpu
+@pytest.mark.multi_gpu(2)
+def test_a_warm_loss_runs_on_its_arrays_device_and_refuses_two(cupy_backend, rng):
+    """After warm calls on GPU 0, a loss of arrays on GPU 1 (GPU 0 current) computes
+    there, and one of arrays on both devices is refused as on a cold call."""
+    import cupy
+
+    loss_fn = gk.nn.MSELoss()
+    out, target = (rng.standard_normal((4, 3)).astype(np.float32) for _ in range(2))
+    want = np.mean((out.astype(np.float64) - target) ** 2)
+    with cupy.cuda.Device(0):
+        for _ in range(2):
+            loss_fn(cupy_backend.asarray(out), cupy_backend.asarray(target))
+        got = loss_fn(cupy_backend.asarray(out, device=1), cupy_backend.asarray(target, device=1))
+        assert cupy_backend.device_of(got) == 1 and rel_err(float(got), want) < F32
+        with pytest.raises(gk.DeviceMismatchError, match="target"):
+            loss_fn(cupy_backend.asarray(out, device=1), cupy_backend.asarray(target))

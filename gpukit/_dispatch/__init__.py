@@ -14,7 +14,7 @@ backend package nor an API module.
 from .._runtime.placement import namespace as _namespace
 from .._runtime.placement import owner_of
 from .decorator import operation
-from .inputs import asarray, prepare, to_numpy
+from .inputs import asarray, checked_device, prepare, remember_checked, to_numpy
 from .kinds import implements, register_kind, reject
 
 # gk.namespace of a sharded (or other kind of) array is its kind's answer
@@ -22,6 +22,7 @@ namespace = operation("gk.namespace")(_namespace)
 
 __all__ = [
     "asarray",
+    "checked_device",
     "implements",
     "namespace",
     "operation",
@@ -29,5 +30,6 @@ __all__ = [
     "prepare",
     "register_kind",
     "reject",
+    "remember_checked",
     "to_numpy",
 ]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "asarray",
+    "checked_device",
     "keep",
     "keep_placed",
     "on_device",
@@ -38,6 +39,7 @@ __all__ = [
     "plan_for_all",
     "plan_for_pair",
     "prepare",
+    "remember_checked",
     "to_numpy",
     "untouched",
 ]
@@ -49,6 +51,31 @@ _settled = _plans.table()
 # (operation, active backend, the arrays' types and dtypes) -> the backend a front-end's
 # dtype checks and ``prepare`` left such arrays on, unchanged (see placed)
 _placed = _plans.table()
+
+
+# device array type -> its backend, for the types of no kind that _dtypes.check took as
+# they were (see checked_device)
+_checked_device = _plans.table()
+
+
+def checked_device(x: Any) -> Backend | None:
+    """The backend of the device array ``x`` when its type passed the input checks before
+    (of no kind, not refused by :func:`gpukit._dispatch.dtypes.check`) and its dtype is a
+    native numeric one: such an input needs neither check again. Else None: check it,
+    then :func:`remember_checked`. Callers that are not operations (layers, losses)
+    use it; an operation's checks are kept in its plans."""
+    owner = _checked_device.get(type(x))
+    return owner if owner is not None and x.dtype in _dtypes.NATIVE_NUMERIC else None
+
+
+def remember_checked(x: Any, since: int) -> None:
+    """Keep ``x``'s type for :func:`checked_device` when ``x``, which passed the kind test
+    and :func:`gpukit._dispatch.dtypes.check` unchanged (the checks read before
+    generation ``since``), is a device array with a native numeric dtype (forgotten when
+    a backend or a kind registers, as every plan is)."""
+    owner = owner_of(x)
+    if owner is not None and x.dtype in _dtypes.NATIVE_NUMERIC:
+        _plans.remember(_checked_device, type(x), owner, since)
 
 
 class _Device:

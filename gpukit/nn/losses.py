@@ -93,10 +93,23 @@ def _call(loss: _Loss, output: Any, target: Any) -> Any:
         if output.dtype.isnative and target.dtype.isnative:
             return loss._forward(output, target)
     else:
+        # two device arrays of a type checked before, on one device: nothing to refuse
+        # or move (what _prepare finds for them), so only that device is made current
+        owner = _dispatch.checked_device(output)
+        if owner is not None and _dispatch.checked_device(target) is owner:
+            device = owner.device_of(output)
+            if owner.device_of(target) == device:
+                with owner.use_device(device):
+                    return loss._forward(output, target)
         _dispatch.reject(f"gk.nn.{type(loss).__name__}", output=output, target=target)
+    since = _plans.generation()
+    given = output, target
     output, target = loss._prepare(output, target)
     if type(output) is np.ndarray:
         return loss._forward(output, target)
+    for x, was in zip((output, target), given, strict=True):
+        if x is was:
+            _dispatch.remember_checked(x, since)
     with on_device_of(output):  # CuPy computes on the current device: make it output's
         return loss._forward(output, target)
 

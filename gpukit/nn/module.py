@@ -634,17 +634,16 @@ def _check_shape(name: str, grad_output: Any, got: Any, want: tuple[int, ...]) -
 def _call(module: Module, x: Any) -> Any:
     """:meth:`Module.__call__` without its memory policy."""
     given = x
-    t = type(x)
-    if t is _ndarray:
+    if type(x) is _ndarray:
         if not x.dtype.isnative:  # >f4
             x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)
-    elif t not in _DEVICE_ARRAYS or x.dtype not in _dtypes.NATIVE_NUMERIC:
+    elif _dispatch.checked_device(x) is None:
         if kind_of(x) is not None:
             return module._call_kind(x)
         since = _plans.generation()
         x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
-        if x is given and x.dtype in _dtypes.NATIVE_NUMERIC and _dispatch.owner_of(x) is not None:
-            _plans.remember(_DEVICE_ARRAYS, t, True, since)
+        if x is given:
+            _dispatch.remember_checked(x, since)
     anchor = module._anchor()
     if anchor is not None:
         ref = anchor.data
@@ -670,12 +669,6 @@ def _call(module: Module, x: Any) -> Any:
         with on_device_of(x):  # no parameters: computed where the input lives
             return module.forward(x)
     return module.forward(x)
-
-
-#: The device array types (of a backend, of no kind) that ``_dtypes.check`` takes as
-#: they are with a native numeric dtype: an input of one with such a dtype needs neither
-#: test again (forgotten when a backend or a kind registers)
-_DEVICE_ARRAYS = _plans.table()
 
 
 _CALL = Policy("gk.nn.Module.__call__", _call)
