@@ -548,3 +548,25 @@ def test_numpy_sgd_kernel_refuses_a_read_only_parameter_warm(rng):
         with pytest.raises(ValueError, match="read-only"):
             sgd(frozen, g, buf, 0.1, momentum, 0.0, False, 0.0, False)
         assert np.array_equal(frozen, p)
+
+
+def test_a_device_gradient_of_a_host_parameter_is_refused(fake_device):
+    """A device gradient of a host parameter is refused, naming both places, and the
+    parameter is left as it was."""
+    host = gk.nn.Parameter(np.zeros(3))
+    host.grad = fake_device.asarray(np.ones(3))
+    with pytest.raises(gk.DeviceMismatchError, match="parameters are on the host"):
+        gk.optim.SGD([host], lr=0.5).step()
+    np.testing.assert_array_equal(host.data, np.zeros(3))
+
+
+@pytest.mark.gpu
+def test_a_host_gradient_of_a_device_parameter_is_moved_there(cupy_backend):
+    """A host gradient of a device parameter is moved there (a counted transfer) and the
+    step runs with it."""
+    p = gk.nn.Parameter(cupy_backend.asarray(np.zeros(3, np.float32)))
+    p.grad = np.ones(3, np.float32)
+    before = gk.transfer_stats().host_to_device.calls
+    gk.optim.SGD([p], lr=0.5).step()
+    assert gk.transfer_stats().host_to_device.calls == before + 1
+    np.testing.assert_array_equal(gk.to_numpy(p.data), [-0.5, -0.5, -0.5])

@@ -933,8 +933,8 @@ def _widened(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[Any, An
 def _gradient(op: str, p: Parameter) -> Any:
     """``p.grad`` checked against ``p.data`` (which it updates), and contiguous."""
     data, grad = p.data, p.grad
-    if type(grad) is not type(data):
-        grad = _place(grad, data)  # a host gradient moves to a device parameter
+    if type(grad) is not type(data):  # a host gradient moves to a device parameter
+        grad = _place(grad, data, _dispatch.owner_of(data))
     elif type(data) is not _ndarray:  # host arrays have no device to compare
         owner = _dispatch.owner_of(data)  # its device ids: no device objects made
         if owner is not None and owner.device_of(grad) != owner.device_of(data):  # two GPUs
