@@ -185,6 +185,38 @@ def test_a_module_at_two_positions_of_a_sequential_refuses_backward(rng, layout)
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.parametrize("layout", ["two fused steps", "fused and alone"])
+def test_an_activation_in_a_fused_step_and_elsewhere_is_no_reuse(rng, layout):
+    """A fused Linear + activation step keeps the activation's state itself: one Tanh
+    instance after two Linears (both fused), or fused once and on its own once, gives the
+    float64 gradients of the chain (no refusal)."""
+    x = rng.standard_normal((3, 4))
+    g = rng.standard_normal((3, 4))
+    tanh = gk.nn.Tanh()
+    lin1 = _linear(rng).to(dtype="float64")
+    lin2 = _linear(rng).to(dtype="float64")
+    second = lin2 if layout == "two fused steps" else gk.nn.Dropout(0.0)
+    model = gk.nn.Sequential(lin1, tanh, second, tanh)
+    y = model(x)
+    gx = model.backward(g, need_input_grad=True)
+    w1, b1 = lin1.weight.data, lin1.bias.data
+    h = np.tanh(x @ w1.T + b1)
+    if layout == "two fused steps":
+        w2, b2 = lin2.weight.data, lin2.bias.data
+        want = np.tanh(h @ w2.T + b2)
+        dz2 = g * (1 - want * want)
+        dh = dz2 @ w2
+        assert rel_err(lin2.weight.grad, dz2.T @ h) < TOL[np.dtype(np.float64)]
+    else:
+        want = np.tanh(h)
+        dh = g * (1 - want * want)
+    dz1 = dh * (1 - h * h)
+    assert rel_err(y, want) < TOL[np.dtype(np.float64)]
+    assert rel_err(lin1.weight.grad, dz1.T @ x) < TOL[np.dtype(np.float64)]
+    assert rel_err(lin1.bias.grad, dz1.sum(axis=0)) < TOL[np.dtype(np.float64)]
+    assert rel_err(gx, dz1 @ w1) < TOL[np.dtype(np.float64)]
+
+
 def test_a_custom_module_whose_output_has_no_shape_is_not_checked():
     """A forward returning something without a shape (a tuple) leaves its backward's
     gradient to the module."""

@@ -133,8 +133,9 @@ class Sequential(Module):
         return None
 
     def _plan(self) -> list[Any]:
-        self._layout, self._reused = _layout, _reused(self._layers)
         steps: list[Any] = []
+        # (position, the modules whose attributes the step's forward pass sets)
+        keepers: list[tuple[int, Any]] = []
         layers = self._layers
         i = 0
         while i < len(layers):
@@ -142,10 +143,13 @@ class Sequential(Module):
             nxt = layers[i + 1] if i + 1 < len(layers) else None
             if type(m) is Linear and isinstance(nxt, _Activation):
                 steps.append(_LinearAct(m, nxt))
+                keepers.append((i, (m,)))  # the activation's state is the step's own
                 i += 2
             else:
                 steps.append(m)
+                keepers.append((i, m.modules()))
                 i += 1
+        self._layout, self._reused = _layout, _reused(keepers)
         return steps
 
     def forward(self, x: Any) -> Any:
@@ -183,13 +187,15 @@ class Sequential(Module):
         return g
 
 
-def _reused(layers: list[Module]) -> str | None:
-    """Why a backward pass through ``layers`` would be wrong, or None: a module (a layer or
-    one inside it) at two positions keeps only its last forward pass's inputs, so the
-    gradients of the earlier position would be computed from the later one's."""
+def _reused(keepers: list[tuple[int, Any]]) -> str | None:
+    """Why a backward pass through the steps would be wrong, or None: a module whose
+    forward pass keeps its inputs (a layer, one inside it, a fused step's Linear), at two
+    positions, keeps only the last, so the gradients of the earlier position would be
+    computed from the later one's. A fused step keeps its activation's state itself: an
+    activation in several fused steps is no reuse."""
     seen: dict[int, int] = {}
-    for position, layer in enumerate(layers):
-        for m in layer.modules():
+    for position, modules in keepers:
+        for m in modules:
             first = seen.setdefault(id(m), position)
             if first != position:
                 return (
