@@ -753,7 +753,8 @@ def test_activation_layer_converts_input_on_its_device(cupy_backend, rng, dtype)
     """An activation layer's call does not make its input's device current (its kept
     kernels launch there): a float16 input (computed in float32) or an integer one (in
     float64), and a float16 gradient, on GPU 1 while GPU 0 is current, are converted and
-    computed on GPU 1, cold and warm, with the float64 formula's values."""
+    computed on GPU 1, on every call (no kernel is kept for these dtypes: each call is
+    cold), with the float64 formula's values."""
     import cupy
 
     layer = gk.nn.Tanh()

@@ -247,7 +247,12 @@ class Backend(FFTOps, LinalgOps, UserKernelOps):
     def kernel(self, name: str) -> Any:
         """The implementation of the registered kernel ``name``: ``gk.kernels.<name>``, or
         one of the internal kernels ``gk.nn`` and ``gk.optim`` call
-        (:data:`gpukit.backend.kernels.INTERNAL_KERNELS`)."""
+        (:data:`gpukit.backend.kernels.INTERNAL_KERNELS`).
+
+        On a backend of several devices, the internal ``activation`` and
+        ``activation_backward`` (and what their ``bind`` returns) must compute and
+        allocate on their first array's device whichever device is current: an
+        activation layer's warm call makes no device current for them."""
         what = f"gk.kernels.{name}" if name in KERNELS else f"the internal kernel {name!r}"
         raise NotImplementedError(
             f"{what} has no implementation on backend {self.name!r}; "

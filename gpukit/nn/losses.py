@@ -89,10 +89,10 @@ class _Loss:
 
 def _call(loss: _Loss, output: Any, target: Any) -> Any:
     """:meth:`_Loss.__call__` without its memory policy."""
-    if type(output) is np.ndarray and type(target) is np.ndarray:
-        if output.dtype.isnative and target.dtype.isnative:
-            return loss._forward(output, target)
-    else:
+    host = type(output) is np.ndarray and type(target) is np.ndarray
+    if host and output.dtype.isnative and target.dtype.isnative:
+        return loss._forward(output, target)
+    if not host:
         # two device arrays of a type checked before, on one device: nothing to refuse
         # or move (what _prepare finds for them), so only that device is made current
         owner = _dispatch.checked_device(output)
@@ -101,8 +101,9 @@ def _call(loss: _Loss, output: Any, target: Any) -> Any:
             if owner.device_of(target) == device:
                 with owner.use_device(device):
                     return loss._forward(output, target)
+    since = _plans.generation()  # before the checks that remember_checked keeps passed
+    if not host:
         _dispatch.reject(f"gk.nn.{type(loss).__name__}", output=output, target=target)
-    since = _plans.generation()
     given = output, target
     output, target = loss._prepare(output, target)
     if type(output) is np.ndarray:

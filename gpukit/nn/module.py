@@ -638,9 +638,9 @@ def _call(module: Module, x: Any) -> Any:
         if not x.dtype.isnative:  # >f4
             x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)
     elif _dispatch.checked_device(x) is None:
+        since = _plans.generation()  # before the checks that remember_checked keeps passed
         if kind_of(x) is not None:
             return module._call_kind(x)
-        since = _plans.generation()
         x = _dtypes.check(f"gk.nn.{type(module).__name__}", "x", x)  # lists, None, masked
         if x is given:
             _dispatch.remember_checked(x, since)
