@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from . import _act, _gemm
@@ -135,7 +135,7 @@ class Sequential(Module):
     def _plan(self) -> list[Any]:
         steps: list[Any] = []
         # (position, the modules whose attributes the step's forward pass sets)
-        keepers: list[tuple[int, Any]] = []
+        keepers: list[tuple[int, Iterable[Module]]] = []
         layers = self._layers
         i = 0
         while i < len(layers):
@@ -187,7 +187,7 @@ class Sequential(Module):
         return g
 
 
-def _reused(keepers: list[tuple[int, Any]]) -> str | None:
+def _reused(keepers: list[tuple[int, Iterable[Module]]]) -> str | None:
     """Why a backward pass through the steps would be wrong, or None: a module whose
     forward pass keeps its inputs (a layer, one inside it, a fused step's Linear), at two
     positions, keeps only the last, so the gradients of the earlier position would be
