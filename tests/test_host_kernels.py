@@ -928,3 +928,32 @@ def test_leaky_relu_zeros_take_the_slopes_sign(path, dtype, slope):
     for got, want in ((y, want_y), (gx, want_gx)):
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_disabled_takes_effect_in_a_fresh_process_and_its_context_only():
+    """A process's first :func:`native.disabled` switches its context to the NumPy path
+    for passes planned before it (their calls skip the context's flag until some context
+    has been disabled), and not another thread's context."""
+    if not native.available():
+        pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
+    from subproc import run_python
+
+    code = """
+import threading
+import numpy as np
+from gpukit._host import native
+x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+y = np.empty_like(x)
+run = native.plan_bias_act(4, 8, x.dtype, "relu", False)
+assert run(x, None, y, 0.0) is True
+other = []
+with native.disabled():
+    assert run(x, None, y, 0.0) is False and not native.available()
+    t = threading.Thread(target=lambda: other.append(run(x, None, y, 0.0)))
+    t.start(); t.join()
+assert other == [True], other
+assert run(x, None, y, 0.0) is True and native.available()
+print("ok")
+"""
+    done = run_python(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -65,6 +65,10 @@ _lock = threading.Lock()
 _lib: Any = None
 _loaded = False
 _off: contextvars.ContextVar[bool] = contextvars.ContextVar("gpukit_native_off", default=False)
+#: Whether any context has entered :func:`disabled`: until one has, a kernel call reads no
+#: ``_off`` (a ContextVar read costs about a tenth of a small pass's Python overhead).
+#: Set once, before the context's own ``_off``, and never reset.
+_ever_off = False
 _local = threading.local()
 
 
@@ -111,12 +115,14 @@ def _library() -> Any:
 
 def available() -> bool:
     """Whether the compiled kernels are in use (built, current, not :func:`disabled`)."""
-    return not _off.get() and _library() is not None
+    return not (_ever_off and _off.get()) and _library() is not None
 
 
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
     """Run the NumPy-ufunc kernels instead, in this context (tests compare the two)."""
+    global _ever_off
+    _ever_off = True
     token = _off.set(True)
     try:
         yield
@@ -127,7 +133,7 @@ def disabled() -> Iterator[None]:
 def takes(*arrays: np.ndarray | None) -> bool:
     """Whether the compiled kernels take these arrays: in use, one dtype (float32 or
     float64, native byte order), C-contiguous and aligned (None: an absent argument)."""
-    if _off.get() or _library() is None:
+    if (_ever_off and _off.get()) or _library() is None:
         return False
     dtype = None
     for a in arrays:
@@ -183,7 +189,7 @@ def all_finite(x: Any) -> bool | None:
     >>> all_finite(np.arange(4)) is None  # integers: not the kernel's
     True
     """
-    if _off.get():
+    if _ever_off and _off.get():
         return None
     lib = _lib if _loaded else _library()
     return None if lib is None else lib.all_finite(x)
@@ -354,7 +360,7 @@ def plan_bias_act(rows: int, cols: int, dtype: np.dtype, name: str, bias: bool =
         split = _per_count(partial(_split, rows, cols, weight))
 
     def run(x: np.ndarray, b: Any, y: np.ndarray, slope: float) -> bool:
-        if _off.get():
+        if _ever_off and _off.get():
             return False
         try:
             if split is None:
@@ -404,7 +410,7 @@ def plan_bias_act_grad(
             return None if acc is None else acc[0] if spans == 1 else acc.sum(axis=0)
 
     def run(g: np.ndarray, v: np.ndarray, b: Any, gx: np.ndarray, slope: float) -> Any:
-        if _off.get():
+        if _ever_off and _off.get():
             return None
         try:
             acc = call(g, v, b if bias else nz, gx, slope)
@@ -486,7 +492,7 @@ def plan_rows(name: str, rows: int, cols: int, dtype: np.dtype) -> Any:
 
     def run(m0: np.ndarray, labels: np.ndarray, per_row: np.ndarray, m1: np.ndarray,
             eps: float) -> bool:  # fmt: skip
-        if _off.get():
+        if _ever_off and _off.get():
             return False
         try:
             if threads is None:
@@ -543,7 +549,7 @@ def plan_elementwise(name: str, n: int, dtype: np.dtype) -> Any:
         threads = _per_count(lambda t: (parallel.plan(n, 1, 1, parallel.NATIVE_MIN, t),))
 
     def run(arrays: tuple[np.ndarray | None, ...], *scalars: Any) -> bool:
-        if _off.get():
+        if _ever_off and _off.get():
             return False
         try:
             if threads is None:
@@ -586,7 +592,7 @@ def plan_sgd(n: int, dtype: np.dtype, otherwise: Callable[..., None]) -> Any:
         first_step: bool,
         status: np.ndarray | None = None,
     ) -> None:
-        if (status is None or not status[0]) and not _off.get():
+        if (status is None or not status[0]) and not (_ever_off and _off.get()):
             buf = momentum_buffer if momentum else None
             # the flags are Python bools, which the module reads as the C ints it takes
             try:
