@@ -289,9 +289,12 @@ def test_activation_kernels_are_kept_for_floating_arrays_only(rng):
     for _ in range(2):  # the second call would find what the first kept
         _act.forward("relu", z, None, 0.0, overwrite=False)
         _act.forward("relu", f, None, 0.0, overwrite=False)
-    assert _act.planned("relu", z, 0.0) is None
-    y, (saved, from_output) = _act.planned("relu", f, 0.0)
+    layer = gk.nn.ReLU()
+    assert _act.planned(layer, z) is None
+    assert layer._saved is None  # untouched where nothing is kept
+    y = _act.planned(layer, f)
     assert y.dtype == np.float32 and np.array_equal(y, np.maximum(f, 0))
+    saved, from_output = layer._saved
     assert saved is y and from_output
 
 
@@ -823,8 +826,9 @@ def test_kept_device_activation_kernels_launch_on_the_arrays_device(cupy_backend
         for _ in range(2):  # cold, then the kept kernels
             y, saved = _act.forward("silu", x1, None, 0.0, overwrite=False)
             gx, _ = _act.backward("silu", g1, saved, None, 0.0, want_bias=False)
-            warm_y, warm_saved = _act.planned("silu", x1, 0.0)
-            warm_gx = _act.planned_backward("silu", g1, warm_saved, 0.0)
+            layer = gk.nn.SiLU()
+            warm_y = _act.planned(layer, x1)
+            warm_gx = _act.planned_backward("silu", g1, layer._saved, 0.0)
             for got, want in ((y, z * s), (warm_y, z * s)):
                 assert cupy_backend.device_of(got) == 1
                 assert rel_err(gk.to_numpy(got), want) < tol

@@ -174,19 +174,27 @@ def _bound(key: Any, z: np.ndarray, bias: Any, name: str, slope: float) -> Any:
     return _plans.remember(_BOUND, key, run, _plans.generation())
 
 
-def planned(name: str, z: Any, slope: float) -> tuple[Any, tuple[Any, bool]] | None:
-    """``forward(name, z, None, slope, overwrite=False)`` where its kernel for arrays like
-    ``z`` is kept (host or device), else None: an activation layer's warm call in one
-    look-up. A kernel is kept for floating arrays only, so a layer that converts other
-    input (``int`` to ``float64``) may skip its check where this finds one."""
+def planned(layer: Any, z: Any) -> Any:
+    """An activation layer's warm call: ``forward(layer._name, z, None,
+    layer.negative_slope, overwrite=False)``'s output, with what :func:`backward` needs
+    kept as ``layer._saved``, where its kernel for arrays like ``z`` is kept (host or
+    device); else None, ``layer`` untouched: :func:`forward` then computes it. A kernel
+    is kept for floating arrays only, so a layer that converts other input (``int`` to
+    ``float64``) may skip its check where this finds one."""
+    name = layer._name
     if type(z) is _ndarray:
         run = _BOUND.get((name, z.dtype, z.shape, None))
-        if run is not None:
-            y = run(z, None, name, slope)
-            return (y, (y, True)) if name in FROM_OUTPUT else (y, (z, False))
+        if run is None:
+            return None
+        y = run(z, None, name, layer.negative_slope)
+        layer._saved = (y, True) if name in FROM_OUTPUT else (z, False)
+        return y
+    run = _DEVICE_FORWARD.get((name, layer.negative_slope, type(z), z.dtype))  # a device array
+    if run is None:
         return None
-    run = _DEVICE_FORWARD.get((name, slope, type(z), z.dtype))  # a device array
-    return None if run is None else (run(z, name, slope), (z, False))
+    y = run(z, name, layer.negative_slope)
+    layer._saved = (z, False)
+    return y
 
 
 def planned_backward(name: str, grad: Any, saved: tuple[Any, bool], slope: float) -> Any:

@@ -205,13 +205,14 @@ class _Activation(Module):
         self._saved: Any = None
 
     def forward(self, x: Any) -> Any:
-        done = _act.planned(self._name, x, self.negative_slope)  # a warm call
-        if done is None:
+        y = _act.planned(self, x)  # a warm call, which keeps self._saved
+        if y is None:
             with on_device_of(x):
                 if x.dtype.kind != "f":
                     x = _floating_input(type(self).__name__, x)
-                done = _act.forward(self._name, x, None, self.negative_slope, overwrite=False)
-        y, self._saved = done
+                y, self._saved = _act.forward(
+                    self._name, x, None, self.negative_slope, overwrite=False
+                )
         return y
 
     def backward(self, grad_output: Any, *, need_input_grad: bool = True) -> Any:
