@@ -152,3 +152,36 @@ def test_big_endian_host_data_is_byte_swapped_and_never_allocated(cp):
         cp.empty(3, dtype=">f8")
     with pytest.raises(TypeError, match="cannot be set"):
         x.set(host)  # ndarray.set does not convert: the dtypes must match
+
+
+def test_dtype_is_read_only_and_shape_reshapes_in_place_as_cupy(cp):
+    """dtype and shape are kept as members (core.pxd's ``readonly object dtype`` and
+    ``_shape``): dtype cannot be assigned or deleted, ``a.shape = ...`` reshapes a
+    contiguous array in place (a view of the same memory) and refuses one that needs a
+    copy, and the members follow every view and reshape."""
+    a = cp.arange(6.0)
+    with pytest.raises(AttributeError, match=r"'dtype' .* not writable"):
+        a.dtype = np.float32
+    with pytest.raises(AttributeError, match="not writable"):
+        del a.dtype
+    with pytest.raises(AttributeError, match="not writable"):
+        del a.shape
+    ptr = a.data.ptr
+    a.shape = (2, 3)
+    assert a.shape == (2, 3) and a.ndim == 2 and a.strides == (24, 8) and a.data.ptr == ptr
+    assert a.dtype == np.float64 and a.get().tolist() == [[0, 1, 2], [3, 4, 5]]
+    t = a.T
+    assert t.shape == (3, 2) and t.dtype == np.float64
+    with pytest.raises(AttributeError, match="Incompatible shape"):
+        t.shape = (6,)
+    assert t.shape == (3, 2)  # refused: unchanged
+    v = a.view(np.int64)
+    assert v.dtype == np.int64 and v.shape == (2, 3)
+    assert cp.ndarray((2, 2), np.float32).dtype == np.float32
+
+    class Tagged(cp.ndarray):  # a subclass's own attributes are its instance's
+        pass
+
+    s = a.view(Tagged)
+    s.tag = "kept"
+    assert s.tag == "kept" and s.shape == (2, 3)

@@ -83,11 +83,19 @@ def _np_over(mp, shape, dtype, strides) -> np.ndarray:
 
 def _make(view: np.ndarray, mp, dev: int, base=None, cls=None) -> ndarray:
     a = object.__new__(ndarray if cls is None else cls)
-    a._np = view
-    a.data = mp
-    a._dev = dev
-    a.base = base
+    _fill(a, view, mp, dev, base)
     return a
+
+
+def _fill(a: _ndarray_base, view: np.ndarray, mp, dev: int, base) -> None:
+    """Set a new array's members, past ``_ndarray_base.__setattr__`` (a Python call per
+    member would make every array the simulator creates costlier than CuPy's)."""
+    _set_member(a, "_npv", view)
+    _set_member(a, "dtype", view.dtype)
+    _set_member(a, "shape", view.shape)
+    _set_member(a, "data", mp)
+    _set_member(a, "_dev", dev)
+    _set_member(a, "base", base)
 
 
 def _as_subtype(a: ndarray, subtype, obj) -> ndarray:
@@ -595,12 +603,19 @@ def _inplace(ufunc):
 
 
 _MISSING = object()
+_set_member = object.__setattr__
+#: core.pxd's ``readonly`` attributes the simulator keeps as members (``dtype``)
+_READ_ONLY = frozenset({"dtype"})
 
 
 class _ndarray_base:
     """Multi-dimensional array on a CUDA device (simulated)."""
 
-    __slots__ = ("__weakref__", "_dev", "_npv", "base", "data")
+    # dtype and shape are kept beside the view, as core.pxd keeps them (``readonly object
+    # dtype``, the ``_shape`` vector): a read is a member read, as CuPy's, not a property
+    # call, which costs the simulator about ten times CuPy's read (tools.peers' CuPy rows
+    # count it). __setattr__ keeps dtype read-only and shape's in-place reshape.
+    __slots__ = ("__weakref__", "_dev", "_npv", "base", "data", "dtype", "shape")
     __array_priority__ = 100
 
     @property
@@ -611,8 +626,27 @@ class _ndarray_base:
         return self._npv
 
     @_np.setter
-    def _np(self, view: np.ndarray) -> None:
-        self._npv = view
+    def _np(self, view: np.ndarray) -> None:  # a view of the same memory (a.shape = ...)
+        _set_member(self, "_npv", view)
+        _set_member(self, "dtype", view.dtype)
+        _set_member(self, "shape", view.shape)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "shape":
+            self._reshape_in_place(value)
+        elif name in _READ_ONLY:
+            raise AttributeError(
+                f"attribute '{name}' of 'cupy._core.core._ndarray_base' objects is not writable"
+            )
+        else:
+            _set_member(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in _READ_ONLY or name == "shape":
+            raise AttributeError(
+                f"attribute '{name}' of 'cupy._core.core._ndarray_base' objects is not writable"
+            )
+        object.__delattr__(self, name)
 
     def __init__(self, *args, **kwargs):
         # core.pyx: the base must not be made directly; ndarray.__new__ calls _init
@@ -639,14 +673,11 @@ class _ndarray_base:
             memptr = _empty((size,), dtype).data
         elif memptr is None:
             a = _empty(shape, dtype, order)
-            self._np, self.data, self._dev, self.base = a._np, a.data, a._dev, None
+            _fill(self, a._np, a.data, a._dev, None)
             return
         if strides is None:
             strides = _contiguous_strides(shape, dtype.itemsize, order)
-        self._np = _np_over(memptr, shape, dtype, tuple(strides))
-        self.data = memptr
-        self._dev = memptr.device_id
-        self.base = None
+        _fill(self, _np_over(memptr, shape, dtype, tuple(strides)), memptr, memptr.device_id, None)
 
     # -- simulator internals
     def _storage(self):
@@ -675,12 +706,8 @@ class _ndarray_base:
     # (``_npv``): queued writers change the memory's values only, and CuPy reads its own
     # attributes without waiting for anything (a property per read costs the simulator
     # more than the CuPy calls it stands for).
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._npv.shape
-
-    @shape.setter
-    def shape(self, newshape) -> None:
+    def _reshape_in_place(self, newshape) -> None:
+        """``a.shape = newshape``: core.pyx's shape setter."""
         v = self._np.view()
         try:
             v.shape = newshape
@@ -694,10 +721,6 @@ class _ndarray_base:
     @property
     def strides(self) -> tuple[int, ...]:
         return self._npv.strides
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._npv.dtype
 
     @property
     def size(self) -> int:
