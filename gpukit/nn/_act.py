@@ -13,7 +13,7 @@ activation, slope, array type and dtype: one launch each way. A slope is a Pytho
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .._host.activations import FROM_OUTPUT, bias_activate, gradient
 from .._runtime import plans as _plans
 from ..kernels import ACTIVATIONS
 from ..kernels._direct import bound, kernel
+
+if TYPE_CHECKING:
+    from .layers import _Activation
 
 __all__ = ["ACTIVATIONS", "backward", "bias_grad", "forward", "planned", "planned_backward"]
 
@@ -174,25 +177,25 @@ def _bound(key: Any, z: np.ndarray, bias: Any, name: str, slope: float) -> Any:
     return _plans.remember(_BOUND, key, run, _plans.generation())
 
 
-def planned(layer: Any, z: Any) -> Any:
+def planned(layer: _Activation, z: Any) -> Any:
     """An activation layer's warm call: ``forward(layer._name, z, None,
     layer.negative_slope, overwrite=False)``'s output, with what :func:`backward` needs
     kept as ``layer._saved``, where its kernel for arrays like ``z`` is kept (host or
     device); else None, ``layer`` untouched: :func:`forward` then computes it. A kernel
     is kept for floating arrays only, so a layer that converts other input (``int`` to
     ``float64``) may skip its check where this finds one."""
-    name = layer._name
+    name, slope = layer._name, layer.negative_slope
     if type(z) is _ndarray:
         run = _BOUND.get((name, z.dtype, z.shape, None))
         if run is None:
             return None
-        y = run(z, None, name, layer.negative_slope)
+        y = run(z, None, name, slope)
         layer._saved = (y, True) if name in FROM_OUTPUT else (z, False)
         return y
-    run = _DEVICE_FORWARD.get((name, layer.negative_slope, type(z), z.dtype))  # a device array
+    run = _DEVICE_FORWARD.get((name, slope, type(z), z.dtype))  # a device array
     if run is None:
         return None
-    y = run(z, name, layer.negative_slope)
+    y = run(z, name, slope)
     layer._saved = (z, False)
     return y
 
