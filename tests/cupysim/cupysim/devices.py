@@ -16,7 +16,18 @@ NO_DEVICE = 100  # cudaErrorNoDevice
 INVALID_DEVICE = 101  # cudaErrorInvalidDevice
 INVALID_VALUE = 1  # cudaErrorInvalidValue
 
-_tls = threading.local()
+
+
+class _Thread(threading.local):
+    """The calling thread's state: its current device, 0 until it sets one."""
+
+    device = 0
+
+
+_tls = _Thread()
+#: Whether every runtime call fails (no driver, or none of the devices): the settings
+#: are read once, at import, so this is too
+_UNUSABLE = config.fail == "driver" or config.devices == 0
 
 
 def check_driver() -> None:
@@ -49,9 +60,9 @@ def check(device: int) -> int:
 def current() -> int:
     """``cudaGetDevice`` for the calling thread; it fails as :func:`count` does (asked
     only then: CuPy asks for the current device on every launch)."""
-    if config.fail == "driver" or config.devices == 0:
+    if _UNUSABLE:
         count()
-    return getattr(_tls, "device", 0)
+    return _tls.device
 
 
 def set_current(device: int) -> None:
