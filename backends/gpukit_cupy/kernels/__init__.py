@@ -27,7 +27,7 @@ from . import _elementwise
 from ._graphed import adam_update_graphed as adam_update_graphed
 from ._graphed import flag_nonfinite_graphed as flag_nonfinite_graphed
 from ._graphed import sgd_update_graphed as sgd_update_graphed
-from ._launch import BLOCK, ctype, function, index, scalar, sm_count
+from ._launch import BLOCK, ctype, current_device, function, index, scalar, sm_count
 
 __all__ = [
     "activation",
@@ -52,7 +52,7 @@ def _on_inputs_device(fn: Callable[..., Any]) -> Callable[..., Any]:
         # the memory's device id, as ndarray.device reads it, without making a Device;
         # asking which device is current costs less than switching to it
         device = first.data.device_id
-        if device == cupy.cuda.runtime.getDevice():
+        if device == current_device():
             return fn(first, *args)
         with cupy.cuda.Device(device):
             return fn(first, *args)
@@ -422,7 +422,7 @@ _tickets: dict[tuple[int, int], Any] = {}
 
 
 def _ticket():
-    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+    key = (current_device(), cupy.cuda.get_current_stream().ptr)
     found = _tickets.get(key)
     if found is None:
         # zeroed by a kernel, not uploaded: the first use may be inside a capture

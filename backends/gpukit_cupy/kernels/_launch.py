@@ -13,6 +13,8 @@ from gpukit.backend.kernels import cuda_sources
 from ..cuda_sources import source
 
 BLOCK = 256
+#: cudaGetDevice, bound once: the launchers ask it on every call (three module look-ups less)
+current_device = cupy.cuda.runtime.getDevice
 
 _modules: dict[tuple[str, int], cupy.RawModule] = {}
 #: (file, name expression, device) -> the kernel: ``RawModule.get_function`` makes a new
@@ -24,7 +26,7 @@ _lock = threading.Lock()
 
 def function(filename: str, name_expression: str) -> cupy.RawKernel:
     """The kernel ``name_expression`` of ``filename``, compiled for the current device."""
-    key = (filename, name_expression, cupy.cuda.runtime.getDevice())
+    key = (filename, name_expression, current_device())
     found = _functions.get(key)
     if found is None:
         with _lock:
@@ -54,7 +56,7 @@ def _sm_count(device: int) -> int:
 
 def sm_count() -> int:
     """Streaming multiprocessors of the current device."""
-    return _sm_count(cupy.cuda.runtime.getDevice())
+    return _sm_count(current_device())
 
 
 def ctype(dtype: np.dtype) -> str:
