@@ -82,6 +82,26 @@ def test_the_peer_asks_the_device_for_what_gpukit_asks(rows, label):
     assert work == _device_work(peer)
 
 
+#: The user-kernel rows, whose peer is the cupy.ElementwiseKernel / ReductionKernel a CuPy
+#: user writes for the same expression (gpukit's CuPy backend launches one such kernel)
+USER_KERNEL_ROWS = ["elementwise 16 axpy", "reduction 16 sum of squares"]
+
+
+@pytest.mark.parametrize("label", USER_KERNEL_ROWS)
+def test_the_user_kernel_peer_is_one_cupy_kernel_of_the_same_result(rows, label):
+    """Both sides launch one kernel of the same grid over the same operands (only its
+    name differs) and agree to float64 rounding (the peer is CuPy's kernel of the
+    hand-written CUDA expression, not gpukit's generated one)."""
+    ours, peer = rows[label]
+    got, want = ours(), peer()
+    assert got.shape == want.shape and got.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(got.get(), want.get(), rtol=1e-14, atol=0)
+    if simulated():
+        ours_work, peer_work = _device_work(ours), _device_work(peer)
+        assert [w for w in ours_work if w[0] == "kernel"] != []
+        assert [w[:1] + w[2:] for w in ours_work] == [w[:1] + w[2:] for w in peer_work]
+
+
 #: The ``gk.nn`` rows (asv_bench/calls_nn.py): every layer and loss, forward and backward.
 NN_ROWS = [label for label in calls.labels() if label.startswith("nn.")]
 
