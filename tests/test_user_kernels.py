@@ -103,6 +103,22 @@ def test_elementwise_matches_float64_reference(backend, xp, rng, dtype):
     assert rel_err(_np(y), ref) < TOL[np.dtype(dtype)]
 
 
+def test_outputs_of_broadcast_strided_and_scalar_arguments(backend, xp, rng):
+    """A new array of the arguments' broadcast shape and the kernel's dtype, of the
+    backend's type, for a Fortran-ordered array broadcast against a vector (the CuPy
+    launch makes it) and for scalars alone (which CuPy cannot size: gpukit makes it)."""
+    x = rng.uniform(-1, 3, (6, 5))
+    w = rng.uniform(0, 3, 5)
+    xf, wd = xp.asarray(np.asfortranarray(x)), xp.asarray(w)
+    out = blend(xf, wd, -0.25)
+    assert type(out) is type(wd) and out.shape == (6, 5) and out.dtype == np.float64
+    assert out is not xf and rel_err(_np(out), _blend_ref(x, w, -0.25)) < TOL[np.dtype("f8")]
+    alone = blend(0.5, 1.5, -0.25)
+    assert type(alone) is type(wd) and alone.shape == () and alone.dtype == np.float64
+    want = _blend_ref(np.array(0.5), np.array(1.5), -0.25)
+    assert rel_err(_np(alone), want) < TOL[np.dtype("f8")]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_broadcasting_scalars_where_and_conditions(backend, xp, rng, dtype):
     x = rng.uniform(-1, 3, (129, 65)).astype(dtype)

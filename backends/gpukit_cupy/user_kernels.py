@@ -228,7 +228,17 @@ def _launch(
     kernel: Any, xp: Any, shape: tuple[int, ...], out_dtype: np.dtype, args: Sequence[Any]
 ) -> Any:
     """``kernel`` of ``args`` into a new array of ``shape`` and ``out_dtype`` (``xp``: cupy,
-    imported by the caller: nothing imports it at gpukit's import)."""
+    imported by the caller: nothing imports it at gpukit's import).
+
+    Where an argument is an array, CuPy's launch makes the output itself: the arguments'
+    broadcast shape (the front-end's ``shape``), the dtype its output parameter names
+    (``out_dtype``), C-ordered, on the current device, as ``xp.empty`` here would, for
+    less host time than a separate ``cupy.empty`` call. Of scalars alone CuPy cannot
+    size a launch: the output is made here."""
+    array = xp.ndarray
+    for a in args:
+        if isinstance(a, array):
+            return kernel(*args)
     out = xp.empty(shape, dtype=out_dtype)
     kernel(*args, out)
     return out
