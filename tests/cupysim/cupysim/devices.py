@@ -17,7 +17,6 @@ INVALID_DEVICE = 101  # cudaErrorInvalidDevice
 INVALID_VALUE = 1  # cudaErrorInvalidValue
 
 
-
 class _Thread(threading.local):
     """The calling thread's state: its current device, 0 until it sets one."""
 
