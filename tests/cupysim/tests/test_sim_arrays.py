@@ -179,9 +179,25 @@ def test_dtype_is_read_only_and_shape_reshapes_in_place_as_cupy(cp):
     assert v.dtype == np.int64 and v.shape == (2, 3)
     assert cp.ndarray((2, 2), np.float32).dtype == np.float32
 
+    for name in ("data", "base"):  # core.pxd's other readonly members
+        with pytest.raises(AttributeError, match="not writable"):
+            setattr(a, name, None)
+        with pytest.raises(AttributeError, match="not writable"):
+            delattr(a, name)
+    assert a.data.ptr == ptr and a.base is None  # unchanged
+
     class Tagged(cp.ndarray):  # a subclass's own attributes are its instance's
         pass
 
     s = a.view(Tagged)
     s.tag = "kept"
     assert s.tag == "kept" and s.shape == (2, 3)
+
+    class Reported(cp.ndarray):  # a subclass's read-only property of a member's name
+        @property
+        def shape(self):
+            return ("reported",)
+
+    r = a.view(Reported)  # the simulator writes its members as CuPy its C fields
+    assert r.shape == ("reported",) and r.size == 6 and r.strides == (24, 8)
+    assert Reported((2, 2)).size == 4

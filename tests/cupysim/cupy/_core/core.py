@@ -88,14 +88,21 @@ def _make(view: np.ndarray, mp, dev: int, base=None, cls=None) -> ndarray:
 
 
 def _fill(a: _ndarray_base, view: np.ndarray, mp, dev: int, base) -> None:
-    """Set a new array's members, past ``_ndarray_base.__setattr__`` (a Python call per
-    member would make every array the simulator creates costlier than CuPy's)."""
-    _set_member(a, "_npv", view)
-    _set_member(a, "dtype", view.dtype)
-    _set_member(a, "shape", view.shape)
-    _set_member(a, "data", mp)
-    _set_member(a, "_dev", dev)
-    _set_member(a, "base", base)
+    """Set a new array's members through the base class's own slots, as CuPy writes its
+    C fields: past ``_ndarray_base.__setattr__`` (a Python call per member would make
+    every array the simulator creates costlier than CuPy's) and past any property a
+    subclass defines under a member's name."""
+    _set_view(a, view)
+    _SLOTS["data"](a, mp)
+    _SLOTS["_dev"](a, dev)
+    _SLOTS["base"](a, base)
+
+
+def _set_view(a: _ndarray_base, view: np.ndarray) -> None:
+    """``a``'s view and the metadata kept beside it."""
+    _SLOTS["_npv"](a, view)
+    _SLOTS["dtype"](a, view.dtype)
+    _SLOTS["shape"](a, view.shape)
 
 
 def _as_subtype(a: ndarray, subtype, obj) -> ndarray:
@@ -604,8 +611,8 @@ def _inplace(ufunc):
 
 _MISSING = object()
 _set_member = object.__setattr__
-#: core.pxd's ``readonly`` attributes the simulator keeps as members (``dtype``)
-_READ_ONLY = frozenset({"dtype"})
+#: core.pxd's ``readonly`` attributes the simulator keeps as members
+_READ_ONLY = frozenset({"dtype", "data", "base"})
 
 
 class _ndarray_base:
@@ -627,9 +634,7 @@ class _ndarray_base:
 
     @_np.setter
     def _np(self, view: np.ndarray) -> None:  # a view of the same memory (a.shape = ...)
-        _set_member(self, "_npv", view)
-        _set_member(self, "dtype", view.dtype)
-        _set_member(self, "shape", view.shape)
+        _set_view(self, view)
 
     def __setattr__(self, name: str, value: object) -> None:
         if name == "shape":
@@ -1234,6 +1239,14 @@ for _name in [
     if hasattr(np.ndarray, _name):
         setattr(_ndarray_base, _name, _method(_name))
 _ndarray_base.nonzero = _method("nonzero", sync=True)
+
+
+#: The base class's slot setters (``member.__set__``): the simulator's own writes of its
+#: members, which neither ``__setattr__`` nor a subclass's property of the same name sees
+_SLOTS = {
+    name: _ndarray_base.__dict__[name].__set__
+    for name in ("_npv", "dtype", "shape", "data", "_dev", "base")
+}
 
 
 class ndarray(_ndarray_base):
