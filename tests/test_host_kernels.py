@@ -933,12 +933,13 @@ def test_leaky_relu_zeros_take_the_slopes_sign(path, dtype, slope):
 def test_disabled_takes_effect_in_a_fresh_process_and_its_context_only():
     """A process's first :func:`native.disabled` switches its context to the NumPy path
     for passes planned before it (their calls skip the context's flag until some context
-    has been disabled), and not another thread's context."""
+    has been disabled), and not another context (another thread's)."""
     if not native.available():
         pytest.skip("gpukit's host kernel library is not built (pip install -e .)")
     from subproc import run_python
 
     code = """
+import contextvars
 import threading
 import numpy as np
 from gpukit._host import native
@@ -949,7 +950,10 @@ assert run(x, None, y, 0.0) is True
 other = []
 with native.disabled():
     assert run(x, None, y, 0.0) is False and not native.available()
-    t = threading.Thread(target=lambda: other.append(run(x, None, y, 0.0)))
+    # a context of its own (a thread may start in a copy of its parent's: Python 3.14's
+    # thread_inherit_context)
+    fresh = contextvars.Context()
+    t = threading.Thread(target=lambda: other.append(fresh.run(run, x, None, y, 0.0)))
     t.start(); t.join()
 assert other == [True], other
 assert run(x, None, y, 0.0) is True and native.available()

@@ -112,6 +112,8 @@ def test_outputs_of_broadcast_strided_and_scalar_arguments(backend, xp, rng):
     xf, wd = xp.asarray(np.asfortranarray(x)), xp.asarray(w)
     out = blend(xf, wd, -0.25)
     assert type(out) is type(wd) and out.shape == (6, 5) and out.dtype == np.float64
+    if backend.is_device:  # CuPy's launch makes it C-ordered, as cupy.empty did
+        assert out.flags.c_contiguous
     assert out is not xf and rel_err(_np(out), _blend_ref(x, w, -0.25)) < TOL[np.dtype("f8")]
     alone = blend(0.5, 1.5, -0.25)
     assert type(alone) is type(wd) and alone.shape == () and alone.dtype == np.float64
