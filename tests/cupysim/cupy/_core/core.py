@@ -621,7 +621,8 @@ class _ndarray_base:
     # dtype and shape are kept beside the view, as core.pxd keeps them (``readonly object
     # dtype``, the ``_shape`` vector): a read is a member read, as CuPy's, not a property
     # call, which costs the simulator about ten times CuPy's read (tools.peers' CuPy rows
-    # count it). __setattr__ keeps dtype read-only and shape's in-place reshape.
+    # count it). __setattr__ keeps core.pxd's readonly members (_READ_ONLY) read-only and
+    # routes a.shape = ... to the in-place reshape.
     __slots__ = ("__weakref__", "_dev", "_npv", "base", "data", "dtype", "shape")
     __array_priority__ = 100
 
