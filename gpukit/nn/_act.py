@@ -208,8 +208,8 @@ def planned_backward(name: str, grad: Any, saved: tuple[Any, bool], slope: float
     if type(grad) is not _ndarray or type(v) is not _ndarray:
         if type(grad) is not type(v):
             return None
-        key = (name, slope, saved[1], type(grad), grad.dtype, type(v), v.dtype)
-        run = _DEVICE_BACKWARD.get(key)
+        kept = (name, slope, saved[1], type(grad), grad.dtype, type(v), v.dtype)
+        run = _DEVICE_BACKWARD.get(kept)
         return None if run is None else run(grad, v, name, slope, saved[1])
     dtype, shape = grad.dtype, grad.shape
     if v.dtype != dtype or v.shape != shape:
@@ -271,10 +271,10 @@ def backward(
             half = s.dtype not in _FLOAT32_64  # float16: in float32, as in forward
             g, v = _as_float32(grad, s) if half else (grad, s)
             if bias is None:
-                key = (name, slope, False, type(g), g.dtype, type(v), v.dtype)
+                kept = (name, slope, False, type(g), g.dtype, type(v), v.dtype)
                 args = (g, v, name, slope, False)
                 plans = _DEVICE_BACKWARD
-                run = plans.get(key) or _keep(plans, key, "activation_backward", s, args)
+                run = plans.get(kept) or _keep(plans, kept, "activation_backward", s, args)
                 gz = run(*args)
                 gb = bias_grad(gz) if want_bias else None
             else:
